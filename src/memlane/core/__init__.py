@@ -1,0 +1,1 @@
+"""Memory core: model, ingest, embedders, stores, retrieval, LLM client, the Memory facade."""

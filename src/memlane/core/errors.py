@@ -1,0 +1,64 @@
+"""The one exception tree of memlane.
+
+Foreign exceptions (sqlite3, httpx, onnxruntime, json) are translated into these at the boundary where
+they enter, and nowhere else.
+
+MemlaneError
+├── ValidationError        bad input: says what is wrong and where (field, file, line)
+├── NotFoundError          an id that does not exist in the caller's namespace
+├── StoreError             the storage engine failed (disk, lock, corruption)
+├── EmbedderError          the embedding model could not be loaded or run
+├── LLMError               a language-model call failed after its retries
+│   ├── LLMTransportError  timeout, connection error, 429 or 5xx after retries
+│   └── LLMResponseError   the reply was not valid JSON or had the wrong shape
+└── ConfigError            a setting is missing or contradictory
+"""
+
+from __future__ import annotations
+
+
+class MemlaneError(Exception):
+    """Base class of every error memlane raises on purpose."""
+
+
+class ValidationError(MemlaneError, ValueError):
+    """Bad input. ``where`` names the field (and file/line when the input came from a file)."""
+
+    def __init__(self, message: str, *, where: str | None = None) -> None:
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class NotFoundError(MemlaneError, KeyError):
+    """An id that does not exist in the caller's namespace."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "not found"
+
+
+class StoreError(MemlaneError):
+    """The storage engine failed."""
+
+
+class EmbedderError(MemlaneError):
+    """The embedding model could not be loaded or run."""
+
+
+class LLMError(MemlaneError):
+    """A language-model call failed after its retries."""
+
+
+class LLMTransportError(LLMError):
+    """Timeout, connection error, HTTP 429 or 5xx that outlasted the retries."""
+
+
+class LLMResponseError(LLMError):
+    """The reply was not valid JSON or did not have the expected shape. ``raw`` keeps the reply."""
+
+    def __init__(self, message: str, *, raw: str | None = None) -> None:
+        self.raw = raw
+        super().__init__(message)
+
+
+class ConfigError(MemlaneError):
+    """A setting is missing or contradictory."""

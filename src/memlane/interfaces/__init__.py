@@ -1,0 +1,1 @@
+"""Interfaces: CLI, HTTP service, MCP server. Thin adapters over the core."""
