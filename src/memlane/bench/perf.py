@@ -1,0 +1,280 @@
+"""Performance benchmark of the memory core on the embedded default (``memlane bench perf``).
+
+What it measures, in one run, with the real embedder:
+
+* ``embedder_sentences_per_s``: the embedder alone on distinct exchange texts shaped exactly like the
+  blocks of the bulk ingest below (``user: ...`` and ``assistant: ...`` lines), so the two rates compare;
+* ``ingest_p50_ms`` / ``ingest_p95_ms``: one ``Memory.add`` of one exchange (user message and reply) in
+  dual mode, end to end: validation, embedding, the durable commit;
+* ``bulk_blocks_per_s``: ``Memory.add_many`` over sessions of distinct exchanges in single mode (one
+  embedding per block, so it is directly comparable with the embedder's own rate);
+* ``search_p50_ms_{1k,10k,100k}`` (and p95): a hybrid search (query embedding, exact vector top-k, BM25,
+  fusion, fetching the blocks) in users holding that many blocks, after one warm-up query per user.
+
+For the large users (the workload of the storage research note): each block's text is 24 words drawn from a
+Zipf-distributed vocabulary of 20,000 words, so term frequencies look like natural text and BM25 sees
+realistic posting lists; each vector is a real MiniLM vector of a pool sentence plus noise, re-normalised.
+Embedding 111k texts would take minutes and measure the embedder again, not the search, whose cost depends
+on the number of rows and postings, not on the vectors' values. Queries are three mid-frequency words
+(Zipf ranks 50-2000), embedded for real inside the timed search.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from memlane.core.embedding.protocol import Embedder
+from memlane.core.memory import AddRequest, Memory, new_block_id
+from memlane.core.model import ExtractionStatus, MemoryBlock, PerspectiveMode, content_hash
+from memlane.core.store.sqlite import SqliteStore
+from memlane.core.timefmt import annotate
+
+_SUBJECTS = [
+    "I",
+    "my sister",
+    "my brother",
+    "our team",
+    "my friend Ana",
+    "the landlord",
+    "my manager",
+    "my dog",
+    "we",
+    "my doctor",
+]
+_VERBS = [
+    "visited",
+    "talked about",
+    "booked",
+    "cancelled",
+    "bought",
+    "painted",
+    "cooked",
+    "fixed",
+    "planned",
+    "read about",
+    "moved to",
+    "adopted",
+]
+_OBJECTS = [
+    "a trip to Lisbon",
+    "the new apartment",
+    "a vegan lasagna",
+    "the quarterly report",
+    "a yoga class",
+    "a used Mazda 3",
+    "the garden shed",
+    "a concert in Ghent",
+    "the dentist appointment",
+    "a birthday party",
+    "a pottery workshop",
+    "the kitchen sink",
+    "a hiking route",
+    "a chess tournament",
+    "the wedding playlist",
+    "a marathon training plan",
+]
+_WHEN = [
+    "yesterday",
+    "last Tuesday",
+    "this morning",
+    "two weeks ago",
+    "on Friday",
+    "in March",
+    "after work",
+    "over the weekend",
+]
+
+
+def sentence(rng: random.Random, i: int) -> str:
+    """A chat-like sentence; ``i`` makes it distinct (so no cache hit hides embedder work)."""
+    return (
+        f"{rng.choice(_SUBJECTS).capitalize()} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)} {rng.choice(_WHEN)}, "
+        f"and it was note number {i} about {rng.choice(_OBJECTS)}."
+    )
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+@dataclass
+class PerfSettings:
+    embedder_sentences: int = 1000
+    ingest_adds: int = 200
+    bulk_exchanges: int = 2000
+    sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
+    queries: int = 100
+    seed: int = 7
+
+
+def run_perf(
+    embedder: Embedder,
+    settings: PerfSettings | None = None,
+    *,
+    workdir: Path | None = None,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> dict[str, float]:
+    """Run every measurement and return the figures (milliseconds, per-second rates)."""
+    cfg = settings or PerfSettings()
+    rng = random.Random(cfg.seed)
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        progress("embedder throughput")
+        texts = [
+            f"user: {sentence(rng, 2 * i)}\nassistant: {sentence(rng, 2 * i + 1)}"
+            for i in range(cfg.embedder_sentences)
+        ]
+        embedder.embed(texts[:64])  # warm-up: first runs allocate
+        t0 = time.perf_counter()
+        embedder.embed(texts)
+        out["embedder_sentences_per_s"] = len(texts) / (time.perf_counter() - t0)
+
+        progress("ingest latency")
+        mem = Memory(SqliteStore(Path(tmp) / "ingest.db"), embedder)
+        lat: list[float] = []
+        for i in range(cfg.ingest_adds):
+            msgs = [
+                {"role": "user", "content": sentence(rng, 10_000_000 + i)},
+                {"role": "assistant", "content": f"Noted, thanks for telling me ({i})."},
+            ]
+            t0 = time.perf_counter()
+            mem.add("perf-user", msgs, session_id=f"s{i}", time=datetime(2024, 1, 1, tzinfo=UTC) + timedelta(i))
+            lat.append((time.perf_counter() - t0) * 1000)
+        out["ingest_p50_ms"] = statistics.median(lat)
+        out["ingest_p95_ms"] = percentile(lat, 0.95)
+        mem.close()
+
+        progress("bulk ingest")
+        mem = Memory(SqliteStore(Path(tmp) / "bulk.db"), embedder)
+        per_session = 10
+        reqs = [
+            AddRequest(
+                user=f"bulk-{s % 20}",
+                messages=[
+                    {"role": role, "content": sentence(rng, 20_000_000 + s * per_session * 2 + j * 2 + r)}
+                    for j in range(per_session)
+                    for r, role in enumerate(("user", "assistant"))
+                ],
+                session_id=f"s{s}",
+                time=datetime(2024, 1, 1, tzinfo=UTC) + timedelta(hours=s),
+                perspective=PerspectiveMode.SINGLE,
+            )
+            for s in range(cfg.bulk_exchanges // per_session)
+        ]
+        # Single mode: each exchange (a distinct message and reply) is one block and one embedding.
+        t0 = time.perf_counter()
+        n_blocks = 0
+        for start in range(0, len(reqs), 50):
+            n_blocks += sum(len(r.block_ids) for r in mem.add_many(reqs[start : start + 50]))
+        out["bulk_blocks_per_s"] = n_blocks / (time.perf_counter() - t0)
+        out["bulk_vs_embedder"] = out["bulk_blocks_per_s"] / out["embedder_sentences_per_s"]
+        mem.close()
+
+        progress("search latency: building users")
+        store = SqliteStore(Path(tmp) / "search.db", durability="normal")
+        mem = Memory(store, embedder)
+        pool = embedder.embed([sentence(rng, 30_000_000 + i) for i in range(1000)])
+        nrng = np.random.default_rng(cfg.seed)
+        vocab = _vocabulary(rng)
+        for size in cfg.sizes:
+            _fill_user(store, f"user-{size}", size, pool, vocab, nrng)
+        queries = [" ".join(rng.choice(vocab[50:2000]) for _ in range(3)) for _ in range(cfg.queries)]
+        for size in cfg.sizes:
+            progress(f"search latency: {size} blocks")
+            user = f"user-{size}"
+            label = f"{size // 1000}k" if size % 1000 == 0 else str(size)
+            for mode in ("hybrid", "vector", "keyword"):
+                mem.search(user, queries[0], 10, mode=mode)  # warm-up: loads the user's matrix once
+                times: list[float] = []
+                for q in queries:
+                    t0 = time.perf_counter()
+                    mem.search(user, q, 10, mode=mode)
+                    times.append((time.perf_counter() - t0) * 1000)
+                prefix = "search" if mode == "hybrid" else f"search_{mode}"
+                out[f"{prefix}_p50_ms_{label}"] = statistics.median(times)
+                out[f"{prefix}_p95_ms_{label}"] = percentile(times, 0.95)
+        mem.close()
+    return out
+
+
+def _fill_user(
+    store: SqliteStore,
+    user: str,
+    size: int,
+    pool: np.ndarray,
+    vocab: list[str],
+    nrng: np.random.Generator,
+) -> None:
+    base = datetime(2023, 1, 1, tzinfo=UTC)
+    now = datetime.now(tz=UTC)
+    for start in range(0, size, 5000):
+        n = min(5000, size - start)
+        picks = nrng.integers(0, len(pool), n)
+        vecs = pool[picks] + nrng.normal(0, 0.05, (n, pool.shape[1])).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        words = np.minimum(nrng.zipf(1.1, (n, 24)) - 1, len(vocab) - 1)
+        blocks = []
+        for j in range(n):
+            i = start + j
+            text = "user: " + " ".join(vocab[w] for w in words[j])
+            ev = base + timedelta(minutes=i)
+            blocks.append(
+                MemoryBlock(
+                    id=new_block_id(),
+                    user=user,
+                    conversation_id="c",
+                    session_id=f"s{i // 20}",
+                    exchange_index=i % 20,
+                    perspective="exchange",
+                    mode=PerspectiveMode.SINGLE,
+                    message=text,
+                    event_time=ev,
+                    ingest_time=now,
+                    time_annotation=annotate(ev),
+                    content_hash=content_hash(text),
+                    extraction_status=ExtractionStatus.OFF,
+                )
+            )
+        store.write_blocks(user, blocks, vecs.astype(np.float32))
+
+
+def _vocabulary(rng: random.Random, size: int = 20_000) -> list[str]:
+    """Distinct pronounceable pseudo-words; index = Zipf rank."""
+    cons, vow = "bcdfghklmnprstvz", "aeiou"
+    words: dict[str, None] = {}
+    while len(words) < size:
+        n = rng.randint(2, 4)
+        words["".join(rng.choice(cons) + rng.choice(vow) for _ in range(n))] = None
+    return list(words)
+
+
+TARGETS = {
+    "ingest_p50_ms": ("<=", 10.0),
+    "search_p50_ms_10k": ("<=", 10.0),
+    "search_p50_ms_100k": ("<=", 30.0),
+    "bulk_vs_embedder": (">=", 0.8),
+}
+
+
+def format_report(figures: dict[str, float]) -> str:
+    """A plain table of the figures with the targets they are checked against."""
+    lines = ["| figure | value | target |", "|---|---|---|"]
+    for key, value in figures.items():
+        target = TARGETS.get(key)
+        mark = ""
+        if target:
+            op, limit = target
+            ok = value <= limit if op == "<=" else value >= limit
+            mark = f"{op} {limit} {'ok' if ok else 'MISSED'}"
+        lines.append(f"| {key} | {value:.2f} | {mark} |")
+    return "\n".join(lines)

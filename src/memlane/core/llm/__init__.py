@@ -1,0 +1,38 @@
+"""The LLM seam: one protocol, an OpenAI-compatible client, a scripted fake, a call log that is the cache.
+
+Quickstart::
+
+    settings = LLMSettings.from_env()          # MEMLANE_LLM_API_KEY, MEMLANE_LLM_MODEL, MEMLANE_LLM_BASE_URL
+    llm = make_llm("openai", settings=settings, call_log=CallLog(Path("calls.sqlite")))
+    result = llm.complete_json(messages, schema=FACTS_SCHEMA, purpose="extract", namespace="alice")
+    result.parsed                              # checked against the schema
+
+Offline, ``make_llm("scripted")`` answers deterministically with no network.
+"""
+
+from memlane.core.llm.calllog import CallEntry, CallLog, CallRecord, CallStats
+from memlane.core.llm.openai_client import OpenAIChatClient
+from memlane.core.llm.protocol import LLM, ChatMessage, JSONSchema, JSONValue, LLMResult
+from memlane.core.llm.registry import LLMFactory, llm_names, make_llm, register_llm
+from memlane.core.llm.scripted import ScriptedFailure, ScriptedLLM
+from memlane.core.llm.settings import LLMSettings
+
+__all__ = [
+    "LLM",
+    "CallEntry",
+    "CallLog",
+    "CallRecord",
+    "CallStats",
+    "ChatMessage",
+    "JSONSchema",
+    "JSONValue",
+    "LLMFactory",
+    "LLMResult",
+    "LLMSettings",
+    "OpenAIChatClient",
+    "ScriptedFailure",
+    "ScriptedLLM",
+    "llm_names",
+    "make_llm",
+    "register_llm",
+]

@@ -1,0 +1,230 @@
+"""Every LLM call in one SQLite table, which is also the response cache.
+
+Cache semantics: a call whose ``cache_key`` matches an earlier *successful*, *uncached* row is answered
+from that row without a request, and logged as a row of its own with ``cached = 1`` (so the log still shows
+every call, with its purpose and namespace). Such a row copies the token counts of the row it was served
+from, but :meth:`CallLog.stats` counts tokens of uncached rows only, which is what was spent. Rows with an
+``error`` are never served. The key is the SHA-256 of the ``request`` column: the canonical JSON of
+provider, model, the caller's messages and the parameters (kind, schema, temperature, max_tokens). The
+namespace is not part of the key: the same prompt gets the same reply for every user.
+
+The file has its own connection (WAL, autocommit, busy timeout) and a lock, so threads can share it.
+Schema changes are appended to ``MIGRATIONS`` and never edited once released (``PRAGMA user_version``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import astuple, dataclass, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from memlane.core.errors import StoreError
+from memlane.core.llm.protocol import ChatMessage
+
+BUSY_TIMEOUT_MS = 5000
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE llm_calls (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            created_at REAL NOT NULL,
+            model TEXT NOT NULL,
+            purpose TEXT NOT NULL DEFAULT '',
+            namespace TEXT,
+            prompt_hash TEXT NOT NULL,
+            cache_key TEXT NOT NULL,
+            request TEXT NOT NULL,
+            response TEXT,
+            tokens_in INTEGER,
+            tokens_out INTEGER,
+            latency_ms REAL NOT NULL,
+            error TEXT,
+            attempts INTEGER NOT NULL,
+            cached INTEGER NOT NULL DEFAULT 0
+        )""",
+        "CREATE INDEX llm_calls_cache ON llm_calls (cache_key) WHERE error IS NULL AND cached = 0",
+        "CREATE INDEX llm_calls_namespace ON llm_calls (namespace)",
+    ),
+)
+
+
+def canonical_json(value: object) -> str:
+    """JSON with sorted keys and no spaces: equal values give equal text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def prompt_hash(messages: Sequence[ChatMessage]) -> str:
+    """SHA-256 of the messages alone (to find every call made with one prompt)."""
+    return hashlib.sha256(canonical_json(list(messages)).encode()).hexdigest()
+
+
+def request_json(provider: str, model: str, messages: Sequence[ChatMessage], params: Mapping[str, object]) -> str:
+    """The canonical request text that is logged and hashed into the cache key."""
+    return canonical_json({"provider": provider, "model": model, "messages": list(messages), "params": params})
+
+
+def cache_key(request: str) -> str:
+    """SHA-256 of a :func:`request_json` text."""
+    return hashlib.sha256(request.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CallEntry:
+    """One call as a provider reports it. ``response`` is the raw reply text (the last one on failure)."""
+
+    model: str
+    purpose: str
+    namespace: str | None
+    prompt_hash: str
+    cache_key: str
+    request: str
+    response: str | None
+    tokens_in: int | None
+    tokens_out: int | None
+    latency_ms: float
+    error: str | None
+    attempts: int
+    cached: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord(CallEntry):
+    """A logged call: the entry plus its row id and time."""
+
+    id: int
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class CallStats:
+    """Totals over the log. Tokens and mean latency count uncached rows only (what was spent)."""
+
+    calls: int
+    cache_hits: int
+    errors: int
+    tokens_in: int
+    tokens_out: int
+    mean_latency_ms: float
+
+
+_ENTRY_COLUMNS = tuple(f.name for f in fields(CallEntry))
+_SELECT = f"SELECT {', '.join(_ENTRY_COLUMNS)}, id, created_at FROM llm_calls"
+
+
+class CallLog:
+    """The ``llm_calls`` table in the SQLite file at ``path`` (created with its parents if missing)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the LLM call log at {path}: {exc}") from exc
+
+    def _migrate(self) -> None:
+        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if version > len(MIGRATIONS):
+            raise StoreError(f"{self.path} has call-log schema {version}, newer than this code knows")
+        for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for sql in statements:
+                    self._db.execute(sql)
+                self._db.execute(f"PRAGMA user_version = {number}")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def record(self, entry: CallEntry) -> int:
+        """Append one call; return its row id."""
+        values = tuple(int(v) if isinstance(v, bool) else v for v in astuple(entry))
+        sql = (
+            f"INSERT INTO llm_calls ({', '.join(_ENTRY_COLUMNS)}, created_at) "
+            f"VALUES ({', '.join('?' * (len(_ENTRY_COLUMNS) + 1))})"
+        )
+        with self._guard("record a call"):
+            cursor = self._db.execute(sql, (*values, time.time()))
+            return int(cursor.lastrowid or 0)
+
+    def lookup(self, key: str) -> CallRecord | None:
+        """The newest successful uncached call with this cache key, if any."""
+        sql = f"{_SELECT} WHERE cache_key = ? AND error IS NULL AND cached = 0 ORDER BY id DESC LIMIT 1"
+        with self._guard("look up the cache"):
+            row = self._db.execute(sql, (key,)).fetchone()
+        return None if row is None else _to_record(row)
+
+    def list(self, n: int = 20) -> builtins.list[CallRecord]:
+        """The newest ``n`` calls, newest first."""
+        with self._guard("list calls"):
+            rows = self._db.execute(f"{_SELECT} ORDER BY id DESC LIMIT ?", (n,)).fetchall()
+        return [_to_record(r) for r in rows]
+
+    def delete_namespace(self, namespace: str) -> int:
+        """Delete every call made for ``namespace``; return how many rows went."""
+        with self._guard("delete calls"):
+            return self._db.execute("DELETE FROM llm_calls WHERE namespace = ?", (namespace,)).rowcount
+
+    def stats(self) -> CallStats:
+        """Counts and totals over the whole log."""
+        sql = """SELECT COUNT(*), COALESCE(SUM(cached), 0), COUNT(error),
+                   COALESCE(SUM(CASE WHEN cached = 0 THEN tokens_in END), 0),
+                   COALESCE(SUM(CASE WHEN cached = 0 THEN tokens_out END), 0),
+                   COALESCE(AVG(CASE WHEN cached = 0 THEN latency_ms END), 0.0)
+                 FROM llm_calls"""
+        with self._guard("compute stats"):
+            calls, hits, errors, t_in, t_out, latency = self._db.execute(sql).fetchone()
+        return CallStats(int(calls), int(hits), int(errors), int(t_in), int(t_out), float(latency))
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> CallLog:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def _guard(self, doing: str) -> _Guard:
+        return _Guard(self._lock, f"cannot {doing} in {self.path}")
+
+
+class _Guard:
+    """Holds the lock and turns sqlite3 errors into StoreError."""
+
+    def __init__(self, lock: threading.Lock, message: str) -> None:
+        self._lock = lock
+        self._message = message
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._lock.release()
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(f"{self._message}: {exc}") from exc
+
+
+def _to_record(row: tuple[Any, ...]) -> CallRecord:
+    n = len(_ENTRY_COLUMNS)
+    values: dict[str, Any] = dict(zip(_ENTRY_COLUMNS, row[:n], strict=True))
+    values["cached"] = bool(values["cached"])
+    created = datetime.fromtimestamp(float(row[n + 1]), tz=UTC)
+    return CallRecord(**values, id=int(row[n]), created_at=created)

@@ -1,0 +1,152 @@
+"""One POST to ``/chat/completions`` with transport retries: the only place httpx errors are seen."""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import httpx
+
+from memlane.core.errors import LLMResponseError, LLMTransportError
+from memlane.core.llm.backoff import Backoff, is_retryable_status, parse_retry_after
+from memlane.core.llm.settings import LLMSettings
+
+EXCERPT_CHARS = 300
+CHAT_PATH = "chat/completions"
+# Statuses with which servers refuse an unsupported ``response_format`` (llama.cpp answers 500, §3.5).
+_FORMAT_REJECT_STATUS = frozenset({400, 422, 500})
+_FORMAT_WORDS = re.compile(r"response_format|json", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatReply:
+    """The assistant's text and the token usage the server reported for one exchange."""
+
+    text: str
+    tokens_in: int | None
+    tokens_out: int | None
+
+
+@dataclass(slots=True)
+class Tally:
+    """Running totals of one logical call across its attempts (kept even when the call fails)."""
+
+    attempts: int = 0
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+
+    def add_usage(self, tokens_in: int | None, tokens_out: int | None) -> None:
+        """Add one exchange's usage; unreported counts stay ``None`` only if no exchange reported any."""
+        if tokens_in is not None:
+            self.tokens_in = (self.tokens_in or 0) + tokens_in
+        if tokens_out is not None:
+            self.tokens_out = (self.tokens_out or 0) + tokens_out
+
+
+class ResponseFormatRejected(Exception):
+    """The server refused the request's ``response_format``; the caller should ask without it."""
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS] + "…"
+
+
+class ChatEndpoint:
+    """Sends chat bodies to an OpenAI-compatible server, at most ``max_concurrency`` at a time.
+
+    The semaphore is held for the HTTP exchange only, not while sleeping between retries, so a thread
+    waiting out a 429 does not block the others.
+    """
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        transport: httpx.BaseTransport | None,
+        sleep: Callable[[float], None],
+        rng: random.Random,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._url = settings.base_url.rstrip("/") + "/" + CHAT_PATH
+        self._timeout_s = settings.timeout_s
+        self._max_retries = settings.max_retries
+        self._backoff = Backoff(settings.backoff_base_s, settings.backoff_cap_s, settings.retry_after_cap_s)
+        self._slots = threading.BoundedSemaphore(settings.max_concurrency)
+        self._sleep = sleep
+        self._rng = rng
+        self._clock = clock
+        self._http = httpx.Client(
+            headers={"Authorization": f"Bearer {settings.api_key}"},
+            timeout=httpx.Timeout(settings.timeout_s),
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def send(self, body: Mapping[str, object], tally: Tally) -> ChatReply:
+        """POST ``body``, retrying 408/429/5xx, timeouts and connection errors with backoff.
+
+        Raises LLMTransportError (at once for other statuses, or when the retries are spent),
+        LLMResponseError when a 2xx reply is not a chat completion, and ResponseFormatRejected.
+        """
+        last_error = ""
+        retry_after: float | None = None
+        for attempt in range(self._max_retries + 1):
+            if attempt:
+                self._sleep(self._backoff.delay(attempt - 1, self._rng, retry_after))
+            retry_after = None
+            tally.attempts += 1
+            try:
+                with self._slots:
+                    response = self._http.post(self._url, json=dict(body))
+            except httpx.TimeoutException as exc:
+                last_error = f"no reply within {self._timeout_s:g} s ({type(exc).__name__})"
+                continue
+            except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+                last_error = f"connection failed ({type(exc).__name__}: {exc})"
+                continue
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                raise LLMTransportError(f"request to {self._url} failed: {type(exc).__name__}: {exc}") from exc
+            status = response.status_code
+            if 200 <= status < 300:
+                return self._read(response, tally)
+            excerpt = _excerpt(response.text)
+            if "response_format" in body and status in _FORMAT_REJECT_STATUS and _FORMAT_WORDS.search(excerpt):
+                raise ResponseFormatRejected(f"HTTP {status}: {excerpt}")
+            if not is_retryable_status(status):
+                raise LLMTransportError(f"HTTP {status} from {self._url}: {excerpt}")
+            last_error = f"HTTP {status}: {excerpt}"
+            retry_after = parse_retry_after(response.headers.get("retry-after"), self._clock())
+        raise LLMTransportError(
+            f"gave up on {self._url} after {self._max_retries + 1} attempts; last error: {last_error}"
+        )
+
+    @staticmethod
+    def _read(response: httpx.Response, tally: Tally) -> ChatReply:
+        try:
+            data = response.json()
+        except ValueError:
+            raise LLMResponseError("server reply is not JSON", raw=response.text) from None
+        usage = data.get("usage") if isinstance(data, dict) else None
+        usage = usage if isinstance(usage, dict) else {}
+        tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        reply = ChatReply(
+            text="",
+            tokens_in=tokens_in if isinstance(tokens_in, int) else None,
+            tokens_out=tokens_out if isinstance(tokens_out, int) else None,
+        )
+        tally.add_usage(reply.tokens_in, reply.tokens_out)
+        try:
+            content = data["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise LLMResponseError("server reply has no choices[0].message.content", raw=response.text) from None
+        if not isinstance(content, str):
+            raise LLMResponseError("server reply has no text content", raw=response.text)
+        return ChatReply(content, reply.tokens_in, reply.tokens_out)

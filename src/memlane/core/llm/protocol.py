@@ -1,0 +1,104 @@
+"""The LLM seam: chat messages, the result of one call, and the narrow protocol every provider meets."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeAlias, TypedDict
+
+from memlane.core.errors import ValidationError
+
+JSONValue: TypeAlias = "dict[str, JSONValue] | list[JSONValue] | str | int | float | bool | None"
+"""A value decoded from JSON."""
+
+JSONSchema: TypeAlias = Mapping[str, object]
+"""A JSON Schema in the subset :mod:`memlane.core.llm.jsonshape` checks."""
+
+ROLES = frozenset({"system", "user", "assistant"})
+
+
+class ChatMessage(TypedDict):
+    """One chat message as the OpenAI chat API takes it."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class LLMResult:
+    """What one ``complete_*`` call returned.
+
+    ``parsed`` is the decoded and shape-checked JSON value for :meth:`LLM.complete_json` and ``None`` for
+    :meth:`LLM.complete_text`. Token counts are ``None`` when the server did not report them; for a retried
+    call they add up every attempt. ``cached`` is true when the reply came from the call log without a
+    request. ``call_id`` is the row id in the :class:`~memlane.core.llm.calllog.CallLog`, if one is kept.
+    """
+
+    text: str
+    parsed: JSONValue
+    model: str
+    tokens_in: int | None
+    tokens_out: int | None
+    latency_ms: float
+    cached: bool
+    call_id: int | None
+
+
+class LLM(Protocol):
+    """A chat model that answers in JSON (extraction) or in free text (answering)."""
+
+    @property
+    def name(self) -> str:
+        """The provider name it is registered under (``openai``, ``scripted``)."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """The model the requests name; part of every cache key."""
+        ...
+
+    def complete_json(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        schema: JSONSchema | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        purpose: str = "",
+        namespace: str | None = None,
+    ) -> LLMResult:
+        """Ask for one JSON value, checked against ``schema`` when given.
+
+        ``purpose`` labels the call in the log (``extract``, ``answer``, ``judge``); ``namespace`` is the
+        memory user the call is made for, so deleting the user deletes its logged calls.
+        Raises :class:`~memlane.core.errors.LLMTransportError` or
+        :class:`~memlane.core.errors.LLMResponseError` once the retries are spent.
+        """
+        ...
+
+    def complete_text(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        purpose: str = "",
+        namespace: str | None = None,
+    ) -> LLMResult:
+        """Ask for a free-text reply."""
+        ...
+
+
+def check_messages(messages: Sequence[Mapping[str, object]]) -> list[ChatMessage]:
+    """Return ``messages`` as plain dicts, or raise ValidationError naming the first bad one."""
+    if not messages:
+        raise ValidationError("at least one message is needed", where="messages")
+    out: list[ChatMessage] = []
+    for i, msg in enumerate(messages):
+        role, content = msg.get("role"), msg.get("content")
+        if role not in ROLES:
+            raise ValidationError(f"role must be one of {sorted(ROLES)}, got {role!r}", where=f"messages[{i}].role")
+        if not isinstance(content, str):
+            raise ValidationError("content must be a string", where=f"messages[{i}].content")
+        out.append({"role": str(role), "content": content})
+    return out

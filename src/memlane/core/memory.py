@@ -1,0 +1,274 @@
+"""The Memory facade: the public Python API of the core.
+
+>>> from memlane.core.memory import Memory
+>>> mem = Memory.open("memlane.db")                      # doctest: +SKIP
+>>> mem.add("alice", [{"role": "user", "content": "I moved to Ghent."},
+...                   {"role": "assistant", "content": "Nice city!"}], time="2023-05-08 13:56")  # doctest: +SKIP
+>>> [h.block.message for h in mem.search("alice", "where does she live?", k=3)]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import builtins
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memlane.core.embedding.protocol import CachedEmbedder, Embedder, make_embedder
+from memlane.core.errors import ValidationError
+from memlane.core.exchanges import BlockDraft, draft_blocks, parse_messages, parse_mode
+from memlane.core.model import (
+    AddResult,
+    ExtractionStatus,
+    Hit,
+    MemoryBlock,
+    Message,
+    PerspectiveMode,
+    SearchMode,
+    UserInfo,
+    content_hash,
+)
+from memlane.core.retrieval import SearchSettings, check_k, resolve_settings, rrf, with_candidates
+from memlane.core.store.protocol import Store
+from memlane.core.timefmt import annotate, coerce_time, now_utc, to_epoch
+
+MAX_NAME_CHARS = 256
+DEFAULT_CONVERSATION = "default"
+DEFAULT_SESSION = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class AddRequest:
+    """One ``add`` call as a value, for :meth:`Memory.add_many`."""
+
+    user: str
+    messages: Sequence[Mapping[str, Any] | Message]
+    conversation_id: str = DEFAULT_CONVERSATION
+    session_id: str = DEFAULT_SESSION
+    time: datetime | str | float | None = None
+    perspective: str | PerspectiveMode = PerspectiveMode.DUAL
+
+
+def check_name(value: str, field: str) -> str:
+    """A user, conversation or session id: non-empty text without control characters."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError("must be non-empty text", where=field)
+    if len(value) > MAX_NAME_CHARS:
+        raise ValidationError(f"longer than {MAX_NAME_CHARS} characters", where=field)
+    if any(ord(c) < 32 for c in value):
+        raise ValidationError("contains control characters", where=field)
+    return value
+
+
+def new_block_id() -> str:
+    """Time-ordered, unguessable: 12 hex digits of milliseconds, then 10 random hex digits."""
+    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(5)}"
+
+
+class Memory:
+    """Per-user memory: add conversation turns, search them back.
+
+    Every call is scoped to exactly one user; the store enforces the namespace in its queries.
+    """
+
+    def __init__(self, store: Store, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = CachedEmbedder(embedder, store)
+        store.bind_embedder(embedder.model_id, embedder.dim)
+
+    @classmethod
+    def open(cls, path: str | Path, *, embedder: str | Embedder = "minilm", durability: str = "full") -> Memory:
+        """Open (or create) the embedded SQLite store at ``path`` with an embedder (by name or instance)."""
+        from memlane.core.store.sqlite import SqliteStore
+
+        emb = make_embedder(embedder) if isinstance(embedder, str) else embedder
+        return cls(SqliteStore(path, durability=durability), emb)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- ingest ------------------------------------------------------------------------------------------
+
+    def add(
+        self,
+        user: str,
+        messages: Sequence[Mapping[str, Any] | Message],
+        *,
+        conversation_id: str = DEFAULT_CONVERSATION,
+        session_id: str = DEFAULT_SESSION,
+        time: datetime | str | float | None = None,
+        perspective: str | PerspectiveMode = PerspectiveMode.DUAL,
+    ) -> AddResult:
+        """Store a run of messages as memory blocks, in one transaction.
+
+        ``time`` is the session's time (the event time of exchanges whose messages carry none); it
+        defaults to now. Returns when the blocks are durable and searchable.
+        """
+        req = AddRequest(user, messages, conversation_id, session_id, time, perspective)
+        return self.add_many([req])[0]
+
+    def add_many(self, requests: Sequence[AddRequest]) -> list[AddResult]:
+        """Several adds with one batched embedding pass: the bulk-ingest path.
+
+        All requests are validated before anything is written; each request is then written in its own
+        transaction, so a crash keeps whole adds only.
+        """
+        prepared = [self._prepare(i, r) for i, r in enumerate(requests)]
+        texts = [b.message for _, blocks, _ in prepared for b in blocks]
+        vectors, new_cache = self.embedder.embed_deferred(texts)
+        results: list[AddResult] = []
+        offset = 0
+        for req, blocks, (exchanges, skipped) in prepared:
+            # The embedding-cache entries ride along with the first write: one commit, not two.
+            cache_entries, new_cache = new_cache, {}
+            self.store.write_blocks(
+                req.user,
+                blocks,
+                vectors[offset : offset + len(blocks)],
+                (self.embedder.model_id, cache_entries),
+            )
+            offset += len(blocks)
+            results.append(
+                AddResult(
+                    user=req.user,
+                    conversation_id=req.conversation_id,
+                    session_id=req.session_id,
+                    block_ids=tuple(b.id for b in blocks),
+                    exchanges=exchanges,
+                    skipped_system_messages=skipped,
+                )
+            )
+        return results
+
+    def _prepare(self, i: int, req: AddRequest) -> tuple[AddRequest, list[MemoryBlock], tuple[int, int]]:
+        where = f"requests[{i}]" if i else None
+
+        def at(field: str) -> str:
+            return f"{where}.{field}" if where else field
+
+        check_name(req.user, at("user"))
+        check_name(req.conversation_id, at("conversation_id"))
+        check_name(req.session_id, at("session_id"))
+        mode = parse_mode(req.perspective)
+        messages = parse_messages(req.messages, where=at("messages"))
+        ingest_time = now_utc()
+        session_time = coerce_time(req.time, where=at("time")) or ingest_time
+        drafts, exchanges, skipped = draft_blocks(messages, mode, session_time)
+        blocks = [self._block(req, mode, d, ingest_time) for d in drafts]
+        return req, blocks, (exchanges, skipped)
+
+    @staticmethod
+    def _block(req: AddRequest, mode: PerspectiveMode, d: BlockDraft, ingest_time: datetime) -> MemoryBlock:
+        text = d.exchange.text()
+        return MemoryBlock(
+            id=new_block_id(),
+            user=req.user,
+            conversation_id=req.conversation_id,
+            session_id=req.session_id,
+            exchange_index=d.exchange.index,
+            perspective=d.perspective,
+            mode=mode,
+            message=text,
+            event_time=d.event_time,
+            ingest_time=ingest_time,
+            time_annotation=annotate(d.event_time),
+            content_hash=content_hash(text),
+            message_ids=d.exchange.message_ids,
+            extraction_status=ExtractionStatus.OFF,
+        )
+
+    # -- search ------------------------------------------------------------------------------------------
+
+    def search(
+        self,
+        user: str,
+        query: str,
+        k: int = 10,
+        *,
+        mode: str | SearchMode | SearchSettings = SearchMode.HYBRID,
+        before: datetime | str | float | None = None,
+        after: datetime | str | float | None = None,
+    ) -> list[Hit]:
+        """The user's top-k blocks for ``query``; ``before``/``after`` bound the event time (exclusive,
+        inclusive). ``mode`` is a preset name (vector, keyword, hybrid, ...) or :class:`SearchSettings`."""
+        check_name(user, "user")
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("empty query", where="query")
+        check_k(k)
+        settings = with_candidates(resolve_settings(mode), k)
+        b = coerce_time(before, where="before")
+        a = coerce_time(after, where="after")
+        window = {"before": to_epoch(b) if b else None, "after": to_epoch(a) if a else None}
+        kinds = settings.key_kinds()
+        rankings: dict[str, list[tuple[int, float]]] = {}
+        if settings.mode in (SearchMode.VECTOR, SearchMode.HYBRID):
+            qvec = self.embedder.inner.embed([query])[0]
+            rankings["vector"] = self.store.vector_candidates(user, qvec, settings.candidates, kinds=kinds, **window)
+        if settings.mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
+            rankings["keyword"] = self.store.keyword_candidates(user, query, settings.candidates, kinds=kinds, **window)
+        if settings.mode is SearchMode.HYBRID:
+            fused = rrf({name: [ref for ref, _ in ranked] for name, ranked in rankings.items()}, settings.rrf_k)[:k]
+        else:
+            ((name, ranked),) = rankings.items()
+            fused = [(ref, score, {name: i}) for i, (ref, score) in enumerate(ranked[:k], start=1)]
+        blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in fused])
+        return [Hit(block=blocks[ref], score=score, ranks=ranks) for ref, score, ranks in fused if ref in blocks]
+
+    def get_memory(
+        self,
+        user: str,
+        query: str,
+        k: int = 10,
+        *,
+        mode: str | SearchMode | SearchSettings = SearchMode.HYBRID,
+        before: datetime | str | float | None = None,
+        after: datetime | str | float | None = None,
+    ) -> list[Hit]:
+        """The seed system's name for :meth:`search`."""
+        return self.search(user, query, k, mode=mode, before=before, after=after)
+
+    # -- blocks and users --------------------------------------------------------------------------------
+
+    def get(self, user: str, block_id: str) -> MemoryBlock:
+        """One block of ``user``; NotFoundError if it does not exist or belongs to someone else."""
+        return self.store.get_block(check_name(user, "user"), block_id)
+
+    def list(
+        self,
+        user: str,
+        *,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[MemoryBlock]:
+        """The user's blocks in event-time order."""
+        if not 1 <= limit <= 10_000:
+            raise ValidationError("must be from 1 to 10000", where="limit")
+        if offset < 0:
+            raise ValidationError("must not be negative", where="offset")
+        return self.store.list_blocks(
+            check_name(user, "user"),
+            conversation_id=conversation_id,
+            session_id=session_id,
+            limit=limit,
+            offset=offset,
+        )
+
+    def delete(self, user: str, block_id: str) -> None:
+        """Delete one block of ``user``."""
+        self.store.delete_block(check_name(user, "user"), block_id)
+
+    def delete_user(self, user: str) -> int:
+        """Delete the user and everything of theirs; returns the number of blocks removed."""
+        return self.store.delete_user(check_name(user, "user"))
+
+    def create_user(self, user: str) -> bool:
+        return self.store.create_user(check_name(user, "user"))
+
+    def users(self) -> builtins.list[UserInfo]:
+        return self.store.list_users()

@@ -1,0 +1,159 @@
+"""The vocabulary of memlane as small typed values.
+
+A *user* (namespace) owns memories. A *conversation* is split into *sessions*; a session is a run of
+*messages*. An *exchange* is a message and the reply that follows it. A *memory block* is what is stored
+and searched: one per exchange and perspective.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+
+class PerspectiveMode(StrEnum):
+    """How an exchange becomes blocks."""
+
+    DUAL = "dual"  # one block from the user's point of view, one from the assistant's
+    SPEAKERS = "speakers"  # one block per speaker of a two-person chat
+    SINGLE = "single"  # one block per exchange
+
+
+class ExtractionStatus(StrEnum):
+    """Where a block stands with its LLM extraction (summary and facts)."""
+
+    OFF = "off"  # no extraction was asked for
+    QUEUED = "queued"
+    DONE = "done"
+    FAILED = "failed"  # the job ended dead; the raw block stays searchable
+
+
+class SearchMode(StrEnum):
+    """Retrievers a search can use."""
+
+    VECTOR = "vector"
+    KEYWORD = "keyword"
+    HYBRID = "hybrid"
+
+
+ExtractMode = Literal["off", "async", "sync"]
+
+USER_ROLE = "user"
+ASSISTANT_ROLE = "assistant"
+SYSTEM_ROLE = "system"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message as given to :meth:`Memory.add`.
+
+    ``role`` is ``user``/``assistant``/``system`` in dual and single mode, or a speaker's name in speakers
+    mode. ``id`` is the caller's own message id (a LoCoMo ``dia_id``, say), kept on the blocks it lands in.
+    """
+
+    role: str
+    content: str
+    time: datetime | None = None
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """Consecutive messages of one role, merged: the unit exchanges are built from."""
+
+    role: str
+    content: str
+    time: datetime | None
+    message_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """A turn and the reply that follows it (``reply`` is ``None`` for a turn nobody answered)."""
+
+    index: int
+    first: Turn
+    reply: Turn | None
+
+    def text(self) -> str:
+        """The raw exchange as ``role: content`` lines."""
+        lines = [f"{self.first.role}: {self.first.content}"]
+        if self.reply is not None:
+            lines.append(f"{self.reply.role}: {self.reply.content}")
+        return "\n".join(lines)
+
+    @property
+    def speakers(self) -> tuple[str, ...]:
+        return (self.first.role,) if self.reply is None else (self.first.role, self.reply.role)
+
+    @property
+    def message_ids(self) -> tuple[str, ...]:
+        return self.first.message_ids + (self.reply.message_ids if self.reply else ())
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBlock:
+    """What is stored and searched.
+
+    ``message`` is the raw exchange text; ``summary`` and ``contexts`` (discrete facts) are written later by
+    the LLM extraction. ``event_time`` is when it was said, ``ingest_time`` when memlane stored it, and
+    ``time_annotation`` the event time as people read it.
+    """
+
+    id: str
+    user: str
+    conversation_id: str
+    session_id: str
+    exchange_index: int
+    perspective: str
+    mode: PerspectiveMode
+    message: str
+    event_time: datetime
+    ingest_time: datetime
+    time_annotation: str
+    content_hash: str
+    message_ids: tuple[str, ...] = ()
+    summary: str | None = None
+    contexts: tuple[str, ...] = ()
+    extraction_status: ExtractionStatus = ExtractionStatus.OFF
+    extraction_prompt: str | None = None  # "<prompt id>@<sha256>" of the prompt that wrote summary/contexts
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: the block, its fused score and each retriever's 1-based rank."""
+
+    block: MemoryBlock
+    score: float
+    ranks: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class AddResult:
+    """What :meth:`Memory.add` stored."""
+
+    user: str
+    conversation_id: str
+    session_id: str
+    block_ids: tuple[str, ...]
+    exchanges: int
+    skipped_system_messages: int
+    jobs_enqueued: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class UserInfo:
+    """A namespace and how much it holds."""
+
+    name: str
+    blocks: int
+    created_at: datetime
+
+
+def content_hash(text: str) -> str:
+    """sha256 hex of the UTF-8 text: the key of the embedding cache."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,79 @@
+"""The store protocol: what the Memory facade needs from any backend.
+
+Every method names the user; a backend enforces the namespace in its own queries. Block references
+(``int``) are a backend's internal keys, only meaningful to the same store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from memlane.core.embedding.protocol import Vectors
+from memlane.core.model import MemoryBlock, UserInfo
+
+
+class Store(Protocol):
+    def bind_embedder(self, model_id: str, dim: int) -> None: ...
+
+    def create_user(self, user: str) -> bool: ...
+
+    def list_users(self) -> list[UserInfo]: ...
+
+    def write_blocks(
+        self,
+        user: str,
+        blocks: Sequence[MemoryBlock],
+        vectors: Vectors,
+        cache_entries: tuple[str, dict[str, Vectors]] | None = None,
+    ) -> None: ...
+
+    def get_block(self, user: str, block_id: str) -> MemoryBlock: ...
+
+    def list_blocks(
+        self,
+        user: str,
+        *,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[MemoryBlock]: ...
+
+    def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]: ...
+
+    def delete_block(self, user: str, block_id: str) -> None: ...
+
+    def delete_user(self, user: str) -> int: ...
+
+    def vector_candidates(
+        self,
+        user: str,
+        query: Vectors,
+        k: int,
+        *,
+        kinds: frozenset[str] | None = None,
+        after: float | None = None,
+        before: float | None = None,
+    ) -> list[tuple[int, float]]: ...
+
+    def keyword_candidates(
+        self,
+        user: str,
+        query: str,
+        k: int,
+        *,
+        kinds: frozenset[str] | None = None,
+        after: float | None = None,
+        before: float | None = None,
+    ) -> list[tuple[int, float]]: ...
+
+    def get_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vectors]: ...
+
+    def put_vectors(self, model_id: str, items: dict[str, Vectors]) -> None: ...
+
+    def user_row_counts(self, user: str) -> dict[str, int]: ...
+
+    def integrity_check(self) -> list[str]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,5 @@
+"""The embedded default store."""
+
+from memlane.core.store.sqlite.store import SqliteStore
+
+__all__ = ["SqliteStore"]

@@ -1,0 +1,114 @@
+"""Numbered migrations of the SQLite store. Never edit an applied migration; append a new one."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from memlane.core.errors import StoreError
+
+MIGRATIONS: list[str] = [
+    # 1: users, blocks, search keys (message/summary/fact) with their vectors and FTS5 index, embedding cache
+    """
+    CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE users(
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        created_at REAL NOT NULL,
+        version INTEGER NOT NULL DEFAULT 0   -- bumped by every change to the user's keys: cache validity
+    );
+    CREATE TABLE blocks(
+        pk INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        user_id INTEGER NOT NULL REFERENCES users(id),
+        conversation_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        exchange_index INTEGER NOT NULL,
+        perspective TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        message TEXT NOT NULL,
+        summary TEXT,
+        contexts TEXT NOT NULL DEFAULT '[]',
+        message_ids TEXT NOT NULL DEFAULT '[]',
+        event_ts REAL NOT NULL,
+        ingest_ts REAL NOT NULL,
+        time_annotation TEXT NOT NULL,
+        extraction_status TEXT NOT NULL,
+        extraction_prompt TEXT,
+        content_hash TEXT NOT NULL,
+        annotations TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX blocks_user_time ON blocks(user_id, event_ts);
+    CREATE INDEX blocks_user_session ON blocks(user_id, conversation_id, session_id, exchange_index);
+    CREATE TABLE search_keys(
+        pk INTEGER PRIMARY KEY,
+        user_id INTEGER NOT NULL,
+        block_pk INTEGER NOT NULL REFERENCES blocks(pk),
+        ns TEXT NOT NULL,          -- 'u' || user_id: the namespace filter inside the FTS5 MATCH
+        kind TEXT NOT NULL,        -- message | summary | fact
+        text TEXT NOT NULL,
+        content_hash TEXT NOT NULL
+    );
+    CREATE INDEX search_keys_block ON search_keys(block_pk);
+    CREATE INDEX search_keys_user ON search_keys(user_id);
+    CREATE INDEX search_keys_hash ON search_keys(content_hash);
+    CREATE VIRTUAL TABLE keys_fts USING fts5(
+        ns, kind, text, content='search_keys', content_rowid='pk',
+        tokenize='porter unicode61 remove_diacritics 2'
+    );
+    -- One user's vectors are contiguous (clustered by user), so loading a user reads few pages.
+    CREATE TABLE key_vectors(
+        user_id INTEGER NOT NULL,
+        key_pk INTEGER NOT NULL,
+        block_pk INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        event_ts REAL NOT NULL,
+        embedding BLOB NOT NULL,
+        PRIMARY KEY(user_id, key_pk)
+    ) WITHOUT ROWID;
+    CREATE TABLE embed_cache(
+        model_id TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY(model_id, hash)
+    ) WITHOUT ROWID;
+    """,
+]
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply pending migrations in one transaction each; returns the schema version reached."""
+    current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if current > len(MIGRATIONS):
+        raise StoreError(
+            f"the store's schema version {current} is newer than this memlane ({len(MIGRATIONS)}); upgrade memlane"
+        )
+    for version in range(current + 1, len(MIGRATIONS) + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have migrated while we waited for the lock.
+            if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= version:
+                conn.execute("COMMIT")
+                continue
+            for stmt in _statements(MIGRATIONS[version - 1]):
+                conn.execute(stmt)
+            conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return len(MIGRATIONS)
+
+
+def _statements(script: str) -> list[str]:
+    # executescript() would COMMIT our transaction; split on complete statements instead.
+    out: list[str] = []
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out

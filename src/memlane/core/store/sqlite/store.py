@@ -1,0 +1,512 @@
+"""The embedded system of record: one SQLite file (WAL) holding blocks, keys, vectors and the FTS index.
+
+Every read and write names a user, and the queries themselves carry the namespace: callers cannot forget
+to filter. One transaction writes a whole ``add`` (blocks, keys, vectors, FTS rows), so an acknowledged
+add survives kill -9 and never leaves the indexes out of step.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlane.core.embedding.protocol import Vectors
+from memlane.core.errors import ConfigError, NotFoundError, StoreError
+from memlane.core.model import ExtractionStatus, MemoryBlock, PerspectiveMode, UserInfo
+from memlane.core.store.keyword import fts_query
+from memlane.core.store.sqlite.schema import migrate
+from memlane.core.store.vectors import KIND_CODES, UserMatrix, VectorCache, top_blocks
+from memlane.core.timefmt import from_epoch, now_utc, to_epoch
+
+BUSY_TIMEOUT_MS = 30_000
+# Called inside delete_user's transaction with (connection, user id, user name).
+DeleteHook = Callable[[sqlite3.Connection, int, str], None]
+_BLOCK_COLS = (
+    "b.pk, b.id, u.name, b.conversation_id, b.session_id, b.exchange_index, b.perspective, b.mode, b.message, "
+    "b.summary, b.contexts, b.message_ids, b.event_ts, b.ingest_ts, b.time_annotation, b.extraction_status, "
+    "b.extraction_prompt, b.content_hash, b.annotations"
+)
+
+
+class SqliteStore:
+    """SQLite store. Thread-safe: each thread gets its own connection; SQLite serialises the writers.
+
+    ``durability="full"`` fsyncs every commit (an acknowledged write survives power loss);
+    ``"normal"`` survives process crashes (kill -9) but may lose the last commits on power loss.
+    """
+
+    def __init__(self, path: str | Path, *, durability: str = "full", vector_cache_bytes: int = 2 * 1024**3) -> None:
+        if durability not in ("full", "normal"):
+            raise ConfigError(f"durability must be 'full' or 'normal', not {durability!r}")
+        self.path = Path(path)
+        self.durability = durability
+        self._local = threading.local()
+        self._cache = VectorCache(vector_cache_bytes)
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        # Other parts of the core that keep per-user rows in this file (the extraction queue) register
+        # here, so that delete_user removes their rows in the same transaction.
+        self.delete_user_hooks: list[DeleteHook] = []
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            migrate(self._conn())
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+
+    # -- connections and transactions -------------------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(f"PRAGMA synchronous = {self.durability.upper()}")
+                conn.execute("PRAGMA foreign_keys = ON")
+                # Deleted rows are overwritten, so a deleted user's text does not linger in free pages.
+                conn.execute("PRAGMA secure_delete = ON")
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+            self._local.conn = conn
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot start a write transaction on {self.path}: {exc}") from exc
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            # The original error is the one worth reporting.
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"write failed on {self.path}: {exc}") from exc
+            raise
+
+    def _read(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
+        try:
+            return self._conn().execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        """Close every connection this store opened (in any thread)."""
+        with self._conns_lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+        self._local = threading.local()
+
+    # -- settings bound to the file ----------------------------------------------------------------------
+
+    def bind_embedder(self, model_id: str, dim: int) -> None:
+        """Record the embedder on first use; refuse a store whose vectors came from another model."""
+        value = json.dumps({"model_id": model_id, "dim": dim})
+        with self._write() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO meta(key, value) VALUES ('embedder', ?)", (value,))
+                return
+        bound = json.loads(row[0])
+        if bound["model_id"] != model_id or bound["dim"] != dim:
+            raise ConfigError(
+                f"the store {self.path} holds vectors of {bound['model_id']} ({bound['dim']}-d); "
+                f"it cannot be searched with {model_id} ({dim}-d)"
+            )
+
+    # -- users -------------------------------------------------------------------------------------------
+
+    def _user_row(self, user: str) -> tuple[int, int] | None:
+        rows = self._read("SELECT id, version FROM users WHERE name = ?", (user,))
+        return (int(rows[0][0]), int(rows[0][1])) if rows else None
+
+    def _require_user(self, user: str) -> int:
+        row = self._user_row(user)
+        if row is None:
+            raise NotFoundError(f"user {user!r} not found")
+        return row[0]
+
+    def create_user(self, user: str) -> bool:
+        """Create a namespace; returns False if it already existed."""
+        with self._write() as conn:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO users(name, created_at) VALUES (?, ?)", (user, to_epoch(now_utc()))
+            )
+            return cur.rowcount == 1
+
+    def list_users(self) -> list[UserInfo]:
+        rows = self._read(
+            "SELECT u.name, u.created_at, (SELECT count(*) FROM blocks b WHERE b.user_id = u.id) "
+            "FROM users u ORDER BY u.name"
+        )
+        return [UserInfo(name=str(r[0]), created_at=from_epoch(float(r[1])), blocks=int(r[2])) for r in rows]
+
+    # -- writes ------------------------------------------------------------------------------------------
+
+    def write_blocks(
+        self,
+        user: str,
+        blocks: Sequence[MemoryBlock],
+        vectors: Vectors,
+        cache_entries: tuple[str, dict[str, Vectors]] | None = None,
+    ) -> None:
+        """Store blocks with their message vectors in one transaction (the whole add, or nothing).
+
+        ``cache_entries`` (model id, {content hash: vector}) are written to the embedding cache in the
+        same transaction."""
+        if len(blocks) != len(vectors):
+            raise StoreError(f"{len(blocks)} blocks but {len(vectors)} vectors")
+        with self._write() as conn:
+            conn.execute("INSERT OR IGNORE INTO users(name, created_at) VALUES (?, ?)", (user, to_epoch(now_utc())))
+            user_id, version = conn.execute("SELECT id, version FROM users WHERE name = ?", (user,)).fetchone()
+            rows = self._insert_blocks(conn, user_id, blocks, vectors)
+            if cache_entries and cache_entries[1]:
+                self._put_vectors(conn, *cache_entries)
+            conn.execute("UPDATE users SET version = version + 1 WHERE id = ?", (user_id,))
+        rows.version = version + 1
+        self._cache.append(user_id, version, rows)
+
+    def _insert_blocks(
+        self, conn: sqlite3.Connection, user_id: int, blocks: Sequence[MemoryBlock], vectors: Vectors
+    ) -> UserMatrix:
+        block_pks: list[int] = []
+        key_pks: list[int] = []
+        ns = f"u{user_id}"
+        for b in blocks:
+            cur = conn.execute(
+                "INSERT INTO blocks(id, user_id, conversation_id, session_id, exchange_index, perspective, mode, "
+                "message, summary, contexts, message_ids, event_ts, ingest_ts, time_annotation, "
+                "extraction_status, extraction_prompt, content_hash, annotations) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    b.id, user_id, b.conversation_id, b.session_id, b.exchange_index, b.perspective,
+                    b.mode.value, b.message, b.summary, json.dumps(list(b.contexts)),
+                    json.dumps(list(b.message_ids)), to_epoch(b.event_time), to_epoch(b.ingest_time),
+                    b.time_annotation, b.extraction_status.value, b.extraction_prompt, b.content_hash,
+                    json.dumps(b.annotations, sort_keys=True),
+                ),
+            )  # fmt: skip
+            block_pk = int(cur.lastrowid or 0)
+            block_pks.append(block_pk)
+            cur = conn.execute(
+                "INSERT INTO search_keys(user_id, block_pk, ns, kind, text, content_hash) VALUES (?,?,?,?,?,?)",
+                (user_id, block_pk, ns, "message", b.message, b.content_hash),
+            )
+            key_pk = int(cur.lastrowid or 0)
+            key_pks.append(key_pk)
+            conn.execute(
+                "INSERT INTO keys_fts(rowid, ns, kind, text) VALUES (?,?,?,?)",
+                (key_pk, ns, "message", b.message),
+            )
+        event_ts = np.array([to_epoch(b.event_time) for b in blocks], dtype=np.float64)
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        conn.executemany(
+            "INSERT INTO key_vectors(user_id, key_pk, block_pk, kind, event_ts, embedding) VALUES (?,?,?,?,?,?)",
+            [
+                (user_id, kp, bp, "message", float(ts), vecs[i].tobytes())
+                for i, (kp, bp, ts) in enumerate(zip(key_pks, block_pks, event_ts, strict=True))
+            ],
+        )
+        return UserMatrix(
+            version=-1,
+            vectors=vecs,
+            block_pks=np.array(block_pks, dtype=np.int64),
+            kinds=np.zeros(len(blocks), dtype=np.int8),
+            event_ts=event_ts,
+        )
+
+    def delete_block(self, user: str, block_id: str) -> None:
+        """Delete one block with its keys, vectors and FTS rows; NotFoundError if not the user's."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT b.pk, u.id FROM blocks b JOIN users u ON u.id = b.user_id WHERE b.id = ? AND u.name = ?",
+                (block_id, user),
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
+            block_pk, user_id = row
+            self._delete_keys(conn, "block_pk = ?", (block_pk,))
+            conn.execute("DELETE FROM blocks WHERE pk = ?", (block_pk,))
+            conn.execute("UPDATE users SET version = version + 1 WHERE id = ?", (user_id,))
+        self._cache.drop(user_id)
+
+    def delete_user(self, user: str) -> int:
+        """Remove the user and everything of theirs (blocks, keys, vectors, FTS rows, cached vectors
+        no other user shares). Returns the number of blocks deleted; NotFoundError for an unknown user."""
+        with self._write() as conn:
+            row = conn.execute("SELECT id FROM users WHERE name = ?", (user,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"user {user!r} not found")
+            user_id = int(row[0])
+            conn.execute(
+                "DELETE FROM embed_cache WHERE hash IN (SELECT content_hash FROM search_keys WHERE user_id = ?) "
+                "AND hash NOT IN (SELECT content_hash FROM search_keys WHERE user_id != ?)",
+                (user_id, user_id),
+            )
+            self._delete_keys(conn, "user_id = ?", (user_id,))
+            n = conn.execute("DELETE FROM blocks WHERE user_id = ?", (user_id,)).rowcount
+            for hook in self.delete_user_hooks:
+                hook(conn, user_id, user)
+            conn.execute("DELETE FROM users WHERE id = ?", (user_id,))
+        self._cache.drop(user_id)
+        return int(n)
+
+    @staticmethod
+    def _delete_keys(conn: sqlite3.Connection, where: str, params: tuple[object, ...]) -> None:
+        conn.execute(
+            "INSERT INTO keys_fts(keys_fts, rowid, ns, kind, text) "
+            f"SELECT 'delete', pk, ns, kind, text FROM search_keys WHERE {where}",
+            params,
+        )
+        conn.execute(f"DELETE FROM key_vectors WHERE key_pk IN (SELECT pk FROM search_keys WHERE {where})", params)
+        conn.execute(f"DELETE FROM search_keys WHERE {where}", params)
+
+    # -- reads -------------------------------------------------------------------------------------------
+
+    def get_block(self, user: str, block_id: str) -> MemoryBlock:
+        rows = self._read(
+            f"SELECT {_BLOCK_COLS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE b.id = ? AND u.name = ?",
+            (block_id, user),
+        )
+        if not rows:
+            raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
+        return _row_to_block(rows[0])
+
+    def list_blocks(
+        self,
+        user: str,
+        *,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[MemoryBlock]:
+        """The user's blocks in event order (then exchange order)."""
+        where = ["u.name = ?"]
+        params: list[object] = [user]
+        if conversation_id is not None:
+            where.append("b.conversation_id = ?")
+            params.append(conversation_id)
+        if session_id is not None:
+            where.append("b.session_id = ?")
+            params.append(session_id)
+        rows = self._read(
+            f"SELECT {_BLOCK_COLS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {' AND '.join(where)} "
+            "ORDER BY b.event_ts, b.conversation_id, b.session_id, b.exchange_index, b.pk LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        return [_row_to_block(r) for r in rows]
+
+    def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]:
+        """Blocks by internal reference, only those of ``user``."""
+        row = self._user_row(user)
+        if row is None:
+            return {}
+        out: dict[int, MemoryBlock] = {}
+        for start in range(0, len(refs), 500):
+            chunk = list(refs[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            # "+b.user_id" keeps the planner on the primary key: via the user index it would scan every
+            # block of a large user to find ten.
+            rows = self._read(
+                f"SELECT {_BLOCK_COLS} FROM blocks b JOIN users u ON u.id = b.user_id "
+                f"WHERE b.pk IN ({marks}) AND +b.user_id = ?",
+                [*chunk, row[0]],
+            )
+            for r in rows:
+                out[int(r[0])] = _row_to_block(r)
+        return out
+
+    def vector_candidates(
+        self,
+        user: str,
+        query: Vectors,
+        k: int,
+        *,
+        kinds: frozenset[str] | None = None,
+        after: float | None = None,
+        before: float | None = None,
+    ) -> list[tuple[int, float]]:
+        """Exact cosine top-k blocks of ``user`` (block reference, similarity)."""
+        row = self._user_row(user)
+        if row is None:
+            return []
+        matrix = self._matrix(*row)
+        codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
+        return top_blocks(matrix, query.reshape(-1), k, kinds=codes, after=after, before=before)
+
+    def _matrix(self, user_id: int, version: int) -> UserMatrix:
+        cached = self._cache.get(user_id, version)
+        if cached is not None:
+            return cached
+        # Read the version and the rows in one snapshot so the cache entry is exactly that version.
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN")
+            (version,) = conn.execute("SELECT version FROM users WHERE id = ?", (user_id,)).fetchone()
+            rows = conn.execute(
+                "SELECT block_pk, kind, event_ts, embedding FROM key_vectors WHERE user_id = ? ORDER BY key_pk",
+                (user_id,),
+            ).fetchall()
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+        dim = len(rows[0][3]) // 4 if rows else 0
+        matrix = UserMatrix(
+            version=int(version),
+            vectors=np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+            if rows
+            else np.zeros((0, 0), dtype=np.float32),
+            block_pks=np.array([r[0] for r in rows], dtype=np.int64),
+            kinds=np.array([KIND_CODES[r[1]] for r in rows], dtype=np.int8),
+            event_ts=np.array([r[2] for r in rows], dtype=np.float64),
+        )
+        self._cache.put(user_id, matrix)
+        return matrix
+
+    def keyword_candidates(
+        self,
+        user: str,
+        query: str,
+        k: int,
+        *,
+        kinds: frozenset[str] | None = None,
+        after: float | None = None,
+        before: float | None = None,
+    ) -> list[tuple[int, float]]:
+        """BM25 top-k blocks of ``user`` (block reference, BM25 score, higher is better)."""
+        row = self._user_row(user)
+        if row is None:
+            return []
+        match = fts_query(f"u{row[0]}", query, kinds=kinds)
+        if match is None:
+            return []
+        sql = (
+            "SELECT k.block_pk, bm25(keys_fts, 0, 0, 1.0) AS s FROM keys_fts "
+            "JOIN search_keys k ON k.pk = keys_fts.rowid "
+        )
+        params: list[object] = [match]
+        where = ["keys_fts MATCH ?"]
+        if after is not None or before is not None:
+            sql += "JOIN blocks b ON b.pk = k.block_pk "
+            if after is not None:
+                where.append("b.event_ts >= ?")
+                params.append(after)
+            if before is not None:
+                where.append("b.event_ts < ?")
+                params.append(before)
+        # Several keys may point at one block: over-fetch, then keep each block's best key.
+        sql += f"WHERE {' AND '.join(where)} ORDER BY s LIMIT ?"
+        params.append(k * 4 + 16)
+        best: dict[int, float] = {}
+        for pk, s in self._read(sql, params):
+            pk_i, score = int(pk), -float(s)
+            if pk_i not in best:
+                best[pk_i] = score
+        return list(best.items())[:k]
+
+    # -- embedding cache ---------------------------------------------------------------------------------
+
+    def get_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vectors]:
+        out: dict[str, Vectors] = {}
+        for start in range(0, len(hashes), 500):
+            chunk = list(hashes[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for h, blob in self._read(
+                f"SELECT hash, vector FROM embed_cache WHERE model_id = ? AND hash IN ({marks})",
+                [model_id, *chunk],
+            ):
+                out[str(h)] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def put_vectors(self, model_id: str, items: dict[str, Vectors]) -> None:
+        with self._write() as conn:
+            self._put_vectors(conn, model_id, items)
+
+    @staticmethod
+    def _put_vectors(conn: sqlite3.Connection, model_id: str, items: dict[str, Vectors]) -> None:
+        conn.executemany(
+            "INSERT OR IGNORE INTO embed_cache(model_id, hash, vector) VALUES (?,?,?)",
+            [(model_id, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()],
+        )
+
+    # -- diagnostics -------------------------------------------------------------------------------------
+
+    def user_row_counts(self, user: str) -> dict[str, int]:
+        """Rows each table holds for ``user`` (by name or by its namespace token): for deletion checks."""
+        out: dict[str, int] = {}
+        row = self._user_row(user)
+        uid = row[0] if row else -1
+        for table in ("blocks", "search_keys", "key_vectors"):
+            out[table] = int(self._read(f"SELECT count(*) FROM {table} WHERE user_id = ?", (uid,))[0][0])
+        out["users"] = int(self._read("SELECT count(*) FROM users WHERE name = ?", (user,))[0][0])
+        return out
+
+    def integrity_check(self) -> list[str]:
+        """SQLite's and FTS5's integrity checks; an empty list means healthy."""
+        problems = [str(r[0]) for r in self._read("PRAGMA integrity_check") if r[0] != "ok"]
+        try:
+            self._conn().execute("INSERT INTO keys_fts(keys_fts, rank) VALUES ('integrity-check', 1)")
+        except sqlite3.Error as exc:
+            problems.append(f"fts: {exc}")
+        return problems
+
+
+def _row_to_block(r: Sequence[Any]) -> MemoryBlock:
+    (
+        _,
+        bid,
+        user,
+        conv,
+        sess,
+        idx,
+        persp,
+        mode,
+        msg,
+        summary,
+        contexts,
+        mids,
+        ev,
+        ing,
+        ann,
+        status,
+        prompt,
+        h,
+        notes,
+    ) = r
+    return MemoryBlock(
+        id=str(bid),
+        user=str(user),
+        conversation_id=str(conv),
+        session_id=str(sess),
+        exchange_index=int(idx),
+        perspective=str(persp),
+        mode=PerspectiveMode(mode),
+        message=str(msg),
+        summary=None if summary is None else str(summary),
+        contexts=tuple(json.loads(str(contexts))),
+        message_ids=tuple(json.loads(str(mids))),
+        event_time=from_epoch(float(ev)),
+        ingest_time=from_epoch(float(ing)),
+        time_annotation=str(ann),
+        extraction_status=ExtractionStatus(status),
+        extraction_prompt=None if prompt is None else str(prompt),
+        content_hash=str(h),
+        annotations=dict(json.loads(str(notes))),
+    )

@@ -1,0 +1,257 @@
+"""Memory commands: add, search, get, list, delete, delete-user, users."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memlane.core.errors import ValidationError
+from memlane.core.model import Hit, MemoryBlock
+from memlane.interfaces.cli.app import open_memory, store_options
+
+
+def block_json(b: MemoryBlock) -> dict[str, Any]:
+    return {
+        "block_id": b.id,
+        "user": b.user,
+        "conversation_id": b.conversation_id,
+        "session_id": b.session_id,
+        "exchange_index": b.exchange_index,
+        "perspective": b.perspective,
+        "mode": b.mode.value,
+        "message": b.message,
+        "summary": b.summary,
+        "facts": list(b.contexts),
+        "time": b.event_time.isoformat(),
+        "time_annotation": b.time_annotation,
+        "ingest_time": b.ingest_time.isoformat(),
+        "extraction_status": b.extraction_status.value,
+        "message_ids": list(b.message_ids),
+        "content_hash": b.content_hash,
+        "annotations": b.annotations,
+    }
+
+
+def hit_json(h: Hit) -> dict[str, Any]:
+    return {**block_json(h.block), "score": h.score, "ranks": h.ranks}
+
+
+def _read_messages(file: Path | None) -> Any:
+    where = str(file) if file else "stdin"
+    text = file.read_text(encoding="utf-8") if file else sys.stdin.read()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", where=where) from None
+
+
+@click.command("add")
+@click.argument("user")
+@click.option("--conversation", "conversation_id", default="default", show_default=True, envvar="MEMLANE_CONVERSATION")
+@click.option("--session", "session_id", default="default", show_default=True, envvar="MEMLANE_SESSION")
+@click.option(
+    "--time",
+    "time_",
+    default=None,
+    help="Session time: ISO 8601, '1:56 pm on 8 May, 2023' or '2023/04/10 (Mon) 23:07'. Default: now.",
+)
+@click.option(
+    "--perspective",
+    type=click.Choice(["dual", "speakers", "single"]),
+    default="dual",
+    show_default=True,
+    envvar="MEMLANE_PERSPECTIVE",
+)
+@click.option(
+    "--file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="JSON list of messages; default: stdin.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@store_options
+def add_cmd(
+    user: str,
+    conversation_id: str,
+    session_id: str,
+    time_: str | None,
+    perspective: str,
+    file: Path | None,
+    as_json: bool,
+    store: Path,
+    embedder: str,
+) -> None:
+    """Add a JSON list of messages ({"role"|"speaker", "content", "time"?, "id"?}) to USER's memory.
+
+    \b
+    Example:
+      echo '[{"role":"user","content":"My sister is Ana."},{"role":"assistant","content":"Noted."}]' \\
+        | memlane add alice --session s1 --time "1:56 pm on 8 May, 2023"
+    """
+    messages = _read_messages(file)
+    if not isinstance(messages, list):
+        raise ValidationError("expected a JSON list of messages", where=str(file) if file else "stdin")
+    mem = open_memory(store, embedder)
+    try:
+        res = mem.add(
+            user,
+            messages,
+            conversation_id=conversation_id,
+            session_id=session_id,
+            time=time_,
+            perspective=perspective,
+        )
+    finally:
+        mem.close()
+    if as_json:
+        summary = {
+            "block_ids": list(res.block_ids),
+            "exchanges": res.exchanges,
+            "skipped_system_messages": res.skipped_system_messages,
+        }
+        click.echo(json.dumps(summary))
+    else:
+        click.echo(f"added {len(res.block_ids)} blocks from {res.exchanges} exchanges for {user}")
+
+
+@click.command("search")
+@click.argument("user")
+@click.argument("query")
+@click.option("-k", "k", type=int, default=10, show_default=True)
+@click.option("--mode", default="hybrid", show_default=True, help="vector, keyword, hybrid (or a named preset).")
+@click.option("--before", default=None, help="Only blocks whose event time is before this time.")
+@click.option("--after", default=None, help="Only blocks whose event time is at or after this time.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of hits.")
+@store_options
+def search_cmd(
+    user: str,
+    query: str,
+    k: int,
+    mode: str,
+    before: str | None,
+    after: str | None,
+    as_json: bool,
+    store: Path,
+    embedder: str,
+) -> None:
+    """Search USER's memory for QUERY.
+
+    \b
+    Example:
+      memlane search alice "what is my sister called?" -k 5 --json
+    """
+    mem = open_memory(store, embedder)
+    try:
+        hits = mem.search(user, query, k, mode=mode, before=before, after=after)
+    finally:
+        mem.close()
+    if as_json:
+        click.echo(json.dumps([hit_json(h) for h in hits], ensure_ascii=False))
+        return
+    for i, h in enumerate(hits, start=1):
+        text = h.block.message.replace("\n", " | ")
+        click.echo(f"{i:>3}. {h.score:.4f}  [{h.block.time_annotation}] ({h.block.perspective}) {text[:160]}")
+
+
+@click.command("delete-user")
+@click.argument("user")
+@store_options
+def delete_user_cmd(user: str, store: Path, embedder: str) -> None:
+    """Delete USER and everything of theirs.
+
+    \b
+    Example:
+      memlane delete-user alice
+    """
+    mem = open_memory(store, embedder)
+    try:
+        n = mem.delete_user(user)
+    finally:
+        mem.close()
+    click.echo(f"deleted {user}: {n} blocks")
+
+
+@click.command("get")
+@click.argument("user")
+@click.argument("block_id")
+@store_options
+def get_cmd(user: str, block_id: str, store: Path, embedder: str) -> None:
+    """Print one of USER's blocks as JSON.
+
+    \b
+    Example:
+      memlane get alice 01a2377a3c1e9f0d8b7a6c
+    """
+    mem = open_memory(store, embedder)
+    try:
+        click.echo(json.dumps(block_json(mem.get(user, block_id)), ensure_ascii=False, indent=2))
+    finally:
+        mem.close()
+
+
+@click.command("list")
+@click.argument("user")
+@click.option("--conversation", "conversation_id", default=None)
+@click.option("--session", "session_id", default=None)
+@click.option("--limit", type=int, default=100, show_default=True)
+@click.option("--offset", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@store_options
+def list_cmd(
+    user: str,
+    conversation_id: str | None,
+    session_id: str | None,
+    limit: int,
+    offset: int,
+    as_json: bool,
+    store: Path,
+    embedder: str,
+) -> None:
+    """List USER's blocks in event-time order.
+
+    \b
+    Example:
+      memlane list alice --session s1 --json
+    """
+    mem = open_memory(store, embedder)
+    try:
+        blocks = mem.list(user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset)
+    finally:
+        mem.close()
+    if as_json:
+        click.echo(json.dumps([block_json(b) for b in blocks], ensure_ascii=False))
+        return
+    for b in blocks:
+        click.echo(f"{b.id}  [{b.time_annotation}] ({b.perspective}) {b.message.replace(chr(10), ' | ')[:160]}")
+
+
+@click.command("users")
+@click.option("--json", "as_json", is_flag=True)
+@store_options
+def users_cmd(as_json: bool, store: Path, embedder: str) -> None:
+    """List the users (namespaces) in the store.
+
+    \b
+    Example:
+      memlane users --json
+    """
+    mem = open_memory(store, embedder)
+    try:
+        users = mem.users()
+    finally:
+        mem.close()
+    if as_json:
+        rows = [{"user": u.name, "blocks": u.blocks, "created_at": u.created_at.isoformat()} for u in users]
+        click.echo(json.dumps(rows))
+        return
+    for u in users:
+        click.echo(f"{u.name}\t{u.blocks}")
+
+
+def register(group: click.Group) -> None:
+    for cmd in (add_cmd, search_cmd, delete_user_cmd, get_cmd, list_cmd, users_cmd):
+        group.add_command(cmd)

@@ -1,0 +1,66 @@
+"""The offline ONNX MiniLM embedder: consistent, normalised, semantically sensible."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from memlane.core.embedding import make_embedder
+from memlane.core.embedding.fake import HashingEmbedder
+from memlane.core.embedding.minilm import DIM, MiniLMEmbedder
+from memlane.core.errors import ConfigError
+
+SENTENCES = [
+    "I adopted a golden retriever puppy last weekend.",
+    "My sister Ana is getting married in June.",
+    "The quarterly report is due on Friday.",
+    "We went hiking in the Alps during the summer holidays and it rained every single day.",
+    "ok",
+    "Can you recommend a vegan lasagna recipe?",
+    "My flight to Lisbon was cancelled, so I rebooked for Tuesday.",
+]
+
+PARAPHRASES = [
+    ("I adopted a puppy last weekend.", "Last weekend I got a new young dog."),
+    ("My sister is getting married in June.", "In June my sister will have her wedding."),
+    ("The report is due on Friday.", "I have to hand in the report by Friday."),
+    ("My flight was cancelled.", "The airline cancelled my plane trip."),
+]
+
+
+def test_batching_and_threads_do_not_change_vectors(minilm: MiniLMEmbedder) -> None:
+    whole = minilm.embed(SENTENCES)
+    one_by_one = np.stack([minilm.embed([s])[0] for s in SENTENCES])
+    single_thread = MiniLMEmbedder(threads=1).embed(SENTENCES)
+    assert whole.shape == (len(SENTENCES), DIM) and whole.dtype == np.float32
+    # A vector is a function of its text alone: not of its batch, its neighbours or the thread count.
+    assert np.allclose(whole, one_by_one, atol=1e-5)
+    assert np.allclose(whole, single_thread, atol=1e-5)
+    assert np.allclose(np.linalg.norm(whole, axis=1), 1.0, atol=1e-4)
+
+
+def test_order_is_preserved_whatever_the_lengths(minilm: MiniLMEmbedder) -> None:
+    vecs = minilm.embed(SENTENCES)
+    rev = minilm.embed(SENTENCES[::-1])
+    assert np.allclose(vecs, rev[::-1], atol=1e-5)
+
+
+def test_paraphrases_score_above_unrelated_pairs(minilm: MiniLMEmbedder) -> None:
+    para = [float(minilm.embed([a])[0] @ minilm.embed([b])[0]) for a, b in PARAPHRASES]
+    unrelated = [
+        float(minilm.embed([a[0]])[0] @ minilm.embed([b[1]])[0]) for a, b in itertools.permutations(PARAPHRASES, 2)
+    ]
+    assert min(para) > max(unrelated), (para, max(unrelated))
+    assert min(para) > 0.5
+
+
+def test_empty_input(minilm: MiniLMEmbedder) -> None:
+    assert minilm.embed([]).shape == (0, DIM)
+
+
+def test_registry() -> None:
+    assert isinstance(make_embedder("hashing"), HashingEmbedder)
+    with pytest.raises(ConfigError, match="unknown embedder 'nope'"):
+        make_embedder("nope")

@@ -1,0 +1,193 @@
+"""The store contract: behaviour every backend must show, run against each one (see conftest's params)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memlane.core.embedding.fake import HashingEmbedder
+from memlane.core.errors import NotFoundError, ValidationError
+from memlane.core.memory import Memory
+from memlane.core.store.protocol import Store
+
+StoreFactory = Callable[[], Store]
+T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+
+def chat(*lines: str) -> list[dict[str, str]]:
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(lines)]
+
+
+def add_sample(mem: Memory, user: str, topic: str, n: int = 3, start: datetime = T0) -> list[str]:
+    ids: list[str] = []
+    for i in range(n):
+        res = mem.add(
+            user,
+            chat(f"{user} talks about {topic} number {i}", f"reply about {topic} {i}"),
+            session_id=f"s{i}",
+            time=start + timedelta(days=i),
+        )
+        ids.extend(res.block_ids)
+    return ids
+
+
+def test_add_then_get_list_and_search(memory: Memory) -> None:
+    ids = add_sample(memory, "alice", "gardening")
+    assert len(ids) == 6  # dual mode: two perspectives per exchange
+    block = memory.get("alice", ids[0])
+    assert block.user == "alice" and block.session_id == "s0"
+    assert block.event_time == T0 and block.time_annotation == "1:56 pm on 8 May, 2023"
+    assert block.ingest_time > block.event_time
+    listed = memory.list("alice")
+    assert [b.id for b in listed] == ids  # event-time order
+    for mode in ("vector", "keyword", "hybrid"):
+        hits = memory.search("alice", "gardening number 2", k=2, mode=mode)
+        assert hits and hits[0].block.session_id == "s2", mode
+        assert mode in hits[0].ranks or mode == "hybrid"
+
+
+def test_hybrid_reports_each_retrievers_rank(memory: Memory) -> None:
+    add_sample(memory, "alice", "chess")
+    hit = memory.search("alice", "chess number 1", k=1, mode="hybrid")[0]
+    assert set(hit.ranks) == {"vector", "keyword"}
+    assert hit.score == pytest.approx(sum(1 / (60 + r) for r in hit.ranks.values()))
+
+
+def test_time_window(memory: Memory) -> None:
+    add_sample(memory, "alice", "travel", n=5)
+    before = T0 + timedelta(days=2)
+    hits = memory.search("alice", "travel", k=20, before=before)
+    assert hits and all(h.block.event_time < before for h in hits)
+    assert {h.block.session_id for h in hits} == {"s0", "s1"}
+    after_hits = memory.search("alice", "travel", k=20, mode="keyword", after=before)
+    assert {h.block.session_id for h in after_hits} == {"s2", "s3", "s4"}
+
+
+def test_isolation_between_users(memory: Memory) -> None:
+    a_ids = add_sample(memory, "alice", "secret recipe")
+    b_ids = add_sample(memory, "bob", "secret recipe")
+    for mode in ("vector", "keyword", "hybrid"):
+        hits = memory.search("alice", "secret recipe", k=50, mode=mode)
+        assert {h.block.user for h in hits} == {"alice"}
+        assert not {h.block.id for h in hits} & set(b_ids)
+    assert {b.id for b in memory.list("bob", limit=1000)} == set(b_ids)
+    for bid in b_ids:
+        with pytest.raises(NotFoundError):
+            memory.get("alice", bid)
+        with pytest.raises(NotFoundError):
+            memory.delete("alice", bid)
+    assert memory.get("alice", a_ids[0]).user == "alice"
+    assert memory.search("carol", "secret recipe") == []
+
+
+def test_randomized_cross_user_access_never_leaks(memory: Memory) -> None:
+    rng = random.Random(3)
+    owners: dict[str, str] = {}
+    users = [f"user{i}" for i in range(6)]
+    for u in users:
+        for bid in add_sample(memory, u, "shared words here", n=2):
+            owners[bid] = u
+    for _ in range(200):
+        u = rng.choice(users)
+        bid = rng.choice(list(owners))
+        if owners[bid] == u:
+            assert memory.get(u, bid).id == bid
+        else:
+            with pytest.raises(NotFoundError):
+                memory.get(u, bid)
+        for h in memory.search(u, "shared words", k=50, mode=rng.choice(["vector", "keyword", "hybrid"])):
+            assert owners[h.block.id] == u
+
+
+def test_delete_block(memory: Memory) -> None:
+    ids = add_sample(memory, "alice", "bikes", n=2)
+    memory.delete("alice", ids[0])
+    with pytest.raises(NotFoundError):
+        memory.get("alice", ids[0])
+    assert ids[0] not in {h.block.id for h in memory.search("alice", "bikes number 0", k=10)}
+    assert len(memory.list("alice")) == 3
+
+
+def test_delete_user_leaves_nothing(memory: Memory) -> None:
+    add_sample(memory, "alice", "knitting")
+    add_sample(memory, "bob", "knitting")
+    memory.search("alice", "knitting")  # populate the vector cache
+    assert memory.delete_user("alice") == 6
+    counts = memory.store.user_row_counts("alice")
+    assert counts == {"blocks": 0, "search_keys": 0, "key_vectors": 0, "users": 0}
+    assert memory.store.integrity_check() == []  # the keyword index holds no rows of deleted keys
+    assert memory.search("alice", "knitting") == []
+    assert "alice" not in {u.name for u in memory.users()}
+    assert len(memory.search("bob", "knitting", k=50)) == 6
+    with pytest.raises(NotFoundError):
+        memory.delete_user("alice")
+
+
+def test_bad_input_changes_nothing(memory: Memory) -> None:
+    ids = add_sample(memory, "alice", "pottery")
+    before = [(b.id, b.message) for b in memory.list("alice")]
+    bad_calls = [
+        lambda: memory.add("alice", []),
+        lambda: memory.add("alice", chat("ok", "   ")),
+        lambda: memory.add("alice", chat("ok"), perspective="triple"),
+        lambda: memory.add("alice", chat("ok"), time="the day after tomorrow"),
+        lambda: memory.add("alice", chat("x" * 70_000)),
+        lambda: memory.add("", chat("ok")),
+        lambda: memory.search("alice", "", k=3),
+        lambda: memory.search("alice", "q", k=0),
+        lambda: memory.search("alice", "q", mode="telepathy"),
+    ]
+    for call in bad_calls:
+        with pytest.raises(ValidationError):
+            call()
+    assert [(b.id, b.message) for b in memory.list("alice")] == before
+    assert len(ids) == len(before)
+
+
+def test_add_many_is_validated_before_anything_is_written(memory: Memory) -> None:
+    from memlane.core.memory import AddRequest
+
+    good = AddRequest("alice", chat("first add"), session_id="a")
+    bad = AddRequest("alice", chat("second", ""), session_id="b")
+    with pytest.raises(ValidationError) as err:
+        memory.add_many([good, bad])
+    assert "requests[1].messages[1].content" in str(err.value)
+    assert memory.list("alice") == []
+
+
+def test_embedding_cache_embeds_each_text_once(store_factory: StoreFactory) -> None:
+    emb = HashingEmbedder()
+    mem = Memory(store_factory(), emb)
+    mem.add("alice", chat("same words", "same reply"))
+    first = emb.texts_embedded
+    mem.add("bob", chat("same words", "same reply"))  # same exchange text: served from the cache
+    assert emb.texts_embedded == first == 1  # dual mode's two blocks share one embedding
+    assert mem.embedder.hits >= 3
+
+
+def test_store_refuses_another_embedder(store_factory: StoreFactory) -> None:
+    from memlane.core.errors import ConfigError
+
+    store = store_factory()
+    Memory(store, HashingEmbedder(dim=64))
+    with pytest.raises(ConfigError, match="hashing-64"):
+        Memory(store, HashingEmbedder(dim=32))
+
+
+def test_vector_cache_sees_writes_from_another_connection(store_factory: StoreFactory) -> None:
+    """Two Memory objects on one file (two processes, say): each sees the other's writes."""
+    from memlane.core.store.sqlite import SqliteStore
+
+    first = Memory(store_factory(), HashingEmbedder())
+    assert isinstance(first.store, SqliteStore)
+    second = Memory(SqliteStore(first.store.path), HashingEmbedder())
+    add_sample(first, "alice", "violin", n=1)
+    assert len(second.search("alice", "violin", k=10, mode="vector")) == 2
+    add_sample(second, "alice", "cello", n=1)
+    hits = first.search("alice", "cello number 0", k=10, mode="vector")
+    assert len(hits) == 4 and "cello" in hits[0].block.message
+    second.delete_user("alice")
+    assert first.search("alice", "cello", k=10, mode="vector") == []

@@ -1,0 +1,97 @@
+"""The CLI mirrors the API: add from stdin or a file, search with --json, delete-user; errors exit non-zero."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memlane.interfaces.cli.app import cli
+from memlane.interfaces.cli.bench_cmds import register as register_bench
+from memlane.interfaces.cli.memory_cmds import register as register_memory
+
+register_memory(cli)
+register_bench(cli)
+
+MESSAGES = [
+    {"role": "user", "content": "My sister Ana moved to Lisbon."},
+    {"role": "assistant", "content": "Lisbon is a great city."},
+]
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"MEMLANE_STORE": str(tmp_path / "cli.db"), "MEMLANE_EMBEDDER": "hashing"}
+
+
+def run(args: list[str], env: dict[str, str], stdin: str | None = None) -> tuple[int, str, str]:
+    res = CliRunner().invoke(cli, args, input=stdin, env=env)
+    return res.exit_code, res.stdout, res.stderr
+
+
+def test_add_search_delete_round_trip(env: dict[str, str], tmp_path: Path) -> None:
+    code, out, _ = run(["add", "alice", "--session", "s1", "--time", "1:56 pm on 8 May, 2023", "--json"], env,
+                       json.dumps(MESSAGES))  # fmt: skip
+    assert code == 0, out
+    assert len(json.loads(out)["block_ids"]) == 2
+    f = tmp_path / "more.json"
+    f.write_text(json.dumps([{"role": "user", "content": "I bought a red bike."}]))
+    assert run(["add", "alice", "--file", str(f), "--perspective", "single"], env)[0] == 0
+
+    code, out, _ = run(["search", "alice", "where does Ana live", "-k", "2", "--json"], env)
+    assert code == 0
+    hits = json.loads(out)
+    assert len(hits) == 2
+    for key in ("block_id", "score", "message", "time", "perspective", "session_id", "summary", "facts"):
+        assert key in hits[0]
+    assert "Lisbon" in hits[0]["message"] and hits[0]["time"].startswith("2023-05-08T13:56")
+
+    code, out, _ = run(["search", "alice", "bike", "--mode", "keyword", "--before", "2023-05-09"], env)
+    assert code == 0 and "bike" not in out  # the bike was added "now", after the window
+
+    code, out, _ = run(["delete-user", "alice"], env)
+    assert code == 0 and "3 blocks" in out
+    code, out, _ = run(["search", "alice", "Lisbon", "--json"], env)
+    assert code == 0 and json.loads(out) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        (["add", "alice"], "not json", "stdin: not JSON"),
+        (["add", "alice"], json.dumps({"role": "user"}), "expected a JSON list"),
+        (["add", "alice"], json.dumps([{"role": "user", "content": ""}]), "messages[0].content"),
+        (["add", "alice", "--time", "someday"], json.dumps(MESSAGES), "time: cannot parse time"),
+        (["search", "alice", "q", "--mode", "psychic"], None, "unknown search mode"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(env: dict[str, str], args: list[str], stdin: str | None, message: str) -> None:
+    code, _, err = run(args, env, stdin)
+    assert code == 2
+    assert message in err
+
+
+def test_unknown_block_is_exit_3(env: dict[str, str]) -> None:
+    run(["add", "alice"], env, json.dumps(MESSAGES))
+    code, _, err = run(["get", "alice", "nope"], env)
+    assert code == 3 and "not found" in err
+
+
+def test_list_and_users(env: dict[str, str]) -> None:
+    run(["add", "bob", "--perspective", "single"], env, json.dumps(MESSAGES))
+    code, out, _ = run(["list", "bob", "--json"], env)
+    assert code == 0 and len(json.loads(out)) == 1
+    code, out, _ = run(["users", "--json"], env)
+    assert json.loads(out) == [{"user": "bob", "blocks": 1, "created_at": json.loads(out)[0]["created_at"]}]
+
+
+def test_bench_perf_json_keys(tmp_path: Path) -> None:
+    env = {"MEMLANE_EMBEDDER": "hashing", "MEMLANE_PERF_SIZES": "200,500"}
+    code, out, _ = run(["bench", "perf", "--json", "--queries", "5"], env)
+    assert code == 0, out
+    figures = json.loads(out)
+    for key in ("ingest_p50_ms", "ingest_p95_ms", "bulk_blocks_per_s", "embedder_sentences_per_s",
+                "search_p50_ms_200", "search_vector_p50_ms_200"):  # fmt: skip
+        assert key in figures and figures[key] > 0

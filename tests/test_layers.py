@@ -1,0 +1,48 @@
+"""The rings: the core imports neither the harness nor the interfaces; the harness no interface."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "memlane"
+FORBIDDEN = {
+    "core": ("memlane.bench", "memlane.interfaces"),
+    "bench": ("memlane.interfaces",),
+}
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+    return out
+
+
+@pytest.mark.parametrize("ring", sorted(FORBIDDEN))
+def test_ring_imports_point_inward(ring: str) -> None:
+    files = sorted((SRC / ring).rglob("*.py"))
+    assert files, f"no modules found under {ring}"
+    bad = [
+        f"{f.relative_to(SRC)} imports {m}" for f in files for m in imported_modules(f) if m.startswith(FORBIDDEN[ring])
+    ]
+    assert bad == []
+
+
+def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("from memlane.interfaces.cli import main\nimport memlane.bench.perf\n")
+    assert imported_modules(bad) == {"memlane.interfaces.cli", "memlane.bench.perf"}
+
+
+def test_import_linter_contract() -> None:
+    """The same rule through import-linter (pyproject's contract), which also sees indirect imports."""
+    from importlinter.cli import lint_imports
+
+    assert lint_imports(config_filename=str(SRC.parents[1] / "pyproject.toml")) == 0
