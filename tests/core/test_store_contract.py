@@ -191,3 +191,14 @@ def test_vector_cache_sees_writes_from_another_connection(store_factory: StoreFa
     assert len(hits) == 4 and "cello" in hits[0].block.message
     second.delete_user("alice")
     assert first.search("alice", "cello", k=10, mode="vector") == []
+
+
+def test_a_shared_embedding_cache_serves_several_stores(store_factory: StoreFactory) -> None:
+    emb = HashingEmbedder()
+    shared = store_factory()
+    first = Memory(store_factory(), emb, embedding_cache=shared)
+    second = Memory(store_factory(), emb, embedding_cache=shared)
+    first.add("alice", chat("a text both stores see"))
+    second.add("alice", chat("a text both stores see"))
+    assert emb.texts_embedded == 1
+    assert len(second.search("alice", "text both", k=5)) == 2

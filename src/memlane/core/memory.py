@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memlane.core.embedding.protocol import CachedEmbedder, Embedder, make_embedder
+from memlane.core.embedding.protocol import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
 from memlane.core.errors import ValidationError
 from memlane.core.exchanges import BlockDraft, draft_blocks, parse_messages, parse_mode
 from memlane.core.model import (
@@ -75,9 +75,14 @@ class Memory:
     Every call is scoped to exactly one user; the store enforces the namespace in its queries.
     """
 
-    def __init__(self, store: Store, embedder: Embedder) -> None:
+    def __init__(self, store: Store, embedder: Embedder, *, embedding_cache: EmbeddingCache | None = None) -> None:
+        """``embedding_cache`` (any object with get_vectors/put_vectors, e.g. another SqliteStore) replaces
+        the store's own cache, so several stores can share one: the harness keeps one per machine so no
+        text is embedded twice across data sets and runs. By default the store caches, and an add's cache
+        entries are written in the add's own transaction."""
         self.store = store
-        self.embedder = CachedEmbedder(embedder, store)
+        self._shared_cache = embedding_cache is not None
+        self.embedder = CachedEmbedder(embedder, embedding_cache or store)
         store.bind_embedder(embedder.model_id, embedder.dim)
 
     @classmethod
@@ -120,6 +125,9 @@ class Memory:
         prepared = [self._prepare(i, r) for i, r in enumerate(requests)]
         texts = [b.message for _, blocks, _ in prepared for b in blocks]
         vectors, new_cache = self.embedder.embed_deferred(texts)
+        if self._shared_cache and new_cache:
+            self.embedder.cache.put_vectors(self.embedder.model_id, new_cache)
+            new_cache = {}
         results: list[AddResult] = []
         offset = 0
         for req, blocks, (exchanges, skipped) in prepared:
