@@ -64,3 +64,11 @@ def test_registry() -> None:
     assert isinstance(make_embedder("hashing"), HashingEmbedder)
     with pytest.raises(ConfigError, match="unknown embedder 'nope'"):
         make_embedder("nope")
+
+
+def test_truncation_is_part_of_the_model_id(minilm: MiniLMEmbedder) -> None:
+    short = MiniLMEmbedder(max_tokens=16)
+    long_text = " ".join(["word"] * 40) + " and finally the important fact about Lisbon"
+    assert short.model_id != minilm.model_id
+    assert not np.allclose(short.embed([long_text]), minilm.embed([long_text]), atol=1e-3)
+    assert np.allclose(short.embed(["short text"]), minilm.embed(["short text"]), atol=1e-5)

@@ -75,7 +75,14 @@ def build_int8_model(dst: Path) -> None:
 class MiniLMEmbedder:
     """The default embedder. Thread-safe: ONNX Runtime sessions may be run from several threads."""
 
-    def __init__(self, *, cache_dir: Path | None = None, threads: int | None = None) -> None:
+    def __init__(
+        self, *, cache_dir: Path | None = None, threads: int | None = None, max_tokens: int = MAX_TOKENS
+    ) -> None:
+        """``max_tokens`` truncates each text (the model's own limit is 256; a run costs about 11 ms at
+        128 tokens and 28 ms at 256 on one core here), and is part of ``model_id``."""
+        if not 8 <= max_tokens <= MAX_TOKENS:
+            raise EmbedderError(f"max_tokens must be from 8 to {MAX_TOKENS}, not {max_tokens}")
+        self._max_tokens = max_tokens
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -102,12 +109,12 @@ class MiniLMEmbedder:
             raise
         except Exception as exc:
             raise EmbedderError(f"could not load the MiniLM model: {exc}") from exc
-        tok.enable_truncation(MAX_TOKENS)
+        tok.enable_truncation(max_tokens)
         self._tokenizer = tok
 
     @property
     def model_id(self) -> str:
-        return MODEL_ID
+        return MODEL_ID if self._max_tokens == MAX_TOKENS else f"{MODEL_ID}/max{self._max_tokens}"
 
     @property
     def dim(self) -> int:
@@ -146,3 +153,4 @@ class MiniLMEmbedder:
 
 def register() -> None:
     register_embedder("minilm", MiniLMEmbedder)
+    register_embedder("minilm-128", lambda: MiniLMEmbedder(max_tokens=128))
