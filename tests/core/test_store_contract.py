@@ -117,7 +117,7 @@ def test_delete_user_leaves_nothing(memory: Memory) -> None:
     memory.search("alice", "knitting")  # populate the vector cache
     assert memory.delete_user("alice") == 6
     counts = memory.store.user_row_counts("alice")
-    assert counts == {"blocks": 0, "search_keys": 0, "key_vectors": 0, "users": 0}
+    assert counts == {"blocks": 0, "search_keys": 0, "key_vectors": 0, "jobs": 0, "users": 0}
     assert memory.store.integrity_check() == []  # the keyword index holds no rows of deleted keys
     assert memory.search("alice", "knitting") == []
     assert "alice" not in {u.name for u in memory.users()}

@@ -8,12 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memlane.interfaces.cli.app import cli
-from memlane.interfaces.cli.bench_cmds import register as register_bench
-from memlane.interfaces.cli.memory_cmds import register as register_memory
+from memlane.interfaces.cli.app import cli, register_all
 
-register_memory(cli)
-register_bench(cli)
+register_all()
 
 MESSAGES = [
     {"role": "user", "content": "My sister Ana moved to Lisbon."},
@@ -32,8 +29,9 @@ def run(args: list[str], env: dict[str, str], stdin: str | None = None) -> tuple
 
 
 def test_add_search_delete_round_trip(env: dict[str, str], tmp_path: Path) -> None:
-    code, out, _ = run(["add", "alice", "--session", "s1", "--time", "1:56 pm on 8 May, 2023", "--json"], env,
-                       json.dumps(MESSAGES))  # fmt: skip
+    code, out, _ = run(
+        ["add", "alice", "--session", "s1", "--time", "1:56 pm on 8 May, 2023", "--json"], env, json.dumps(MESSAGES)
+    )
     assert code == 0, out
     assert len(json.loads(out)["block_ids"]) == 2
     f = tmp_path / "more.json"
@@ -95,3 +93,27 @@ def test_bench_perf_json_keys(tmp_path: Path) -> None:
     for key in ("ingest_p50_ms", "ingest_p95_ms", "bulk_blocks_per_s", "embedder_sentences_per_s",
                 "search_p50_ms_200", "search_vector_p50_ms_200"):  # fmt: skip
         assert key in figures and figures[key] > 0
+
+
+def test_extraction_commands(env: dict[str, str]) -> None:
+    env = {**env, "MEMLANE_LLM": "scripted"}
+    code, out, _ = run(["add", "alice", "--extract", "async", "--json"], env, json.dumps(MESSAGES))
+    assert code == 0 and json.loads(out)["jobs_enqueued"] == 2
+    code, out, _ = run(["queue", "status", "--json"], env)
+    status = json.loads(out)
+    assert (status["queued"], status["running"], status["done"], status["dead"]) == (2, 0, 0, 0)
+    code, out, _ = run(["worker", "--drain", "--concurrency", "2", "--poll", "0.01"], env)
+    assert code == 0, out
+    assert json.loads(out.strip().splitlines()[-1])["done"] == 2
+    code, out, _ = run(["search", "alice", "Ana Lisbon", "--json"], env)
+    hit = json.loads(out)[0]
+    assert hit["summary"] and hit["facts"] and hit["extraction_status"] == "done"
+    code, out, _ = run(["llm", "log", "--json", "-n", "10"], env)
+    calls = json.loads(out)
+    assert len(calls) == 2 and {c["purpose"] for c in calls} == {"extract"} and calls[0]["namespace"] == "alice"
+    code, out, _ = run(
+        ["add", "bob", "--extract", "sync", "--perspective", "single", "--json"], env, json.dumps(MESSAGES)
+    )
+    assert code == 0
+    code, out, _ = run(["list", "bob", "--json"], env)
+    assert json.loads(out)[0]["extraction_status"] == "done"

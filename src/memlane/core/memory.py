@@ -12,18 +12,26 @@ from __future__ import annotations
 import builtins
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from time import sleep
 from typing import Any
 
 from memlane.core.embedding.protocol import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
-from memlane.core.errors import ValidationError
+from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.exchanges import BlockDraft, draft_blocks, parse_messages, parse_mode
+from memlane.core.extraction.extractor import ExtractionPrompt, Extractor
+from memlane.core.extraction.worker import Worker, retry_delay, run_job
+from memlane.core.jobs import DEFAULT_LEASE_S, DEFAULT_MAX_ATTEMPTS, JobQueue, JobStatus, QueueStatus
+from memlane.core.llm.calllog import CallLog
+from memlane.core.llm.protocol import LLM
 from memlane.core.model import (
     AddResult,
     ExtractionStatus,
+    ExtractMode,
     Hit,
     MemoryBlock,
     Message,
@@ -75,15 +83,33 @@ class Memory:
     Every call is scoped to exactly one user; the store enforces the namespace in its queries.
     """
 
-    def __init__(self, store: Store, embedder: Embedder, *, embedding_cache: EmbeddingCache | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        *,
+        embedding_cache: EmbeddingCache | None = None,
+        llm: LLM | None = None,
+        prompt: ExtractionPrompt | None = None,
+        call_log: CallLog | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> None:
         """``embedding_cache`` (any object with get_vectors/put_vectors, e.g. another SqliteStore) replaces
         the store's own cache, so several stores can share one: the harness keeps one per machine so no
         text is embedded twice across data sets and runs. By default the store caches, and an add's cache
-        entries are written in the add's own transaction."""
+        entries are written in the add's own transaction.
+
+        ``llm`` runs extraction (needed for ``extract="sync"`` and by workers; ``"async"`` only enqueues).
+        ``call_log`` is the LLM's call log, so that :meth:`delete_user` also removes the user's calls."""
         self.store = store
         self._shared_cache = embedding_cache is not None
         self.embedder = CachedEmbedder(embedder, embedding_cache or store)
         store.bind_embedder(embedder.model_id, embedder.dim)
+        self.queue: JobQueue = store.job_queue()
+        self.llm = llm
+        self.prompt = prompt or ExtractionPrompt.load()
+        self.call_log = call_log
+        self.max_attempts = max_attempts
 
     @classmethod
     def open(cls, path: str | Path, *, embedder: str | Embedder = "minilm", durability: str = "full") -> Memory:
@@ -107,22 +133,30 @@ class Memory:
         session_id: str = DEFAULT_SESSION,
         time: datetime | str | float | None = None,
         perspective: str | PerspectiveMode = PerspectiveMode.DUAL,
+        extract: ExtractMode = "off",
     ) -> AddResult:
         """Store a run of messages as memory blocks, in one transaction.
 
         ``time`` is the session's time (the event time of exchanges whose messages carry none); it
-        defaults to now. Returns when the blocks are durable and searchable.
+        defaults to now. Returns when the blocks are durable and searchable. ``extract``: ``"off"``, ``"async"``
+        (one extraction job per block, enqueued in the same transaction, run later by a worker) or
+        ``"sync"`` (the same jobs, run before returning).
         """
         req = AddRequest(user, messages, conversation_id, session_id, time, perspective)
-        return self.add_many([req])[0]
+        return self.add_many([req], extract=extract)[0]
 
-    def add_many(self, requests: Sequence[AddRequest]) -> list[AddResult]:
+    def add_many(self, requests: Sequence[AddRequest], *, extract: ExtractMode = "off") -> list[AddResult]:
         """Several adds with one batched embedding pass: the bulk-ingest path.
 
         All requests are validated before anything is written; each request is then written in its own
         transaction, so a crash keeps whole adds only.
         """
-        prepared = [self._prepare(i, r) for i, r in enumerate(requests)]
+        if extract not in ("off", "async", "sync"):
+            raise ValidationError(f"extract must be off, async or sync, not {extract!r}", where="extract")
+        if extract == "sync" and self.llm is None:
+            raise ConfigError("extract='sync' needs an LLM (Memory(..., llm=...) or --llm)")
+        status = ExtractionStatus.OFF if extract == "off" else ExtractionStatus.QUEUED
+        prepared = [self._prepare(i, r, status) for i, r in enumerate(requests)]
         texts = [b.message for _, blocks, _ in prepared for b in blocks]
         vectors, new_cache = self.embedder.embed_deferred(texts)
         if self._shared_cache and new_cache:
@@ -133,12 +167,15 @@ class Memory:
         for req, blocks, (exchanges, skipped) in prepared:
             # The embedding-cache entries ride along with the first write: one commit, not two.
             cache_entries, new_cache = new_cache, {}
-            self.store.write_blocks(
+            job_ids = self.store.write_blocks(
                 req.user,
                 blocks,
                 vectors[offset : offset + len(blocks)],
                 (self.embedder.model_id, cache_entries),
+                enqueue_attempts=0 if extract == "off" else self.max_attempts,
             )
+            if extract == "sync":
+                self.run_jobs(job_ids)
             offset += len(blocks)
             results.append(
                 AddResult(
@@ -148,11 +185,14 @@ class Memory:
                     block_ids=tuple(b.id for b in blocks),
                     exchanges=exchanges,
                     skipped_system_messages=skipped,
+                    jobs_enqueued=len(job_ids),
                 )
             )
         return results
 
-    def _prepare(self, i: int, req: AddRequest) -> tuple[AddRequest, list[MemoryBlock], tuple[int, int]]:
+    def _prepare(
+        self, i: int, req: AddRequest, status: ExtractionStatus
+    ) -> tuple[AddRequest, list[MemoryBlock], tuple[int, int]]:
         where = f"requests[{i}]" if i else None
 
         def at(field: str) -> str:
@@ -166,11 +206,13 @@ class Memory:
         ingest_time = now_utc()
         session_time = coerce_time(req.time, where=at("time")) or ingest_time
         drafts, exchanges, skipped = draft_blocks(messages, mode, session_time)
-        blocks = [self._block(req, mode, d, ingest_time) for d in drafts]
+        blocks = [self._block(req, mode, d, ingest_time, status) for d in drafts]
         return req, blocks, (exchanges, skipped)
 
     @staticmethod
-    def _block(req: AddRequest, mode: PerspectiveMode, d: BlockDraft, ingest_time: datetime) -> MemoryBlock:
+    def _block(
+        req: AddRequest, mode: PerspectiveMode, d: BlockDraft, ingest_time: datetime, status: ExtractionStatus
+    ) -> MemoryBlock:
         text = d.exchange.text()
         return MemoryBlock(
             id=new_block_id(),
@@ -186,8 +228,58 @@ class Memory:
             time_annotation=annotate(d.event_time),
             content_hash=content_hash(text),
             message_ids=d.exchange.message_ids,
-            extraction_status=ExtractionStatus.OFF,
+            extraction_status=status,
         )
+
+    # -- extraction --------------------------------------------------------------------------------------
+
+    def extractor(self) -> Extractor:
+        if self.llm is None:
+            raise ConfigError("extraction needs an LLM (Memory(..., llm=...) or --llm)")
+        return Extractor(self.llm, self.prompt)
+
+    def run_jobs(self, job_ids: Sequence[int], *, retry_pause_s: float = 0.5) -> dict[int, JobStatus]:
+        """Run the given jobs now, in this thread, with the same code as the workers (synchronous mode).
+
+        The LLM client already retries transport errors with backoff; a job that still fails is retried
+        here at once, up to its attempts, and ends ``dead`` with its error kept."""
+        extractor = self.extractor()
+        owner = f"sync-{uuid.uuid4().hex[:12]}"
+        outcome: dict[int, JobStatus] = {}
+        pending = list(job_ids)
+        pause = retry_pause_s
+        while pending:
+            for job in self.queue.claim(owner, len(pending), DEFAULT_LEASE_S, job_ids=pending):
+                status = run_job(job, self.queue, extractor, self.embedder, retry_in_s=0.0)
+                outcome[job.job_id] = status or JobStatus.DONE
+            pending = [j for j in pending if outcome.get(j) in (None, JobStatus.QUEUED)]
+            if pending:
+                sleep(pause)
+                pause = min(pause * 2, 5.0)
+        return outcome
+
+    def worker(
+        self,
+        *,
+        concurrency: int = 4,
+        lease_s: float = DEFAULT_LEASE_S,
+        poll_s: float = 1.0,
+        retry_in: Callable[[int], float] = retry_delay,
+    ) -> Worker:
+        """A worker draining this store's queue with this memory's LLM and embedder. ``retry_in(attempts)``
+        is the pause before a failed job is tried again (default: exponential backoff with jitter)."""
+        return Worker(
+            self.queue,
+            self.extractor(),
+            self.embedder,
+            concurrency=concurrency,
+            lease_s=lease_s,
+            poll_s=poll_s,
+            retry_in=retry_in,
+        )
+
+    def queue_status(self, *, recent_errors: int = 5) -> QueueStatus:
+        return self.queue.status(recent_errors=recent_errors)
 
     # -- search ------------------------------------------------------------------------------------------
 
@@ -272,8 +364,12 @@ class Memory:
         self.store.delete_block(check_name(user, "user"), block_id)
 
     def delete_user(self, user: str) -> int:
-        """Delete the user and everything of theirs; returns the number of blocks removed."""
-        return self.store.delete_user(check_name(user, "user"))
+        """Delete the user and everything of theirs (blocks, keys, vectors, jobs, and their LLM calls when
+        the call log is known); returns the number of blocks removed."""
+        n = self.store.delete_user(check_name(user, "user"))
+        if self.call_log is not None:
+            self.call_log.delete_namespace(user)
+        return n
 
     def create_user(self, user: str) -> bool:
         return self.store.create_user(check_name(user, "user"))

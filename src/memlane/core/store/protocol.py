@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from memlane.core.embedding.protocol import Vectors
+from memlane.core.jobs import JobQueue
 from memlane.core.model import MemoryBlock, UserInfo
 
 
@@ -26,7 +27,11 @@ class Store(Protocol):
         blocks: Sequence[MemoryBlock],
         vectors: Vectors,
         cache_entries: tuple[str, dict[str, Vectors]] | None = None,
-    ) -> None: ...
+        *,
+        enqueue_attempts: int = 0,
+    ) -> list[int]: ...
+
+    def job_queue(self) -> JobQueue: ...
 
     def get_block(self, user: str, block_id: str) -> MemoryBlock: ...
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from memlane.core.errors import MemlaneError, NotFoundError, ValidationError
+from memlane.core.llm import CallLog, make_llm
 from memlane.core.memory import Memory
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -36,8 +38,56 @@ def store_options(func: F) -> F:
     return func
 
 
-def open_memory(store: Path, embedder: str) -> Memory:
-    return Memory.open(store, embedder=embedder)
+def llm_options(func: F) -> F:
+    """``--llm`` and its settings, each with its environment variable (the API key only from the env)."""
+    func = click.option("--llm-model", envvar="MEMLANE_LLM_MODEL", default=None, help="[env MEMLANE_LLM_MODEL]")(func)
+    func = click.option(
+        "--llm-base-url", envvar="MEMLANE_LLM_BASE_URL", default=None, help="[env MEMLANE_LLM_BASE_URL]"
+    )(func)
+    func = click.option(
+        "--llm-log",
+        envvar="MEMLANE_LLM_LOG",
+        default=None,
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="SQLite file of the LLM call log and response cache. Default: STORE with .calls.db. [env MEMLANE_LLM_LOG]",
+    )(func)
+    func = click.option(
+        "--llm",
+        "llm_name",
+        envvar="MEMLANE_LLM",
+        default="openai",
+        show_default=True,
+        help="LLM provider: openai (MEMLANE_LLM_BASE_URL, MEMLANE_LLM_API_KEY, MEMLANE_LLM_MODEL) or scripted "
+        "(offline fake). [env MEMLANE_LLM]",
+    )(func)
+    return func
+
+
+@dataclass(frozen=True)
+class LLMChoice:
+    name: str
+    log: Path | None = None
+    base_url: str | None = None
+    model: str | None = None
+
+
+def call_log_path(store: Path, explicit: Path | None) -> Path:
+    return explicit or store.with_name(store.name + ".calls.db")
+
+
+def open_memory(store: Path, embedder: str, llm: LLMChoice | None = None) -> Memory:
+    """The Memory a command works on; with ``llm``, the LLM is built lazily only for what needs it."""
+    if llm is None:
+        return Memory.open(store, embedder=embedder)
+    log = CallLog(call_log_path(store, llm.log))
+    # The offline fake takes no server settings, even when the environment carries them.
+    given = (("base_url", llm.base_url), ("model", llm.model)) if llm.name != "scripted" else ()
+    overrides: dict[str, Any] = {k: v for k, v in given if v}
+    model = make_llm(llm.name, call_log=log, **overrides)
+    mem = Memory.open(store, embedder=embedder)
+    mem.llm = model
+    mem.call_log = log
+    return mem
 
 
 class MemlaneGroup(click.Group):
@@ -70,9 +120,16 @@ def cli() -> None:
 
 
 def main() -> None:
+    register_all()
+    cli()
+
+
+def register_all() -> None:
     from memlane.interfaces.cli.bench_cmds import register as register_bench
+    from memlane.interfaces.cli.extract_cmds import register as register_extract
     from memlane.interfaces.cli.memory_cmds import register as register_memory
 
-    register_memory(cli)
-    register_bench(cli)
-    cli()
+    if "add" not in cli.commands:
+        register_memory(cli)
+        register_extract(cli)
+        register_bench(cli)

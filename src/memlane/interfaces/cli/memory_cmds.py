@@ -11,7 +11,7 @@ import click
 
 from memlane.core.errors import ValidationError
 from memlane.core.model import Hit, MemoryBlock
-from memlane.interfaces.cli.app import open_memory, store_options
+from memlane.interfaces.cli.app import LLMChoice, llm_options, open_memory, store_options
 
 
 def block_json(b: MemoryBlock) -> dict[str, Any]:
@@ -72,8 +72,17 @@ def _read_messages(file: Path | None) -> Any:
     default=None,
     help="JSON list of messages; default: stdin.",
 )
+@click.option(
+    "--extract",
+    type=click.Choice(["off", "async", "sync"]),
+    default="off",
+    show_default=True,
+    envvar="MEMLANE_EXTRACT",
+    help="LLM extraction of summary and facts: off, async (queued for `memlane worker`), sync (before returning).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @store_options
+@llm_options
 def add_cmd(
     user: str,
     conversation_id: str,
@@ -81,9 +90,14 @@ def add_cmd(
     time_: str | None,
     perspective: str,
     file: Path | None,
+    extract: str,
     as_json: bool,
     store: Path,
     embedder: str,
+    llm_name: str,
+    llm_log: Path | None,
+    llm_base_url: str | None,
+    llm_model: str | None,
 ) -> None:
     """Add a JSON list of messages ({"role"|"speaker", "content", "time"?, "id"?}) to USER's memory.
 
@@ -95,7 +109,8 @@ def add_cmd(
     messages = _read_messages(file)
     if not isinstance(messages, list):
         raise ValidationError("expected a JSON list of messages", where=str(file) if file else "stdin")
-    mem = open_memory(store, embedder)
+    llm = LLMChoice(llm_name, llm_log, llm_base_url, llm_model) if extract == "sync" else None
+    mem = open_memory(store, embedder, llm)
     try:
         res = mem.add(
             user,
@@ -104,6 +119,7 @@ def add_cmd(
             session_id=session_id,
             time=time_,
             perspective=perspective,
+            extract=extract,  # type: ignore[arg-type]  # click.Choice guarantees the literal
         )
     finally:
         mem.close()
@@ -112,6 +128,7 @@ def add_cmd(
             "block_ids": list(res.block_ids),
             "exchanges": res.exchanges,
             "skipped_system_messages": res.skipped_system_messages,
+            "jobs_enqueued": res.jobs_enqueued,
         }
         click.echo(json.dumps(summary))
     else:

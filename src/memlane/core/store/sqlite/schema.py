@@ -72,6 +72,33 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY(model_id, hash)
     ) WITHOUT ROWID;
     """,
+    # 2: the extraction queue (outbox in the same file as the blocks) and a count of extraction writes
+    """
+    CREATE TABLE jobs(
+        id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        user_id INTEGER NOT NULL,
+        block_pk INTEGER NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'dead')),
+        priority INTEGER NOT NULL DEFAULT 0,
+        run_after REAL NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        max_attempts INTEGER NOT NULL,
+        lease_owner TEXT,
+        lease_until REAL,
+        last_error TEXT,
+        raw_response TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        finished_at REAL
+    );
+    CREATE INDEX jobs_ready ON jobs(priority DESC, run_after, id) WHERE status = 'queued';
+    CREATE INDEX jobs_lease ON jobs(lease_until) WHERE status = 'running';
+    CREATE INDEX jobs_user ON jobs(user_id);
+    CREATE INDEX jobs_block ON jobs(block_pk);
+    CREATE INDEX jobs_finished ON jobs(finished_at) WHERE status IN ('done', 'dead');
+    ALTER TABLE blocks ADD COLUMN extraction_writes INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 

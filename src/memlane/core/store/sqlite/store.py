@@ -10,25 +10,29 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import ConfigError, NotFoundError, StoreError
+from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import ExtractionStatus, MemoryBlock, PerspectiveMode, UserInfo
 from memlane.core.store.keyword import fts_query
+from memlane.core.store.sqlite.keys import delete_keys, insert_keys
 from memlane.core.store.sqlite.schema import migrate
 from memlane.core.store.vectors import KIND_CODES, UserMatrix, VectorCache, top_blocks
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
+if TYPE_CHECKING:
+    from memlane.core.store.sqlite.queue import SqliteJobQueue
+
 BUSY_TIMEOUT_MS = 30_000
-# Called inside delete_user's transaction with (connection, user id, user name).
-DeleteHook = Callable[[sqlite3.Connection, int, str], None]
-_BLOCK_COLS = (
+
+BLOCK_COLUMNS = (
     "b.pk, b.id, u.name, b.conversation_id, b.session_id, b.exchange_index, b.perspective, b.mode, b.message, "
     "b.summary, b.contexts, b.message_ids, b.event_ts, b.ingest_ts, b.time_annotation, b.extraction_status, "
     "b.extraction_prompt, b.content_hash, b.annotations"
@@ -51,9 +55,6 @@ class SqliteStore:
         self._cache = VectorCache(vector_cache_bytes)
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
-        # Other parts of the core that keep per-user rows in this file (the extraction queue) register
-        # here, so that delete_user removes their rows in the same transaction.
-        self.delete_user_hooks: list[DeleteHook] = []
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             migrate(self._conn())
@@ -79,6 +80,21 @@ class SqliteStore:
             with self._conns_lock:
                 self._conns.append(conn)
         return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (``BEGIN IMMEDIATE``) on this thread's connection, for the store's own
+        modules (the queue); commits on success, rolls back on any error."""
+        with self._write() as conn:
+            yield conn
+
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
+        """A read on this thread's connection, for the store's own modules."""
+        return self._read(sql, params)
+
+    @property
+    def vector_cache(self) -> VectorCache:
+        return self._cache
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -164,29 +180,40 @@ class SqliteStore:
         blocks: Sequence[MemoryBlock],
         vectors: Vectors,
         cache_entries: tuple[str, dict[str, Vectors]] | None = None,
-    ) -> None:
+        *,
+        enqueue_attempts: int = 0,
+    ) -> list[int]:
         """Store blocks with their message vectors in one transaction (the whole add, or nothing).
 
         ``cache_entries`` (model id, {content hash: vector}) are written to the embedding cache in the
-        same transaction."""
+        same transaction. ``enqueue_attempts`` > 0 enqueues one extraction job per block in that same
+        transaction, allowed that many attempts; their ids are returned."""
         if len(blocks) != len(vectors):
             raise StoreError(f"{len(blocks)} blocks but {len(vectors)} vectors")
         with self._write() as conn:
             conn.execute("INSERT OR IGNORE INTO users(name, created_at) VALUES (?, ?)", (user, to_epoch(now_utc())))
             user_id, version = conn.execute("SELECT id, version FROM users WHERE name = ?", (user,)).fetchone()
-            rows = self._insert_blocks(conn, user_id, blocks, vectors)
+            rows, job_ids = self._insert_blocks(conn, user_id, blocks, vectors, enqueue_attempts)
             if cache_entries and cache_entries[1]:
-                self._put_vectors(conn, *cache_entries)
+                self.put_vectors_in(conn, *cache_entries)
             conn.execute("UPDATE users SET version = version + 1 WHERE id = ?", (user_id,))
         rows.version = version + 1
         self._cache.append(user_id, version, rows)
+        return job_ids
+
+    def job_queue(self) -> SqliteJobQueue:
+        """The extraction queue kept in this store's file."""
+        from memlane.core.store.sqlite.queue import SqliteJobQueue
+
+        return SqliteJobQueue(self)
 
     def _insert_blocks(
-        self, conn: sqlite3.Connection, user_id: int, blocks: Sequence[MemoryBlock], vectors: Vectors
-    ) -> UserMatrix:
+        self, conn: sqlite3.Connection, user_id: int, blocks: Sequence[MemoryBlock], vectors: Vectors, enqueue: int
+    ) -> tuple[UserMatrix, list[int]]:
+        """Insert blocks and their message keys; with ``enqueue`` > 0, one extraction job per block (at most
+        ``enqueue`` attempts) in the same transaction: the outbox."""
         block_pks: list[int] = []
-        key_pks: list[int] = []
-        ns = f"u{user_id}"
+        now = to_epoch(now_utc())
         for b in blocks:
             cur = conn.execute(
                 "INSERT INTO blocks(id, user_id, conversation_id, session_id, exchange_index, perspective, mode, "
@@ -201,34 +228,28 @@ class SqliteStore:
                     json.dumps(b.annotations, sort_keys=True),
                 ),
             )  # fmt: skip
-            block_pk = int(cur.lastrowid or 0)
-            block_pks.append(block_pk)
-            cur = conn.execute(
-                "INSERT INTO search_keys(user_id, block_pk, ns, kind, text, content_hash) VALUES (?,?,?,?,?,?)",
-                (user_id, block_pk, ns, "message", b.message, b.content_hash),
+            block_pks.append(int(cur.lastrowid or 0))
+        job_ids = [
+            int(
+                conn.execute(
+                    "INSERT INTO jobs(kind, user_id, block_pk, status, run_after, max_attempts, created_at, "
+                    "updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
+                    (EXTRACT_KIND, user_id, pk, now, enqueue, now, now),
+                ).lastrowid
+                or 0
             )
-            key_pk = int(cur.lastrowid or 0)
-            key_pks.append(key_pk)
-            conn.execute(
-                "INSERT INTO keys_fts(rowid, ns, kind, text) VALUES (?,?,?,?)",
-                (key_pk, ns, "message", b.message),
-            )
-        event_ts = np.array([to_epoch(b.event_time) for b in blocks], dtype=np.float64)
-        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
-        conn.executemany(
-            "INSERT INTO key_vectors(user_id, key_pk, block_pk, kind, event_ts, embedding) VALUES (?,?,?,?,?,?)",
+            for pk in (block_pks if enqueue else [])
+        ]
+        matrix = insert_keys(
+            conn,
+            user_id,
             [
-                (user_id, kp, bp, "message", float(ts), vecs[i].tobytes())
-                for i, (kp, bp, ts) in enumerate(zip(key_pks, block_pks, event_ts, strict=True))
+                (pk, "message", b.message, b.content_hash, to_epoch(b.event_time))
+                for pk, b in zip(block_pks, blocks, strict=True)
             ],
+            vectors,
         )
-        return UserMatrix(
-            version=-1,
-            vectors=vecs,
-            block_pks=np.array(block_pks, dtype=np.int64),
-            kinds=np.zeros(len(blocks), dtype=np.int8),
-            event_ts=event_ts,
-        )
+        return matrix, job_ids
 
     def delete_block(self, user: str, block_id: str) -> None:
         """Delete one block with its keys, vectors and FTS rows; NotFoundError if not the user's."""
@@ -240,7 +261,8 @@ class SqliteStore:
             if row is None:
                 raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
             block_pk, user_id = row
-            self._delete_keys(conn, "block_pk = ?", (block_pk,))
+            delete_keys(conn, "block_pk = ?", (block_pk,))
+            conn.execute("DELETE FROM jobs WHERE block_pk = ?", (block_pk,))
             conn.execute("DELETE FROM blocks WHERE pk = ?", (block_pk,))
             conn.execute("UPDATE users SET version = version + 1 WHERE id = ?", (user_id,))
         self._cache.drop(user_id)
@@ -258,34 +280,23 @@ class SqliteStore:
                 "AND hash NOT IN (SELECT content_hash FROM search_keys WHERE user_id != ?)",
                 (user_id, user_id),
             )
-            self._delete_keys(conn, "user_id = ?", (user_id,))
+            delete_keys(conn, "user_id = ?", (user_id,))
             n = conn.execute("DELETE FROM blocks WHERE user_id = ?", (user_id,)).rowcount
-            for hook in self.delete_user_hooks:
-                hook(conn, user_id, user)
+            conn.execute("DELETE FROM jobs WHERE user_id = ?", (user_id,))
             conn.execute("DELETE FROM users WHERE id = ?", (user_id,))
         self._cache.drop(user_id)
         return int(n)
-
-    @staticmethod
-    def _delete_keys(conn: sqlite3.Connection, where: str, params: tuple[object, ...]) -> None:
-        conn.execute(
-            "INSERT INTO keys_fts(keys_fts, rowid, ns, kind, text) "
-            f"SELECT 'delete', pk, ns, kind, text FROM search_keys WHERE {where}",
-            params,
-        )
-        conn.execute(f"DELETE FROM key_vectors WHERE key_pk IN (SELECT pk FROM search_keys WHERE {where})", params)
-        conn.execute(f"DELETE FROM search_keys WHERE {where}", params)
 
     # -- reads -------------------------------------------------------------------------------------------
 
     def get_block(self, user: str, block_id: str) -> MemoryBlock:
         rows = self._read(
-            f"SELECT {_BLOCK_COLS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE b.id = ? AND u.name = ?",
+            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE b.id = ? AND u.name = ?",
             (block_id, user),
         )
         if not rows:
             raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
-        return _row_to_block(rows[0])
+        return row_to_block(rows[0])
 
     def list_blocks(
         self,
@@ -306,11 +317,11 @@ class SqliteStore:
             where.append("b.session_id = ?")
             params.append(session_id)
         rows = self._read(
-            f"SELECT {_BLOCK_COLS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {' AND '.join(where)} "
+            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {' AND '.join(where)} "
             "ORDER BY b.event_ts, b.conversation_id, b.session_id, b.exchange_index, b.pk LIMIT ? OFFSET ?",
             [*params, limit, offset],
         )
-        return [_row_to_block(r) for r in rows]
+        return [row_to_block(r) for r in rows]
 
     def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]:
         """Blocks by internal reference, only those of ``user``."""
@@ -324,12 +335,12 @@ class SqliteStore:
             # "+b.user_id" keeps the planner on the primary key: via the user index it would scan every
             # block of a large user to find ten.
             rows = self._read(
-                f"SELECT {_BLOCK_COLS} FROM blocks b JOIN users u ON u.id = b.user_id "
+                f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id "
                 f"WHERE b.pk IN ({marks}) AND +b.user_id = ?",
                 [*chunk, row[0]],
             )
             for r in rows:
-                out[int(r[0])] = _row_to_block(r)
+                out[int(r[0])] = row_to_block(r)
         return out
 
     def vector_candidates(
@@ -437,10 +448,10 @@ class SqliteStore:
 
     def put_vectors(self, model_id: str, items: dict[str, Vectors]) -> None:
         with self._write() as conn:
-            self._put_vectors(conn, model_id, items)
+            self.put_vectors_in(conn, model_id, items)
 
     @staticmethod
-    def _put_vectors(conn: sqlite3.Connection, model_id: str, items: dict[str, Vectors]) -> None:
+    def put_vectors_in(conn: sqlite3.Connection, model_id: str, items: dict[str, Vectors]) -> None:
         conn.executemany(
             "INSERT OR IGNORE INTO embed_cache(model_id, hash, vector) VALUES (?,?,?)",
             [(model_id, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()],
@@ -453,7 +464,7 @@ class SqliteStore:
         out: dict[str, int] = {}
         row = self._user_row(user)
         uid = row[0] if row else -1
-        for table in ("blocks", "search_keys", "key_vectors"):
+        for table in ("blocks", "search_keys", "key_vectors", "jobs"):
             out[table] = int(self._read(f"SELECT count(*) FROM {table} WHERE user_id = ?", (uid,))[0][0])
         out["users"] = int(self._read("SELECT count(*) FROM users WHERE name = ?", (user,))[0][0])
         return out
@@ -468,7 +479,7 @@ class SqliteStore:
         return problems
 
 
-def _row_to_block(r: Sequence[Any]) -> MemoryBlock:
+def row_to_block(r: Sequence[Any]) -> MemoryBlock:
     (
         _,
         bid,

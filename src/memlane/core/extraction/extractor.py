@@ -1,0 +1,94 @@
+"""The extraction prompt and its call: one block in, ``{"summary": str, "facts": [str]}`` out."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from importlib import resources
+
+from memlane.core.errors import LLMResponseError
+from memlane.core.jobs import ExtractionResult
+from memlane.core.llm.protocol import LLM, ChatMessage, JSONSchema
+from memlane.core.model import MemoryBlock, PerspectiveMode
+
+DEFAULT_PROMPT_ID = "extract-v1"
+MAX_FACTS = 50
+MAX_FACT_CHARS = 2000
+
+EXTRACTION_SCHEMA: JSONSchema = {
+    "type": "object",
+    "properties": {
+        "summary": {"type": "string"},
+        "facts": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["summary", "facts"],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionPrompt:
+    """A prompt file shipped in the package; ``ref`` (id and sha256) is stored with every extracted block."""
+
+    prompt_id: str
+    template: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.template.encode("utf-8")).hexdigest()
+
+    @property
+    def ref(self) -> str:
+        return f"{self.prompt_id}@{self.sha256}"
+
+    @classmethod
+    def load(cls, prompt_id: str = DEFAULT_PROMPT_ID) -> ExtractionPrompt:
+        text = resources.files("memlane.core.extraction").joinpath("prompts", f"{prompt_id}.md").read_text("utf-8")
+        return cls(prompt_id, text)
+
+    def render(self, block: MemoryBlock) -> str:
+        speakers = ", ".join(dict.fromkeys(line.split(":", 1)[0] for line in block.message.splitlines() if ":" in line))
+        return self.template.format(
+            perspective=_perspective_text(block),
+            speakers=speakers or "unknown",
+            time=block.time_annotation,
+        )
+
+
+def _perspective_text(block: MemoryBlock) -> str:
+    if block.mode is PerspectiveMode.SINGLE:
+        return "a neutral observer of the whole exchange"
+    if block.mode is PerspectiveMode.DUAL:
+        return f"the {block.perspective} (remember what matters to the {block.perspective})"
+    return f"{block.perspective} (remember what matters to {block.perspective})"
+
+
+class Extractor:
+    """Calls the LLM for one block and validates the reply into an :class:`ExtractionResult`."""
+
+    def __init__(self, llm: LLM, prompt: ExtractionPrompt | None = None) -> None:
+        self.llm = llm
+        self.prompt = prompt or ExtractionPrompt.load()
+
+    def extract(self, block: MemoryBlock) -> ExtractionResult:
+        """Raises LLMError (transport) or LLMResponseError (bad reply, with ``raw``) on failure."""
+        # Instructions as the system message, the exchange alone as the user message.
+        messages: list[ChatMessage] = [
+            {"role": "system", "content": self.prompt.render(block)},
+            {"role": "user", "content": block.message},
+        ]
+        res = self.llm.complete_json(messages, schema=EXTRACTION_SCHEMA, purpose="extract", namespace=block.user)
+        parsed = res.parsed
+        if not isinstance(parsed, dict):
+            raise LLMResponseError("extraction reply is not an object", raw=res.text)
+        summary = str(parsed.get("summary", "")).strip()
+        if not summary:
+            raise LLMResponseError("extraction reply has an empty summary", raw=res.text)
+        raw_facts = parsed.get("facts", [])
+        if not isinstance(raw_facts, list):
+            raise LLMResponseError("extraction reply's facts is not a list", raw=res.text)
+        facts = list(dict.fromkeys(f.strip() for f in raw_facts if isinstance(f, str) and f.strip()))
+        if len(facts) > MAX_FACTS:
+            facts = facts[:MAX_FACTS]
+        facts = [f[:MAX_FACT_CHARS] for f in facts]
+        return ExtractionResult(summary=summary[:MAX_FACT_CHARS], facts=tuple(facts), prompt_ref=self.prompt.ref)

@@ -1,0 +1,158 @@
+"""Extraction commands: ``memlane worker``, ``memlane queue status``, ``memlane llm log``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+
+from memlane.core.extraction.worker import WorkerStats
+from memlane.core.llm import CallLog
+from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, open_memory, store_options
+
+
+@click.command("worker")
+@click.option(
+    "--concurrency",
+    type=int,
+    default=4,
+    show_default=True,
+    envvar="MEMLANE_WORKER_CONCURRENCY",
+    help="LLM calls in flight. [env MEMLANE_WORKER_CONCURRENCY]",
+)
+@click.option("--drain", is_flag=True, help="Exit when no job is queued or running.")
+@click.option(
+    "--lease",
+    "lease_s",
+    type=float,
+    default=120.0,
+    show_default=True,
+    envvar="MEMLANE_WORKER_LEASE",
+    help="Seconds a claimed job is leased; a heartbeat extends it. [env MEMLANE_WORKER_LEASE]",
+)
+@click.option("--poll", "poll_s", type=float, default=1.0, show_default=True, help="Seconds between empty polls.")
+@store_options
+@llm_options
+def worker_cmd(
+    concurrency: int,
+    drain: bool,
+    lease_s: float,
+    poll_s: float,
+    store: Path,
+    embedder: str,
+    llm_name: str,
+    llm_log: Path | None,
+    llm_base_url: str | None,
+    llm_model: str | None,
+) -> None:
+    """Run extraction jobs from the store's queue until stopped (SIGTERM/Ctrl-C finish the jobs in flight).
+
+    \b
+    Example:
+      MEMLANE_LLM_BASE_URL=http://127.0.0.1:8765/v1 MEMLANE_LLM_API_KEY=x MEMLANE_LLM_MODEL=local \\
+        memlane worker --concurrency 2 --drain
+    """
+    mem = open_memory(store, embedder, LLMChoice(llm_name, llm_log, llm_base_url, llm_model))
+    try:
+        worker = mem.worker(concurrency=concurrency, lease_s=lease_s, poll_s=poll_s)
+        worker.install_signal_handlers()
+
+        def progress(stats: WorkerStats) -> None:
+            click.echo(f"done {stats.done}  retried {stats.retried}  dead {stats.dead}  lost {stats.lost}", err=True)
+
+        stats = worker.run(drain=drain, on_progress=progress)
+    finally:
+        mem.close()
+    click.echo(json.dumps({k: v for k, v in asdict(stats).items() if k != "errors"} | {"crashes": len(stats.errors)}))
+    if stats.errors:
+        sys.exit(1)
+
+
+@click.group("queue")
+def queue_group() -> None:
+    """The extraction queue."""
+
+
+@queue_group.command("status")
+@click.option("--json", "as_json", is_flag=True)
+@store_options
+def queue_status_cmd(as_json: bool, store: Path, embedder: str) -> None:
+    """Counts by status, age of the oldest queued job, throughput and the last errors.
+
+    \b
+    Example:
+      memlane queue status --json
+    """
+    mem = open_memory(store, embedder)
+    try:
+        st = mem.queue_status()
+    finally:
+        mem.close()
+    data = {
+        "queued": st.queued,
+        "running": st.running,
+        "done": st.done,
+        "dead": st.dead,
+        "oldest_queued_age_s": st.oldest_queued_age_s,
+        "throughput_per_min": st.throughput_per_min,
+        "last_errors": [asdict(e) for e in st.last_errors],
+    }
+    if as_json:
+        click.echo(json.dumps(data))
+        return
+    click.echo(f"queued {st.queued}  running {st.running}  done {st.done}  dead {st.dead}")
+    if st.oldest_queued_age_s is not None:
+        click.echo(f"oldest queued job: {st.oldest_queued_age_s:.0f} s")
+    click.echo(f"throughput: {st.throughput_per_min:.1f} jobs/min (last 5 min)")
+    for e in st.last_errors:
+        click.echo(f"job {e.job_id} ({e.status}, attempt {e.attempts}) {e.user}/{e.block_id}: {e.error[:200]}")
+
+
+@click.group("llm")
+def llm_group() -> None:
+    """The LLM call log (also the response cache)."""
+
+
+@llm_group.command("log")
+@click.option("-n", "n", type=int, default=20, show_default=True, help="How many of the latest calls.")
+@click.option("--json", "as_json", is_flag=True)
+@click.option(
+    "--llm-log",
+    envvar="MEMLANE_LLM_LOG",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Call log file. Default: STORE with .calls.db. [env MEMLANE_LLM_LOG]",
+)
+@store_options
+def llm_log_cmd(n: int, as_json: bool, llm_log: Path | None, store: Path, embedder: str) -> None:
+    """List the latest LLM calls: model, purpose, tokens, latency, cache hits, errors.
+
+    \b
+    Example:
+      memlane llm log -n 5 --json
+    """
+    log = CallLog(call_log_path(store, llm_log))
+    try:
+        records = log.list(n)
+    finally:
+        log.close()
+    if as_json:
+        click.echo(json.dumps([asdict(r) for r in records], default=str))
+        return
+    for r in records:
+        d = asdict(r)
+        click.echo(
+            "  ".join(
+                f"{k}={d[k]}"
+                for k in ("id", "model", "purpose", "tokens_in", "tokens_out", "latency_ms", "cached", "error")
+                if k in d
+            )
+        )
+
+
+def register(group: click.Group) -> None:
+    for cmd in (worker_cmd, queue_group, llm_group):
+        group.add_command(cmd)
