@@ -32,7 +32,9 @@ WORKER = textwrap.dedent(
         return '{"summary": "S ' + first + '", "facts": ["F ' + first + '"]}'
 
     mem = Memory(SqliteStore(sys.argv[1]), HashingEmbedder(), llm=ScriptedLLM(slow))
-    mem.worker(concurrency=4, lease_s=1.0, poll_s=0.01).run(drain=True)
+    worker = mem.worker(concurrency=4, lease_s=1.0, poll_s=0.01)
+    worker.install_signal_handlers()  # as `memlane worker` does
+    worker.run(drain=True)
     """
 )
 
@@ -90,3 +92,27 @@ def test_kill_9_worker_jobs_are_redelivered_and_applied_once(tmp_path: Path) -> 
             first = b.message.splitlines()[0]
             assert b.summary == f"S {first}" and b.contexts == (f"F {first}",)
     assert store.integrity_check() == []
+
+
+@pytest.mark.slow
+def test_sigterm_stops_claiming_and_finishes_jobs_in_flight(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    store = SqliteStore(db)
+    mem = Memory(store, HashingEmbedder(), llm=ScriptedLLM(reply))
+    n = 200
+    reqs = [
+        AddRequest("u", [{"role": "user", "content": f"note {i}"}], session_id=f"s{i}", perspective="single")
+        for i in range(n)
+    ]
+    mem.add_many(reqs, extract="async")
+    proc = subprocess.Popen([sys.executable, "-c", WORKER, str(db)])
+    deadline = time.monotonic() + 60
+    while mem.queue_status().done < 10:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0  # a clean exit, not a kill
+    st = mem.queue_status()
+    assert st.running == 0  # nothing left leased: jobs in flight finished before the exit
+    assert 10 <= st.done < n and st.queued == n - st.done and st.dead == 0
+    assert store.query("SELECT max(attempts) FROM jobs")[0][0] == 1  # nothing was abandoned mid-job
