@@ -34,6 +34,8 @@ class UserMatrix:
         return int(self.vectors.nbytes + self.block_pks.nbytes + self.kinds.nbytes + self.event_ts.nbytes)
 
     def appended(self, other: UserMatrix) -> UserMatrix:
+        if self.vectors.shape[0] == 0:  # an empty user's matrix has no known width yet
+            return other
         return UserMatrix(
             version=other.version,
             vectors=np.concatenate([self.vectors, other.vectors]),

@@ -1,0 +1,27 @@
+"""The Python client of the memlane HTTP service: :class:`Client`, its values and its errors."""
+
+from memlane.client.client import Client
+from memlane.client.errors import (
+    APIError,
+    AuthenticationError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    ServiceUnavailableError,
+    TransportError,
+)
+from memlane.client.models import ComponentHealth, Health, KeyInfo, NewKey, UserDeleted
+
+__all__ = [
+    "APIError",
+    "AuthenticationError",
+    "Client",
+    "ComponentHealth",
+    "Health",
+    "KeyInfo",
+    "NewKey",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "ServiceUnavailableError",
+    "TransportError",
+    "UserDeleted",
+]

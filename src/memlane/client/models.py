@@ -1,0 +1,126 @@
+"""Values the client returns: the core's own types where the server sends one, and a few of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memlane.core.jobs import JobError, JobStatus, QueueStatus
+from memlane.core.model import AddResult, ExtractionStatus, Hit, MemoryBlock, PerspectiveMode, UserInfo
+
+
+@dataclass(frozen=True, slots=True)
+class NewKey:
+    """A key just created; ``key`` is shown this once (the server keeps only its hash)."""
+
+    key: str
+    key_id: str
+    user: str
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyInfo:
+    key_id: str
+    user: str
+    label: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class UserDeleted:
+    user: str
+    blocks_deleted: int
+    keys_deleted: int
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentHealth:
+    ok: bool
+    detail: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """``/healthz``: ``ok`` when the store, the embedder and the queue all answered."""
+
+    ok: bool
+    store: ComponentHealth
+    embedder: ComponentHealth
+    queue: ComponentHealth
+
+
+def block_from_json(d: Mapping[str, Any]) -> MemoryBlock:
+    return MemoryBlock(
+        id=str(d["block_id"]),
+        user=str(d["user"]),
+        conversation_id=str(d["conversation_id"]),
+        session_id=str(d["session_id"]),
+        exchange_index=int(d["exchange_index"]),
+        perspective=str(d["perspective"]),
+        mode=PerspectiveMode(d["mode"]),
+        message=str(d["message"]),
+        event_time=datetime.fromisoformat(d["time"]),
+        ingest_time=datetime.fromisoformat(d["ingest_time"]),
+        time_annotation=str(d["time_annotation"]),
+        content_hash=str(d["content_hash"]),
+        message_ids=tuple(d["message_ids"]),
+        summary=d["summary"],
+        contexts=tuple(d["facts"]),
+        extraction_status=ExtractionStatus(d["extraction_status"]),
+        annotations=dict(d["annotations"]),
+    )
+
+
+def hit_from_json(d: Mapping[str, Any]) -> Hit:
+    return Hit(block=block_from_json(d), score=float(d["score"]), ranks={str(k): int(v) for k, v in d["ranks"].items()})
+
+
+def add_result_from_json(d: Mapping[str, Any]) -> AddResult:
+    return AddResult(
+        user=str(d["user"]),
+        conversation_id=str(d["conversation_id"]),
+        session_id=str(d["session_id"]),
+        block_ids=tuple(d["block_ids"]),
+        exchanges=int(d["exchanges"]),
+        skipped_system_messages=int(d["skipped_system_messages"]),
+        jobs_enqueued=int(d["jobs_enqueued"]),
+    )
+
+
+def user_from_json(d: Mapping[str, Any]) -> UserInfo:
+    return UserInfo(name=str(d["user"]), blocks=int(d["blocks"]), created_at=datetime.fromisoformat(d["created_at"]))
+
+
+def queue_from_json(d: Mapping[str, Any]) -> QueueStatus:
+    return QueueStatus(
+        queued=int(d["queued"]),
+        running=int(d["running"]),
+        done=int(d["done"]),
+        dead=int(d["dead"]),
+        oldest_queued_age_s=d["oldest_queued_age_s"],
+        # The server sends the rate; the core value holds the 5-minute count it came from.
+        done_last_5_min=round(float(d["throughput_per_min"]) * 5),
+        last_errors=tuple(
+            JobError(
+                job_id=int(e["job_id"]),
+                block_id=str(e["block_id"]),
+                user=str(e["user"]),
+                status=JobStatus(e["status"]),
+                attempts=int(e["attempts"]),
+                error=str(e["error"]),
+                at=float(e["at"]),
+            )
+            for e in d["last_errors"]
+        ),
+    )
+
+
+def health_from_json(d: Mapping[str, Any]) -> Health:
+    def part(name: str) -> ComponentHealth:
+        c = d[name]
+        return ComponentHealth(ok=bool(c["ok"]), detail=dict(c.get("detail", {})))
+
+    return Health(ok=d["status"] == "ok", store=part("store"), embedder=part("embedder"), queue=part("queue"))

@@ -1,0 +1,243 @@
+"""Service commands: ``memlane serve`` (HTTP API + extraction workers) and ``memlane mcp`` (MCP server)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from memlane.core.errors import ConfigError
+from memlane.core.llm import CallLog
+from memlane.core.memory import Memory
+from memlane.core.store.postgres import is_postgres_url
+from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, open_memory, store_options
+from memlane.interfaces.http.settings import DEFAULT_MAX_BODY_BYTES
+
+if TYPE_CHECKING:
+    from memlane.interfaces.http.keys import KeyStore
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ADMIN_KEY_ENV = "MEMLANE_ADMIN_KEY"
+DEFAULT_KEYS_FILE = "memlane.keys.db"
+
+
+def keys_option(func: F) -> F:
+    """``--keys``: where the API keys are kept (shared by ``memlane serve`` and ``memlane mcp``)."""
+    return click.option(
+        "--keys",
+        "keys_path",
+        envvar="MEMLANE_HTTP_KEYS",
+        default=None,
+        type=click.Path(dir_okay=False, path_type=Path),
+        help=f"SQLite file of the API keys. Default: the SQLite store itself, or {DEFAULT_KEYS_FILE} for a "
+        "PostgreSQL store. [env MEMLANE_HTTP_KEYS]",
+    )(func)
+
+
+def key_store_path(store: str, explicit: Path | None) -> Path:
+    if explicit is not None:
+        return explicit
+    return Path(DEFAULT_KEYS_FILE) if is_postgres_url(store) else Path(store)
+
+
+def service_memory(store: str, embedder: str, llm: LLMChoice | None) -> Memory:
+    """The Memory of a long-running service. It always knows the LLM call log, even with no LLM of its own
+    (workers in another process write it), so that deleting a user deletes their LLM calls too."""
+    mem = open_memory(store, embedder, llm)
+    if mem.call_log is None:
+        mem.call_log = CallLog(call_log_path(store, llm.log if llm else None))
+    return mem
+
+
+def close_memory(mem: Memory) -> None:
+    mem.close()
+    if mem.call_log is not None:
+        mem.call_log.close()
+
+
+@click.command("serve")
+@click.option("--host", envvar="MEMLANE_HOST", default="127.0.0.1", show_default=True, help="[env MEMLANE_HOST]")
+@click.option("--port", envvar="MEMLANE_PORT", type=int, default=8420, show_default=True, help="[env MEMLANE_PORT]")
+@click.option(
+    "--workers",
+    envvar="MEMLANE_WORKERS",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Extraction jobs run at once in this process (needs an LLM); 0: none, run `memlane worker` "
+    "separately. [env MEMLANE_WORKERS]",
+)
+@click.option(
+    "--max-body",
+    envvar="MEMLANE_HTTP_MAX_BODY",
+    type=click.IntRange(min=1024),
+    default=DEFAULT_MAX_BODY_BYTES,
+    show_default=True,
+    help="Largest request body in bytes; larger ones get 413. [env MEMLANE_HTTP_MAX_BODY]",
+)
+@click.option(
+    "--insecure-dev",
+    is_flag=True,
+    envvar="MEMLANE_INSECURE_DEV",
+    help="Run without MEMLANE_ADMIN_KEY (admin routes open); loopback hosts only. [env MEMLANE_INSECURE_DEV]",
+)
+@click.option(
+    "--log-level", envvar="MEMLANE_LOG_LEVEL", default="info", show_default=True, help="[env MEMLANE_LOG_LEVEL]"
+)
+@click.option(
+    "--access-log/--no-access-log",
+    envvar="MEMLANE_ACCESS_LOG",
+    default=True,
+    show_default=True,
+    help="One log line per request. [env MEMLANE_ACCESS_LOG]",
+)
+@keys_option
+@store_options
+@llm_options
+def serve_cmd(
+    host: str,
+    port: int,
+    workers: int,
+    max_body: int,
+    insecure_dev: bool,
+    log_level: str,
+    access_log: bool,
+    keys_path: Path | None,
+    store: str,
+    embedder: str,
+    llm_name: str,
+    llm_log: Path | None,
+    llm_base_url: str | None,
+    llm_model: str | None,
+) -> None:
+    """Serve the HTTP API (with the extraction workers) until SIGTERM or Ctrl-C.
+
+    The admin key is read from MEMLANE_ADMIN_KEY only (never an option: it would show in `ps`).
+
+    \b
+    Example:
+      MEMLANE_ADMIN_KEY=$(openssl rand -hex 24) memlane serve --port 8420 --workers 2
+      memlane serve --insecure-dev --embedder hashing --workers 0     # local development only
+    """
+    from memlane.interfaces.http.keys import KeyStore
+    from memlane.interfaces.http.server import ServeOptions, check_admin_key, serve
+    from memlane.interfaces.http.settings import HttpSettings
+
+    admin_key = os.environ.get(ADMIN_KEY_ENV) or None
+    check_admin_key(admin_key, insecure_dev=insecure_dev, host=host)
+    llm = LLMChoice(llm_name, llm_log, llm_base_url, llm_model) if workers > 0 else None
+    try:
+        mem = service_memory(store, embedder, llm)
+    except ConfigError as exc:
+        if workers > 0:
+            hint = "the extraction workers need an LLM; if that is what is missing, --workers 0 runs without"
+            raise ConfigError(f"{exc} ({hint})") from exc
+        raise
+    try:
+        keys = KeyStore(key_store_path(store, keys_path))
+    except BaseException:
+        close_memory(mem)
+        raise
+    try:
+        serve(
+            mem,
+            admin_key=admin_key,
+            insecure_dev=insecure_dev,
+            keys=keys,
+            options=ServeOptions(host=host, port=port, workers=workers, log_level=log_level, access_log=access_log),
+            settings=HttpSettings(max_body_bytes=max_body),
+        )
+    finally:
+        keys.close()
+        close_memory(mem)
+
+
+@click.command("mcp")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    envvar="MEMLANE_MCP_TRANSPORT",
+    default="stdio",
+    show_default=True,
+    help="stdio (for one user, --user) or streamable HTTP (each request with an API key). [env MEMLANE_MCP_TRANSPORT]",
+)
+@click.option(
+    "--user", envvar="MEMLANE_MCP_USER", default=None, help="Whose memory (stdio only). [env MEMLANE_MCP_USER]"
+)
+@click.option(
+    "--host",
+    envvar="MEMLANE_MCP_HOST",
+    default="127.0.0.1",
+    show_default=True,
+    help="HTTP only. [env MEMLANE_MCP_HOST]",
+)
+@click.option(
+    "--port",
+    envvar="MEMLANE_MCP_PORT",
+    type=int,
+    default=8421,
+    show_default=True,
+    help="HTTP only. [env MEMLANE_MCP_PORT]",
+)
+@click.option(
+    "--log-level", envvar="MEMLANE_LOG_LEVEL", default="info", show_default=True, help="[env MEMLANE_LOG_LEVEL]"
+)
+@keys_option
+@store_options
+def mcp_cmd(
+    transport: str,
+    user: str | None,
+    host: str,
+    port: int,
+    log_level: str,
+    keys_path: Path | None,
+    store: str,
+    embedder: str,
+) -> None:
+    """Run the MCP server: tools add_memory, search_memory, list_memories, delete_memory.
+
+    \b
+    Examples:
+      memlane mcp --user alice                     # stdio, e.g. in an agent host's MCP config
+      memlane mcp --transport http --port 8421     # clients send 'Authorization: Bearer <API key>'
+    """
+    if transport == "stdio" and user is None:
+        raise ConfigError("stdio needs --user (or MEMLANE_MCP_USER): whose memory the tools use")
+    if transport == "http" and user is not None:
+        raise ConfigError("--user is for stdio; over HTTP each request's API key names the user")
+    from memlane.core.memory import check_name
+    from memlane.interfaces.http.keys import KeyStore
+    from memlane.interfaces.mcp.server import build_server
+
+    mem = service_memory(store, embedder, None)
+    keys = KeyStore(key_store_path(store, keys_path)) if transport == "http" else None
+    try:
+        if transport == "stdio":
+            build_server(mem, user=check_name(user or "", "user")).run("stdio")
+        elif keys is not None:
+            run_mcp_http(mem, keys, host=host, port=port, log_level=log_level)
+    finally:
+        if keys is not None:
+            keys.close()
+        close_memory(mem)
+
+
+def run_mcp_http(mem: Memory, keys: KeyStore, *, host: str, port: int, log_level: str) -> None:
+    """The streamable HTTP transport under uvicorn at ``http://HOST:PORT/mcp``."""
+    import uvicorn
+
+    from memlane.interfaces.http.server import run_uvicorn
+    from memlane.interfaces.mcp.server import build_server
+
+    url = f"http://{host}:{port}"
+    app = build_server(mem, keys=keys, server_url=url).streamable_http_app(host=host)
+    run_uvicorn(uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, server_header=False)))
+
+
+def register(group: click.Group) -> None:
+    for cmd in (serve_cmd, mcp_cmd):
+        group.add_command(cmd)

@@ -1,0 +1,92 @@
+"""The FastAPI app factory: the HTTP service over one :class:`~memlane.core.memory.Memory`.
+
+>>> app = create_app(Memory.open("memlane.db"), admin_key=os.environ["MEMLANE_ADMIN_KEY"])  # doctest: +SKIP
+
+The app is a thin adapter: auth, request validation, the error table of :mod:`.errors`, serialization.
+Routes are plain ``def`` functions, so FastAPI runs the (synchronous, thread-safe) core in its threadpool
+and the event loop never blocks on SQLite or the embedder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+
+from memlane.core.errors import ConfigError
+from memlane.core.memory import Memory
+from memlane.core.store.sqlite import SqliteStore
+from memlane.interfaces.http.errors import install_error_handlers
+from memlane.interfaces.http.keys import KeyStore
+from memlane.interfaces.http.limits import BodyLimitMiddleware
+from memlane.interfaces.http.metrics import Metrics, MetricsMiddleware
+from memlane.interfaces.http.routes import memories, ops, users
+from memlane.interfaces.http.services import Services
+from memlane.interfaces.http.settings import HttpSettings
+
+API_VERSION = "1"
+
+
+def key_store_for(memory: Memory) -> KeyStore:
+    """The key table in the memory's own SQLite file. Another store gets a private in-memory table, which
+    lasts as long as the process: a service over such a store passes a KeyStore of its own."""
+    path: str | Path = memory.store.path if isinstance(memory.store, SqliteStore) else ":memory:"
+    return KeyStore(path)
+
+
+def create_app(
+    memory: Memory,
+    *,
+    admin_key: str | None,
+    insecure_dev: bool = False,
+    keys: KeyStore | None = None,
+    settings: HttpSettings | None = None,
+    on_shutdown: Callable[[], None] | None = None,
+) -> FastAPI:
+    """The HTTP API over ``memory``.
+
+    ``admin_key`` manages users and keys; ``None`` is allowed only with ``insecure_dev`` (admin routes then
+    need no key; the caller checks that the server listens on loopback only). ``keys`` defaults to the key
+    table in the memory's SQLite file. ``on_shutdown`` runs when the server stops (``memlane serve`` stops
+    its extraction workers there). The app does not close ``memory``: its owner does.
+    """
+    if admin_key is None and not insecure_dev:
+        raise ConfigError("the HTTP service needs an admin key (MEMLANE_ADMIN_KEY), or insecure dev mode")
+    if admin_key is not None and len(admin_key) < 16:
+        raise ConfigError("the admin key must be at least 16 characters")
+    settings = settings or HttpSettings()
+    metrics = Metrics(lambda: memory.queue_status(recent_errors=0))
+    svc = Services(
+        memory=memory,
+        keys=keys or key_store_for(memory),
+        admin_key=admin_key,
+        metrics=metrics,
+        settings=settings,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if on_shutdown is not None:
+                on_shutdown()
+
+    app = FastAPI(
+        title="memlane",
+        version=API_VERSION,
+        summary="Persistent per-user memory for LLM agents.",
+        description="Keys travel as `Authorization: Bearer <key>`. See docs/http.md.",
+        lifespan=lifespan,
+    )
+    app.state.services = svc
+    install_error_handlers(app)
+    app.include_router(ops.router)
+    app.include_router(users.router)
+    app.include_router(memories.router)
+    # Added last = outermost: the metrics see every response, the 413s of the limit included.
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app

@@ -1,0 +1,82 @@
+"""Who is calling: the admin key, a user's key, or nobody.
+
+Keys travel as ``Authorization: Bearer <key>``. The admin key (``MEMLANE_ADMIN_KEY``) manages users and
+keys and reads the service's metrics; a user key acts for exactly one user, which every memory route takes
+from the key, never from the request. A missing or unknown key is 401; a valid key used where it has no
+say is 403, whether or not the thing it reaches for exists, so a 403 tells nothing about other users.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from memlane.interfaces.http.errors import AuthError
+from memlane.interfaces.http.keys import same_secret
+from memlane.interfaces.http.services import services
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """The caller: the admin (``user`` None) or one user's key."""
+
+    user: str | None
+    key_id: str | None = None
+
+    @property
+    def admin(self) -> bool:
+        return self.user is None
+
+
+def bearer_token(request: Request) -> str | None:
+    header = request.headers.get("authorization")
+    if header is None:
+        return None
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise AuthError(401, "the Authorization header must be 'Bearer <key>'")
+    return token.strip()
+
+
+def authenticate(request: Request) -> Principal:
+    """The caller of ``request``; 401 without a valid key (in insecure dev mode, no key means admin)."""
+    svc = services(request)
+    token = bearer_token(request)
+    if token is None:
+        if svc.admin_key is None:
+            return Principal(user=None)
+        raise AuthError(401, "missing API key: send 'Authorization: Bearer <key>'")
+    if svc.admin_key is not None and same_secret(token, svc.admin_key):
+        return Principal(user=None)
+    record = svc.keys.verify(token)
+    if record is None:
+        raise AuthError(401, "unknown or revoked API key")
+    return Principal(user=record.user, key_id=record.key_id)
+
+
+def require_admin(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
+    if not principal.admin:
+        raise AuthError(403, "this route needs the admin key")
+    return principal
+
+
+def require_user(principal: Annotated[Principal, Depends(authenticate)]) -> str:
+    """The user a user key acts for; the admin key holds no memories of its own."""
+    if principal.user is None:
+        raise AuthError(403, "this route needs a user's API key (POST /v1/users/{user}/keys makes one)")
+    return principal.user
+
+
+def require_admin_or_self(user: str, principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
+    """The admin, or the key of ``user`` (the path's user) itself."""
+    if principal.admin or principal.user == user:
+        return principal
+    raise AuthError(403, "a user's key can only act on that user")
+
+
+Caller = Annotated[Principal, Depends(authenticate)]
+Admin = Annotated[Principal, Depends(require_admin)]
+UserKey = Annotated[str, Depends(require_user)]
+AdminOrSelf = Annotated[Principal, Depends(require_admin_or_self)]

@@ -1,0 +1,147 @@
+"""The one place where errors become HTTP responses.
+
+Every error body has the same shape, whatever raised it (the core, request validation, auth, routing)::
+
+    {"error": {"code": "validation_error", "message": "messages[0].content: empty content",
+               "field": "messages[0].content"}}
+
+``code`` is stable and what clients branch on; ``field`` names the offending input when there is one.
+
+============================  ======  ======================
+raised                        status  code
+============================  ======  ======================
+ValidationError, bad request  422     validation_error
+malformed JSON                400     bad_request
+NotFoundError, unknown route  404     not_found
+ConfigError                   400     config_error
+no or unknown key             401     unauthorized
+key of the wrong scope        403     forbidden
+body over the limit           413     payload_too_large
+LLMError                      502     llm_error
+StoreError, EmbedderError     503     unavailable
+anything else                 500     internal_error
+============================  ======  ======================
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from memlane.core.errors import (
+    ConfigError,
+    EmbedderError,
+    LLMError,
+    MemlaneError,
+    NotFoundError,
+    StoreError,
+    ValidationError,
+)
+
+log = logging.getLogger("memlane.http")
+
+# The status of each core error; the first match in order wins (subclasses before their bases).
+CORE_STATUS: tuple[tuple[type[MemlaneError], int, str], ...] = (
+    (ValidationError, 422, "validation_error"),
+    (NotFoundError, 404, "not_found"),
+    (ConfigError, 400, "config_error"),
+    (LLMError, 502, "llm_error"),
+    (StoreError, 503, "unavailable"),
+    (EmbedderError, 503, "unavailable"),
+)
+HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_error",
+}
+
+
+class AuthError(Exception):
+    """No key, an unknown key (401) or a key that may not do this (403)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
+    """The JSON body of every error response."""
+    err: dict[str, Any] = {"code": code, "message": message}
+    if field is not None:
+        err["field"] = field
+    return {"error": err}
+
+
+def error_response(status: int, code: str, message: str, field: str | None = None) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(error_body(code, message, field), status_code=status, headers=headers)
+
+
+def core_status(exc: MemlaneError) -> tuple[int, str]:
+    """HTTP status and error code of a core error."""
+    for kind, status, code in CORE_STATUS:
+        if isinstance(exc, kind):
+            return status, code
+    return 500, "internal_error"
+
+
+def field_path(loc: Sequence[int | str]) -> str:
+    """``("body", "messages", 0, "content")`` -> ``messages[0].content``: the name a client sent."""
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "body"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Route every exception through the table above."""
+
+    @app.exception_handler(MemlaneError)
+    async def on_core_error(_: Request, exc: MemlaneError) -> JSONResponse:
+        status, code = core_status(exc)
+        if status >= 500:
+            log.error("%s: %s", type(exc).__name__, exc)
+        where = exc.where if isinstance(exc, ValidationError) else None
+        return error_response(status, code, str(exc), where)
+
+    @app.exception_handler(AuthError)
+    async def on_auth_error(_: Request, exc: AuthError) -> JSONResponse:
+        return error_response(exc.status, HTTP_CODES[exc.status], str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def on_request_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = list(exc.errors())
+        if not errors:
+            return error_response(422, "validation_error", "invalid request")
+        first = errors[0]
+        if first.get("type") == "json_invalid":
+            return error_response(400, "bad_request", f"body is not valid JSON: {first.get('msg')}", "body")
+        where = field_path(first.get("loc", ()))
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+        return error_response(422, "validation_error", f"{where}: {msg}{more}", where)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = HTTP_CODES.get(exc.status_code, "error")
+        return error_response(exc.status_code, code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def on_unexpected(_: Request, exc: Exception) -> JSONResponse:
+        # A bug: logged with its traceback; the client gets no internals.
+        log.exception("unhandled error")
+        return error_response(500, "internal_error", "internal error")

@@ -1,0 +1,1 @@
+"""The API's routers: users and keys (admin), memories and search (a user's key), operations."""

@@ -1,0 +1,93 @@
+"""Memories and search: every route acts for the user of the caller's key, never one named in the request."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request, Response
+
+from memlane.interfaces.http.auth import Caller, UserKey
+from memlane.interfaces.http.schemas import (
+    MAX_OFFSET,
+    MAX_TEXT,
+    AddIn,
+    AddOut,
+    BlockOut,
+    HitOut,
+    QueueOut,
+    SearchIn,
+    add_out,
+    block_out,
+    error_responses,
+    hit_out,
+    queue_out,
+)
+from memlane.interfaces.http.services import services
+
+router = APIRouter(prefix="/v1", tags=["memories"], responses=error_responses(400, 401, 403, 404, 413, 422, 502, 503))
+BlockIdPath = Annotated[str, Path(min_length=1, max_length=64)]
+# The queue keeps this many recent errors for a user key to pick its own from.
+ERRORS_SCANNED = 200
+
+
+@router.post("/memories", status_code=201, response_model=AddOut)
+def add_memories(body: AddIn, user: UserKey, request: Request) -> AddOut:
+    """Store a batch of messages as memory blocks; returns once they are durable and searchable."""
+    res = services(request).memory.add(
+        user,
+        [m.model_dump(exclude_none=True) for m in body.messages],
+        conversation_id=body.conversation_id,
+        session_id=body.session_id,
+        time=body.time,
+        perspective=body.perspective,
+        extract=body.extract,
+    )
+    return add_out(res)
+
+
+@router.post("/search", response_model=list[HitOut])
+def search(body: SearchIn, user: UserKey, request: Request) -> list[HitOut]:
+    """The user's top-k blocks for the query, best first (the shape of ``memlane search --json``)."""
+    hits = services(request).memory.search(
+        user, body.query, body.k, mode=body.mode, before=body.before, after=body.after
+    )
+    return [hit_out(h) for h in hits]
+
+
+@router.get("/memories", response_model=list[BlockOut])
+def list_memories(
+    user: UserKey,
+    request: Request,
+    conversation_id: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
+    session_id: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+) -> list[BlockOut]:
+    """The user's blocks in event-time order."""
+    blocks = services(request).memory.list(
+        user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset
+    )
+    return [block_out(b) for b in blocks]
+
+
+@router.get("/memories/{block_id}", response_model=BlockOut)
+def get_memory(block_id: BlockIdPath, user: UserKey, request: Request) -> BlockOut:
+    """One block; 404 if it does not exist or is another user's."""
+    return block_out(services(request).memory.get(user, block_id))
+
+
+@router.delete("/memories/{block_id}", status_code=204)
+def delete_memory(block_id: BlockIdPath, user: UserKey, request: Request) -> Response:
+    """Delete one block with its keys, vectors and job; 404 if it is not the user's."""
+    services(request).memory.delete(user, block_id)
+    return Response(status_code=204)
+
+
+@router.get("/queue", response_model=QueueOut, tags=["operations"])
+def queue_status(caller: Caller, request: Request) -> QueueOut:
+    """The extraction queue: counts by status, throughput and the last errors (a user key sees only its
+    own errors; a block's own job status is its ``extraction_status``)."""
+    svc = services(request)
+    if caller.user is None:
+        return queue_out(svc.memory.queue_status())
+    return queue_out(svc.memory.queue_status(recent_errors=ERRORS_SCANNED), only_user=caller.user)

@@ -1,0 +1,103 @@
+"""Users and their API keys: the admin's routes (and a user may delete themself)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request, Response
+
+from memlane.core.errors import NotFoundError
+from memlane.interfaces.http.auth import Admin, AdminOrSelf
+from memlane.interfaces.http.schemas import (
+    MAX_TEXT,
+    KeyCreated,
+    KeyIn,
+    KeyInfo,
+    UserCreated,
+    UserDeleted,
+    UserIn,
+    UserOut,
+    error_responses,
+)
+from memlane.interfaces.http.services import services
+
+router = APIRouter(prefix="/v1/users", tags=["users"], responses=error_responses(400, 401, 403, 404, 413, 422, 503))
+UserPath = Annotated[str, Path(min_length=1, max_length=MAX_TEXT)]
+KeyIdPath = Annotated[str, Path(min_length=1, max_length=64)]
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=UserCreated,
+    responses={200: {"model": UserCreated, "description": "It existed."}},
+)
+def create_user(body: UserIn, _: Admin, request: Request, response: Response) -> UserCreated:
+    """Create a user (201), or confirm one that exists (200). Admin key."""
+    svc = services(request)
+    created = svc.memory.create_user(body.user)
+    if created:
+        # Keys left by an earlier user of this name that was deleted outside the service (CLI) must not
+        # open the new user's memories.
+        svc.keys.delete_user(body.user)
+    else:
+        response.status_code = 200
+    return UserCreated(user=body.user, created=created)
+
+
+@router.get("", response_model=list[UserOut])
+def list_users(_: Admin, request: Request) -> list[UserOut]:
+    """Every user with its number of blocks. Admin key."""
+    return [
+        UserOut(user=u.name, blocks=u.blocks, created_at=u.created_at.isoformat())
+        for u in services(request).memory.users()
+    ]
+
+
+@router.post("/{user}/keys", status_code=201, response_model=KeyCreated)
+def create_key(user: UserPath, _: Admin, request: Request, body: KeyIn | None = None) -> KeyCreated:
+    """A new API key for the user, shown this once (only its hash is stored). Admin key."""
+    svc = services(request)
+    if user not in {u.name for u in svc.memory.users()}:
+        raise NotFoundError(f"user {user!r} not found")
+    new = svc.keys.create(user, body.label if body else "")
+    return KeyCreated(key=new.key, key_id=new.record.key_id, user=user, label=new.record.label)
+
+
+@router.get("/{user}/keys", response_model=list[KeyInfo])
+def list_keys(user: UserPath, _: Admin, request: Request) -> list[KeyInfo]:
+    """The user's keys, without their secrets. Admin key."""
+    return [
+        KeyInfo(
+            key_id=k.key_id,
+            user=k.user,
+            label=k.label,
+            created_at=datetime.fromtimestamp(k.created_at, tz=UTC).isoformat(),
+        )
+        for k in services(request).keys.list(user)
+    ]
+
+
+@router.delete("/{user}/keys/{key_id}", status_code=204)
+def revoke_key(user: UserPath, key_id: KeyIdPath, _: Admin, request: Request) -> Response:
+    """Revoke one key. Admin key."""
+    if not services(request).keys.revoke(user, key_id):
+        raise NotFoundError(f"key {key_id!r} not found for user {user!r}")
+    return Response(status_code=204)
+
+
+@router.delete("/{user}", response_model=UserDeleted)
+def delete_user(user: UserPath, _: AdminOrSelf, request: Request) -> UserDeleted:
+    """Delete the user and everything of theirs: blocks, facts, vectors, keyword rows, jobs, LLM calls
+    (when the service has the call log) and API keys. Admin key, or the user's own key."""
+    svc = services(request)
+    # Keys first: from here on no request can act for this user (one already past auth may still finish).
+    keys = svc.keys.delete_user(user)
+    try:
+        blocks = svc.memory.delete_user(user)
+    except NotFoundError:
+        if keys == 0:
+            raise
+        blocks = 0
+    return UserDeleted(user=user, blocks_deleted=blocks, keys_deleted=keys)

@@ -1,0 +1,151 @@
+"""Running the service: uvicorn for the API, a thread for the extraction workers, one graceful stop.
+
+SIGTERM or Ctrl-C: uvicorn stops accepting, finishes the requests in flight, runs the app's shutdown
+(which stops the workers claiming), and the workers finish the jobs they hold before the process exits.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+
+import uvicorn
+
+from memlane.core.errors import ConfigError
+from memlane.core.extraction.worker import Worker
+from memlane.core.memory import Memory
+from memlane.interfaces.http.app import create_app
+from memlane.interfaces.http.keys import KeyStore
+from memlane.interfaces.http.settings import HttpSettings
+
+log = logging.getLogger("memlane.serve")
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8420
+GRACEFUL_TIMEOUT_S = 30
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_admin_key(admin_key: str | None, *, insecure_dev: bool, host: str) -> None:
+    """No admin key is allowed only in insecure dev mode, and only on a loopback address."""
+    if admin_key:
+        return
+    if not insecure_dev:
+        raise ConfigError("set MEMLANE_ADMIN_KEY (at least 16 characters), or --insecure-dev on a loopback host")
+    if not is_loopback(host):
+        raise ConfigError(f"--insecure-dev is refused on {host}: only on a loopback host (127.0.0.1, ::1)")
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    """How ``memlane serve`` listens and how much extraction it runs alongside."""
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    workers: int = 1  # extraction jobs in flight in this process; 0: none (run `memlane worker` instead)
+    lease_s: float = 120.0
+    log_level: str = "info"
+    access_log: bool = True
+
+
+class WorkerThread:
+    """The extraction worker on a thread of its own, stoppable from a signal handler or the app's shutdown."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.thread = threading.Thread(target=self._run, name="memlane-worker", daemon=True)
+
+    def _run(self) -> None:
+        stats = self.worker.run()
+        log.info(
+            "extraction worker stopped: %d done, %d retried, %d dead, %d lost, %d crashed",
+            stats.done,
+            stats.retried,
+            stats.dead,
+            stats.lost,
+            len(stats.errors),
+        )
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.worker.stop()
+
+    def join(self) -> None:
+        self.worker.stop()
+        self.thread.join()
+
+
+def serve(
+    memory: Memory,
+    *,
+    admin_key: str | None,
+    insecure_dev: bool = False,
+    keys: KeyStore | None = None,
+    options: ServeOptions | None = None,
+    settings: HttpSettings | None = None,
+) -> None:
+    """Serve the API (and, with ``options.workers`` > 0, run extraction) until SIGTERM or Ctrl-C. ``keys``
+    defaults to the key table in the memory's SQLite file."""
+    opts = options or ServeOptions()
+    check_admin_key(admin_key, insecure_dev=insecure_dev, host=opts.host)
+    runner = WorkerThread(memory.worker(concurrency=opts.workers, lease_s=opts.lease_s)) if opts.workers > 0 else None
+    app = create_app(
+        memory,
+        admin_key=admin_key or None,
+        insecure_dev=insecure_dev,
+        keys=keys,
+        settings=settings,
+        on_shutdown=runner.stop if runner else None,
+    )
+    config = uvicorn.Config(
+        app,
+        host=opts.host,
+        port=opts.port,
+        log_level=opts.log_level,
+        access_log=opts.access_log,
+        timeout_graceful_shutdown=GRACEFUL_TIMEOUT_S,
+        server_header=False,
+    )
+    if runner:
+        runner.start()
+    try:
+        run_uvicorn(uvicorn.Server(config), on_stop=runner.stop if runner else None)
+    finally:
+        if runner:
+            runner.join()
+
+
+def run_uvicorn(server: uvicorn.Server, *, on_stop: Callable[[], None] | None = None) -> None:
+    """Run ``server`` until SIGTERM or Ctrl-C, then return (instead of dying of the signal).
+
+    uvicorn has its own handlers while it runs; once it has shut down gracefully it re-raises the signal it
+    caught. The handlers set here receive that signal instead of the default ones, so the caller's cleanup
+    (workers finishing their jobs, the store closing) still runs and the process exits 0.
+    """
+
+    def on_signal(_sig: int, _frame: FrameType | None) -> None:
+        server.should_exit = True
+        if on_stop:
+            on_stop()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,170 @@
+"""The MCP server: four tools over the same core as the HTTP API.
+
+Who the tools act for:
+
+* **stdio**: one fixed user, given when the server is started (``memlane mcp --user alice``). The agent host
+  that launches the process decides whose memory it is, as it decides which files a file tool may read.
+* **streamable HTTP**: each request carries one of the HTTP service's API keys (``Authorization: Bearer``);
+  the SDK's bearer middleware refuses requests without a valid key (401), and the tools act for the key's
+  user. Sessions are bound to the key's user by the SDK, so another key cannot ride on them.
+
+The tools return the same JSON shapes as the HTTP API (``BlockOut``, ``HitOut``, ``AddOut``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Literal, TypeVar
+
+import anyio.to_thread
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import AnyHttpUrl, Field
+
+from memlane.core.errors import MemlaneError
+from memlane.core.memory import Memory
+from memlane.interfaces.http.keys import KeyStore
+from memlane.interfaces.http.schemas import (
+    MAX_OFFSET,
+    AddOut,
+    BlockOut,
+    HitOut,
+    MessageIn,
+    TimeValue,
+    add_out,
+    block_out,
+    hit_out,
+)
+
+T = TypeVar("T")
+INSTRUCTIONS = (
+    "Long-term memory of one user. Store conversation turns with add_memory; before answering a question "
+    "about the user's past, call search_memory. Times are ISO 8601 or epoch seconds."
+)
+
+
+class ApiKeyVerifier:
+    """The SDK's TokenVerifier over memlane's API keys: a valid key becomes a token whose client is its user."""
+
+    def __init__(self, keys: KeyStore) -> None:
+        self.keys = keys
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        record = await anyio.to_thread.run_sync(self.keys.verify, token)
+        if record is None:
+            return None
+        return AccessToken(token=token, client_id=record.user, subject=record.user, scopes=[])
+
+
+class MemoryTools:
+    """The tools, bound to a Memory and to how the caller's user is found."""
+
+    def __init__(self, memory: Memory, user: str | None) -> None:
+        self.memory = memory
+        self.fixed_user = user
+
+    def user(self) -> str:
+        """The fixed user (stdio), else the user of the request's API key (HTTP)."""
+        if self.fixed_user is not None:
+            return self.fixed_user
+        token = get_access_token()
+        if token is None:
+            raise ToolError("no user: start the server with --user, or call it with an API key")
+        return token.client_id
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        """Run a core call in a worker thread; core errors become tool errors the model can read."""
+        try:
+            return await anyio.to_thread.run_sync(fn)
+        except MemlaneError as exc:
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+
+    async def add_memory(
+        self,
+        messages: Annotated[list[MessageIn], Field(min_length=1, description="The turns, oldest first.")],
+        conversation_id: str = "default",
+        session_id: str = "default",
+        time: Annotated[TimeValue | None, Field(description="When the session happened; default now.")] = None,
+        perspective: Literal["dual", "speakers", "single"] = "dual",
+        extract: Literal["off", "async", "sync"] = "off",
+    ) -> AddOut:
+        """Remember conversation turns ({"role": "user"|"assistant", "content": ...}) as memory blocks."""
+        user = self.user()
+        raw = [m.model_dump(exclude_none=True) for m in messages]
+        res = await self.run(
+            lambda: self.memory.add(
+                user,
+                raw,
+                conversation_id=conversation_id,
+                session_id=session_id,
+                time=time,
+                perspective=perspective,
+                extract=extract,
+            )
+        )
+        return add_out(res)
+
+    async def search_memory(
+        self,
+        query: Annotated[str, Field(min_length=1, description="What to look for, in plain words.")],
+        k: Annotated[int, Field(ge=1, le=100)] = 10,
+        mode: Annotated[str, Field(description="hybrid (default), vector or keyword")] = "hybrid",
+        before: Annotated[TimeValue | None, Field(description="Only memories from before this time.")] = None,
+        after: Annotated[TimeValue | None, Field(description="Only memories from this time on.")] = None,
+    ) -> list[HitOut]:
+        """The memories most relevant to the query, best first, each with its time."""
+        user = self.user()
+        hits = await self.run(lambda: self.memory.search(user, query, k, mode=mode, before=before, after=after))
+        return [hit_out(h) for h in hits]
+
+    async def list_memories(
+        self,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+        limit: Annotated[int, Field(ge=1, le=1000)] = 50,
+        offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] = 0,
+    ) -> list[BlockOut]:
+        """Stored memories in time order (optionally of one conversation or session)."""
+        user = self.user()
+        blocks = await self.run(
+            lambda: self.memory.list(
+                user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset
+            )
+        )
+        return [block_out(b) for b in blocks]
+
+    async def delete_memory(self, block_id: Annotated[str, Field(min_length=1, max_length=64)]) -> str:
+        """Forget one memory block by its block_id."""
+        user = self.user()
+        await self.run(lambda: self.memory.delete(user, block_id))
+        return f"deleted {block_id}"
+
+
+def build_server(
+    memory: Memory,
+    *,
+    user: str | None = None,
+    keys: KeyStore | None = None,
+    server_url: str = "http://127.0.0.1:8421",
+) -> MCPServer:
+    """An MCP server whose tools act for ``user`` (stdio), or for the user of each request's API key
+    (streamable HTTP, ``keys`` given). ``server_url`` is where the HTTP transport is served (the SDK wants
+    it as the token issuer; no OAuth routes are published)."""
+    if (user is None) == (keys is None):
+        raise ValueError("give exactly one of user (stdio) or keys (HTTP with API keys)")
+    auth = None
+    if keys is not None:
+        auth = AuthSettings(issuer_url=AnyHttpUrl(server_url), resource_server_url=None)
+    server: MCPServer = MCPServer(
+        "memlane",
+        instructions=INSTRUCTIONS,
+        token_verifier=ApiKeyVerifier(keys) if keys is not None else None,
+        auth=auth,
+    )
+    tools = MemoryTools(memory, user)
+    for fn in (tools.add_memory, tools.search_memory, tools.list_memories, tools.delete_memory):
+        server.add_tool(fn)
+    return server

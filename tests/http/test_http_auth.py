@@ -1,0 +1,151 @@
+"""Auth on every route: no key or an unknown key is 401, a key of the wrong scope is 403, and the table of
+routes below must name every route the app has, so a new route cannot slip in unguarded."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from typing import Any
+
+import pytest
+from http_support import ADMIN_KEY, Service, chat
+
+from memlane.core.errors import ConfigError
+from memlane.interfaces.http import create_app
+from memlane.interfaces.http.server import check_admin_key, is_loopback
+
+# (method, path template) -> who may call it, and a valid body.
+ROUTES: dict[tuple[str, str], tuple[str, dict[str, Any] | None]] = {
+    ("POST", "/v1/users"): ("admin", {"user": "carol"}),
+    ("GET", "/v1/users"): ("admin", None),
+    ("POST", "/v1/users/{user}/keys"): ("admin", {"label": "x"}),
+    ("GET", "/v1/users/{user}/keys"): ("admin", None),
+    ("DELETE", "/v1/users/{user}/keys/{key_id}"): ("admin", None),
+    ("GET", "/metrics"): ("admin", None),
+    ("DELETE", "/v1/users/{user}"): ("admin_or_self", None),
+    ("POST", "/v1/memories"): ("user", {"messages": chat("hello", "hi")}),
+    ("POST", "/v1/search"): ("user", {"query": "hello"}),
+    ("GET", "/v1/memories"): ("user", None),
+    ("GET", "/v1/memories/{block_id}"): ("user", None),
+    ("DELETE", "/v1/memories/{block_id}"): ("user", None),
+    ("GET", "/v1/queue"): ("any", None),
+    ("GET", "/healthz"): ("public", None),
+}
+
+
+def concrete(path: str, user: str = "bob") -> str:
+    return path.replace("{user}", user).replace("{key_id}", "0123456789ab").replace("{block_id}", "01a2b3c4d5e6f7")
+
+
+def call(client: Any, method: str, path: str, body: dict[str, Any] | None) -> Any:
+    return client.request(method, concrete(path), json=body)
+
+
+def test_the_table_names_every_route(service: Service) -> None:
+    paths = service.app.openapi()["paths"]
+    assert {(m.upper(), p) for p, ops in paths.items() for m in ops} == set(ROUTES)
+
+
+@pytest.mark.parametrize(("method", "path"), sorted(k for k, v in ROUTES.items() if v[0] != "public"))
+def test_no_key_bad_key_or_malformed_header_is_401(service: Service, method: str, path: str) -> None:
+    body = ROUTES[(method, path)][1]
+    for headers in ({}, {"Authorization": "Bearer mlk_0123456789ab_wrong"}, {"Authorization": "Basic Zm9vOmJhcg=="}):
+        resp = service.client().request(method, concrete(path), json=body, headers=headers)
+        assert resp.status_code == 401, (headers, resp.text)
+        assert resp.headers["www-authenticate"] == "Bearer"
+        assert resp.json()["error"]["code"] == "unauthorized"
+
+
+@pytest.mark.parametrize(("method", "path"), sorted(k for k, v in ROUTES.items() if v[0] == "admin"))
+def test_a_user_key_on_an_admin_route_is_403(service: Service, method: str, path: str) -> None:
+    key = service.new_user("bob")
+    resp = call(service.client(key), method, path, ROUTES[(method, path)][1])
+    assert resp.status_code == 403 and resp.json()["error"]["code"] == "forbidden"
+
+
+@pytest.mark.parametrize(("method", "path"), sorted(k for k, v in ROUTES.items() if v[0] == "user"))
+def test_the_admin_key_on_a_user_route_is_403(service: Service, method: str, path: str) -> None:
+    resp = call(service.admin, method, path, ROUTES[(method, path)][1])
+    assert resp.status_code == 403
+
+
+def test_a_user_may_delete_themself_but_not_another(service: Service) -> None:
+    alice, bob = service.new_user("alice"), service.new_user("bob")
+    assert service.client(alice).delete("/v1/users/bob").status_code == 403
+    assert service.client(alice).delete("/v1/users/nobody").status_code == 403  # 403 whether or not it exists
+    assert service.client(bob).delete("/v1/users/bob").status_code == 200
+    assert service.client(bob).get("/v1/memories").status_code == 401  # the key went with the user
+    assert service.client(alice).get("/v1/memories").status_code == 200
+
+
+def test_health_and_the_docs_are_public(service: Service) -> None:
+    assert service.client().get("/healthz").status_code == 200
+    assert service.client().get("/openapi.json").status_code == 200
+
+
+def test_keys_are_stored_hashed_shown_once_and_revocable(service: Service) -> None:
+    key = service.new_user("alice")
+    secret = key.split("_", 2)[2]
+    path = service.memory.store.path  # type: ignore[attr-defined]
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT key_id, user, secret_sha256 FROM http_api_keys").fetchall()
+    assert len(rows) == 1 and rows[0][1] == "alice"
+    assert rows[0][2] == hashlib.sha256(secret.encode()).hexdigest()
+    assert secret not in path.read_bytes().decode("latin-1")
+    listed = service.admin.get("/v1/users/alice/keys").json()
+    assert [k["key_id"] for k in listed] == [rows[0][0]] and "key" not in listed[0]
+    assert service.client(key).get("/v1/memories").status_code == 200
+    assert service.admin.delete(f"/v1/users/alice/keys/{rows[0][0]}").status_code == 204
+    assert service.client(key).get("/v1/memories").status_code == 401
+    assert service.admin.delete(f"/v1/users/alice/keys/{rows[0][0]}").status_code == 404
+
+
+def test_a_key_only_works_with_its_own_secret(service: Service) -> None:
+    key = service.new_user("alice")
+    prefix, key_id, secret = key.split("_", 2)
+    for forged in (f"{prefix}_{key_id}_{secret[:-1]}", f"{prefix}_{key_id}_", f"xx_{key_id}_{secret}", key_id):
+        assert service.client(forged).get("/v1/memories").status_code == 401
+
+
+def test_keys_for_unknown_users_are_refused(service: Service) -> None:
+    resp = service.admin.post("/v1/users/ghost/keys", json={})
+    assert resp.status_code == 404 and "ghost" in resp.json()["error"]["message"]
+
+
+def test_a_recreated_user_does_not_inherit_old_keys(service: Service) -> None:
+    key = service.new_user("alice")
+    service.memory.delete_user("alice")  # as `memlane delete-user` would, behind the service's back
+    assert service.admin.post("/v1/users", json={"user": "alice"}).json()["created"] is True
+    assert service.client(key).get("/v1/memories").status_code == 401
+
+
+def test_the_admin_key_is_required_unless_insecure_dev(service: Service) -> None:
+    with pytest.raises(ConfigError):
+        create_app(service.memory, admin_key=None)
+    with pytest.raises(ConfigError, match="16 characters"):
+        create_app(service.memory, admin_key="short")
+    check_admin_key(ADMIN_KEY, insecure_dev=False, host="0.0.0.0")
+    check_admin_key(None, insecure_dev=True, host="127.0.0.1")
+    check_admin_key(None, insecure_dev=True, host="::1")
+    with pytest.raises(ConfigError, match="MEMLANE_ADMIN_KEY"):
+        check_admin_key(None, insecure_dev=False, host="127.0.0.1")
+    with pytest.raises(ConfigError, match="loopback"):
+        check_admin_key(None, insecure_dev=True, host="0.0.0.0")
+    assert is_loopback("localhost") and is_loopback("127.0.0.2") and not is_loopback("192.0.2.1")
+
+
+def test_insecure_dev_opens_admin_routes_only(service: Service) -> None:
+    from sync_asgi import SyncASGITransport
+
+    app = create_app(service.memory, admin_key=None, insecure_dev=True)
+    transport = SyncASGITransport(app)
+    try:
+        import httpx
+
+        client = httpx.Client(base_url="http://dev.test", transport=transport)
+        assert client.post("/v1/users", json={"user": "dev"}).status_code == 201
+        key = client.post("/v1/users/dev/keys").json()["key"]
+        assert client.get("/v1/memories").status_code == 403  # no key = admin, who has no memories
+        assert client.get("/v1/memories", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+    finally:
+        transport.shutdown()

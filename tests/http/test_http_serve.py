@@ -1,0 +1,77 @@
+"""`memlane serve` for real: uvicorn on a free loopback port with the extraction worker, driven by the
+client, stopped by SIGTERM; and the refusals that come before anything listens."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from http_support import ADMIN_KEY, CLI, chat, wait_for_port
+
+from memlane.client import Client
+from memlane.interfaces.cli.app import cli, register_all
+from memlane.interfaces.cli.serve_cmds import register
+
+
+def the_cli() -> object:
+    register_all()
+    if "serve" not in cli.commands:
+        register(cli)
+    return cli
+
+
+def test_serve_runs_the_api_and_the_workers_and_stops_on_sigterm(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "MEMLANE_ADMIN_KEY": ADMIN_KEY,
+        "MEMLANE_STORE": str(tmp_path / "served.db"),
+        "MEMLANE_EMBEDDER": "hashing",
+        "MEMLANE_LLM": "scripted",
+    }
+    args = [sys.executable, "-c", CLI, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "2"]
+    proc = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    lines: list[str] = []
+    try:
+        port = wait_for_port(proc, lines)
+        base = f"http://127.0.0.1:{port}"
+        with Client(base, ADMIN_KEY, timeout=10) as admin:
+            assert admin.health().ok
+            admin.create_user("alice")
+            key = admin.create_key("alice").key
+        with Client(base, key, timeout=10) as alice:
+            added = alice.add(chat("I adopted a cat named Miso.", "Lovely!"), extract="async")
+            deadline = time.monotonic() + 15
+            while alice.queue_status().done < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert [alice.get(b).extraction_status.value for b in added.block_ids] == ["done", "done"]
+            assert alice.search("cat", k=1)[0].block.contexts  # the worker's facts are there
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0, "".join(lines)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert any("Finished server process" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["serve", "--workers", "0"], {}, "MEMLANE_ADMIN_KEY"),
+        (["serve", "--insecure-dev", "--host", "0.0.0.0", "--workers", "0"], {}, "loopback"),
+        (["serve", "--workers", "1"], {"MEMLANE_ADMIN_KEY": ADMIN_KEY, "MEMLANE_LLM": "openai"}, "--workers 0"),
+        (["mcp"], {}, "--user"),
+        (["mcp", "--transport", "http", "--user", "alice"], {}, "API key"),
+    ],
+)
+def test_refusals_before_listening(tmp_path: Path, args: list[str], env: dict[str, str], message: str) -> None:
+    base = {"MEMLANE_STORE": str(tmp_path / "x.db"), "MEMLANE_EMBEDDER": "hashing", "MEMLANE_LLM_API_KEY": ""}
+    res = CliRunner().invoke(the_cli(), args, env={"MEMLANE_ADMIN_KEY": "", **base, **env})  # type: ignore[arg-type]
+    assert res.exit_code == 1, res.output
+    assert message in res.stderr
