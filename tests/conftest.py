@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,6 +16,17 @@ from memlane.core.store.sqlite import SqliteStore
 
 StoreFactory = Callable[[], Store]
 
+POSTGRES_URL_ENV = "MEMLANE_TEST_POSTGRES_URL"
+# Contract tests that exercise one backend's own mechanics, with the reason they skip on the others.
+SQLITE_ONLY = {
+    "test_vector_cache_sees_writes_from_another_connection": "opens one SQLite file twice (tests/postgres covers "
+    "two stores on one database)",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"postgres: needs a PostgreSQL server (${POSTGRES_URL_ENV})")
+
 
 def _sqlite_factory(tmp_path: Path) -> StoreFactory:
     counter = iter(range(1_000_000))
@@ -24,12 +37,40 @@ def _sqlite_factory(tmp_path: Path) -> StoreFactory:
     return make
 
 
-@pytest.fixture(params=["sqlite"])
-def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
+def _postgres_factory(url: str) -> tuple[StoreFactory, Callable[[], None]]:
+    """Each store in a schema of its own, dropped (with everything in it) when the test ends."""
+    from memlane.core.store.postgres.schema import drop_schema
+    from memlane.core.store.postgres.store import PostgresStore
+
+    made: list[PostgresStore] = []
+
+    def make() -> Store:
+        made.append(PostgresStore(url, schema=f"test_{uuid.uuid4().hex[:16]}", pool_max=4))
+        return made[-1]
+
+    def cleanup() -> None:
+        for store in made:
+            store.close()
+            drop_schema(url, store.schema or "")
+
+    return make, cleanup
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
     """Every backend the contract suite runs against. A new backend adds a param here."""
     if request.param == "sqlite":
-        return _sqlite_factory(tmp_path)
-    raise AssertionError(request.param)  # pragma: no cover
+        yield _sqlite_factory(tmp_path)
+        return
+    url = os.environ.get(POSTGRES_URL_ENV)
+    if not url:
+        pytest.skip(f"PostgreSQL backend: set {POSTGRES_URL_ENV} (.ci/postgres.sh starts a server)")
+    reason = SQLITE_ONLY.get(request.node.originalname)
+    if reason:
+        pytest.skip(f"SQLite-specific: {reason}")
+    make, cleanup = _postgres_factory(url)
+    yield make
+    cleanup()
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ import random
 import statistics
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -35,6 +36,7 @@ import numpy as np
 from memlane.core.embedding.protocol import Embedder
 from memlane.core.memory import AddRequest, Memory, new_block_id
 from memlane.core.model import ExtractionStatus, MemoryBlock, PerspectiveMode, content_hash
+from memlane.core.store.protocol import Store
 from memlane.core.store.sqlite import SqliteStore
 from memlane.core.timefmt import annotate
 
@@ -117,98 +119,139 @@ class PerfSettings:
     seed: int = 7
 
 
+class PerfStores:
+    """A fresh store for each phase: a file in a temporary folder, or with a ``postgresql://`` URL a schema
+    of its own in that database (dropped by :meth:`cleanup`)."""
+
+    def __init__(self, folder: Path, url: str | None = None) -> None:
+        self.folder = folder
+        self.url = url
+        self._schemas: list[str] = []
+
+    def open(self, name: str, durability: str = "full") -> Store:
+        if self.url is None:
+            return SqliteStore(self.folder / f"{name}.db", durability=durability)
+        from memlane.core.store.postgres.store import PostgresStore
+
+        self._schemas.append(f"memlane_perf_{uuid.uuid4().hex[:8]}_{name}")
+        return PostgresStore(self.url, schema=self._schemas[-1], durability=durability)
+
+    def cleanup(self) -> None:
+        from memlane.core.store.postgres.schema import drop_schema
+
+        for schema in self._schemas:
+            drop_schema(self.url or "", schema)
+        self._schemas.clear()
+
+
 def run_perf(
     embedder: Embedder,
     settings: PerfSettings | None = None,
     *,
     workdir: Path | None = None,
     progress: Callable[[str], None] = lambda _m: None,
+    store: str | None = None,
 ) -> dict[str, float]:
-    """Run every measurement and return the figures (milliseconds, per-second rates)."""
+    """Run every measurement and return the figures (milliseconds, per-second rates). ``store`` is a
+    PostgreSQL URL to measure that backend (in throwaway schemas); by default the embedded SQLite store."""
     cfg = settings or PerfSettings()
     rng = random.Random(cfg.seed)
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        progress("embedder throughput")
-        texts = [
-            f"user: {sentence(rng, 2 * i)}\nassistant: {sentence(rng, 2 * i + 1)}"
-            for i in range(cfg.embedder_sentences)
-        ]
-        embedder.embed(texts[:64])  # warm-up: first runs allocate
-        t0 = time.perf_counter()
-        embedder.embed(texts)
-        out["embedder_sentences_per_s"] = len(texts) / (time.perf_counter() - t0)
-
-        progress("ingest latency")
-        mem = Memory(SqliteStore(Path(tmp) / "ingest.db"), embedder)
-        lat: list[float] = []
-        for i in range(cfg.ingest_adds):
-            msgs = [
-                {"role": "user", "content": sentence(rng, 10_000_000 + i)},
-                {"role": "assistant", "content": f"Noted, thanks for telling me ({i})."},
-            ]
-            t0 = time.perf_counter()
-            mem.add("perf-user", msgs, session_id=f"s{i}", time=datetime(2024, 1, 1, tzinfo=UTC) + timedelta(i))
-            lat.append((time.perf_counter() - t0) * 1000)
-        out["ingest_p50_ms"] = statistics.median(lat)
-        out["ingest_p95_ms"] = percentile(lat, 0.95)
-        mem.close()
-
-        progress("bulk ingest")
-        mem = Memory(SqliteStore(Path(tmp) / "bulk.db"), embedder)
-        per_session = 10
-        reqs = [
-            AddRequest(
-                user=f"bulk-{s % 20}",
-                messages=[
-                    {"role": role, "content": sentence(rng, 20_000_000 + s * per_session * 2 + j * 2 + r)}
-                    for j in range(per_session)
-                    for r, role in enumerate(("user", "assistant"))
-                ],
-                session_id=f"s{s}",
-                time=datetime(2024, 1, 1, tzinfo=UTC) + timedelta(hours=s),
-                perspective=PerspectiveMode.SINGLE,
-            )
-            for s in range(cfg.bulk_exchanges // per_session)
-        ]
-        # Single mode: each exchange (a distinct message and reply) is one block and one embedding.
-        t0 = time.perf_counter()
-        n_blocks = 0
-        for start in range(0, len(reqs), 50):
-            n_blocks += sum(len(r.block_ids) for r in mem.add_many(reqs[start : start + 50]))
-        out["bulk_blocks_per_s"] = n_blocks / (time.perf_counter() - t0)
-        out["bulk_vs_embedder"] = out["bulk_blocks_per_s"] / out["embedder_sentences_per_s"]
-        mem.close()
-
-        progress("search latency: building users")
-        store = SqliteStore(Path(tmp) / "search.db", durability="normal")
-        mem = Memory(store, embedder)
-        pool = embedder.embed([sentence(rng, 30_000_000 + i) for i in range(1000)])
-        nrng = np.random.default_rng(cfg.seed)
-        vocab = _vocabulary(rng)
-        for size in cfg.sizes:
-            _fill_user(store, f"user-{size}", size, pool, vocab, nrng)
-        queries = [" ".join(rng.choice(vocab[50:2000]) for _ in range(3)) for _ in range(cfg.queries)]
-        for size in cfg.sizes:
-            progress(f"search latency: {size} blocks")
-            user = f"user-{size}"
-            label = f"{size // 1000}k" if size % 1000 == 0 else str(size)
-            for mode in ("hybrid", "vector", "keyword"):
-                mem.search(user, queries[0], 10, mode=mode)  # warm-up: loads the user's matrix once
-                times: list[float] = []
-                for q in queries:
-                    t0 = time.perf_counter()
-                    mem.search(user, q, 10, mode=mode)
-                    times.append((time.perf_counter() - t0) * 1000)
-                prefix = "search" if mode == "hybrid" else f"search_{mode}"
-                out[f"{prefix}_p50_ms_{label}"] = statistics.median(times)
-                out[f"{prefix}_p95_ms_{label}"] = percentile(times, 0.95)
-        mem.close()
+        stores = PerfStores(Path(tmp), store)
+        try:
+            _measure(embedder, cfg, rng, stores, out, progress)
+        finally:
+            stores.cleanup()
     return out
 
 
+def _measure(
+    embedder: Embedder,
+    cfg: PerfSettings,
+    rng: random.Random,
+    stores: PerfStores,
+    out: dict[str, float],
+    progress: Callable[[str], None],
+) -> None:
+    progress("embedder throughput")
+    texts = [
+        f"user: {sentence(rng, 2 * i)}\nassistant: {sentence(rng, 2 * i + 1)}" for i in range(cfg.embedder_sentences)
+    ]
+    embedder.embed(texts[:64])  # warm-up: first runs allocate
+    t0 = time.perf_counter()
+    embedder.embed(texts)
+    out["embedder_sentences_per_s"] = len(texts) / (time.perf_counter() - t0)
+
+    progress("ingest latency")
+    mem = Memory(stores.open("ingest"), embedder)
+    lat: list[float] = []
+    for i in range(cfg.ingest_adds):
+        msgs = [
+            {"role": "user", "content": sentence(rng, 10_000_000 + i)},
+            {"role": "assistant", "content": f"Noted, thanks for telling me ({i})."},
+        ]
+        t0 = time.perf_counter()
+        mem.add("perf-user", msgs, session_id=f"s{i}", time=datetime(2024, 1, 1, tzinfo=UTC) + timedelta(i))
+        lat.append((time.perf_counter() - t0) * 1000)
+    out["ingest_p50_ms"] = statistics.median(lat)
+    out["ingest_p95_ms"] = percentile(lat, 0.95)
+    mem.close()
+
+    progress("bulk ingest")
+    mem = Memory(stores.open("bulk"), embedder)
+    per_session = 10
+    reqs = [
+        AddRequest(
+            user=f"bulk-{s % 20}",
+            messages=[
+                {"role": role, "content": sentence(rng, 20_000_000 + s * per_session * 2 + j * 2 + r)}
+                for j in range(per_session)
+                for r, role in enumerate(("user", "assistant"))
+            ],
+            session_id=f"s{s}",
+            time=datetime(2024, 1, 1, tzinfo=UTC) + timedelta(hours=s),
+            perspective=PerspectiveMode.SINGLE,
+        )
+        for s in range(cfg.bulk_exchanges // per_session)
+    ]
+    # Single mode: each exchange (a distinct message and reply) is one block and one embedding.
+    t0 = time.perf_counter()
+    n_blocks = 0
+    for start in range(0, len(reqs), 50):
+        n_blocks += sum(len(r.block_ids) for r in mem.add_many(reqs[start : start + 50]))
+    out["bulk_blocks_per_s"] = n_blocks / (time.perf_counter() - t0)
+    out["bulk_vs_embedder"] = out["bulk_blocks_per_s"] / out["embedder_sentences_per_s"]
+    mem.close()
+
+    progress("search latency: building users")
+    search_store = stores.open("search", durability="normal")
+    mem = Memory(search_store, embedder)
+    pool = embedder.embed([sentence(rng, 30_000_000 + i) for i in range(1000)])
+    nrng = np.random.default_rng(cfg.seed)
+    vocab = _vocabulary(rng)
+    for size in cfg.sizes:
+        _fill_user(search_store, f"user-{size}", size, pool, vocab, nrng)
+    queries = [" ".join(rng.choice(vocab[50:2000]) for _ in range(3)) for _ in range(cfg.queries)]
+    for size in cfg.sizes:
+        progress(f"search latency: {size} blocks")
+        user = f"user-{size}"
+        label = f"{size // 1000}k" if size % 1000 == 0 else str(size)
+        for mode in ("hybrid", "vector", "keyword"):
+            mem.search(user, queries[0], 10, mode=mode)  # warm-up: loads the user's matrix once
+            times: list[float] = []
+            for q in queries:
+                t0 = time.perf_counter()
+                mem.search(user, q, 10, mode=mode)
+                times.append((time.perf_counter() - t0) * 1000)
+            prefix = "search" if mode == "hybrid" else f"search_{mode}"
+            out[f"{prefix}_p50_ms_{label}"] = statistics.median(times)
+            out[f"{prefix}_p95_ms_{label}"] = percentile(times, 0.95)
+    mem.close()
+
+
 def _fill_user(
-    store: SqliteStore,
+    store: Store,
     user: str,
     size: int,
     pool: np.ndarray,

@@ -113,10 +113,14 @@ class Memory:
 
     @classmethod
     def open(cls, path: str | Path, *, embedder: str | Embedder = "minilm", durability: str = "full") -> Memory:
-        """Open (or create) the embedded SQLite store at ``path`` with an embedder (by name or instance)."""
+        """Open (or create) a store with an embedder (by name or instance): a ``postgresql://`` URL opens the
+        PostgreSQL store there; anything else is the path of the embedded SQLite store."""
+        from memlane.core.store.postgres import is_postgres_url, open_postgres
         from memlane.core.store.sqlite import SqliteStore
 
         emb = make_embedder(embedder) if isinstance(embedder, str) else embedder
+        if is_postgres_url(path):
+            return cls(open_postgres(str(path), durability=durability), emb)
         return cls(SqliteStore(path, durability=durability), emb)
 
     def close(self) -> None:

@@ -1,0 +1,37 @@
+"""The scale-out store: PostgreSQL + pgvector (``pip install 'memlane[postgres]'``).
+
+``PostgresStore`` is imported on first use, so that recognising a URL (``is_postgres_url``) needs no
+PostgreSQL driver and the embedded default works without one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memlane.core.store.postgres.url import is_postgres_url, redact
+
+if TYPE_CHECKING:
+    from memlane.core.store.postgres.store import PostgresStore
+
+__all__ = ["PostgresStore", "is_postgres_url", "open_postgres", "redact"]
+
+
+def open_postgres(url: str, *, durability: str = "full") -> PostgresStore:
+    """Open the store at a ``postgresql://`` URL; ConfigError if the driver is not installed."""
+    from memlane.core.errors import ConfigError
+
+    try:
+        from memlane.core.store.postgres.store import PostgresStore
+    except ImportError as exc:
+        raise ConfigError(
+            f"a PostgreSQL store needs psycopg and psycopg-pool: pip install 'memlane[postgres]' ({exc})"
+        ) from exc
+    return PostgresStore(url, durability=durability)
+
+
+def __getattr__(name: str) -> object:
+    if name == "PostgresStore":
+        from memlane.core.store.postgres.store import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(name)

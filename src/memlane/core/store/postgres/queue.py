@@ -1,0 +1,229 @@
+"""The extraction queue in the store's own database (outbox): ``FOR UPDATE SKIP LOCKED`` claims with a lease.
+
+A claim is one short transaction: return expired leases to the queue (or to ``dead`` after the last
+attempt), then lease the next ready jobs, skipping rows another worker is claiming at that moment, so
+workers on many machines never wait for each other. The LLM call happens outside any transaction (a lease
+column, not a held row lock: a long transaction would pin a connection and block vacuum). Completion
+writes the summary, facts and their keys and marks the job done in one transaction, only while the worker
+still owns the lease. Times come from the database's clock, the one clock every worker shares.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from memlane.core.embedding.protocol import Vectors
+from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, QueueStatus
+from memlane.core.model import ExtractionStatus, content_hash
+from memlane.core.store.postgres.blocks import BLOCK_COLUMNS, row_to_block
+from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys
+from memlane.core.timefmt import to_epoch
+
+if TYPE_CHECKING:
+    from memlane.core.store.postgres.store import PostgresStore
+
+NOW = "extract(epoch FROM now())"
+
+_REAP = f"""
+WITH r AS (
+    SELECT user_id, id FROM jobs WHERE status = 'running' AND lease_until < {NOW} FOR UPDATE SKIP LOCKED
+)
+UPDATE jobs j SET
+    status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'queued' END,
+    lease_owner = NULL, lease_until = NULL, updated_at = {NOW},
+    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN {NOW} END,
+    last_error = CASE WHEN j.attempts >= j.max_attempts
+        THEN coalesce(j.last_error || ' / ', '') || 'lease expired on the last attempt' ELSE j.last_error END
+FROM r WHERE j.user_id = r.user_id AND j.id = r.id
+RETURNING j.user_id, j.block_pk, j.status
+"""
+
+_CLAIM = f"""
+WITH c AS (
+    SELECT user_id, id FROM jobs WHERE status = 'queued' AND run_after <= {NOW} {{only}}
+    ORDER BY priority DESC, run_after, id LIMIT %(n)s FOR UPDATE SKIP LOCKED
+)
+UPDATE jobs j SET status = 'running', lease_owner = %(owner)s, lease_until = {NOW} + %(lease)s,
+    attempts = j.attempts + 1, updated_at = {NOW}
+FROM c WHERE j.user_id = c.user_id AND j.id = c.id
+RETURNING j.id, j.user_id, j.block_pk, j.attempts, j.max_attempts
+"""
+
+
+class PostgresJobQueue:
+    """:class:`~memlane.core.jobs.JobQueue` over a :class:`PostgresStore`."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+
+    def claim(self, owner: str, n: int, lease_s: float, *, job_ids: Sequence[int] | None = None) -> list[ClaimedJob]:
+        """Lease up to ``n`` ready jobs (or only those of ``job_ids``) to ``owner`` for ``lease_s`` seconds."""
+        if n <= 0 or (job_ids is not None and not job_ids):
+            return []
+        params: dict[str, object] = {"owner": owner, "lease": lease_s, "n": n}
+        only = ""
+        if job_ids is not None:
+            only = "AND id = ANY(%(ids)s)"
+            params["ids"] = list(job_ids)
+        with self.store.transaction() as conn:
+            self._reap(conn)
+            rows = conn.execute(_CLAIM.replace("{only}", only), params).fetchall()
+            if not rows:
+                return []
+            blocks = {
+                int(r[0]): row_to_block(r)
+                for r in conn.execute(
+                    f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id "
+                    "JOIN unnest(%s::bigint[], %s::bigint[]) AS x(uid, pk) ON b.user_id = x.uid AND b.pk = x.pk",
+                    ([r[1] for r in rows], [r[2] for r in rows]),
+                )
+            }
+        return [
+            ClaimedJob(
+                job_id=int(r[0]),
+                owner=owner,
+                attempts=int(r[3]),
+                max_attempts=int(r[4]),
+                block=blocks[int(r[2])],
+                block_ref=int(r[2]),
+            )
+            for r in sorted(rows)
+            if int(r[2]) in blocks
+        ]
+
+    @staticmethod
+    def _reap(conn: Conn) -> None:
+        # Jobs whose worker vanished: back to the queue, or dead (block marked failed) after the last attempt.
+        dead = [(r[0], r[1]) for r in conn.execute(_REAP).fetchall() if r[2] == "dead"]
+        if dead:
+            conn.execute(
+                "UPDATE blocks b SET extraction_status = %s FROM unnest(%s::bigint[], %s::bigint[]) AS x(uid, pk) "
+                "WHERE b.user_id = x.uid AND b.pk = x.pk",
+                (ExtractionStatus.FAILED.value, [d[0] for d in dead], [d[1] for d in dead]),
+            )
+
+    def extend(self, owner: str, job_ids: Sequence[int], lease_s: float) -> int:
+        """Heartbeat: push the lease of ``owner``'s running jobs ``lease_s`` seconds ahead."""
+        if not job_ids:
+            return 0
+        with self.store.transaction() as conn:
+            cur = conn.execute(
+                f"UPDATE jobs SET lease_until = {NOW} + %s, updated_at = {NOW} "
+                "WHERE id = ANY(%s) AND status = 'running' AND lease_owner = %s",
+                (lease_s, list(job_ids), owner),
+            )
+            return int(cur.rowcount)
+
+    def complete(
+        self,
+        job: ClaimedJob,
+        result: ExtractionResult,
+        vectors: Vectors,
+        cache_entries: tuple[str, dict[str, Vectors]] | None = None,
+    ) -> bool:
+        """Write summary, facts and their keys, and mark the job done, in one transaction. ``vectors`` are
+        the embeddings of ``[summary, *facts]``. Returns False (writing nothing) if the lease was lost."""
+        texts = [result.summary, *result.facts]
+        kinds = ["summary"] + ["fact"] * len(result.facts)
+        with self.store.transaction() as conn:
+            # The user's row first: the lock order every writer follows (users, jobs, blocks, keys).
+            row = conn.execute(
+                "SELECT u.id FROM users u JOIN jobs j ON j.user_id = u.id WHERE j.id = %s FOR NO KEY UPDATE OF u",
+                (job.job_id,),
+            ).fetchone()
+            if row is None:
+                return False  # the user (and so the job) was deleted meanwhile
+            user_id = int(row[0])
+            cur = conn.execute(
+                f"UPDATE jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, finished_at = {NOW}, "
+                f"updated_at = {NOW} WHERE user_id = %s AND id = %s AND status = 'running' AND lease_owner = %s",
+                (user_id, job.job_id, job.owner),
+            )
+            if cur.rowcount != 1:
+                return False
+            removed = delete_block_keys(conn, user_id, [job.block_ref], keep_messages=True)
+            conn.execute(
+                "UPDATE blocks SET summary = %s, contexts = %s, extraction_status = %s, extraction_prompt = %s, "
+                "extraction_writes = extraction_writes + 1 WHERE user_id = %s AND pk = %s",
+                (
+                    result.summary,
+                    json.dumps(list(result.facts)),
+                    ExtractionStatus.DONE.value,
+                    result.prompt_ref,
+                    user_id,
+                    job.block_ref,
+                ),
+            )
+            ts = to_epoch(job.block.event_time)
+            added = insert_keys(
+                conn,
+                self.store.vector_oid,
+                user_id,
+                [(job.block_ref, k, t, content_hash(t), ts) for k, t in zip(kinds, texts, strict=True)],
+                vectors,
+            )
+            if cache_entries and cache_entries[1]:
+                self.store.put_vectors_in(conn, *cache_entries)
+            bump_user(conn, user_id, added[0] - removed[0], added[1] - removed[1])
+        return True
+
+    def fail(self, job: ClaimedJob, error: str, raw: str | None, retry_in_s: float) -> JobStatus | None:
+        """Record a failed attempt: back to the queue after ``retry_in_s``, or dead after the last attempt.
+        Returns the new status, or None if the lease was lost (another worker owns the job now)."""
+        with self.store.transaction() as conn:
+            row = conn.execute(
+                f"UPDATE jobs SET status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'queued' END, "
+                f"lease_owner = NULL, lease_until = NULL, run_after = {NOW} + %s, last_error = %s, "
+                f"raw_response = %s, updated_at = {NOW}, "
+                f"finished_at = CASE WHEN attempts >= max_attempts THEN {NOW} END "
+                "WHERE id = %s AND status = 'running' AND lease_owner = %s RETURNING status, user_id, block_pk",
+                (retry_in_s, error[:4000], None if raw is None else raw[:20000], job.job_id, job.owner),
+            ).fetchone()
+            if row is None:
+                return None
+            status = JobStatus(row[0])
+            if status is JobStatus.DEAD:
+                conn.execute(
+                    "UPDATE blocks SET extraction_status = %s WHERE user_id = %s AND pk = %s",
+                    (ExtractionStatus.FAILED.value, row[1], row[2]),
+                )
+        return status
+
+    def status(self, *, recent_errors: int = 5) -> QueueStatus:
+        """Counts by status, the oldest queued job's age, jobs done in the last 5 minutes, the last errors."""
+        with self.store.transaction() as conn:
+            counts = {str(s): int(n) for s, n in conn.execute("SELECT status, count(*) FROM jobs GROUP BY status")}
+            row = conn.execute(f"SELECT {NOW} - min(created_at) FROM jobs WHERE status = 'queued'").fetchone()
+            oldest = None if row is None or row[0] is None else max(0.0, float(row[0]))
+            row = conn.execute(
+                f"SELECT count(*) FROM jobs WHERE status = 'done' AND finished_at >= {NOW} - 300"
+            ).fetchone()
+            done_recent = int(row[0]) if row else 0
+            errors = conn.execute(
+                "SELECT j.id, b.id, u.name, j.status, j.attempts, j.last_error, j.updated_at FROM jobs j "
+                "JOIN blocks b ON b.user_id = j.user_id AND b.pk = j.block_pk JOIN users u ON u.id = j.user_id "
+                "WHERE j.last_error IS NOT NULL AND j.status <> 'done' ORDER BY j.updated_at DESC, j.id DESC LIMIT %s",
+                (recent_errors,),
+            ).fetchall()
+        return QueueStatus(
+            queued=counts.get("queued", 0),
+            running=counts.get("running", 0),
+            done=counts.get("done", 0),
+            dead=counts.get("dead", 0),
+            oldest_queued_age_s=oldest,
+            done_last_5_min=done_recent,
+            last_errors=tuple(
+                JobError(
+                    job_id=int(r[0]),
+                    block_id=str(r[1]),
+                    user=str(r[2]),
+                    status=JobStatus(r[3]),
+                    attempts=int(r[4]),
+                    error=str(r[5]),
+                    at=float(r[6]),
+                )
+                for r in errors
+            ),
+        )
