@@ -30,8 +30,15 @@ unit: venv
 
 test: lint typecheck unit
 
+# Each bench run gets its own folder under runs/ (log, rankings, report.md, results.json/.csv, recall.png);
+# the bench stores are built once in $(MEMLANE_CACHE_DIR or ~/.cache/memlane)/bench and reused.
+RUN_STAMP := $(shell date +%Y%m%d-%H%M%S)
+
 bench: venv
-	$(BIN)/memlane bench perf
+	$(BIN)/memlane bench retrieval locomo --out runs/locomo-$(RUN_STAMP)
+
+bench-lme: venv
+	$(BIN)/memlane bench retrieval longmemeval-s --out runs/longmemeval-s-$(RUN_STAMP)
 
 bench-perf: venv
 	$(BIN)/memlane bench perf

@@ -84,6 +84,7 @@ class CachedEmbedder:
 
 EmbedderFactory = Callable[[], Embedder]
 _REGISTRY: dict[str, EmbedderFactory] = {}
+_builtins_registered = False
 
 
 def register_embedder(name: str, factory: EmbedderFactory) -> None:
@@ -102,8 +103,10 @@ def make_embedder(name: str) -> Embedder:
 
 
 def _register_builtins() -> None:
-    if _REGISTRY:
+    global _builtins_registered
+    if _builtins_registered:
         return
+    _builtins_registered = True
     from memlane.core.embedding import fake, minilm, openai_http
 
     minilm.register()

@@ -13,9 +13,11 @@ import click
 from memlane.core.errors import MemlaneError, NotFoundError, ValidationError
 from memlane.core.llm import CallLog, make_llm
 from memlane.core.memory import Memory
+from memlane.core.store.postgres import is_postgres_url
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_STORE = "memlane.db"
+DEFAULT_CALL_LOG = "memlane.calls.db"
 
 
 def store_options(func: F) -> F:
@@ -32,8 +34,8 @@ def store_options(func: F) -> F:
         envvar="MEMLANE_STORE",
         default=DEFAULT_STORE,
         show_default=True,
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="Path of the SQLite store. [env MEMLANE_STORE]",
+        type=str,
+        help="Path of the SQLite store, or a postgresql://user:password@host:port/db URL. [env MEMLANE_STORE]",
     )(func)
     return func
 
@@ -71,11 +73,18 @@ class LLMChoice:
     model: str | None = None
 
 
-def call_log_path(store: Path, explicit: Path | None) -> Path:
-    return explicit or store.with_name(store.name + ".calls.db")
+def call_log_path(store: str | Path, explicit: Path | None) -> Path:
+    """The LLM call log: ``explicit``, else beside the SQLite store, else (a PostgreSQL store) in the
+    current folder."""
+    if explicit:
+        return explicit
+    if is_postgres_url(store):
+        return Path(DEFAULT_CALL_LOG)
+    path = Path(store)
+    return path.with_name(path.name + ".calls.db")
 
 
-def open_memory(store: Path, embedder: str, llm: LLMChoice | None = None) -> Memory:
+def open_memory(store: str | Path, embedder: str, llm: LLMChoice | None = None) -> Memory:
     """The Memory a command works on; with ``llm``, the LLM is built lazily only for what needs it."""
     if llm is None:
         return Memory.open(store, embedder=embedder)
@@ -128,8 +137,10 @@ def register_all() -> None:
     from memlane.interfaces.cli.bench_cmds import register as register_bench
     from memlane.interfaces.cli.extract_cmds import register as register_extract
     from memlane.interfaces.cli.memory_cmds import register as register_memory
+    from memlane.interfaces.cli.serve_cmds import register as register_serve
 
     if "add" not in cli.commands:
         register_memory(cli)
         register_extract(cli)
         register_bench(cli)
+        register_serve(cli)

@@ -1,19 +1,43 @@
-"""``memlane bench ...``: the harness's commands."""
+"""``memlane bench ...``: the harness's commands (thin calls into ``memlane.bench``)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
+from memlane.bench.datasets.registry import DATASETS
+from memlane.bench.ingest import ingest
 from memlane.bench.perf import PerfSettings, format_report, run_perf
+from memlane.bench.report import format_compare, format_mode_table, format_modes_table, load_results, write_reports
+from memlane.bench.retrieval import (
+    DEFAULT_EMBEDDER,
+    DEFAULT_KS,
+    DEFAULT_MODES,
+    RetrievalOptions,
+    open_bench,
+    run_retrieval,
+)
 from memlane.core.embedding.protocol import make_embedder
+from memlane.core.store.postgres import is_postgres_url
+
+F = TypeVar("F", bound=Callable[..., Any])
+_DATASET = click.Choice(sorted(DATASETS))
 
 
 @click.group("bench")
 def bench_group() -> None:
-    """Benchmarks: performance of the core, retrieval and QA quality on LoCoMo and LongMemEval."""
+    """Benchmarks: performance of the core, retrieval quality on LoCoMo and LongMemEval.
+
+    \b
+    Example:
+      memlane bench retrieval locomo --out runs/locomo
+      memlane bench report runs/locomo
+    """
 
 
 @bench_group.command("perf")
@@ -29,12 +53,20 @@ def bench_group() -> None:
     help="Blocks per user for the search figures. [env MEMLANE_PERF_SIZES]",
 )
 @click.option("--queries", type=int, default=100, show_default=True, help="Search queries per size and mode.")
-def perf_cmd(as_json: bool, embedder: str, sizes: str, queries: int) -> None:
-    """Measure ingest latency, bulk throughput and search latency on the embedded default.
+@click.option(
+    "--store",
+    envvar="MEMLANE_PERF_STORE",
+    default=None,
+    help="A postgresql:// URL to measure the PostgreSQL backend there (in throwaway schemas); default: the "
+    "embedded SQLite store in a temporary folder. [env MEMLANE_PERF_STORE]",
+)
+def perf_cmd(as_json: bool, embedder: str, sizes: str, queries: int, store: str | None) -> None:
+    """Measure ingest latency, bulk throughput and search latency on the embedded default (or PostgreSQL).
 
     \b
     Example:
       memlane bench perf --json
+      memlane bench perf --store postgresql://memlane@127.0.0.1:5432/memlane
     """
     try:
         size_list = tuple(int(s) for s in sizes.split(",") if s.strip())
@@ -42,11 +74,248 @@ def perf_cmd(as_json: bool, embedder: str, sizes: str, queries: int) -> None:
         raise click.BadParameter(f"expected comma-separated integers, got {sizes!r}", param_hint="--sizes") from None
     settings = replace(PerfSettings(), sizes=size_list, queries=queries)
     emb = make_embedder(embedder)
-    figures = run_perf(emb, settings, progress=lambda m: click.echo(f"... {m}", err=True))
+    if store is not None and not is_postgres_url(store):
+        raise click.BadParameter(f"expected a postgresql:// URL, got {store!r}", param_hint="--store")
+    figures = run_perf(emb, settings, progress=lambda m: click.echo(f"... {m}", err=True), store=store)
     if as_json:
         click.echo(json.dumps({k: round(v, 3) for k, v in figures.items()}))
     else:
         click.echo(format_report(figures))
+
+
+def ingest_options(func: F) -> F:
+    """Options naming a bench store: data, cache, embedder, perspective, limit (each with its env var)."""
+    options = [
+        click.option(
+            "--limit",
+            type=click.IntRange(min=1),
+            default=None,
+            envvar="MEMLANE_BENCH_LIMIT",
+            help="Only the first N questions (and the namespaces they need). [env MEMLANE_BENCH_LIMIT]",
+        ),
+        click.option(
+            "--perspective",
+            type=click.Choice(["auto", "dual", "speakers", "single"]),
+            default="auto",
+            show_default=True,
+            envvar="MEMLANE_BENCH_PERSPECTIVE",
+            help="Perspective mode of the bench store; auto = speakers for LoCoMo, single for LongMemEval. "
+            "[env MEMLANE_BENCH_PERSPECTIVE]",
+        ),
+        click.option(
+            "--embedder",
+            default=DEFAULT_EMBEDDER,
+            show_default=True,
+            envvar="MEMLANE_BENCH_EMBEDDER",
+            help="Embedder by name (minilm-128, minilm, hashing, openai). [env MEMLANE_BENCH_EMBEDDER]",
+        ),
+        click.option(
+            "--cache-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            envvar="MEMLANE_BENCH_CACHE",
+            help="Where bench stores and the shared embedding cache live; default "
+            "<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench. [env MEMLANE_BENCH_CACHE]",
+        ),
+        click.option(
+            "--data-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            envvar="MEMLANE_DATA",
+            help="Folder with locomo/ and longmemeval/; default ../shared/datasets. [env MEMLANE_DATA]",
+        ),
+    ]
+    for option in options:
+        func = option(func)
+    return func
+
+
+def _ks(value: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(k) for k in value.split(",") if k.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers, got {value!r}", param_hint="--k") from None
+    if not ks or min(ks) < 1:
+        raise click.BadParameter(f"k values must be positive, got {value!r}", param_hint="--k")
+    return ks
+
+
+def _modes(values: tuple[str, ...]) -> tuple[str, ...]:
+    # Accept "--mode vector --mode hybrid", "--mode vector,hybrid" and MEMLANE_BENCH_MODES="vector hybrid".
+    modes = [m.strip() for v in values for m in v.split(",") if m.strip()]
+    return tuple(dict.fromkeys(modes)) or DEFAULT_MODES
+
+
+@bench_group.command("retrieval")
+@click.argument("dataset", type=_DATASET)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    envvar="MEMLANE_BENCH_OUT",
+    help="Run folder: log.jsonl, rankings*.jsonl, report.md, results.json/.csv, recall.png. An existing "
+    "log there with the same settings is resumed. [env MEMLANE_BENCH_OUT]",
+)
+@click.option(
+    "--mode",
+    "modes",
+    multiple=True,
+    envvar="MEMLANE_BENCH_MODES",
+    help="Search mode, repeatable (vector, keyword, hybrid, or a *-messages preset); default all three. "
+    "[env MEMLANE_BENCH_MODES, space-separated]",
+)
+@click.option(
+    "--k",
+    "ks",
+    default=",".join(map(str, DEFAULT_KS)),
+    show_default=True,
+    envvar="MEMLANE_BENCH_KS",
+    help="Cut-offs to score, comma-separated. [env MEMLANE_BENCH_KS]",
+)
+@click.option(
+    "--depth",
+    type=click.IntRange(1, 1000),
+    default=None,
+    envvar="MEMLANE_BENCH_DEPTH",
+    help="Blocks retrieved per question; default max(k) exchanges' worth. [env MEMLANE_BENCH_DEPTH]",
+)
+@click.option(
+    "--before-question-date/--no-before-question-date",
+    default=False,
+    show_default=True,
+    envvar="MEMLANE_BENCH_BEFORE_QUESTION_DATE",
+    help="Only search sessions dated before the end of the question's day. [env MEMLANE_BENCH_BEFORE_QUESTION_DATE]",
+)
+@click.option("--quiet", is_flag=True, envvar="MEMLANE_BENCH_QUIET", help="No progress bars. [env MEMLANE_BENCH_QUIET]")
+@ingest_options
+def retrieval_cmd(
+    dataset: str,
+    out: Path,
+    modes: tuple[str, ...],
+    ks: str,
+    depth: int | None,
+    before_question_date: bool,
+    quiet: bool,
+    limit: int | None,
+    perspective: str,
+    embedder: str,
+    cache_dir: Path | None,
+    data_dir: Path | None,
+) -> None:
+    """Retrieval benchmark: ingest DATASET once, search every question in every mode, score, report.
+
+    DATASET is locomo, longmemeval-s, longmemeval-oracle, longmemeval-m or longmemeval-s-x500. Prints the
+    per-category table of each mode and the report path.
+
+    \b
+    Example:
+      memlane bench retrieval locomo --out runs/locomo
+      memlane bench retrieval longmemeval-s --out runs/lme-s --mode hybrid --k 5,10,50 --limit 50
+    """
+    options = RetrievalOptions(
+        dataset=dataset,
+        modes=_modes(modes),
+        ks=_ks(ks),
+        limit=limit,
+        depth=depth,
+        before_question_date=before_question_date,
+        embedder=embedder,
+        perspective=perspective,
+        data_dir=data_dir,
+        cache_dir=cache_dir,
+    )
+    outcome = run_retrieval(options, out, progress=not quiet)
+    ing = outcome.ingest
+    click.echo(
+        f"ingest: {'warm, nothing to ingest' if ing.warm else f'{ing.ingested} namespaces ingested'} "
+        f"({ing.seconds:.1f} s; store {ing.namespaces_total} namespaces, {ing.blocks_total} blocks)",
+        err=True,
+    )
+    click.echo(
+        f"retrieval: {outcome.written} records written, {outcome.already_logged} already logged, "
+        f"{outcome.errors} errors, {outcome.seconds:.1f} s in all",
+        err=True,
+    )
+    _print_tables(out)
+
+
+def _print_tables(run_dir: Path) -> None:
+    results = load_results(run_dir)
+    click.echo(f"\n{results.dataset}: modes side by side\n\n{format_modes_table(results)}")
+    for mode in results.modes:
+        click.echo(f"\n{results.dataset}, {mode}:\n\n{format_mode_table(results, mode)}")
+    click.echo(f"\nreport: {run_dir / 'report.md'}")
+
+
+@bench_group.command("ingest")
+@click.argument("dataset", type=_DATASET)
+@click.option("--json", "as_json", is_flag=True, help="Print the ingest figures as one JSON object.")
+@click.option("--quiet", is_flag=True, envvar="MEMLANE_BENCH_QUIET", help="No progress bars. [env MEMLANE_BENCH_QUIET]")
+@ingest_options
+def ingest_cmd(
+    dataset: str,
+    as_json: bool,
+    quiet: bool,
+    limit: int | None,
+    perspective: str,
+    embedder: str,
+    cache_dir: Path | None,
+    data_dir: Path | None,
+) -> None:
+    """Ingest DATASET into its bench store only (what `bench retrieval` does first); a rerun ingests nothing.
+
+    \b
+    Example:
+      memlane bench ingest longmemeval-s --json
+    """
+    options = RetrievalOptions(
+        dataset=dataset, limit=limit, embedder=embedder, perspective=perspective, data_dir=data_dir, cache_dir=cache_dir
+    )
+    stream, bench, mem = open_bench(options)
+    try:
+        report = ingest(stream, bench, mem, limit=limit, progress=not quiet)
+    finally:
+        bench.close()
+    if as_json:
+        click.echo(json.dumps(report.to_json() | {"store": str(bench.directory)}))
+    else:
+        click.echo(
+            f"{dataset}: {report.ingested} namespaces ingested ({report.resumed} resumed), {report.skipped} already "
+            f"there; {report.blocks} blocks, {report.texts_embedded} texts embedded, {report.seconds:.1f} s. "
+            f"Store: {bench.directory} ({report.namespaces_total} namespaces, {report.blocks_total} blocks)"
+        )
+
+
+@bench_group.command("report")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def report_cmd(run_dir: Path) -> None:
+    """Regenerate report.md, results.json/.csv, recall.png and the rankings of RUN_DIR from its log.
+
+    \b
+    Example:
+      memlane bench report runs/locomo
+    """
+    write_reports(run_dir)
+    _print_tables(run_dir)
+
+
+@bench_group.command("compare")
+@click.argument("run_a", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("run_b", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--categories",
+    is_flag=True,
+    envvar="MEMLANE_BENCH_COMPARE_CATEGORIES",
+    help="Also compare every category, not only overall. [env MEMLANE_BENCH_COMPARE_CATEGORIES]",
+)
+def compare_cmd(run_a: Path, run_b: Path, categories: bool) -> None:
+    """Put two runs side by side: each key figure per mode in A, in B, and B - A.
+
+    \b
+    Example:
+      memlane bench compare runs/lme-s-minilm runs/lme-s-minilm-128 --categories
+    """
+    click.echo(format_compare(load_results(run_a), load_results(run_b), categories=categories))
 
 
 def register(group: click.Group) -> None:

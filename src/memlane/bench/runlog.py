@@ -1,0 +1,328 @@
+"""The versioned run log of a retrieval run: ``log.jsonl`` in the run folder.
+
+Line 1 is the header (``"type": "header"``): the log format, the full resolved config, the data set
+(name, sha256, file name, parameters), the bench store it searched (key, ingest settings, ingest figures),
+the git revision and the package versions. Every further line is one question in one mode
+(``"type": "question"``): the question with its gold evidence, the retrieved block ids with scores, the
+session and turn rankings (how much of each came from retrieval), the per-stage latency, the scores and
+the error, if any. Reports are computed from this file alone.
+
+A run resumes from an incomplete log: a cut-off last line is dropped, and questions already logged in a
+mode are not asked again. The header of the existing log must match the new run's, so one log never
+mixes settings.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import platform
+import subprocess
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO
+
+from memlane.bench.datasets.model import Sample
+from memlane.core.errors import ConfigError, ValidationError
+from memlane.core.timefmt import now_utc
+
+LOG_FORMAT = "memlane-bench-retrieval-log/1"
+LOG_NAME = "log.jsonl"
+PACKAGES = ("memlane", "numpy", "onnxruntime", "tokenizers", "ijson", "click", "tqdm", "matplotlib")
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """The resolved settings of a retrieval run (no paths: a log must not depend on the machine).
+
+    ``depth`` is the number of blocks retrieved per question; ``min_length`` the length every exported
+    ranking is padded to (or the whole haystack). ``perspective`` and ``embedder`` are resolved names.
+    """
+
+    dataset: str
+    modes: tuple[str, ...]
+    ks: tuple[int, ...]
+    limit: int | None
+    depth: int
+    min_length: int
+    before_question_date: bool
+    perspective: str
+    embedder: str
+    embedder_model_id: str
+    extraction: str = "off"
+    dataset_params: dict[str, int | str] = field(default_factory=dict)
+    search_settings: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, obj: dict[str, object]) -> RetrievalConfig:
+        """Inverse of ``asdict``."""
+        data = dict(obj)
+        data["modes"] = tuple(_str_list(data["modes"]))
+        ks = data["ks"]
+        assert isinstance(ks, list)
+        data["ks"] = tuple(int(k) for k in ks)
+        return cls(**data)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class RunHeader:
+    """The first line of a run log."""
+
+    config: RetrievalConfig
+    dataset: dict[str, object]
+    store: dict[str, object]
+    git_revision: str
+    packages: dict[str, str]
+    created_at: str
+    format: str = LOG_FORMAT
+
+    def to_json(self) -> dict[str, object]:
+        """The header line's JSON object."""
+        return {"type": "header"} | asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: dict[str, object]) -> RunHeader:
+        """Parse a header line (see :meth:`to_json`)."""
+        data = {k: v for k, v in obj.items() if k != "type"}
+        config = data.pop("config")
+        assert isinstance(config, dict)
+        return cls(config=RetrievalConfig.from_json(config), **data)  # type: ignore[arg-type]
+
+
+def _str_list(value: object) -> list[str]:
+    if not isinstance(value, list):
+        raise ValidationError(f"expected a list, got {type(value).__name__}")
+    return [str(v) for v in value]
+
+
+def sample_to_json(sample: Sample) -> dict[str, object]:
+    """A sample as logged (question, gold answer, category, evidence)."""
+    out = asdict(sample)
+    out["question_date"] = sample.question_date.isoformat() if sample.question_date else None
+    return out
+
+
+def sample_from_json(obj: dict[str, object]) -> Sample:
+    """Inverse of :func:`sample_to_json`."""
+    data = dict(obj)
+    date = data.get("question_date")
+    data["question_date"] = datetime.fromisoformat(date) if isinstance(date, str) else None
+    for key in ("evidence_session_ids", "evidence_turn_ids", "user_evidence_turn_ids", "raw_evidence"):
+        data[key] = tuple(_str_list(data.get(key, [])))
+    return Sample(**data)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class QuestionRecord:
+    """One question answered by retrieval in one mode.
+
+    ``hits`` are the top retrieved blocks (id, score), best first; ``ranked_*`` the exported rankings,
+    whose first ``retrieved_*`` entries came from the search (the rest is padding in haystack order).
+    ``scores`` is ``None`` when the question is not scored (LongMemEval abstention, no evidence).
+    """
+
+    mode: str
+    sample: Sample
+    hits: tuple[tuple[str, float], ...]
+    ranked_session_ids: tuple[str, ...]
+    ranked_turn_ids: tuple[str, ...]
+    retrieved_sessions: int
+    retrieved_turns: int
+    latency_ms: dict[str, float]
+    scores: dict[str, float] | None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The record's JSON line object."""
+        return {
+            "type": "question",
+            "mode": self.mode,
+            "sample": sample_to_json(self.sample),
+            "hits": [[block_id, round(score, 6)] for block_id, score in self.hits],
+            "ranked_session_ids": list(self.ranked_session_ids),
+            "ranked_turn_ids": list(self.ranked_turn_ids),
+            "retrieved_sessions": self.retrieved_sessions,
+            "retrieved_turns": self.retrieved_turns,
+            "latency_ms": {k: round(v, 3) for k, v in self.latency_ms.items()},
+            "scores": self.scores,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, object]) -> QuestionRecord:
+        """Parse a question line (see :meth:`to_json`)."""
+        sample = obj["sample"]
+        hits = obj["hits"]
+        latency = obj["latency_ms"]
+        scores = obj["scores"]
+        assert isinstance(sample, dict) and isinstance(hits, list) and isinstance(latency, dict)
+        assert scores is None or isinstance(scores, dict)
+        error = obj.get("error")
+        return cls(
+            mode=str(obj["mode"]),
+            sample=sample_from_json(sample),
+            hits=tuple((str(h[0]), float(h[1])) for h in hits),
+            ranked_session_ids=tuple(_str_list(obj["ranked_session_ids"])),
+            ranked_turn_ids=tuple(_str_list(obj["ranked_turn_ids"])),
+            retrieved_sessions=int(str(obj["retrieved_sessions"])),
+            retrieved_turns=int(str(obj["retrieved_turns"])),
+            latency_ms={str(k): float(v) for k, v in latency.items()},
+            scores=None if scores is None else {str(k): float(v) for k, v in scores.items()},
+            error=None if error is None else str(error),
+        )
+
+
+def git_revision() -> str:
+    """``git rev-parse HEAD`` of the source tree this package runs from, or ``"unknown"``."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    rev = out.stdout.strip()
+    return rev if out.returncode == 0 and rev else "unknown"
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of memlane and the packages that shape its results, plus Python and the platform."""
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.endswith("\n"):
+                return  # cut off by a crash: the record was never completed
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValidationError(f"invalid JSON: {exc.msg}", where=f"{path}:{lineno}") from None
+            if not isinstance(obj, dict):
+                raise ValidationError("expected a JSON object", where=f"{path}:{lineno}")
+            yield lineno, obj
+
+
+@dataclass(frozen=True)
+class LogContents:
+    """A parsed run log. ``segments`` has one entry per invocation that wrote to it (start time, git
+    revision, what its ingest did), so a resumed run shows every code revision it ran under."""
+
+    header: RunHeader
+    records: list[QuestionRecord]
+    segments: list[dict[str, object]]
+
+
+def read_log(path: Path) -> LogContents:
+    """The header, segments and complete records of a run log (a cut-off last line is ignored)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValidationError("run log not found", where=str(path))
+    header: RunHeader | None = None
+    records: list[QuestionRecord] = []
+    segments: list[dict[str, object]] = []
+    for lineno, obj in _lines(path):
+        where = f"{path}:{lineno}"
+        try:
+            if obj.get("type") == "header":
+                if header is not None:
+                    raise ValidationError("second header line", where=where)
+                if obj.get("format") != LOG_FORMAT:
+                    raise ValidationError(f"unsupported log format {obj.get('format')!r}", where=where)
+                header = RunHeader.from_json(obj)
+            elif obj.get("type") == "segment":
+                segments.append(obj)
+            elif obj.get("type") == "question":
+                if header is None:
+                    raise ValidationError("record before the header", where=where)
+                records.append(QuestionRecord.from_json(obj))
+            else:
+                raise ValidationError(f"unknown record type {obj.get('type')!r}", where=where)
+        except (AssertionError, KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, ValidationError):
+                raise
+            raise ValidationError(f"malformed record: {exc!r}", where=where) from None
+    if header is None:
+        raise ValidationError("empty run log (no header)", where=str(path))
+    return LogContents(header, records, segments)
+
+
+class RunLog:
+    """Append-only writer of a run log. Open with :meth:`open`, which resumes an existing log."""
+
+    def __init__(self, path: Path, header: RunHeader, done: set[tuple[str, str]], handle: IO[str]) -> None:
+        self.path = path
+        self.header = header
+        self.done = done
+        self._handle = handle
+
+    @classmethod
+    def open(cls, run_dir: Path, header: RunHeader, segment: dict[str, object]) -> RunLog:
+        """Start a log in ``run_dir``, or resume the one there if its config and data set match.
+
+        ``segment`` (what this invocation's ingest did) is logged with the start time and git revision."""
+        run_dir.mkdir(parents=True, exist_ok=True)
+        path = run_dir / LOG_NAME
+        done: set[tuple[str, str]] = set()
+        if path.is_file() and path.stat().st_size > 0:
+            contents = read_log(path)
+            old = contents.header
+            if old.config != header.config or old.dataset.get("sha256") != header.dataset.get("sha256"):
+                raise ConfigError(
+                    f"{path} holds a run with other settings or data; choose another --out "
+                    f"(existing: {asdict(old.config)}; new: {asdict(header.config)})"
+                )
+            _drop_partial_line(path)
+            done = {(r.mode, r.sample.sample_id) for r in contents.records}
+            header = old
+            handle = path.open("a", encoding="utf-8")
+        else:
+            handle = path.open("w", encoding="utf-8")
+            handle.write(json.dumps(header.to_json(), ensure_ascii=False) + "\n")
+        stamp = {"type": "segment", "started_at": now_utc().isoformat(), "git_revision": git_revision()}
+        handle.write(json.dumps(stamp | segment, ensure_ascii=False) + "\n")
+        handle.flush()
+        return cls(path, header, done, handle)
+
+    def write(self, record: QuestionRecord) -> None:
+        """Append one record (flushed, so a crash loses at most the line being written)."""
+        self._handle.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+        self._handle.flush()
+        self.done.add((record.mode, record.sample.sample_id))
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def _drop_partial_line(path: Path) -> None:
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with path.open("r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
+
+
+def new_header(config: RetrievalConfig, dataset: dict[str, object], store: dict[str, object]) -> RunHeader:
+    """A header for a new run, stamped with the git revision, package versions and time."""
+    return RunHeader(
+        config=config,
+        dataset=dataset,
+        store=store,
+        git_revision=git_revision(),
+        packages=package_versions(),
+        created_at=now_utc().isoformat(),
+    )

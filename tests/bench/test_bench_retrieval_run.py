@@ -1,0 +1,119 @@
+"""A retrieval run end to end on synthetic data: rankings in the contract format, log, resume, reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from bench_runs import make_data_dir, options
+
+from memlane.bench.datasets import load_dataset
+from memlane.bench.rankings import LocomoRanking, LongMemEvalRanking, read_rankings
+from memlane.bench.report import format_compare, load_results, write_reports
+from memlane.bench.retrieval import run_retrieval
+from memlane.bench.runlog import LOG_NAME, read_log
+from memlane.core.errors import ConfigError
+
+REPORT_FILES = ("report.md", "results.json", "results.csv", "recall.png", "rankings.jsonl")
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    make_data_dir(tmp_path)
+    return tmp_path
+
+
+def test_longmemeval_run_writes_contract_rankings_and_reports(root: Path) -> None:
+    out = root / "run"
+    outcome = run_retrieval(options(root), out, progress=False)
+    assert (outcome.written, outcome.already_logged, outcome.errors) == (30, 0, 0)
+    for name in (*REPORT_FILES, "rankings.vector.jsonl", "rankings.keyword.jsonl", "rankings.hybrid.jsonl"):
+        assert (out / name).is_file(), name
+    ds = load_dataset("longmemeval-s", root / "data")
+    rankings = read_rankings(out / "rankings.jsonl")  # the contract's own validating reader
+    assert set(rankings) == {s.sample_id for s in ds.samples}
+    for sample in ds.samples:
+        r = rankings[sample.sample_id]
+        assert isinstance(r, LongMemEvalRanking)
+        sessions = [s.session_id for s in ds.histories[sample.namespace]]
+        user_turns = [t.turn_id for s in ds.histories[sample.namespace] for t in s.turns if t.role == "user"]
+        assert len(r.ranked_session_ids) >= min(50, len(sessions))
+        assert len(r.ranked_turn_ids) >= min(50, len(user_turns))
+        assert set(r.ranked_session_ids) <= set(sessions)
+        assert set(r.ranked_turn_ids) <= set(user_turns)  # official turn corpus: user turns only
+    # The synthetic questions quote their evidence, so keyword search finds it.
+    results = json.loads((out / "results.json").read_text())
+    overall = results["modes"]["keyword"]["groups"]["overall"]
+    assert overall["means"]["session/recall_any@5"] == 1.0
+    assert overall["skipped"] == 1  # the abstention question
+    assert "| hybrid |" in (out / "report.md").read_text()
+
+
+def test_locomo_run_uses_qa_ids_and_dia_ids(root: Path) -> None:
+    out = root / "run"
+    run_retrieval(options(root, "locomo", modes=("hybrid",)), out, progress=False)
+    rankings = read_rankings(out / "rankings.jsonl")
+    ds = load_dataset("locomo", root / "data")
+    assert set(rankings) == {s.sample_id for s in ds.samples}
+    for sample in ds.samples:
+        r = rankings[sample.sample_id]
+        assert isinstance(r, LocomoRanking)
+        turns = {t.turn_id for s in ds.histories[sample.namespace] for t in s.turns}
+        assert set(r.ranked_dia_ids) == turns  # small haystack: the whole of it, no duplicates
+        assert all(sid.startswith("session_") for sid in r.ranked_session_ids)
+    report = (out / "report.md").read_text()
+    assert "1 multi-hop [mem0: single-hop]" in report
+    assert "overall (1-4)" in report
+
+
+def test_run_resumes_from_an_incomplete_log(root: Path) -> None:
+    out = root / "run"
+    run_retrieval(options(root), out, progress=False)
+    log = out / LOG_NAME
+    full = read_log(log)
+    lines = log.read_text().splitlines(keepends=True)
+    # Keep the header, the segment and four records; the fifth was being written when the run died.
+    log.write_text("".join(lines[:6]) + lines[6][:25])
+    outcome = run_retrieval(options(root), out, progress=False)
+    assert (outcome.written, outcome.already_logged) == (26, 4)
+    resumed = read_log(log)
+    keys = [(r.mode, r.sample.sample_id) for r in resumed.records]
+    assert len(keys) == len(set(keys)) == len(full.records)
+    assert len(resumed.segments) == 2
+    assert load_results(out).modes["hybrid"].groups["overall"].means == (
+        load_results(out).modes["hybrid"].groups["overall"].means
+    )
+    # A finished run resumed again asks nothing.
+    assert run_retrieval(options(root), out, progress=False).written == 0
+
+
+def test_resume_refuses_other_settings(root: Path) -> None:
+    out = root / "run"
+    run_retrieval(options(root, limit=2), out, progress=False)
+    with pytest.raises(ConfigError, match="other settings"):
+        run_retrieval(options(root, limit=2, ks=(1, 10)), out, progress=False)
+
+
+def test_reports_regenerate_from_the_log_alone(root: Path) -> None:
+    out = root / "run"
+    run_retrieval(options(root), out, progress=False)
+    before = {name: (out / name).read_bytes() for name in REPORT_FILES if name != "recall.png"}
+    for name in REPORT_FILES:
+        (out / name).unlink()
+    (root / "cache").rename(root / "cache-gone")  # no store, no data needed: only the log
+    (root / "data").rename(root / "data-gone")
+    write_reports(out)
+    for name, content in before.items():
+        assert (out / name).read_bytes() == content, name
+    assert (out / "recall.png").stat().st_size > 1000
+
+
+def test_compare_puts_two_runs_side_by_side(root: Path) -> None:
+    run_retrieval(options(root, modes=("keyword", "hybrid")), root / "a", progress=False)
+    run_retrieval(options(root, modes=("hybrid",), perspective="dual"), root / "b", progress=False)
+    text = format_compare(load_results(root / "a"), load_results(root / "b"), categories=True)
+    assert "| hybrid | overall | session R_all@10 |" in text
+    assert "| keyword | overall | session R_all@10 |" in text  # only in A: B's cells are "-"
+    assert "single-session-user" in text
+    assert "+0.000" in text or "-0." in text or "+0." in text
