@@ -185,7 +185,9 @@ def test_immediate_shutdown_during_ingest_loses_no_acknowledged_write(
     try:
         drain_until(60, 60)  # both writers are up and writing
         pg_server.crash()
-        time.sleep(1.0)  # writers fail meanwhile; nothing they were told is stored may be lost
+        # Down for longer than the writers' pool timeout (5 s): a writer caught between transactions would
+        # otherwise just wait for the restart, and no add would fail. Nothing acknowledged may be lost.
+        time.sleep(6.0)
         pg_server.start()
         drain_until(60, 90)  # both carry on after the restart
     finally:

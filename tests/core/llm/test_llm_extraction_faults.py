@@ -49,12 +49,14 @@ class FaultyServer(FakeChatServer):
         return Reply(content='{"summary": "cut off'), body
 
 
-def client(server: FakeChatServer, log: CallLog | None, sleeps: list[float]) -> OpenAIChatClient:
+def client(
+    server: FakeChatServer, log: CallLog | None, sleeps: list[float], timeout_s: float = 0.3
+) -> OpenAIChatClient:
     settings = LLMSettings(
         model=FAKE_MODEL,
         api_key=FAKE_API_KEY,
         base_url=server.url,
-        timeout_s=0.3,
+        timeout_s=timeout_s,
         max_retries=2,
         max_parse_retries=1,
         max_concurrency=4,
@@ -108,10 +110,11 @@ def test_a_second_identical_run_makes_no_request(tmp_path: Path) -> None:
     log = CallLog(tmp_path / "calls.db")
     with FakeChatServer() as server:
         server.responder = extraction_content
-        first = Memory(SqliteStore(tmp_path / "a.db"), HashingEmbedder(), llm=client(server, log, sleeps))
+        # A generous timeout: on a busy machine a retried request would be counted twice.
+        first = Memory(SqliteStore(tmp_path / "a.db"), HashingEmbedder(), llm=client(server, log, sleeps, 10.0))
         first.add_many(requests_for(20), extract="sync")
         after_first = server.count
-        second = Memory(SqliteStore(tmp_path / "b.db"), HashingEmbedder(), llm=client(server, log, sleeps))
+        second = Memory(SqliteStore(tmp_path / "b.db"), HashingEmbedder(), llm=client(server, log, sleeps, 10.0))
         second.add_many(requests_for(20), extract="sync")
         assert after_first == 20 and server.count == after_first
     summaries = [b.summary for b in second.list("alice", limit=100)]
