@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
-from memlane.core.model import ExtractionStatus, MemoryBlock, PerspectiveMode
+from memlane.core.model import MemoryBlock
 from memlane.core.store.postgres.keys import Conn
-from memlane.core.timefmt import from_epoch, to_epoch
+from memlane.core.timefmt import to_epoch
 
-BLOCK_COLUMNS = (
-    "b.pk, b.id, u.name, b.conversation_id, b.session_id, b.exchange_index, b.perspective, b.mode, b.message, "
-    "b.summary, b.contexts, b.message_ids, b.event_ts, b.ingest_ts, b.time_annotation, b.extraction_status, "
-    "b.extraction_prompt, b.content_hash, b.annotations"
-)
 _BLOCK_COPY = (
     "COPY blocks (user_id, pk, id, conversation_id, session_id, exchange_index, perspective, mode, message, summary, "
     "contexts, message_ids, event_ts, ingest_ts, time_annotation, extraction_status, extraction_prompt, content_hash, "
@@ -50,29 +44,3 @@ def copy_blocks(conn: Conn, user_id: int, pks: Sequence[int], blocks: Sequence[M
                     json.dumps(b.annotations, sort_keys=True),
                 )
             )  # fmt: skip
-
-
-def row_to_block(r: Sequence[Any]) -> MemoryBlock:
-    """A row of BLOCK_COLUMNS as a block (jsonb columns arrive as Python lists and dicts)."""
-    (_, bid, user, conv, sess, idx, persp, mode, msg, summary, contexts, mids, ev, ing, ann, status, prompt, h) = r[:18]
-    notes = r[18]
-    return MemoryBlock(
-        id=str(bid),
-        user=str(user),
-        conversation_id=str(conv),
-        session_id=str(sess),
-        exchange_index=int(idx),
-        perspective=str(persp),
-        mode=PerspectiveMode(mode),
-        message=str(msg),
-        summary=None if summary is None else str(summary),
-        contexts=tuple(str(c) for c in contexts),
-        message_ids=tuple(str(m) for m in mids),
-        event_time=from_epoch(float(ev)),
-        ingest_time=from_epoch(float(ing)),
-        time_annotation=str(ann),
-        extraction_status=ExtractionStatus(status),
-        extraction_prompt=None if prompt is None else str(prompt),
-        content_hash=str(h),
-        annotations={str(k): str(v) for k, v in dict(notes).items()},
-    )

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, QueueStatus
 from memlane.core.model import ExtractionStatus, content_hash
-from memlane.core.store.postgres.blocks import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys
+from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.timefmt import to_epoch
 
 if TYPE_CHECKING:

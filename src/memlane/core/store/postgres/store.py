@@ -26,11 +26,12 @@ from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import MemoryBlock, UserInfo
 from memlane.core.store.postgres import search
 from memlane.core.store.postgres.adapt import register_vector
-from memlane.core.store.postgres.blocks import BLOCK_COLUMNS, INTEGRITY_CHECKS, copy_blocks, row_to_block
+from memlane.core.store.postgres.blocks import INTEGRITY_CHECKS, copy_blocks
 from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys, next_ids
 from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.schema import migrate, prepare_database
 from memlane.core.store.postgres.url import redact
+from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
 NOW = "extract(epoch FROM now())"  # the database's clock: leases compare times written by many machines

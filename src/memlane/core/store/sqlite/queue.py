@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, QueueStatus
 from memlane.core.model import ExtractionStatus, content_hash
+from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys
-from memlane.core.store.sqlite.store import BLOCK_COLUMNS, SqliteStore, row_to_block
+from memlane.core.store.sqlite.store import SqliteStore
 from memlane.core.timefmt import now_utc, to_epoch
 
 

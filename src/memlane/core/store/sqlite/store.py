@@ -20,8 +20,9 @@ import numpy as np
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import ConfigError, NotFoundError, StoreError
 from memlane.core.jobs import EXTRACT_KIND
-from memlane.core.model import ExtractionStatus, MemoryBlock, PerspectiveMode, UserInfo
+from memlane.core.model import MemoryBlock, UserInfo
 from memlane.core.store.keyword import fts_query
+from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys
 from memlane.core.store.sqlite.schema import migrate
 from memlane.core.store.vectors import KIND_CODES, UserMatrix, VectorCache, top_blocks
@@ -31,12 +32,6 @@ if TYPE_CHECKING:
     from memlane.core.store.sqlite.queue import SqliteJobQueue
 
 BUSY_TIMEOUT_MS = 30_000
-
-BLOCK_COLUMNS = (
-    "b.pk, b.id, u.name, b.conversation_id, b.session_id, b.exchange_index, b.perspective, b.mode, b.message, "
-    "b.summary, b.contexts, b.message_ids, b.event_ts, b.ingest_ts, b.time_annotation, b.extraction_status, "
-    "b.extraction_prompt, b.content_hash, b.annotations"
-)
 
 
 class SqliteStore:
@@ -481,47 +476,3 @@ class SqliteStore:
         except sqlite3.Error as exc:
             problems.append(f"fts: {exc}")
         return problems
-
-
-def row_to_block(r: Sequence[Any]) -> MemoryBlock:
-    (
-        _,
-        bid,
-        user,
-        conv,
-        sess,
-        idx,
-        persp,
-        mode,
-        msg,
-        summary,
-        contexts,
-        mids,
-        ev,
-        ing,
-        ann,
-        status,
-        prompt,
-        h,
-        notes,
-    ) = r
-    return MemoryBlock(
-        id=str(bid),
-        user=str(user),
-        conversation_id=str(conv),
-        session_id=str(sess),
-        exchange_index=int(idx),
-        perspective=str(persp),
-        mode=PerspectiveMode(mode),
-        message=str(msg),
-        summary=None if summary is None else str(summary),
-        contexts=tuple(json.loads(str(contexts))),
-        message_ids=tuple(json.loads(str(mids))),
-        event_time=from_epoch(float(ev)),
-        ingest_time=from_epoch(float(ing)),
-        time_annotation=str(ann),
-        extraction_status=ExtractionStatus(status),
-        extraction_prompt=None if prompt is None else str(prompt),
-        content_hash=str(h),
-        annotations=dict(json.loads(str(notes))),
-    )

@@ -1,0 +1,46 @@
+"""The block row both backends select, and its decoding: one definition, whatever the SQL dialect."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from memlane.core.model import ExtractionStatus, MemoryBlock, PerspectiveMode
+from memlane.core.timefmt import from_epoch
+
+BLOCK_COLUMNS = (
+    "b.pk, b.id, u.name, b.conversation_id, b.session_id, b.exchange_index, b.perspective, b.mode, b.message, "
+    "b.summary, b.contexts, b.message_ids, b.event_ts, b.ingest_ts, b.time_annotation, b.extraction_status, "
+    "b.extraction_prompt, b.content_hash, b.annotations"
+)
+
+
+def _json(value: Any) -> Any:
+    # SQLite hands JSON columns back as text; PostgreSQL's jsonb arrives already decoded.
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def row_to_block(r: Sequence[Any]) -> MemoryBlock:
+    """A row of :data:`BLOCK_COLUMNS` as a block (its first column, the internal pk, is not part of it)."""
+    (_, bid, user, conv, sess, idx, persp, mode, msg, summary, contexts, mids, ev, ing, ann, status, prompt, h) = r[:18]
+    return MemoryBlock(
+        id=str(bid),
+        user=str(user),
+        conversation_id=str(conv),
+        session_id=str(sess),
+        exchange_index=int(idx),
+        perspective=str(persp),
+        mode=PerspectiveMode(mode),
+        message=str(msg),
+        summary=None if summary is None else str(summary),
+        contexts=tuple(str(c) for c in _json(contexts)),
+        message_ids=tuple(str(m) for m in _json(mids)),
+        event_time=from_epoch(float(ev)),
+        ingest_time=from_epoch(float(ing)),
+        time_annotation=str(ann),
+        extraction_status=ExtractionStatus(status),
+        extraction_prompt=None if prompt is None else str(prompt),
+        content_hash=str(h),
+        annotations={str(k): str(v) for k, v in dict(_json(r[18])).items()},
+    )
