@@ -54,6 +54,10 @@ def test_hybrid_reports_each_retrievers_rank(memory: Memory) -> None:
     hit = memory.search("alice", "chess number 1", k=1, mode="hybrid")[0]
     assert set(hit.ranks) == {"vector", "keyword"}
     assert hit.score == pytest.approx(sum(1 / (60 + r) for r in hit.ranks.values()))
+    # The tuned preset weights the fusion (keyword 1, vector 0.5, k 5) and can only add context on top.
+    tuned = memory.search("alice", "chess number 1", k=1, mode="hybrid-context")[0]
+    fused = sum((1.0 if name == "keyword" else 0.5) / (5 + r) for name, r in tuned.ranks.items())
+    assert tuned.score >= fused - 1e-9
 
 
 def test_time_window(memory: Memory) -> None:
