@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from memlane.bench.datasets.locomo import CATEGORY_NAMES, MEM0_CATEGORY_NAMES
@@ -20,6 +20,7 @@ from memlane.bench.history import LOCOMO
 from memlane.bench.rankings import LocomoRanking, LongMemEvalRanking, Ranking, write_rankings
 from memlane.bench.retrieval_metrics import OVERALL, TASK_AVERAGE, GroupSummary, aggregate
 from memlane.bench.runlog import LOG_NAME, LogContents, QuestionRecord, read_log
+from memlane.bench.split import SPLITS
 
 KEY_METRICS: tuple[tuple[str, str], ...] = (
     ("session/recall_all@5", "session R_all@5"),
@@ -39,6 +40,10 @@ LONGMEMEVAL_TYPES = (
 # LoCoMo papers mostly report categories 1-4 (adversarial questions have no answer to find).
 OVERALL_1_4 = "overall (1-4)"
 HEADLINE_MODE = "hybrid"
+SPLIT_NOTE = (
+    "Parameters are chosen on `dev` only; targets are read on `test` (the split rule is in "
+    "`memlane.bench.split`: LongMemEval by a hash of `question_id`, LoCoMo by conversation)."
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,7 @@ class RunResults:
     contents: LogContents
     family: str
     modes: dict[str, ModeResult]
+    splits: dict[str, dict[str, ModeResult]] = field(default_factory=dict)
 
     @property
     def dataset(self) -> str:
@@ -109,7 +115,12 @@ def compute_results(contents: LogContents) -> RunResults:
     by_mode: dict[str, list[QuestionRecord]] = {m: [] for m in contents.header.config.modes}
     for r in contents.records:
         by_mode.setdefault(r.mode, []).append(r)
-    return RunResults(contents, family, {m: _mode_result(m, rs, family) for m, rs in by_mode.items()})
+    splits: dict[str, dict[str, ModeResult]] = {}
+    for split in SPLITS:
+        part = {m: [r for r in rs if r.split == split] for m, rs in by_mode.items()}
+        if any(part.values()):
+            splits[split] = {m: _mode_result(m, rs, family) for m, rs in part.items() if rs}
+    return RunResults(contents, family, {m: _mode_result(m, rs, family) for m, rs in by_mode.items()}, splits)
 
 
 def group_label(results: RunResults, group: str) -> str:
@@ -132,9 +143,10 @@ def _cell(summary: GroupSummary | None, metric: str) -> str:
     return f"{summary.means[metric]:.3f}"
 
 
-def format_mode_table(results: RunResults, mode: str) -> str:
-    """Markdown table of one mode: a row per category and the overall rows, the key figures as columns."""
-    result = results.modes[mode]
+def format_mode_table(results: RunResults, mode: str, result: ModeResult | None = None) -> str:
+    """Markdown table of one mode: a row per category and the overall rows, the key figures as columns
+    (``result``: one split's figures of the mode instead of the whole run's)."""
+    result = results.modes[mode] if result is None else result
     lines = [
         "| group | n | skipped | " + " | ".join(label for _, label in KEY_METRICS) + " |",
         "|---|---:|---:|" + "---:|" * len(KEY_METRICS),
@@ -145,15 +157,16 @@ def format_mode_table(results: RunResults, mode: str) -> str:
     return "\n".join(lines)
 
 
-def format_modes_table(results: RunResults) -> str:
-    """Markdown table: the headline group's key figures of every mode side by side, with search latency."""
+def format_modes_table(results: RunResults, modes: dict[str, ModeResult] | None = None) -> str:
+    """Markdown table: the headline group's key figures of every mode side by side, with search latency
+    (``modes``: one split's results instead of the whole run's)."""
     group = headline_group(results.family)
     labels = " | ".join(label for _, label in KEY_METRICS)
     lines = [
         f"| mode ({group}) | n | errors | {labels} | search p50 ms | p95 ms |",
         "|---|---:|---:|" + "---:|" * (len(KEY_METRICS) + 2),
     ]
-    for mode, result in results.modes.items():
+    for mode, result in (results.modes if modes is None else modes).items():
         overall = result.groups.get(group)
         cells = " | ".join(_cell(overall, m) for m, _ in KEY_METRICS)
         n = overall.n if overall else 0
@@ -196,6 +209,10 @@ def format_report(results: RunResults) -> str:
             f"turns retrieved per question; {result.padded_turn_lists} turn rankings padded to the contract length."
         )
         out.append("")
+    for split, modes in results.splits.items():
+        out += [f"## Split: {split}", "", SPLIT_NOTE, "", format_modes_table(results, modes), ""]
+        for mode, result in modes.items():
+            out += [f"### {split}: {mode}", "", format_mode_table(results, mode, result), ""]
     out += [
         "Definitions: `session R_all@k` = every evidence session is among the top k sessions; `R_any@k` = at "
         "least one is; `turn R_all@k` = every evidence turn (LongMemEval: user turns with `has_answer`; LoCoMo: "
@@ -232,6 +249,21 @@ def results_to_json(results: RunResults) -> dict[str, object]:
                 },
             }
             for mode, r in results.modes.items()
+        },
+        "splits": {
+            split: {
+                mode: {
+                    "questions": r.questions,
+                    "errors": r.errors,
+                    "search_ms_p50": round(r.search_ms_p50, 3),
+                    "groups": {
+                        g: {"n": s.n, "skipped": s.skipped, "means": {k: round(v, 6) for k, v in s.means.items()}}
+                        for g, s in r.groups.items()
+                    },
+                }
+                for mode, r in modes.items()
+            }
+            for split, modes in results.splits.items()
         },
     }
 

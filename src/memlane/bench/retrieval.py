@@ -37,6 +37,7 @@ from memlane.bench.plot import check_plotting
 from memlane.bench.report import write_reports
 from memlane.bench.retrieval_metrics import score_locomo, score_longmemeval
 from memlane.bench.runlog import QuestionRecord, RetrievalConfig, RunLog, new_header
+from memlane.bench.split import sample_splitter
 from memlane.core.embedding.protocol import make_embedder
 from memlane.core.errors import ConfigError, MemlaneError
 from memlane.core.memory import Memory
@@ -110,12 +111,7 @@ def resolve_config(options: RetrievalOptions, stream: DatasetStream, settings: I
     for mode in options.modes:
         s = resolve_settings(mode)
         # What Memory.search will use at this depth (each retriever brings at least `depth` candidates).
-        search[mode] = {
-            "mode": s.mode.value,
-            "candidates": max(s.candidates, depth),
-            "rrf_k": s.rrf_k,
-            "fact_keys": s.fact_keys,
-        }
+        search[mode] = s.to_json() | {"candidates": max(s.candidates, depth)}
     return RetrievalConfig(
         dataset=options.dataset,
         modes=options.modes,
@@ -138,7 +134,12 @@ def _end_of_day(dt: datetime) -> datetime:
 
 
 def evaluate_question(
-    mem: Memory, sample: Sample, index: HaystackIndex, mode: str, config: RetrievalConfig
+    mem: Memory,
+    sample: Sample,
+    index: HaystackIndex,
+    mode: str,
+    config: RetrievalConfig,
+    split: str | None = None,
 ) -> QuestionRecord:
     """Search one question in one mode, rank its turns and sessions, score them. A failed search is
     logged as an error with padding-only rankings (scored like any ranking: it counts, it is not skipped)."""
@@ -169,6 +170,7 @@ def evaluate_question(
         latency_ms={"search": (searched - started) * 1000, "rank_and_score": (done - searched) * 1000},
         scores=scores,
         error=error,
+        split=split,
     )
 
 
@@ -212,6 +214,7 @@ def run_retrieval(
         total = options.limit or bench.manifest.samples
         bar = tqdm(desc=f"retrieval {options.dataset}", unit="q", total=total, disable=not progress, leave=False)
         family = DATASETS[options.dataset].family
+        split_of = sample_splitter(family, (h.namespace for h in stream) if family == LOCOMO else ())
         try:
             for haystack, samples in _questions(stream, options.limit):
                 index = HaystackIndex.of(haystack, family)
@@ -219,7 +222,7 @@ def run_retrieval(
                     for mode in config.modes:
                         if (mode, sample.sample_id) in log.done:
                             continue
-                        record = evaluate_question(mem, sample, index, mode, config)
+                        record = evaluate_question(mem, sample, index, mode, config, split_of(sample))
                         log.write(record)
                         written += 1
                         errors += record.error is not None

@@ -121,6 +121,8 @@ class QuestionRecord:
     ``hits`` are the top retrieved blocks (id, score), best first; ``ranked_*`` the exported rankings,
     whose first ``retrieved_*`` entries came from the search (the rest is padding in haystack order).
     ``scores`` is ``None`` when the question is not scored (LongMemEval abstention, no evidence).
+    ``split`` is the question's side of the dev/test split (:mod:`memlane.bench.split`); logs written
+    before splits existed have none.
     """
 
     mode: str
@@ -133,6 +135,7 @@ class QuestionRecord:
     latency_ms: dict[str, float]
     scores: dict[str, float] | None
     error: str | None = None
+    split: str | None = None
 
     def to_json(self) -> dict[str, object]:
         """The record's JSON line object."""
@@ -148,6 +151,7 @@ class QuestionRecord:
             "latency_ms": {k: round(v, 3) for k, v in self.latency_ms.items()},
             "scores": self.scores,
             "error": self.error,
+            "split": self.split,
         }
 
     @classmethod
@@ -171,6 +175,7 @@ class QuestionRecord:
             latency_ms={str(k): float(v) for k, v in latency.items()},
             scores=None if scores is None else {str(k): float(v) for k, v in scores.items()},
             error=None if error is None else str(error),
+            split=None if obj.get("split") is None else str(obj.get("split")),
         )
 
 
