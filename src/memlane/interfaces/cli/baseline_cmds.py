@@ -1,0 +1,142 @@
+"""``memlane bench baselines``: the simple retrievers issue 8 compares against, as a standard run folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from memlane.bench.baselines import BASELINES, DEFAULT_BASELINES, BaselineOptions, run_baselines
+from memlane.bench.datasets.registry import DATASETS
+from memlane.bench.report import format_mode_table, format_modes_table, load_results
+from memlane.bench.retrieval import DEFAULT_EMBEDDER, DEFAULT_KS
+
+
+def _ks(value: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(k) for k in value.split(",") if k.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers, got {value!r}", param_hint="--k") from None
+    if not ks or min(ks) < 1:
+        raise click.BadParameter(f"k values must be positive, got {value!r}", param_hint="--k")
+    return ks
+
+
+def _names(value: str | None) -> tuple[str, ...]:
+    # Accept "a,b" and MEMLANE_BENCH_BASELINES="a b".
+    if not value:
+        return ()
+    names = tuple(dict.fromkeys(n.strip() for n in value.replace(" ", ",").split(",") if n.strip()))
+    unknown = [n for n in names if n not in BASELINES]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown baseline {unknown[0]!r}; known: {', '.join(BASELINES)}", param_hint="--baselines"
+        )
+    return names
+
+
+@click.command("baselines")
+@click.argument("dataset", type=click.Choice(sorted(DATASETS)))
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    envvar="MEMLANE_BENCH_OUT",
+    help="Run folder (log.jsonl, rankings*.jsonl, report.md, results.json/.csv, recall.png), read by "
+    "`bench report` and `bench compare`. An existing log there with the same settings is resumed. "
+    "[env MEMLANE_BENCH_OUT]",
+)
+@click.option(
+    "--baselines",
+    "names",
+    default=None,
+    envvar="MEMLANE_BENCH_BASELINES",
+    help=f"Comma-separated baselines of {', '.join(BASELINES)}. Default: "
+    f"{','.join(DEFAULT_BASELINES['longmemeval'])} on LongMemEval, {','.join(DEFAULT_BASELINES['locomo'])} "
+    "on LoCoMo. [env MEMLANE_BENCH_BASELINES]",
+)
+@click.option(
+    "--k",
+    "ks",
+    default=",".join(map(str, DEFAULT_KS)),
+    show_default=True,
+    envvar="MEMLANE_BENCH_KS",
+    help="Cut-offs to score, comma-separated. [env MEMLANE_BENCH_KS]",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    envvar="MEMLANE_BENCH_LIMIT",
+    help="Only the first N questions. [env MEMLANE_BENCH_LIMIT]",
+)
+@click.option(
+    "--embedder",
+    default=DEFAULT_EMBEDDER,
+    show_default=True,
+    envvar="MEMLANE_BENCH_EMBEDDER",
+    help="Embedder of the cosine baselines (minilm-128, minilm, hashing, openai). [env MEMLANE_BENCH_EMBEDDER]",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    envvar="MEMLANE_BENCH_CACHE",
+    help="Where the shared embedding cache (embeddings.db) lives; default "
+    "<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench. [env MEMLANE_BENCH_CACHE]",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    envvar="MEMLANE_DATA",
+    help="Folder with locomo/ and longmemeval/; default ../shared/datasets. [env MEMLANE_DATA]",
+)
+@click.option("--quiet", is_flag=True, envvar="MEMLANE_BENCH_QUIET", help="No progress bars. [env MEMLANE_BENCH_QUIET]")
+def baselines_cmd(
+    dataset: str,
+    out: Path,
+    names: str | None,
+    ks: str,
+    limit: int | None,
+    embedder: str,
+    cache_dir: Path | None,
+    data_dir: Path | None,
+    quiet: bool,
+) -> None:
+    """Baseline retrievers (BM25, MiniLM cosine, their RRF, BM25 on rounds/turns) on DATASET, no memlane store.
+
+    Writes a standard run folder whose modes are the baselines, so `bench report` and `bench compare` read
+    it like a `bench retrieval` run. Prints each baseline's per-category table.
+
+    \b
+    Example:
+      memlane bench baselines longmemeval-s --out runs/baselines-lme-s
+      memlane bench baselines locomo --out runs/baselines-locomo --baselines bm25-turns
+    """
+    options = BaselineOptions(
+        dataset=dataset,
+        baselines=_names(names),
+        ks=_ks(ks),
+        limit=limit,
+        embedder=embedder,
+        data_dir=data_dir,
+        cache_dir=cache_dir,
+    )
+    outcome = run_baselines(options, out, progress=not quiet)
+    click.echo(
+        f"baselines: {outcome.written} records written, {outcome.already_logged} already logged; "
+        f"{outcome.texts_embedded} texts embedded; indexing {outcome.index_seconds:.1f} s, "
+        f"{outcome.seconds:.1f} s in all",
+        err=True,
+    )
+    results = load_results(out)
+    click.echo(f"\n{results.dataset}: baselines side by side\n\n{format_modes_table(results)}")
+    for mode in results.modes:
+        click.echo(f"\n{results.dataset}, {mode}:\n\n{format_mode_table(results, mode)}")
+    click.echo(f"\nreport: {out / 'report.md'}")
+
+
+def register(group: click.Group) -> None:
+    """Add ``baselines`` to the ``bench`` group."""
+    group.add_command(baselines_cmd)
