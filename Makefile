@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck unit bench bench-lme bench-perf clean
+.PHONY: venv test lint typecheck unit bench bench-lme bench-perf e2e-local clean
 
 venv: $(STAMP)
 
@@ -42,6 +42,12 @@ bench-lme: venv
 
 bench-perf: venv
 	$(BIN)/memlane bench perf
+
+# Opt-in real-model smoke of the QA pipeline (not part of `test`): builds llama-cpp-python and a local
+# Qwen2.5-Coder-0.5B server under runs/e2e-local/, then extraction, answering and judging on 20 LoCoMo
+# questions (docs/bench/qa.md).
+e2e-local: venv
+	nice -n 19 scripts/e2e_local.sh
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

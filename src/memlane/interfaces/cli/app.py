@@ -137,10 +137,12 @@ def register_all() -> None:
     from memlane.interfaces.cli.bench_cmds import register as register_bench
     from memlane.interfaces.cli.extract_cmds import register as register_extract
     from memlane.interfaces.cli.memory_cmds import register as register_memory
+    from memlane.interfaces.cli.qa_cmds import register as register_qa
     from memlane.interfaces.cli.serve_cmds import register as register_serve
 
     if "add" not in cli.commands:
         register_memory(cli)
         register_extract(cli)
         register_bench(cli)
+        register_qa(cli)
         register_serve(cli)

@@ -1,0 +1,423 @@
+"""``memlane bench qa`` and ``memlane bench sweep``: thin calls into :mod:`memlane.bench.qa`."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from memlane.bench.datasets.registry import DATASETS
+from memlane.bench.ingest import default_bench_cache
+from memlane.bench.qa.costs import ModelPrice
+from memlane.bench.qa.judges import JUDGES
+from memlane.bench.qa.llms import LLMOverrides, build_llm
+from memlane.bench.qa.prompts import PromptKind, prompt_ids
+from memlane.bench.qa.results import format_table, write_qa_reports
+from memlane.bench.qa.run import QAOutcome, run_qa
+from memlane.bench.qa.runconfig import (
+    AUTO,
+    CONTEXTS,
+    DEFAULT_CONCURRENCY,
+    DEFAULT_FULL_CONTEXT_BUDGET,
+    DEFAULT_K,
+    DEFAULT_MODE,
+    QAOptions,
+)
+from memlane.bench.qa.sweep import SweepGrid, run_sweep, write_sweep_report
+from memlane.core.llm import LLM, CallLog
+from memlane.interfaces.cli.bench_cmds import bench_group, ingest_options
+
+F = TypeVar("F", bound=Callable[..., Any])
+_DATASET = click.Choice(sorted(DATASETS))
+CALL_LOG_NAME = "llm-calls.db"
+
+
+def qa_options(func: F) -> F:
+    """The options shared by ``bench qa`` and ``bench sweep`` (each with its environment variable)."""
+    options = [
+        click.option(
+            "--llm",
+            "llm_name",
+            default="openai",
+            show_default=True,
+            envvar="MEMLANE_LLM",
+            help="Answering LLM: openai (MEMLANE_LLM_BASE_URL, MEMLANE_LLM_API_KEY, MEMLANE_LLM_MODEL) or "
+            "scripted (offline fake). [env MEMLANE_LLM]",
+        ),
+        click.option(
+            "--judge",
+            "judge_name",
+            default="openai",
+            show_default=True,
+            envvar="MEMLANE_JUDGE",
+            help="Judge LLM: openai (MEMLANE_JUDGE_BASE_URL / _API_KEY / _MODEL, each defaulting to the "
+            "MEMLANE_LLM_* value) or scripted. [env MEMLANE_JUDGE]",
+        ),
+        click.option(
+            "--judge-prompts",
+            type=click.Choice([AUTO, *sorted(JUDGES)]),
+            default=AUTO,
+            show_default=True,
+            envvar="MEMLANE_QA_JUDGE_PROMPTS",
+            help="Judge prompt set: auto = locomo-mem0 for LoCoMo, longmemeval (official) for LongMemEval; "
+            "strict = ours. [env MEMLANE_QA_JUDGE_PROMPTS]",
+        ),
+        click.option(
+            "--context",
+            type=click.Choice(CONTEXTS),
+            default="retrieved",
+            show_default=True,
+            envvar="MEMLANE_QA_CONTEXT",
+            help="retrieved blocks, or the full history within --full-context-budget (the oracle baseline is "
+            "longmemeval-oracle with --context full). [env MEMLANE_QA_CONTEXT]",
+        ),
+        click.option(
+            "--full-context-budget",
+            type=click.IntRange(min=1),
+            default=DEFAULT_FULL_CONTEXT_BUDGET,
+            show_default=True,
+            envvar="MEMLANE_QA_FULL_CONTEXT_BUDGET",
+            help="Token budget of --context full (oldest turns dropped first). [env MEMLANE_QA_FULL_CONTEXT_BUDGET]",
+        ),
+        click.option(
+            "--concurrency",
+            type=click.IntRange(min=1),
+            default=DEFAULT_CONCURRENCY,
+            show_default=True,
+            envvar="MEMLANE_QA_CONCURRENCY",
+            help="Questions (and LLM calls) in flight. [env MEMLANE_QA_CONCURRENCY]",
+        ),
+        click.option(
+            "--facts/--no-facts",
+            default=False,
+            envvar="MEMLANE_QA_FACTS",
+            help="Show the summary and facts stored on each block. [env MEMLANE_QA_FACTS]",
+        ),
+        click.option(
+            "--extract/--no-extract",
+            default=False,
+            envvar="MEMLANE_QA_EXTRACT",
+            help="Extract summary and facts of the retrieved exchanges with --llm before answering (one cached "
+            "call per exchange; for stores ingested without extraction). [env MEMLANE_QA_EXTRACT]",
+        ),
+        click.option(
+            "--adversarial/--no-adversarial",
+            default=True,
+            show_default=True,
+            envvar="MEMLANE_QA_ADVERSARIAL",
+            help="Ask LoCoMo category 5 as the official two-option question. [env MEMLANE_QA_ADVERSARIAL]",
+        ),
+        click.option(
+            "--before-question-date/--no-before-question-date",
+            default=False,
+            show_default=True,
+            envvar="MEMLANE_BENCH_BEFORE_QUESTION_DATE",
+            help="Only search sessions dated before the end of the question's day. "
+            "[env MEMLANE_BENCH_BEFORE_QUESTION_DATE]",
+        ),
+        click.option(
+            "--retry-failed",
+            is_flag=True,
+            envvar="MEMLANE_QA_RETRY_FAILED",
+            help="On resume, ask again the questions whose record has an error. [env MEMLANE_QA_RETRY_FAILED]",
+        ),
+        click.option(
+            "--llm-log",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            envvar="MEMLANE_QA_LLM_LOG",
+            help=f"LLM call log and response cache (SQLite); default <cache dir>/{CALL_LOG_NAME}, shared by "
+            "all runs so reruns are free. [env MEMLANE_QA_LLM_LOG]",
+        ),
+        click.option("--llm-model", envvar="MEMLANE_LLM_MODEL", default=None, help="[env MEMLANE_LLM_MODEL]"),
+        click.option("--llm-base-url", envvar="MEMLANE_LLM_BASE_URL", default=None, help="[env MEMLANE_LLM_BASE_URL]"),
+        click.option("--judge-model", envvar="MEMLANE_JUDGE_MODEL", default=None, help="[env MEMLANE_JUDGE_MODEL]"),
+        click.option(
+            "--judge-base-url", envvar="MEMLANE_JUDGE_BASE_URL", default=None, help="[env MEMLANE_JUDGE_BASE_URL]"
+        ),
+        click.option(
+            "--price",
+            "prices",
+            multiple=True,
+            envvar="MEMLANE_QA_PRICES",
+            help="MODEL=IN/OUT: price per million input/output tokens, repeatable; without one a stage's cost "
+            "is unknown, not zero. [env MEMLANE_QA_PRICES, space-separated]",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of the table."),
+        click.option(
+            "--quiet", is_flag=True, envvar="MEMLANE_BENCH_QUIET", help="No progress bars. [env MEMLANE_BENCH_QUIET]"
+        ),
+    ]
+    for option in options:
+        func = option(func)
+    return ingest_options(func)
+
+
+def parse_prices(values: tuple[str, ...]) -> dict[str, ModelPrice]:
+    """``("gpt-4o-mini=0.15/0.6",)`` -> prices per model."""
+    out: dict[str, ModelPrice] = {}
+    for value in (p for v in values for p in v.split()):
+        model, _, pair = value.rpartition("=")
+        inp, _, outp = pair.partition("/")
+        try:
+            out[model] = ModelPrice(float(inp), float(outp))
+        except ValueError:
+            raise click.BadParameter(f"expected MODEL=IN/OUT, got {value!r}", param_hint="--price") from None
+        if not model:
+            raise click.BadParameter(f"expected MODEL=IN/OUT, got {value!r}", param_hint="--price")
+    return out
+
+
+def _split(values: tuple[str, ...] | str, hint: str) -> tuple[str, ...]:
+    items = [values] if isinstance(values, str) else list(values)
+    out = tuple(dict.fromkeys(p.strip() for v in items for p in v.replace(",", " ").split() if p.strip()))
+    if not out:
+        raise click.BadParameter("needs at least one value", param_hint=hint)
+    return out
+
+
+def _ints(values: str, hint: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(v) for v in _split(values, hint))
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers, got {values!r}", param_hint=hint) from None
+    if min(ks) < 1:
+        raise click.BadParameter(f"values must be positive, got {values!r}", param_hint=hint)
+    return ks
+
+
+def _llms(kw: dict[str, Any], concurrency: int) -> tuple[LLM, LLM, CallLog]:
+    cache = kw["cache_dir"] or default_bench_cache()
+    log = CallLog(kw["llm_log"] or Path(cache) / CALL_LOG_NAME)
+    env = dict(os.environ)
+    llm = build_llm(
+        kw["llm_name"],
+        role="answer",
+        call_log=log,
+        environ=env,
+        overrides=LLMOverrides(kw["llm_model"], kw["llm_base_url"]),
+        concurrency=concurrency,
+    )
+    judge = build_llm(
+        kw["judge_name"],
+        role="judge",
+        call_log=log,
+        environ=env,
+        overrides=LLMOverrides(kw["judge_model"], kw["judge_base_url"]),
+        concurrency=concurrency,
+    )
+    return llm, judge, log
+
+
+def _base_options(dataset: str, kw: dict[str, Any], **fields: Any) -> QAOptions:
+    return QAOptions(
+        dataset=dataset,
+        context=kw["context"],
+        limit=kw["limit"],
+        judge=kw["judge_prompts"],
+        adversarial=kw["adversarial"],
+        concurrency=kw["concurrency"],
+        full_context_budget=kw["full_context_budget"],
+        facts=kw["facts"],
+        extract=kw["extract"],
+        before_question_date=kw["before_question_date"],
+        embedder=kw["embedder"],
+        perspective=kw["perspective"],
+        data_dir=kw["data_dir"],
+        cache_dir=kw["cache_dir"],
+        retry_failed=kw["retry_failed"],
+        prices=parse_prices(kw["prices"]),
+        **fields,
+    )
+
+
+def _close(*llms: LLM) -> None:
+    for llm in llms:
+        close = getattr(llm, "close", None)
+        if callable(close):
+            close()
+
+
+def _summary(outcome: QAOutcome) -> str:
+    ing = outcome.ingest
+    ingest = "no store (full context)" if ing is None else "warm" if ing.warm else f"{ing.ingested} namespaces ingested"
+    return (
+        f"ingest: {ingest}; qa: {outcome.written} questions answered now, {outcome.already_logged} already logged, "
+        f"{outcome.failed} failed; {outcome.seconds:.1f} s"
+    )
+
+
+@click.command("qa")
+@click.argument("dataset", type=_DATASET)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    envvar="MEMLANE_BENCH_OUT",
+    help="Run folder: log.jsonl, answers.jsonl, results.json, report.md (+ hypotheses.jsonl for LongMemEval). "
+    "An interrupted run there with the same settings is resumed. [env MEMLANE_BENCH_OUT]",
+)
+@click.option(
+    "--answer-prompt",
+    default=AUTO,
+    show_default=True,
+    envvar="MEMLANE_QA_ANSWER_PROMPT",
+    help=f"Answer prompt id ({', '.join(prompt_ids(PromptKind.ANSWER))}); auto = locomo-short-answer-v1 for "
+    "LoCoMo, lme-reader-con-v1 for LongMemEval. [env MEMLANE_QA_ANSWER_PROMPT]",
+)
+@click.option(
+    "--k",
+    type=click.IntRange(1, 1000),
+    default=DEFAULT_K,
+    show_default=True,
+    envvar="MEMLANE_QA_K",
+    help="Exchanges retrieved per question. [env MEMLANE_QA_K]",
+)
+@click.option(
+    "--mode",
+    default=DEFAULT_MODE,
+    show_default=True,
+    envvar="MEMLANE_QA_MODE",
+    help="Search mode (vector, keyword, hybrid, or a *-messages preset). [env MEMLANE_QA_MODE]",
+)
+@qa_options
+def qa_cmd(dataset: str, out: Path, answer_prompt: str, k: int, mode: str, **kw: Any) -> None:
+    """QA benchmark: retrieve (or take the full history), answer, score F1 / BLEU-1 / J, report.
+
+    DATASET is locomo, longmemeval-s, longmemeval-oracle, longmemeval-m or longmemeval-s-x500. Prints the
+    per-category table and the report path.
+
+    \b
+    Example:
+      memlane bench qa locomo --out runs/qa-locomo --llm openai --judge openai --k 10 --mode hybrid
+      memlane bench qa longmemeval-oracle --out runs/oracle --llm openai --judge openai --context full
+      memlane bench qa locomo --out runs/qa-offline --llm scripted --judge scripted --limit 20
+    """
+    options = _base_options(dataset, kw, k=k, mode=mode, answer_prompt=answer_prompt)
+    llm, judge, log = _llms(kw, options.concurrency)
+    try:
+        outcome = run_qa(options, out, llm=llm, judge_llm=judge, progress=not kw["quiet"])
+    finally:
+        _close(llm, judge)
+        log.close()
+    if kw["as_json"]:
+        click.echo(json.dumps(outcome.results.results))
+        return
+    click.echo(_summary(outcome), err=True)
+    click.echo(f"\n{dataset}:\n\n{format_table(outcome.results.report)}\n\nreport: {out / 'report.md'}")
+
+
+@click.command("sweep")
+@click.argument("dataset", type=_DATASET)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    envvar="MEMLANE_BENCH_OUT",
+    help="Sweep folder: one run folder per setting, sweep.json (the plan) and sweep.md (the comparison). "
+    "[env MEMLANE_BENCH_OUT]",
+)
+@click.option(
+    "--k",
+    "ks",
+    default=str(DEFAULT_K),
+    show_default=True,
+    envvar="MEMLANE_QA_SWEEP_KS",
+    help="k values, comma-separated. [env MEMLANE_QA_SWEEP_KS]",
+)
+@click.option(
+    "--mode",
+    "modes",
+    multiple=True,
+    envvar="MEMLANE_QA_SWEEP_MODES",
+    help=f"Search modes, repeatable or comma-separated; default {DEFAULT_MODE}. [env MEMLANE_QA_SWEEP_MODES]",
+)
+@click.option(
+    "--answer-prompt",
+    "answer_prompts",
+    multiple=True,
+    envvar="MEMLANE_QA_SWEEP_ANSWER_PROMPTS",
+    help="Answer prompts, repeatable or comma-separated; default auto. [env MEMLANE_QA_SWEEP_ANSWER_PROMPTS]",
+)
+@click.option(
+    "--full-context-baseline",
+    is_flag=True,
+    envvar="MEMLANE_QA_SWEEP_FULL_CONTEXT",
+    help="Add one full-context run per answer prompt. [env MEMLANE_QA_SWEEP_FULL_CONTEXT]",
+)
+@qa_options
+def sweep_cmd(
+    dataset: str,
+    out: Path,
+    ks: str,
+    modes: tuple[str, ...],
+    answer_prompts: tuple[str, ...],
+    full_context_baseline: bool,
+    **kw: Any,
+) -> None:
+    """Sweep k x mode x answer prompt as a list of QA runs over one bench store; compare them in sweep.md.
+
+    \b
+    Example:
+      memlane bench sweep locomo --out runs/sweep --llm openai --judge openai --k 5,10,20 \\
+        --mode keyword,hybrid --answer-prompt locomo-short-answer-v1,resolve-dates-v1 --full-context-baseline
+    """
+    grid = SweepGrid(
+        ks=_ints(ks, "--k"),
+        modes=_split(modes, "--mode") if modes else (DEFAULT_MODE,),
+        answer_prompts=_split(answer_prompts, "--answer-prompt") if answer_prompts else (AUTO,),
+        full_context=full_context_baseline,
+    )
+    base = _base_options(dataset, kw)
+    llm, judge, log = _llms(kw, base.concurrency)
+
+    def done(name: str, outcome: QAOutcome) -> None:
+        click.echo(f"{name}: {_summary(outcome)}", err=True)
+
+    try:
+        outcome = run_sweep(base, grid, out, llm=llm, judge_llm=judge, progress=not kw["quiet"], on_run=done)
+    finally:
+        _close(llm, judge)
+        log.close()
+    if kw["as_json"]:
+        click.echo(json.dumps({name: o.results.results for name, o in outcome.runs}))
+        return
+    click.echo(f"\n{outcome.report}\n\nreport: {out / 'sweep.md'}")
+
+
+@click.command("qa-report")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--price",
+    "prices",
+    multiple=True,
+    envvar="MEMLANE_QA_PRICES",
+    help="MODEL=IN/OUT per million tokens, repeatable. [env MEMLANE_QA_PRICES, space-separated]",
+)
+def qa_report_cmd(run_dir: Path, prices: tuple[str, ...]) -> None:
+    """Recompute answers.jsonl, results.json, report.md (and hypotheses.jsonl) of a QA run from its log;
+    for a sweep folder, of every run and sweep.md. No LLM is called.
+
+    \b
+    Example:
+      memlane bench qa-report runs/qa-locomo --price gpt-4o-mini=0.15/0.6
+    """
+    price_map = parse_prices(prices)
+    if (run_dir / "sweep.json").is_file():
+        for name in json.loads((run_dir / "sweep.json").read_text(encoding="utf-8")).get("runs", []):
+            write_qa_reports(run_dir / str(name), prices=price_map)
+        click.echo(write_sweep_report(run_dir))
+        return
+    computed = write_qa_reports(run_dir, prices=price_map)
+    click.echo(f"{format_table(computed.report)}\n\nreport: {run_dir / 'report.md'}")
+
+
+def register(group: click.Group) -> None:
+    """Add ``qa`` and ``sweep`` to the ``bench`` group (``group`` is the root, as for the other modules)."""
+    del group  # the bench group is imported directly
+    for cmd in (qa_cmd, sweep_cmd, qa_report_cmd):
+        bench_group.add_command(cmd)
