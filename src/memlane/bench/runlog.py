@@ -18,7 +18,7 @@ import importlib.metadata
 import json
 import platform
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -292,16 +292,11 @@ class RunLog:
                     f"{path} holds a run with other settings or data; choose another --out "
                     f"(existing: {asdict(old.config)}; new: {asdict(header.config)})"
                 )
-            _drop_partial_line(path)
             done = {(r.mode, r.sample.sample_id) for r in contents.records}
             header = old
-            handle = path.open("a", encoding="utf-8")
+            handle = open_segment(path, None, segment)
         else:
-            handle = path.open("w", encoding="utf-8")
-            handle.write(json.dumps(header.to_json(), ensure_ascii=False) + "\n")
-        stamp = {"type": "segment", "started_at": now_utc().isoformat(), "git_revision": git_revision()}
-        handle.write(json.dumps(stamp | segment, ensure_ascii=False) + "\n")
-        handle.flush()
+            handle = open_segment(path, header.to_json(), segment)
         return cls(path, header, done, handle)
 
     def write(self, record: QuestionRecord) -> None:
@@ -319,6 +314,22 @@ def _drop_partial_line(path: Path) -> None:
     if data and not data.endswith(b"\n"):
         with path.open("r+b") as f:
             f.truncate(data.rfind(b"\n") + 1)
+
+
+def open_segment(path: Path, header: Mapping[str, object] | None, segment: Mapping[str, object]) -> IO[str]:
+    """Open a JSONL run log for a new segment: a new log (``header`` given) starts with the header line; an
+    old one (``header`` None) loses a partial last line left by a crash and is appended to. Either way the
+    segment line (start time, git revision and ``segment``) is written and flushed."""
+    if header is None:
+        _drop_partial_line(path)
+        handle = path.open("a", encoding="utf-8")
+    else:
+        handle = path.open("w", encoding="utf-8")
+        handle.write(json.dumps(header, ensure_ascii=False) + "\n")
+    stamp = {"type": "segment", "started_at": now_utc().isoformat(), "git_revision": git_revision()}
+    handle.write(json.dumps(stamp | dict(segment), ensure_ascii=False) + "\n")
+    handle.flush()
+    return handle
 
 
 def new_header(config: RetrievalConfig, dataset: dict[str, object], store: dict[str, object]) -> RunHeader:

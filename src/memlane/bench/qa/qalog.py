@@ -25,7 +25,7 @@ from typing import IO
 
 from memlane.bench.datasets.model import Sample
 from memlane.bench.qa.records import CallUsage
-from memlane.bench.runlog import git_revision, package_versions, sample_from_json, sample_to_json
+from memlane.bench.runlog import git_revision, open_segment, package_versions, sample_from_json, sample_to_json
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.timefmt import now_utc
 
@@ -256,16 +256,11 @@ class QALog:
                     f"{path} holds a QA run with other settings or data (differs in: "
                     f"{', '.join(changed) or 'data set sha256'}); choose another --out"
                 )
-            _drop_partial_line(path)
             done = {r.sample.sample_id for r in old.records if not (retry_failed and r.failed)}
             header = old.header
-            handle = path.open("a", encoding="utf-8")
+            handle = open_segment(path, None, segment)
         else:
-            handle = path.open("w", encoding="utf-8")
-            handle.write(json.dumps(header.to_json(), ensure_ascii=False) + "\n")
-        stamp = {"type": "segment", "started_at": now_utc().isoformat(), "git_revision": git_revision()}
-        handle.write(json.dumps(stamp | segment, ensure_ascii=False) + "\n")
-        handle.flush()
+            handle = open_segment(path, header.to_json(), segment)
         return cls(path, header, done, handle)
 
     def write(self, record: AnswerRecord) -> None:
@@ -276,10 +271,3 @@ class QALog:
 
     def close(self) -> None:
         self._handle.close()
-
-
-def _drop_partial_line(path: Path) -> None:
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        with path.open("r+b") as f:
-            f.truncate(data.rfind(b"\n") + 1)
