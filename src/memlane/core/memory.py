@@ -314,29 +314,28 @@ class Memory:
             rankings["vector"] = self.store.vector_candidates(user, qvec, settings.candidates, kinds=kinds, **window)
         if settings.mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
             rankings["keyword"] = self.store.keyword_candidates(user, query, settings.candidates, kinds=kinds, **window)
+        scored: list[tuple[int, float, dict[str, int]]]
         if len(rankings) == 1 and not settings.uses_context:
             # One retriever: its own scores (cosine, BM25) are the most informative ones to return.
             ((name, ranked),) = rankings.items()
-            single = ranked[:k]
-            blocks = self.store.fetch_blocks(user, [ref for ref, _ in single])
-            return [
-                Hit(block=blocks[ref], score=score, ranks={name: i})
-                for i, (ref, score) in enumerate(single, start=1)
-                if ref in blocks
-            ]
-        weights = {"vector": settings.vector_weight, "keyword": settings.keyword_weight}
-        fused = rrf({name: [ref for ref, _ in ranked] for name, ranked in rankings.items()}, settings.rrf_k, weights)
-        if not settings.uses_context:
-            top = fused[:k]
+            scored = [(ref, score, {name: i}) for i, (ref, score) in enumerate(ranked, start=1)]
+        else:
+            weights = {"vector": settings.vector_weight, "keyword": settings.keyword_weight}
+            scored = rrf(
+                {name: [ref for ref, _ in ranked] for name, ranked in rankings.items()}, settings.rrf_k, weights
+            )
+        if settings.uses_context:
+            # Context rescoring needs every candidate's session and position, so all candidates are fetched.
+            blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in scored])
+            positions = {ref: Position(b.session_id, b.exchange_index) for ref, b in blocks.items()}
+            rescored = rescore({ref: score for ref, score, _ in scored}, positions, settings)
+            top = sorted(
+                ((ref, rescored[ref], ranks) for ref, _, ranks in scored if ref in blocks), key=lambda h: -h[1]
+            )[:k]
+        else:
+            top = scored[:k]
             blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in top])
-            return [Hit(block=blocks[ref], score=score, ranks=ranks) for ref, score, ranks in top if ref in blocks]
-        # Context rescoring needs every candidate's session and position, so all candidates are fetched.
-        candidates = self.store.fetch_blocks(user, [ref for ref, _, _ in fused])
-        positions = {ref: Position(b.session_id, b.exchange_index) for ref, b in candidates.items()}
-        rescored = rescore({ref: score for ref, score, _ in fused}, positions, settings)
-        ranks_of = {ref: ranks for ref, _, ranks in fused}
-        order = sorted((ref for ref in rescored if ref in candidates), key=lambda r: -rescored[r])[:k]
-        return [Hit(block=candidates[ref], score=rescored[ref], ranks=ranks_of[ref]) for ref in order]
+        return [Hit(block=blocks[ref], score=score, ranks=ranks) for ref, score, ranks in top if ref in blocks]
 
     def get_memory(
         self,
