@@ -207,7 +207,8 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
+def read_lines(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
+    """The JSON objects of a JSONL log with their line numbers; a last line cut off by a crash is ignored."""
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, start=1):
             if not line.endswith("\n"):
@@ -241,7 +242,7 @@ def read_log(path: Path) -> LogContents:
     header: RunHeader | None = None
     records: list[QuestionRecord] = []
     segments: list[dict[str, object]] = []
-    for lineno, obj in _lines(path):
+    for lineno, obj in read_lines(path):
         where = f"{path}:{lineno}"
         try:
             if obj.get("type") == "header":

@@ -18,14 +18,20 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from memlane.bench.datasets.model import Sample
 from memlane.bench.qa.records import CallUsage
-from memlane.bench.runlog import git_revision, open_segment, package_versions, sample_from_json, sample_to_json
+from memlane.bench.runlog import (
+    git_revision,
+    open_segment,
+    package_versions,
+    read_lines,
+    sample_from_json,
+    sample_to_json,
+)
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.timefmt import now_utc
 
@@ -179,20 +185,6 @@ class QALogContents:
     segments: list[dict[str, object]]
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.endswith("\n"):
-                return  # cut off by a crash: that record was never completed
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValidationError(f"invalid JSON: {exc.msg}", where=f"{path}:{lineno}") from None
-            yield lineno, _object(obj, f"{path}:{lineno}")
-
-
 def read_qa_log(path: Path) -> QALogContents:
     """Read a QA log (a cut-off last line is ignored; a later record of a question supersedes an earlier)."""
     path = Path(path)
@@ -201,7 +193,7 @@ def read_qa_log(path: Path) -> QALogContents:
     header: QAHeader | None = None
     latest: dict[str, AnswerRecord] = {}
     segments: list[dict[str, object]] = []
-    for lineno, obj in _lines(path):
+    for lineno, obj in read_lines(path):
         where = f"{path}:{lineno}"
         kind = obj.get("type")
         try:
