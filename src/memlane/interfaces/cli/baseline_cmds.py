@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from memlane.bench.baselines import BASELINES, DEFAULT_BASELINES, BaselineOptions, run_baselines
-from memlane.bench.datasets.registry import DATASETS
 from memlane.bench.report import format_mode_table, format_modes_table, load_results
-from memlane.bench.retrieval import DEFAULT_EMBEDDER, DEFAULT_KS
+from memlane.bench.retrieval import DEFAULT_EMBEDDER
+from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, ks_option
 
 
 def _ks(value: str) -> tuple[int, ...]:
@@ -36,7 +36,7 @@ def _names(value: str | None) -> tuple[str, ...]:
 
 
 @click.command("baselines")
-@click.argument("dataset", type=click.Choice(sorted(DATASETS)))
+@click.argument("dataset", type=DATASET_CHOICE)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -55,14 +55,7 @@ def _names(value: str | None) -> tuple[str, ...]:
     f"{','.join(DEFAULT_BASELINES['longmemeval'])} on LongMemEval, {','.join(DEFAULT_BASELINES['locomo'])} "
     "on LoCoMo. [env MEMLANE_BENCH_BASELINES]",
 )
-@click.option(
-    "--k",
-    "ks",
-    default=",".join(map(str, DEFAULT_KS)),
-    show_default=True,
-    envvar="MEMLANE_BENCH_KS",
-    help="Cut-offs to score, comma-separated. [env MEMLANE_BENCH_KS]",
-)
+@ks_option
 @click.option(
     "--limit",
     type=click.IntRange(min=1),

@@ -23,10 +23,20 @@ from memlane.bench.retrieval import (
     run_retrieval,
 )
 from memlane.core.embedding.protocol import make_embedder
+from memlane.core.retrieval import PRESETS
 from memlane.core.store.postgres import is_postgres_url
 
 F = TypeVar("F", bound=Callable[..., Any])
-_DATASET = click.Choice(sorted(DATASETS))
+DATASET_CHOICE = click.Choice(sorted(DATASETS))
+# The cut-offs a retrieval report scores (``bench retrieval`` and ``bench baselines``).
+ks_option = click.option(
+    "--k",
+    "ks",
+    default=",".join(map(str, DEFAULT_KS)),
+    show_default=True,
+    envvar="MEMLANE_BENCH_KS",
+    help="Cut-offs to score, comma-separated. [env MEMLANE_BENCH_KS]",
+)
 
 
 @click.group("bench")
@@ -147,7 +157,7 @@ def _modes(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @bench_group.command("retrieval")
-@click.argument("dataset", type=_DATASET)
+@click.argument("dataset", type=DATASET_CHOICE)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -161,17 +171,10 @@ def _modes(values: tuple[str, ...]) -> tuple[str, ...]:
     "modes",
     multiple=True,
     envvar="MEMLANE_BENCH_MODES",
-    help="Search mode, repeatable (vector, keyword, hybrid, or a *-messages preset); default all three. "
+    help=f"Search mode, repeatable ({', '.join(PRESETS)}); default {', '.join(DEFAULT_MODES)}. "
     "[env MEMLANE_BENCH_MODES, space-separated]",
 )
-@click.option(
-    "--k",
-    "ks",
-    default=",".join(map(str, DEFAULT_KS)),
-    show_default=True,
-    envvar="MEMLANE_BENCH_KS",
-    help="Cut-offs to score, comma-separated. [env MEMLANE_BENCH_KS]",
-)
+@ks_option
 @click.option(
     "--depth",
     type=click.IntRange(1, 1000),
@@ -248,7 +251,7 @@ def _print_tables(run_dir: Path) -> None:
 
 
 @bench_group.command("ingest")
-@click.argument("dataset", type=_DATASET)
+@click.argument("dataset", type=DATASET_CHOICE)
 @click.option("--json", "as_json", is_flag=True, help="Print the ingest figures as one JSON object.")
 @click.option("--quiet", is_flag=True, envvar="MEMLANE_BENCH_QUIET", help="No progress bars. [env MEMLANE_BENCH_QUIET]")
 @ingest_options

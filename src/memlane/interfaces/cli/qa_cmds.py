@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-from memlane.bench.datasets.registry import DATASETS
 from memlane.bench.ingest import default_bench_cache
 from memlane.bench.qa.costs import ModelPrice
 from memlane.bench.qa.judges import JUDGES
@@ -29,10 +27,8 @@ from memlane.bench.qa.runconfig import (
 )
 from memlane.bench.qa.sweep import SweepGrid, run_sweep, write_sweep_report
 from memlane.core.llm import LLM, CallLog
-from memlane.interfaces.cli.bench_cmds import bench_group, ingest_options
+from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, F, bench_group, ingest_options
 
-F = TypeVar("F", bound=Callable[..., Any])
-_DATASET = click.Choice(sorted(DATASETS))
 CALL_LOG_NAME = "llm-calls.db"
 
 
@@ -252,7 +248,7 @@ def _summary(outcome: QAOutcome) -> str:
 
 
 @click.command("qa")
-@click.argument("dataset", type=_DATASET)
+@click.argument("dataset", type=DATASET_CHOICE)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -312,7 +308,7 @@ def qa_cmd(dataset: str, out: Path, answer_prompt: str, k: int, mode: str, **kw:
 
 
 @click.command("sweep")
-@click.argument("dataset", type=_DATASET)
+@click.argument("dataset", type=DATASET_CHOICE)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
