@@ -172,6 +172,7 @@ def _handler_for(server: FakeChatServer) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             headers = {k.lower(): v for k, v in self.headers.items()}
             reply, body = server.handle(self.path, headers, raw)
+            finished = False
             try:
                 server.wait(reply.delay_s)
                 payload = server.render(reply, body).encode()
@@ -181,11 +182,16 @@ def _handler_for(server: FakeChatServer) -> type[BaseHTTPRequestHandler]:
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
+                # Finished before the body goes out: once the client has it, it may send its next request
+                # before this thread would run again, and that request must not count as overlapping.
+                server.done()
+                finished = True
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test): nothing to answer
             finally:
-                server.done()
+                if not finished:
+                    server.done()
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # keep test output quiet
