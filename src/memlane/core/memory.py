@@ -325,16 +325,16 @@ class Memory:
                 {name: [ref for ref, _ in ranked] for name, ranked in rankings.items()}, settings.rrf_k, weights
             )
         if settings.uses_context:
-            # Context rescoring needs every candidate's session and position, so all candidates are fetched.
-            blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in scored])
-            positions = {ref: Position(b.session_id, b.exchange_index) for ref, b in blocks.items()}
+            # Context rescoring reads every candidate's session and position; only the top k are fetched.
+            located = self.store.block_positions(user, [ref for ref, _, _ in scored])
+            positions = {ref: Position(session, exchange) for ref, (session, exchange) in located.items()}
             rescored = rescore({ref: score for ref, score, _ in scored}, positions, settings)
             top = sorted(
-                ((ref, rescored[ref], ranks) for ref, _, ranks in scored if ref in blocks), key=lambda h: -h[1]
+                ((ref, rescored[ref], ranks) for ref, _, ranks in scored if ref in positions), key=lambda h: -h[1]
             )[:k]
         else:
             top = scored[:k]
-            blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in top])
+        blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in top])
         return [Hit(block=blocks[ref], score=score, ranks=ranks) for ref, score, ranks in top if ref in blocks]
 
     def get_memory(
