@@ -31,8 +31,10 @@ def test_rescore_adds_session_and_neighbour_context() -> None:
     assert out[4] == pytest.approx(0.9 + 0.5 * 0.9)
 
 
-def test_rescore_is_independent_of_candidate_order_and_leaves_unplaced_blocks() -> None:
-    settings = PRESETS["hybrid-context"]
+@pytest.mark.parametrize("preset", ["hybrid", "hybrid-context"])
+def test_rescore_is_independent_of_candidate_order_and_leaves_unplaced_blocks(preset: str) -> None:
+    settings = PRESETS[preset]
+    assert settings.uses_context
     rng = random.Random(7)
     scores = {ref: rng.random() for ref in range(40)}
     positions = {ref: Position(f"s{ref % 4}", ref // 4) for ref in range(39)}
@@ -44,7 +46,7 @@ def test_rescore_is_independent_of_candidate_order_and_leaves_unplaced_blocks() 
 
 def test_rescore_without_context_is_identity() -> None:
     scores = {1: 0.3, 2: 0.1}
-    assert rescore(scores, {1: Position("a", 0), 2: Position("a", 1)}, PRESETS["hybrid"]) == scores
+    assert rescore(scores, {1: Position("a", 0), 2: Position("a", 1)}, PRESETS["hybrid-rrf"]) == scores
 
 
 @pytest.mark.parametrize(

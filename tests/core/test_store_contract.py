@@ -51,13 +51,17 @@ def test_add_then_get_list_and_search(memory: Memory) -> None:
 
 def test_hybrid_reports_each_retrievers_rank(memory: Memory) -> None:
     add_sample(memory, "alice", "chess")
+    plain = memory.search("alice", "chess number 1", k=1, mode="hybrid-rrf")[0]
+    assert set(plain.ranks) == {"vector", "keyword"}
+    assert plain.score == pytest.approx(sum(1 / (60 + r) for r in plain.ranks.values()))
+    # The default weights the fusion (keyword 1, vector 0.75, k 10) and can only add context on top.
     hit = memory.search("alice", "chess number 1", k=1, mode="hybrid")[0]
     assert set(hit.ranks) == {"vector", "keyword"}
-    assert hit.score == pytest.approx(sum(1 / (60 + r) for r in hit.ranks.values()))
-    # The tuned preset weights the fusion (keyword 1, vector 0.5, k 5) and can only add context on top.
-    tuned = memory.search("alice", "chess number 1", k=1, mode="hybrid-context")[0]
-    fused = sum((1.0 if name == "keyword" else 0.5) / (5 + r) for name, r in tuned.ranks.items())
-    assert tuned.score >= fused - 1e-9
+    fused = sum((1.0 if name == "keyword" else 0.75) / (10 + r) for name, r in hit.ranks.items())
+    assert hit.score >= fused - 1e-9
+    heavy = memory.search("alice", "chess number 1", k=1, mode="hybrid-context")[0]
+    fused = sum((1.0 if name == "keyword" else 0.5) / (5 + r) for name, r in heavy.ranks.items())
+    assert heavy.score >= fused - 1e-9
 
 
 def test_time_window(memory: Memory) -> None:
@@ -85,6 +89,15 @@ def test_isolation_between_users(memory: Memory) -> None:
             memory.delete("alice", bid)
     assert memory.get("alice", a_ids[0]).user == "alice"
     assert memory.search("carol", "secret recipe") == []
+    # The internal lookups behind search answer for the asking user's blocks only.
+    store = memory.store
+    refs = [ref for ref, _ in store.keyword_candidates("bob", "secret recipe", 50)]
+    assert len(refs) == len(b_ids)
+    assert store.fetch_blocks("alice", refs) == {} and store.block_positions("alice", refs) == {}
+    positions = store.block_positions("bob", refs)
+    blocks = store.fetch_blocks("bob", refs)
+    assert positions == {ref: (b.session_id, b.exchange_index) for ref, b in blocks.items()}
+    assert sorted(positions.values()) == sorted((f"s{i}", 0) for i in range(3) for _ in range(2))
 
 
 def test_randomized_cross_user_access_never_leaks(memory: Memory) -> None:
