@@ -35,10 +35,10 @@ test: lint typecheck unit
 RUN_STAMP := $(shell date +%Y%m%d-%H%M%S)
 
 bench: venv
-	$(BIN)/memlane bench retrieval locomo --out runs/locomo-$(RUN_STAMP)
+	$(BIN)/memlane bench retrieval locomo --baselines default --out runs/locomo-$(RUN_STAMP)
 
 bench-lme: venv
-	$(BIN)/memlane bench retrieval longmemeval-s --out runs/longmemeval-s-$(RUN_STAMP)
+	$(BIN)/memlane bench retrieval longmemeval-s --baselines default --out runs/longmemeval-s-$(RUN_STAMP)
 
 bench-perf: venv
 	$(BIN)/memlane bench perf

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bench_runs import make_data_dir
+from bench_runs import options as bench_options
 from click.testing import CliRunner
 
 from memlane.bench.baselines import (
@@ -31,9 +32,12 @@ from memlane.bench.datasets.model import Haystack, Sample, Session, Turn
 from memlane.bench.history import LOCOMO, LONGMEMEVAL, HaystackIndex
 from memlane.bench.rankings import read_rankings
 from memlane.bench.report import load_results
-from memlane.bench.runlog import RetrievalConfig, read_log
+from memlane.bench.retrieval import run_retrieval
+from memlane.bench.runlog import QuestionRecord, RetrievalConfig, read_log
+from memlane.bench.split import question_split
 from memlane.core.embedding.protocol import CachedEmbedder, Vectors, make_embedder
 from memlane.core.errors import ConfigError
+from memlane.core.retrieval import PRESETS
 from memlane.interfaces.cli.app import cli, register_all
 
 register_all()
@@ -325,3 +329,54 @@ def test_cli_baselines_report_and_compare(tmp_path: Path) -> None:
         cli, ["bench", "baselines", "locomo", "--out", str(tmp_path / "r3"), "--baselines", "bm25-rounds"], env=env
     )
     assert res.exit_code == 1 and "does not apply" in res.stderr
+
+
+def test_baselines_in_a_retrieval_run_match_a_baseline_run(tmp_path: Path) -> None:
+    make_data_dir(tmp_path)
+    names = ("bm25-rounds", "rrf-sessions")
+    run = tmp_path / "both"
+    run_retrieval(bench_options(tmp_path, modes=("keyword",), baselines=names), run)
+    alone = tmp_path / "alone"
+    run_baselines(
+        BaselineOptions(
+            "longmemeval-s",
+            baselines=names,
+            embedder="hashing",
+            ks=(1, 3, 5, 10, 50),
+            data_dir=tmp_path / "data",
+            cache_dir=tmp_path / "cache",
+        ),
+        alone,
+        progress=False,
+    )
+    log = read_log(run / "log.jsonl")
+    assert log.header.config.modes == ("keyword", *names)
+    assert log.header.config.search_settings["bm25-rounds"]["k1"] == 1.5
+    by_mode: dict[str, dict[str, QuestionRecord]] = {}
+    for r in log.records:
+        by_mode.setdefault(r.mode, {})[r.sample.sample_id] = r
+    assert {m: len(v) for m, v in by_mode.items()} == {"keyword": 10, "bm25-rounds": 10, "rrf-sessions": 10}
+    reference = {(r.mode, r.sample.sample_id): r for r in read_log(alone / "log.jsonl").records}
+    for name in names:
+        for qid, record in by_mode[name].items():
+            assert record.split == question_split(qid)
+            assert record.split == reference[(name, qid)].split  # the standalone run logs the split too
+            assert record.ranked_session_ids == reference[(name, qid)].ranked_session_ids
+            assert record.scores == reference[(name, qid)].scores
+    results = load_results(run)
+    assert list(results.modes) == ["keyword", *names]
+    assert "| bm25-rounds |" in (run / "report.md").read_text(encoding="utf-8")
+
+
+def test_retrieval_run_rejects_bad_baselines(tmp_path: Path) -> None:
+    make_data_dir(tmp_path)
+    with pytest.raises(ConfigError, match="does not apply"):
+        run_retrieval(bench_options(tmp_path, dataset="locomo", baselines=("bm25-rounds",)), tmp_path / "r1")
+    with pytest.raises(ConfigError, match="unknown baseline"):
+        run_retrieval(bench_options(tmp_path, baselines=("tfidf",)), tmp_path / "r2")
+    assert not (tmp_path / "r1").exists() and not (tmp_path / "r2").exists()
+
+
+def test_baseline_and_preset_names_are_disjoint() -> None:
+    # A retrieval run logs presets and baselines side by side as modes, keyed by name.
+    assert not set(PRESETS) & set(BASELINES)

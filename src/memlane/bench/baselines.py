@@ -65,9 +65,17 @@ from memlane.bench.history import LOCOMO, LONGMEMEVAL, HaystackIndex
 from memlane.bench.ingest import BENCH_DURABILITY, DatasetIdentity, default_bench_cache
 from memlane.bench.plot import check_plotting
 from memlane.bench.report import write_reports
-from memlane.bench.retrieval import DEFAULT_EMBEDDER, DEFAULT_KS, MIN_RANKING_LENGTH
 from memlane.bench.retrieval_metrics import score_locomo, score_longmemeval
-from memlane.bench.runlog import QuestionRecord, RetrievalConfig, RunLog, new_header
+from memlane.bench.runlog import (
+    DEFAULT_EMBEDDER,
+    DEFAULT_KS,
+    MIN_RANKING_LENGTH,
+    QuestionRecord,
+    RetrievalConfig,
+    RunLog,
+    new_header,
+)
+from memlane.bench.split import sample_splitter
 from memlane.core.embedding.protocol import CachedEmbedder, make_embedder
 from memlane.core.errors import ConfigError
 from memlane.core.store.sqlite import SqliteStore
@@ -477,9 +485,15 @@ def rankings_of(
 
 
 def evaluate_baseline(
-    ranker: HaystackRanker, sample: Sample, index: HaystackIndex, baseline: Baseline, config: RetrievalConfig
+    ranker: HaystackRanker,
+    sample: Sample,
+    index: HaystackIndex,
+    baseline: Baseline,
+    config: RetrievalConfig,
+    split: str | None = None,
 ) -> QuestionRecord:
-    """Rank one question with one baseline, score it, and make its log record."""
+    """Rank one question with one baseline, score it, and make its log record (``split``: the question's
+    side of the dev/test split)."""
     index_before = ranker.index_seconds
     started = time.perf_counter()
     ranking = ranker.rank(baseline, sample.question)
@@ -507,6 +521,7 @@ def evaluate_baseline(
             "total": (done - started) * 1000,
         },
         scores=scores,
+        split=split,
     )
 
 
@@ -538,12 +553,13 @@ class BaselineOutcome:
     texts_embedded: int
 
 
-def resolve_baselines(options: BaselineOptions) -> tuple[Baseline, ...]:
-    """The baselines a run asks for, checked against the data set's family."""
-    if options.dataset not in DATASETS:
-        raise ConfigError(f"unknown data set {options.dataset!r}; known: {', '.join(DATASETS)}")
-    family = DATASETS[options.dataset].family
-    names = options.baselines or DEFAULT_BASELINES[family]
+def check_baselines(dataset: str, names: Sequence[str]) -> tuple[Baseline, ...]:
+    """Baselines by name (empty = the family's defaults, :data:`DEFAULT_BASELINES`), checked against the
+    data set's family."""
+    if dataset not in DATASETS:
+        raise ConfigError(f"unknown data set {dataset!r}; known: {', '.join(DATASETS)}")
+    family = DATASETS[dataset].family
+    names = tuple(names) or DEFAULT_BASELINES[family]
     if len(set(names)) != len(names):
         raise ConfigError(f"baselines repeat: {names}")
     out = []
@@ -552,12 +568,18 @@ def resolve_baselines(options: BaselineOptions) -> tuple[Baseline, ...]:
             raise ConfigError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
         baseline = BASELINES[name]
         if family not in baseline.families:
-            raise ConfigError(f"baseline {name!r} does not apply to {options.dataset} ({family})")
+            raise ConfigError(f"baseline {name!r} does not apply to {dataset} ({family})")
         out.append(baseline)
     return tuple(out)
 
 
-def _needs_embedder(baselines: Sequence[Baseline]) -> bool:
+def resolve_baselines(options: BaselineOptions) -> tuple[Baseline, ...]:
+    """The baselines a run asks for, checked against the data set's family."""
+    return check_baselines(options.dataset, options.baselines)
+
+
+def needs_embedder(baselines: Sequence[Baseline]) -> bool:
+    """Whether any of the baselines ranks by cosine (directly or inside a fusion)."""
     return any(b.retriever == "cosine" or any(BASELINES[f].retriever == "cosine" for f in b.fuses) for b in baselines)
 
 
@@ -613,7 +635,7 @@ def run_baselines(options: BaselineOptions, run_dir: Path, *, progress: bool = T
     cache_store: SqliteStore | None = None
     embedder: CachedEmbedder | None = None
     names = (NONE, NONE)
-    if _needs_embedder(baselines):
+    if needs_embedder(baselines):
         inner = make_embedder(options.embedder)
         cache_dir = options.cache_dir or default_bench_cache()
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -635,6 +657,7 @@ def run_baselines(options: BaselineOptions, run_dir: Path, *, progress: bool = T
         already = len(log.done)
         index_seconds = 0.0
         terms = TermCache(Vocabulary())
+        split_of = sample_splitter(family, (h.namespace for h in stream) if family == LOCOMO else ())
         bar = tqdm(desc=f"baselines {options.dataset}", unit="q", total=options.limit, disable=not progress)
         try:
             for haystack, samples in _questions(stream, options.limit):
@@ -643,7 +666,7 @@ def run_baselines(options: BaselineOptions, run_dir: Path, *, progress: bool = T
                     ranker = HaystackRanker(haystack, family, terms, embedder)
                     index = HaystackIndex.of(haystack, family)
                     for sample, baseline in pending:
-                        log.write(evaluate_baseline(ranker, sample, index, baseline, config))
+                        log.write(evaluate_baseline(ranker, sample, index, baseline, config, split_of(sample)))
                         written += 1
                     index_seconds += ranker.index_seconds
                 bar.update(len(samples))

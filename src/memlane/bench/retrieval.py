@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from memlane.bench.baselines import HaystackRanker, TermCache, Vocabulary, check_baselines, evaluate_baseline
 from memlane.bench.datasets.model import Haystack, Sample
 from memlane.bench.datasets.registry import DATASETS, DatasetStream, open_dataset
 from memlane.bench.history import LOCOMO, HaystackIndex, blocks_per_exchange, rank, resolve_perspective
@@ -36,7 +37,15 @@ from memlane.bench.ingest import (
 from memlane.bench.plot import check_plotting
 from memlane.bench.report import write_reports
 from memlane.bench.retrieval_metrics import score_locomo, score_longmemeval
-from memlane.bench.runlog import QuestionRecord, RetrievalConfig, RunLog, new_header
+from memlane.bench.runlog import (
+    DEFAULT_EMBEDDER,
+    DEFAULT_KS,
+    MIN_RANKING_LENGTH,
+    QuestionRecord,
+    RetrievalConfig,
+    RunLog,
+    new_header,
+)
 from memlane.bench.split import sample_splitter
 from memlane.core.embedding.protocol import make_embedder
 from memlane.core.errors import ConfigError, MemlaneError
@@ -44,12 +53,6 @@ from memlane.core.memory import Memory
 from memlane.core.retrieval import MAX_K, resolve_settings
 
 DEFAULT_MODES: tuple[str, ...] = ("vector", "keyword", "hybrid")
-DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 20, 30, 50)
-# minilm at 256 tokens cannot ingest LongMemEval-S in the 15-minute budget on 2 cores; 128 tokens can
-# (docs/bench/retrieval.md has the measurements and the recall difference).
-DEFAULT_EMBEDDER = "minilm-128"
-# The contract: exported rankings are at least this long (or the whole haystack).
-MIN_RANKING_LENGTH = 50
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class RetrievalOptions:
     ``before_question_date`` bounds the search to sessions dated before the end of the question's day:
     day, not minute, because LongMemEval_S orders sessions within a day arbitrarily (44 questions have an
     evidence session timed later on the question's own day).
+    ``baselines`` (names from :data:`memlane.bench.baselines.BASELINES`) are ranked in the same run, over the
+    same questions, as extra modes of the log: the reference figures sit next to memlane's in one report.
     """
 
     dataset: str
@@ -72,6 +77,7 @@ class RetrievalOptions:
     perspective: str = "auto"
     data_dir: Path | None = None
     cache_dir: Path | None = None
+    baselines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,9 @@ def _check_options(options: RetrievalOptions) -> None:
         raise ConfigError(f"search modes repeat: {options.modes}")
     for mode in options.modes:
         resolve_settings(mode)
+    if options.baselines:
+        # Baseline names never collide with preset names (check_baselines knows only baselines).
+        check_baselines(options.dataset, options.baselines)
     if not options.ks or any(k < 1 for k in options.ks):
         raise ConfigError(f"k values must be positive integers, got {options.ks}")
     if options.limit is not None and options.limit < 1:
@@ -112,9 +121,12 @@ def resolve_config(options: RetrievalOptions, stream: DatasetStream, settings: I
         s = resolve_settings(mode)
         # What Memory.search will use at this depth (each retriever brings at least `depth` candidates).
         search[mode] = s.to_json() | {"candidates": max(s.candidates, depth)}
+    baselines = check_baselines(options.dataset, options.baselines) if options.baselines else ()
+    for b in baselines:
+        search[b.name] = b.settings()
     return RetrievalConfig(
         dataset=options.dataset,
-        modes=options.modes,
+        modes=options.modes + tuple(b.name for b in baselines),
         ks=ks,
         limit=options.limit,
         depth=depth,
@@ -215,14 +227,24 @@ def run_retrieval(
         bar = tqdm(desc=f"retrieval {options.dataset}", unit="q", total=total, disable=not progress, leave=False)
         family = DATASETS[options.dataset].family
         split_of = sample_splitter(family, (h.namespace for h in stream) if family == LOCOMO else ())
+        baselines = (
+            {b.name: b for b in check_baselines(options.dataset, options.baselines)} if options.baselines else {}
+        )
+        terms = TermCache(Vocabulary())
         try:
             for haystack, samples in _questions(stream, options.limit):
                 index = HaystackIndex.of(haystack, family)
+                ranker: HaystackRanker | None = None
                 for sample in samples:
                     for mode in config.modes:
                         if (mode, sample.sample_id) in log.done:
                             continue
-                        record = evaluate_question(mem, sample, index, mode, config, split_of(sample))
+                        if mode in baselines:
+                            # The cosine baselines embed with the run's embedder and its shared cache.
+                            ranker = ranker or HaystackRanker(haystack, family, terms, mem.embedder)
+                            record = evaluate_baseline(ranker, sample, index, baselines[mode], config, split_of(sample))
+                        else:
+                            record = evaluate_question(mem, sample, index, mode, config, split_of(sample))
                         log.write(record)
                         written += 1
                         errors += record.error is not None

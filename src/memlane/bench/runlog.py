@@ -28,6 +28,14 @@ from memlane.bench.datasets.model import Sample
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.timefmt import now_utc
 
+# Defaults of a retrieval run (``bench retrieval`` and ``bench baselines``).
+DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 20, 30, 50)
+# minilm at 256 tokens cannot ingest LongMemEval-S in the 15-minute budget on 2 cores; 128 tokens can
+# (docs/bench/retrieval.md has the measurements and the recall difference).
+DEFAULT_EMBEDDER = "minilm-128"
+# The contract: exported rankings are at least this long (or the whole haystack).
+MIN_RANKING_LENGTH = 50
+
 LOG_FORMAT = "memlane-bench-retrieval-log/1"
 LOG_NAME = "log.jsonl"
 PACKAGES = ("memlane", "numpy", "onnxruntime", "tokenizers", "ijson", "click", "tqdm", "matplotlib")

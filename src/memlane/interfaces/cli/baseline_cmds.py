@@ -8,8 +8,8 @@ import click
 
 from memlane.bench.baselines import BASELINES, DEFAULT_BASELINES, BaselineOptions, run_baselines
 from memlane.bench.report import format_mode_table, format_modes_table, load_results
-from memlane.bench.retrieval import DEFAULT_EMBEDDER
-from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, ks_option
+from memlane.bench.runlog import DEFAULT_EMBEDDER
+from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, baseline_names, ks_option
 
 
 def _ks(value: str) -> tuple[int, ...]:
@@ -20,19 +20,6 @@ def _ks(value: str) -> tuple[int, ...]:
     if not ks or min(ks) < 1:
         raise click.BadParameter(f"k values must be positive, got {value!r}", param_hint="--k")
     return ks
-
-
-def _names(value: str | None) -> tuple[str, ...]:
-    # Accept "a,b" and MEMLANE_BENCH_BASELINES="a b".
-    if not value:
-        return ()
-    names = tuple(dict.fromkeys(n.strip() for n in value.replace(" ", ",").split(",") if n.strip()))
-    unknown = [n for n in names if n not in BASELINES]
-    if unknown:
-        raise click.BadParameter(
-            f"unknown baseline {unknown[0]!r}; known: {', '.join(BASELINES)}", param_hint="--baselines"
-        )
-    return names
 
 
 @click.command("baselines")
@@ -109,7 +96,7 @@ def baselines_cmd(
     """
     options = BaselineOptions(
         dataset=dataset,
-        baselines=_names(names),
+        baselines=baseline_names(names),
         ks=_ks(ks),
         limit=limit,
         embedder=embedder,

@@ -10,18 +10,13 @@ from typing import Any, TypeVar
 
 import click
 
+from memlane.bench.baselines import BASELINES, DEFAULT_BASELINES
 from memlane.bench.datasets.registry import DATASETS
 from memlane.bench.ingest import ingest
 from memlane.bench.perf import PerfSettings, format_report, run_perf
 from memlane.bench.report import format_compare, format_mode_table, format_modes_table, load_results, write_reports
-from memlane.bench.retrieval import (
-    DEFAULT_EMBEDDER,
-    DEFAULT_KS,
-    DEFAULT_MODES,
-    RetrievalOptions,
-    open_bench,
-    run_retrieval,
-)
+from memlane.bench.retrieval import DEFAULT_MODES, RetrievalOptions, open_bench, run_retrieval
+from memlane.bench.runlog import DEFAULT_EMBEDDER, DEFAULT_KS
 from memlane.core.embedding.protocol import make_embedder
 from memlane.core.retrieval import PRESETS
 from memlane.core.store.postgres import is_postgres_url
@@ -156,6 +151,22 @@ def _modes(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(modes)) or DEFAULT_MODES
 
 
+def baseline_names(value: str | None, dataset: str | None = None) -> tuple[str, ...]:
+    """Baseline names from "a,b" or MEMLANE_BENCH_BASELINES="a b"; with ``dataset``, "default" names the
+    data set family's defaults."""
+    if not value:
+        return ()
+    names = tuple(dict.fromkeys(n.strip() for n in value.replace(" ", ",").split(",") if n.strip()))
+    if dataset is not None and names == ("default",):
+        return DEFAULT_BASELINES[DATASETS[dataset].family]
+    unknown = [n for n in names if n not in BASELINES]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown baseline {unknown[0]!r}; known: {', '.join(BASELINES)}", param_hint="--baselines"
+        )
+    return names
+
+
 @bench_group.command("retrieval")
 @click.argument("dataset", type=DATASET_CHOICE)
 @click.option(
@@ -189,6 +200,15 @@ def _modes(values: tuple[str, ...]) -> tuple[str, ...]:
     envvar="MEMLANE_BENCH_BEFORE_QUESTION_DATE",
     help="Only search sessions dated before the end of the question's day. [env MEMLANE_BENCH_BEFORE_QUESTION_DATE]",
 )
+@click.option(
+    "--baselines",
+    "baselines",
+    default=None,
+    envvar="MEMLANE_BENCH_BASELINES",
+    help="Also rank every question with these reference retrievers, in the same run and report: "
+    f"comma-separated names of {', '.join(BASELINES)}, or 'default' (the data set's defaults, as "
+    "`bench baselines`). [env MEMLANE_BENCH_BASELINES]",
+)
 @click.option("--quiet", is_flag=True, envvar="MEMLANE_BENCH_QUIET", help="No progress bars. [env MEMLANE_BENCH_QUIET]")
 @ingest_options
 def retrieval_cmd(
@@ -198,6 +218,7 @@ def retrieval_cmd(
     ks: str,
     depth: int | None,
     before_question_date: bool,
+    baselines: str | None,
     quiet: bool,
     limit: int | None,
     perspective: str,
@@ -214,6 +235,7 @@ def retrieval_cmd(
     Example:
       memlane bench retrieval locomo --out runs/locomo
       memlane bench retrieval longmemeval-s --out runs/lme-s --mode hybrid --k 5,10,50 --limit 50
+      memlane bench retrieval locomo --out runs/locomo --baselines default
     """
     options = RetrievalOptions(
         dataset=dataset,
@@ -226,6 +248,7 @@ def retrieval_cmd(
         perspective=perspective,
         data_dir=data_dir,
         cache_dir=cache_dir,
+        baselines=baseline_names(baselines, dataset),
     )
     outcome = run_retrieval(options, out, progress=not quiet)
     ing = outcome.ingest
