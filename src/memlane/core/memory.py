@@ -40,7 +40,7 @@ from memlane.core.model import (
     UserInfo,
     content_hash,
 )
-from memlane.core.retrieval import Position, SearchSettings, check_k, rescore, resolve_settings, rrf, with_candidates
+from memlane.core.retrieval import Position, SearchSettings, check_k, fuse, resolve_settings, top_k, with_candidates
 from memlane.core.store.protocol import Store
 from memlane.core.timefmt import annotate, coerce_time, now_utc, to_epoch
 
@@ -314,26 +314,13 @@ class Memory:
             rankings["vector"] = self.store.vector_candidates(user, qvec, settings.candidates, kinds=kinds, **window)
         if settings.mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
             rankings["keyword"] = self.store.keyword_candidates(user, query, settings.candidates, kinds=kinds, **window)
-        scored: list[tuple[int, float, dict[str, int]]]
-        if len(rankings) == 1 and not settings.uses_context:
-            # One retriever: its own scores (cosine, BM25) are the most informative ones to return.
-            ((name, ranked),) = rankings.items()
-            scored = [(ref, score, {name: i}) for i, (ref, score) in enumerate(ranked, start=1)]
-        else:
-            weights = {"vector": settings.vector_weight, "keyword": settings.keyword_weight}
-            scored = rrf(
-                {name: [ref for ref, _ in ranked] for name, ranked in rankings.items()}, settings.rrf_k, weights
-            )
+        scored = fuse(rankings, settings)
+        positions: dict[int, Position] = {}
         if settings.uses_context:
             # Context rescoring reads every candidate's session and position; only the top k are fetched.
             located = self.store.block_positions(user, [ref for ref, _, _ in scored])
             positions = {ref: Position(session, exchange) for ref, (session, exchange) in located.items()}
-            rescored = rescore({ref: score for ref, score, _ in scored}, positions, settings)
-            top = sorted(
-                ((ref, rescored[ref], ranks) for ref, _, ranks in scored if ref in positions), key=lambda h: -h[1]
-            )[:k]
-        else:
-            top = scored[:k]
+        top = top_k(scored, positions, settings, k)
         blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in top])
         return [Hit(block=blocks[ref], score=score, ranks=ranks) for ref, score, ranks in top if ref in blocks]
 

@@ -161,6 +161,30 @@ def rrf(
     return [(r, scores[r], ranks[r]) for r in order]
 
 
+Scored = list[tuple[int, float, dict[str, int]]]
+
+
+def fuse(rankings: Mapping[str, Sequence[tuple[int, float]]], settings: SearchSettings) -> Scored:
+    """One scored list, best first, from each retriever's (reference, score) candidates: a lone retriever
+    without context keeps its own scores (cosine, BM25: the most informative ones to return); otherwise
+    weighted RRF. Each entry carries the reference's rank in every retriever that found it."""
+    if len(rankings) == 1 and not settings.uses_context:
+        ((name, ranked),) = rankings.items()
+        return [(ref, score, {name: i}) for i, (ref, score) in enumerate(ranked, start=1)]
+    weights = {"vector": settings.vector_weight, "keyword": settings.keyword_weight}
+    return rrf({name: [ref for ref, _ in ranked] for name, ranked in rankings.items()}, settings.rrf_k, weights)
+
+
+def top_k(scored: Scored, positions: Mapping[int, Position], settings: SearchSettings, k: int) -> Scored:
+    """The k best after context rescoring (only references with a position take part: the others are gone
+    from the store); without context, the first k as they are."""
+    if not settings.uses_context:
+        return scored[:k]
+    rescored = rescore({ref: score for ref, score, _ in scored}, positions, settings)
+    kept = ((ref, rescored[ref], ranks) for ref, _, ranks in scored if ref in positions)
+    return sorted(kept, key=lambda h: -h[1])[:k]
+
+
 @dataclass(frozen=True, slots=True)
 class Position:
     """Where a block sits in the user's history: its session and its exchange's index in the session."""
