@@ -347,5 +347,7 @@ def compare_cmd(run_a: Path, run_b: Path, categories: bool) -> None:
 def register(group: click.Group) -> None:
     group.add_command(bench_group)
     from memlane.interfaces.cli.baseline_cmds import register as register_baselines
+    from memlane.interfaces.cli.tune_cmds import register as register_tune
 
     register_baselines(bench_group)
+    register_tune(bench_group)

@@ -1,0 +1,95 @@
+"""``memlane.bench.tune`` and ``memlane bench tune``: offline grid scoring equals real retrieval runs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from bench_runs import make_data_dir, options
+from click.testing import CliRunner
+
+from memlane.bench.retrieval import run_retrieval
+from memlane.bench.runlog import read_log
+from memlane.bench.tune import collect, evaluate, grid_points, objective_terms, question_scores, run_grid
+from memlane.core.errors import ConfigError
+from memlane.core.retrieval import PRESETS
+from memlane.interfaces.cli.app import cli, register_all
+
+register_all()
+MODES = ("hybrid", "hybrid-rrf", "hybrid-context", "hybrid-session")
+
+
+@pytest.mark.parametrize("dataset", ["longmemeval-s", "locomo"])
+def test_grid_scores_equal_a_retrieval_run_question_by_question(tmp_path: Path, dataset: str) -> None:
+    make_data_dir(tmp_path)
+    opts = options(tmp_path, dataset, modes=MODES)
+    run_retrieval(opts, tmp_path / "run", progress=False)
+    logged = {(r.mode, r.sample.sample_id): r.scores for r in read_log(tmp_path / "run" / "log.jsonl").records}
+    compared = 0
+    for split in ("dev", "test"):
+        dev = collect(opts, split=split)
+        assert all(q.sample.sample_id for q in dev.questions)
+        for q in dev.questions:
+            for mode in MODES:
+                scores = question_scores(dev, q, PRESETS[mode])
+                if scores is not None:
+                    assert scores == logged[(mode, q.sample.sample_id)], (mode, q.sample.sample_id)
+                    compared += 1
+    assert compared >= 4 * len(MODES)
+
+
+def test_evaluate_refuses_settings_the_candidates_cannot_stand_for(tmp_path: Path) -> None:
+    make_data_dir(tmp_path)
+    dev = collect(options(tmp_path), split="test", limit=3)
+    assert len(dev.questions) == 3 and dev.candidates == 50
+    figures = evaluate(dev, PRESETS["hybrid"])
+    assert figures["n"] == 3 and 0 <= figures["turn/recall_all@10"] <= 1
+    with pytest.raises(ConfigError, match="hybrid search"):
+        evaluate(dev, PRESETS["keyword"])
+    with pytest.raises(ConfigError, match="collected 50 candidates"):
+        evaluate(dev, replace(PRESETS["hybrid"], candidates=80))
+
+
+def test_grid_points_and_ordering(tmp_path: Path) -> None:
+    points = list(grid_points(PRESETS["hybrid"], {"rrf_k": [5, 60], "session_weight": [0, 0.5]}))
+    assert [(p.rrf_k, p.session_weight) for p in points] == [(5, 0.0), (5, 0.5), (60, 0.0), (60, 0.5)]
+    assert all(isinstance(p.rrf_k, int) and p.neighbour_weight == 0.2 for p in points)
+    with pytest.raises(ConfigError, match="cannot tune 'candidates'"):
+        list(grid_points(PRESETS["hybrid"], {"candidates": [10]}))
+    with pytest.raises(ConfigError, match="grid point"):  # SearchSettings validates every point
+        list(grid_points(PRESETS["hybrid"], {"session_weight": [-1]}))
+    make_data_dir(tmp_path)
+    dev = collect(options(tmp_path), split="test")
+    results = run_grid([dev], PRESETS["hybrid"], {"rrf_k": [1, 60], "vector_weight": [0, 1]})
+    assert len(results) == 4
+    assert [r.objective for r in results] == sorted((r.objective for r in results), reverse=True)
+    best = results[0]
+    assert best.objective == pytest.approx(sum(v for k, v in best.figures["longmemeval-s"].items() if k != "n"))
+    # A metric may count on one data set only.
+    locomo = collect(options(tmp_path, "locomo"), split="test")
+    assert objective_terms([dev, locomo], ["turn/recall_all@10", "locomo:session/recall_all@5"]) == [
+        ("longmemeval-s", "turn/recall_all@10"),
+        ("locomo", "turn/recall_all@10"),
+        ("locomo", "session/recall_all@5"),
+    ]
+    with pytest.raises(ConfigError, match="not tuned here"):
+        objective_terms([dev], ["locomo:turn/recall_all@10"])
+    (only,) = run_grid([dev, locomo], PRESETS["hybrid"], {}, ["longmemeval-s:turn/recall_all@10"])
+    assert set(only.figures["locomo"]) == {"n"}
+    assert only.objective == only.figures["longmemeval-s"]["turn/recall_all@10"]
+
+
+def test_cli_prints_the_base_preset_then_the_best_points(tmp_path: Path) -> None:
+    make_data_dir(tmp_path)
+    args = ["bench", "tune", "longmemeval-s", "locomo", "--set", "rrf_k=5,60", "--set", "neighbour_weight=0,0.3"]
+    args += ["--embedder", "hashing", "--data-dir", str(tmp_path / "data"), "--cache-dir", str(tmp_path / "cache")]
+    result = CliRunner().invoke(cli, [*args, "--split", "test", "--top", "3"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("| ")]
+    assert lines[0].startswith("| # | objective | rrf_k | neighbour_weight | longmemeval-s turn/recall_all@10")
+    assert lines[1].startswith("| hybrid | ")
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| 1", "| 2", "| 3"]
+    assert "4 grid points on the test split" in result.output
+    bad = CliRunner().invoke(cli, [*args, "--set", "mode=1"])
+    assert bad.exit_code != 0 and "cannot tune 'mode'" in bad.output
