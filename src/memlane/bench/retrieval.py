@@ -21,7 +21,14 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from memlane.bench.baselines import HaystackRanker, TermCache, Vocabulary, check_baselines, evaluate_baseline
+from memlane.bench.baselines import (
+    BASELINES,
+    HaystackRanker,
+    TermCache,
+    Vocabulary,
+    check_baselines,
+    evaluate_baseline,
+)
 from memlane.bench.datasets.model import Haystack, Sample
 from memlane.bench.datasets.registry import DATASETS, DatasetStream, open_dataset
 from memlane.bench.history import LOCOMO, HaystackIndex, blocks_per_exchange, rank, resolve_perspective
@@ -227,9 +234,8 @@ def run_retrieval(
         bar = tqdm(desc=f"retrieval {options.dataset}", unit="q", total=total, disable=not progress, leave=False)
         family = DATASETS[options.dataset].family
         split_of = sample_splitter(family, (h.namespace for h in stream) if family == LOCOMO else ())
-        baselines = (
-            {b.name: b for b in check_baselines(options.dataset, options.baselines)} if options.baselines else {}
-        )
+        # resolve_config checked the baselines and appended them to the modes.
+        baselines = {mode: BASELINES[mode] for mode in config.modes if mode in BASELINES}
         terms = TermCache(Vocabulary())
         try:
             for haystack, samples in _questions(stream, options.limit):
