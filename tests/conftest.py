@@ -19,7 +19,7 @@ StoreFactory = Callable[[], Store]
 POSTGRES_URL_ENV = "MEMLANE_TEST_POSTGRES_URL"
 # Contract tests that exercise one backend's own mechanics, with the reason they skip on the others.
 SQLITE_ONLY = {
-    "test_vector_cache_sees_writes_from_another_connection": "opens one SQLite file twice (tests/postgres covers "
+    "test_search_caches_see_writes_from_another_connection": "opens one SQLite file twice (tests/postgres covers "
     "two stores on one database)",
 }
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from http_support import Service, chat
 
 MARKER = "quokkazanzibar"  # a word only alice ever says
-# FTS5 keeps a deleted term's bytes in its index segments until they are merged; the core's delete_user
-# merges the index ('optimize'), so the scan covers the segments too.
+# The keyword index's vocabulary (table terms) holds each word once for all users: a word no remaining key
+# holds must go with the last key that held it, or a deleted user's words would linger there.
 
 
 def cells_containing(db: Path, needle: str) -> list[str]:
@@ -49,6 +49,7 @@ def test_delete_user_leaves_nothing_of_them(service: Service) -> None:
         "blocks": 0,
         "search_keys": 0,
         "key_vectors": 0,
+        "key_terms": 0,
         "jobs": 0,
         "users": 0,
     }
@@ -56,7 +57,7 @@ def test_delete_user_leaves_nothing_of_them(service: Service) -> None:
         assert db.execute("SELECT count(*) FROM http_api_keys WHERE user = 'alice'").fetchone() == (0,)
         cached = {r[0] for r in db.execute("SELECT hash FROM embed_cache")}
         assert not alice_hashes & cached
-        assert db.execute("SELECT count(*) FROM keys_fts WHERE keys_fts MATCH ?", (MARKER,)).fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM terms WHERE term LIKE 'quokka%'").fetchone() == (0,)
     assert cells_containing(store_path, MARKER) == []
     assert {r.namespace for r in service.call_log.list(1000)} == {"bob"}
     assert cells_containing(service.call_log.path, MARKER) == []

@@ -1,8 +1,8 @@
-"""Building safe FTS5 queries from user text.
+r"""The words of a keyword query: what both stores' BM25 searches for.
 
-User text never reaches FTS5 syntax: each word is quoted (embedded quotes doubled), so ``-``, ``:``,
-``AND`` or ``NEAR`` in a query are plain words. The namespace filter sits inside the MATCH, which is what
-makes BM25 fast per user (the research note measured 1 ms inside the MATCH against 8-11 ms with a join).
+Words are ``\w+`` runs, lower-cased, stopwords dropped; each store then tokenizes them like its keys (the
+SQLite store with FTS5's tokenizer, PostgreSQL with its text search configuration). No query syntax
+survives: ``-``, ``:``, ``AND`` or ``NEAR`` in a query are plain words or separators.
 """
 
 from __future__ import annotations
@@ -97,19 +97,3 @@ def query_terms(text: str) -> list[str]:
     if not terms:  # a query of stopwords only still deserves an answer
         terms = list(dict.fromkeys(_WORD.findall(text.lower())))
     return terms[:MAX_TERMS]
-
-
-def quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-def fts_query(ns: str, text: str, *, kinds: frozenset[str] | None = None) -> str | None:
-    """``ns:"u7" AND (kind filter) AND ("a" OR "b")``, or None when the text has no words."""
-    terms = query_terms(text)
-    if not terms:
-        return None
-    parts = [f"ns:{quote(ns)}"]
-    if kinds is not None:
-        parts.append("(" + " OR ".join(f"kind:{quote(k)}" for k in sorted(kinds)) + ")")
-    parts.append("(" + " OR ".join(f"text:{quote(t)}" for t in terms) + ")")
-    return " AND ".join(parts)

@@ -153,8 +153,7 @@ class SqliteJobQueue:
                 self.store.put_vectors_in(conn, *cache_entries)
             conn.execute("UPDATE users SET version = version + 1 WHERE id = ?", (user_id,))
         if replaced == 0:
-            rows.version = version + 1
-            self.store.vector_cache.append(user_id, version, rows)
+            self.store.cache_written(user_id, version, rows)
         return True
 
     def fail(self, job: ClaimedJob, error: str, raw: str | None, retry_in_s: float) -> JobStatus | None:

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from memlane.core.errors import StoreError
+from memlane.core.store.sqlite.terms import backfill
 
-MIGRATIONS: list[str] = [
+# A migration is SQL, or SQL followed by a Python step run in the same transaction.
+Migration = str | tuple[str, Callable[[sqlite3.Connection], None], str]
+
+MIGRATIONS: list[Migration] = [
     # 1: users, blocks, search keys (message/summary/fact) with their vectors and FTS5 index, embedding cache
     """
     CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -99,6 +104,33 @@ MIGRATIONS: list[str] = [
     CREATE INDEX jobs_finished ON jobs(finished_at) WHERE status IN ('done', 'dead');
     ALTER TABLE blocks ADD COLUMN extraction_writes INTEGER NOT NULL DEFAULT 0;
     """,
+    # 3: the keyword index moves from FTS5 to term tables with document frequencies kept by every write
+    # (core/store/terms.py says why); existing keys are indexed, then the FTS5 table is dropped.
+    (
+        """
+        CREATE TABLE terms(
+            id INTEGER PRIMARY KEY,
+            term TEXT NOT NULL UNIQUE,
+            df INTEGER NOT NULL            -- keys (of all users) holding the term
+        );
+        -- Clustered by user like key_vectors: loading one user's index reads few pages.
+        CREATE TABLE key_terms(
+            user_id INTEGER NOT NULL,
+            key_pk INTEGER NOT NULL,
+            block_pk INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            event_ts REAL NOT NULL,
+            length INTEGER NOT NULL,       -- tokens in the key
+            term_ids BLOB NOT NULL,        -- int32 term ids, ascending
+            counts BLOB NOT NULL,          -- uint16 occurrences of each
+            PRIMARY KEY(user_id, key_pk)
+        ) WITHOUT ROWID;
+        CREATE TABLE corpus(id INTEGER PRIMARY KEY CHECK (id = 1), keys INTEGER NOT NULL, tokens INTEGER NOT NULL);
+        INSERT INTO corpus(id, keys, tokens) VALUES (1, 0, 0);
+        """,
+        backfill,
+        "DROP TABLE keys_fts;",
+    ),
 ]
 
 
@@ -116,14 +148,23 @@ def migrate(conn: sqlite3.Connection) -> int:
             if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= version:
                 conn.execute("COMMIT")
                 continue
-            for stmt in _statements(MIGRATIONS[version - 1]):
-                conn.execute(stmt)
+            _apply(conn, MIGRATIONS[version - 1])
             conn.execute(f"PRAGMA user_version = {version}")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
     return len(MIGRATIONS)
+
+
+def _apply(conn: sqlite3.Connection, migration: Migration) -> None:
+    before, step, after = (migration, None, "") if isinstance(migration, str) else migration
+    for stmt in _statements(before):
+        conn.execute(stmt)
+    if step is not None:
+        step(conn)
+    for stmt in _statements(after):
+        conn.execute(stmt)
 
 
 def _statements(script: str) -> list[str]:

@@ -1,8 +1,8 @@
-"""The embedded system of record: one SQLite file (WAL) holding blocks, keys, vectors and the FTS index.
+"""The embedded system of record: one SQLite file (WAL) holding blocks, keys, vectors and the keyword index.
 
 Every read and write names a user, and the queries themselves carry the namespace: callers cannot forget
-to filter. One transaction writes a whole ``add`` (blocks, keys, vectors, FTS rows), so an acknowledged
-add survives kill -9 and never leaves the indexes out of step.
+to filter. One transaction writes a whole ``add`` (blocks, keys, vectors, term rows and statistics), so an
+acknowledged add survives kill -9 and never leaves the indexes out of step.
 """
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import ConfigError, NotFoundError, StoreError
 from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import MemoryBlock, UserInfo
-from memlane.core.store.keyword import fts_query
+from memlane.core.store.cache import UserCache
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys
 from memlane.core.store.sqlite.schema import migrate
-from memlane.core.store.vectors import KIND_CODES, UserMatrix, VectorCache, top_blocks
+from memlane.core.store.sqlite.terms import corpus_problems, load_user_terms, query_weights
+from memlane.core.store.terms import UserTerms, bm25_top_blocks
+from memlane.core.store.vectors import KIND_CODES, UserMatrix, top_blocks
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
 if TYPE_CHECKING:
@@ -41,13 +43,15 @@ class SqliteStore:
     ``"normal"`` survives process crashes (kill -9) but may lose the last commits on power loss.
     """
 
-    def __init__(self, path: str | Path, *, durability: str = "full", vector_cache_bytes: int = 2 * 1024**3) -> None:
+    def __init__(self, path: str | Path, *, durability: str = "full", cache_bytes: int = 2 * 1024**3) -> None:
+        """``cache_bytes`` bounds each of the two per-user index caches (key vectors, key terms)."""
         if durability not in ("full", "normal"):
             raise ConfigError(f"durability must be 'full' or 'normal', not {durability!r}")
         self.path = Path(path)
         self.durability = durability
         self._local = threading.local()
-        self._cache = VectorCache(vector_cache_bytes)
+        self._cache: UserCache[UserMatrix] = UserCache(cache_bytes)
+        self._terms: UserCache[UserTerms] = UserCache(cache_bytes)
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -67,6 +71,7 @@ class SqliteStore:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute(f"PRAGMA synchronous = {self.durability.upper()}")
                 conn.execute("PRAGMA foreign_keys = ON")
+                conn.execute("PRAGMA temp_store = MEMORY")  # the tokenizer's scratch table
                 # Deleted rows are overwritten, so a deleted user's text does not linger in free pages.
                 conn.execute("PRAGMA secure_delete = ON")
             except sqlite3.Error as exc:
@@ -87,9 +92,17 @@ class SqliteStore:
         """A read on this thread's connection, for the store's own modules."""
         return self._read(sql, params)
 
-    @property
-    def vector_cache(self) -> VectorCache:
-        return self._cache
+    def cache_written(self, user_id: int, prev_version: int, rows: tuple[UserMatrix, UserTerms]) -> None:
+        """After our own commit moved the user from ``prev_version`` to ``prev_version + 1`` by adding
+        ``rows`` (from :func:`insert_keys`), extend the cached indexes instead of reloading them."""
+        matrix, terms = rows
+        matrix.version = terms.version = prev_version + 1
+        self._cache.append(user_id, prev_version, matrix)
+        self._terms.append(user_id, prev_version, terms)
+
+    def cache_drop(self, user_id: int) -> None:
+        self._cache.drop(user_id)
+        self._terms.drop(user_id)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -192,8 +205,7 @@ class SqliteStore:
             if cache_entries and cache_entries[1]:
                 self.put_vectors_in(conn, *cache_entries)
             conn.execute("UPDATE users SET version = version + 1 WHERE id = ?", (user_id,))
-        rows.version = version + 1
-        self._cache.append(user_id, version, rows)
+        self.cache_written(user_id, version, rows)
         return job_ids
 
     def job_queue(self) -> SqliteJobQueue:
@@ -204,7 +216,7 @@ class SqliteStore:
 
     def _insert_blocks(
         self, conn: sqlite3.Connection, user_id: int, blocks: Sequence[MemoryBlock], vectors: Vectors, enqueue: int
-    ) -> tuple[UserMatrix, list[int]]:
+    ) -> tuple[tuple[UserMatrix, UserTerms], list[int]]:
         """Insert blocks and their message keys; with ``enqueue`` > 0, one extraction job per block (at most
         ``enqueue`` attempts) in the same transaction: the outbox."""
         block_pks: list[int] = []
@@ -235,7 +247,7 @@ class SqliteStore:
             )
             for pk in (block_pks if enqueue else [])
         ]
-        matrix = insert_keys(
+        rows = insert_keys(
             conn,
             user_id,
             [
@@ -244,10 +256,10 @@ class SqliteStore:
             ],
             vectors,
         )
-        return matrix, job_ids
+        return rows, job_ids
 
     def delete_block(self, user: str, block_id: str) -> None:
-        """Delete one block with its keys, vectors and FTS rows; NotFoundError if not the user's."""
+        """Delete one block with its keys, vectors and term rows; NotFoundError if not the user's."""
         with self._write() as conn:
             row = conn.execute(
                 "SELECT b.pk, u.id FROM blocks b JOIN users u ON u.id = b.user_id WHERE b.id = ? AND u.name = ?",
@@ -260,11 +272,12 @@ class SqliteStore:
             conn.execute("DELETE FROM jobs WHERE block_pk = ?", (block_pk,))
             conn.execute("DELETE FROM blocks WHERE pk = ?", (block_pk,))
             conn.execute("UPDATE users SET version = version + 1 WHERE id = ?", (user_id,))
-        self._cache.drop(user_id)
+        self.cache_drop(user_id)
 
     def delete_user(self, user: str) -> int:
-        """Remove the user and everything of theirs (blocks, keys, vectors, FTS rows, cached vectors
-        no other user shares). Returns the number of blocks deleted; NotFoundError for an unknown user."""
+        """Remove the user and everything of theirs (blocks, keys, vectors, term rows, the terms only they
+        used, cached vectors no other user shares). Returns the number of blocks deleted; NotFoundError
+        for an unknown user."""
         with self._write() as conn:
             row = conn.execute("SELECT id FROM users WHERE name = ?", (user,)).fetchone()
             if row is None:
@@ -278,12 +291,8 @@ class SqliteStore:
             delete_keys(conn, "user_id = ?", (user_id,))
             n = conn.execute("DELETE FROM blocks WHERE user_id = ?", (user_id,)).rowcount
             conn.execute("DELETE FROM jobs WHERE user_id = ?", (user_id,))
-            # A deleted FTS5 row leaves its tokens in older index segments until they are merged (this
-            # SQLite has no FTS5 secure-delete); merging now means no byte of the user's text remains.
-            # Measured: 0.5 s for 200k keys, on a rare operation.
-            conn.execute("INSERT INTO keys_fts(keys_fts) VALUES ('optimize')")
             conn.execute("DELETE FROM users WHERE id = ?", (user_id,))
-        self._cache.drop(user_id)
+        self.cache_drop(user_id)
         return int(n)
 
     # -- reads -------------------------------------------------------------------------------------------
@@ -420,32 +429,31 @@ class SqliteStore:
         row = self._user_row(user)
         if row is None:
             return []
-        match = fts_query(f"u{row[0]}", query, kinds=kinds)
-        if match is None:
+        try:
+            weights, avgdl = query_weights(self._conn(), query)
+        except sqlite3.Error as exc:
+            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+        if not weights:
             return []
-        sql = (
-            "SELECT k.block_pk, bm25(keys_fts, 0, 0, 1.0) AS s FROM keys_fts "
-            "JOIN search_keys k ON k.pk = keys_fts.rowid "
-        )
-        params: list[object] = [match]
-        where = ["keys_fts MATCH ?"]
-        if after is not None or before is not None:
-            sql += "JOIN blocks b ON b.pk = k.block_pk "
-            if after is not None:
-                where.append("b.event_ts >= ?")
-                params.append(after)
-            if before is not None:
-                where.append("b.event_ts < ?")
-                params.append(before)
-        # Several keys may point at one block: over-fetch, then keep each block's best key.
-        sql += f"WHERE {' AND '.join(where)} ORDER BY s LIMIT ?"
-        params.append(k * 4 + 16)
-        best: dict[int, float] = {}
-        for pk, s in self._read(sql, params):
-            pk_i, score = int(pk), -float(s)
-            if pk_i not in best:
-                best[pk_i] = score
-        return list(best.items())[:k]
+        index = self._user_terms(*row)
+        codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
+        return bm25_top_blocks(index, weights, avgdl, k, kinds=codes, after=after, before=before)
+
+    def _user_terms(self, user_id: int, version: int) -> UserTerms:
+        cached = self._terms.get(user_id, version)
+        if cached is not None:
+            return cached
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN")
+            (version,) = conn.execute("SELECT version FROM users WHERE id = ?", (user_id,)).fetchone()
+            terms = load_user_terms(conn, user_id, int(version))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+        self._terms.put(user_id, terms)
+        return terms
 
     # -- embedding cache ---------------------------------------------------------------------------------
 
@@ -479,16 +487,17 @@ class SqliteStore:
         out: dict[str, int] = {}
         row = self._user_row(user)
         uid = row[0] if row else -1
-        for table in ("blocks", "search_keys", "key_vectors", "jobs"):
+        for table in ("blocks", "search_keys", "key_vectors", "key_terms", "jobs"):
             out[table] = int(self._read(f"SELECT count(*) FROM {table} WHERE user_id = ?", (uid,))[0][0])
         out["users"] = int(self._read("SELECT count(*) FROM users WHERE name = ?", (user,))[0][0])
         return out
 
     def integrity_check(self) -> list[str]:
-        """SQLite's and FTS5's integrity checks; an empty list means healthy."""
+        """SQLite's integrity check, then the keyword index against the keys (counts, totals, every
+        term's document frequency); an empty list means healthy."""
         problems = [str(r[0]) for r in self._read("PRAGMA integrity_check") if r[0] != "ok"]
         try:
-            self._conn().execute("INSERT INTO keys_fts(keys_fts, rank) VALUES ('integrity-check', 1)")
+            problems += corpus_problems(self._conn())
         except sqlite3.Error as exc:
-            problems.append(f"fts: {exc}")
+            problems.append(f"keyword index: {exc}")
         return problems

@@ -1,0 +1,196 @@
+"""The SQLite store's keyword index: BM25 equal to FTS5's, statistics kept exact by every write and delete,
+and the migration that builds it from a store that had only the FTS5 index."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memlane.core.embedding.fake import HashingEmbedder
+from memlane.core.memory import Memory
+from memlane.core.store.sqlite import SqliteStore
+from memlane.core.store.sqlite.schema import MIGRATIONS
+
+T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+WORDS = [
+    "garden",
+    "tomato",
+    "planting",
+    "planted",
+    "river",
+    "kayak",
+    "kayaking",
+    "paddle",
+    "violin",
+    "lesson",
+    "lessons",
+    "teacher",
+    "sister",
+    "restaurant",
+    "sushi",
+    "dinner",
+    "birthday",
+    "marathon",
+    "running",
+    "runner",
+    "shoes",
+    "budget",
+    "savings",
+    "trip",
+    "Lisbon",
+    "museum",
+    "painting",
+    "painted",
+    "café",
+    "coffee",
+    "morning",
+    "evening",
+    "dog",
+    "walking",
+    "walked",
+]
+QUERIES = [
+    "when did I plant the tomatoes in my garden?",
+    "kayaking on the river with my sister",
+    "violin teacher lessons",
+    "sushi restaurant for the birthday dinner",
+    "marathon running shoes budget",
+    "did I run in the running shoes?",  # two words, one stem: counted twice, as FTS5 counts two phrases
+    "Lisbon museum painting café",
+    "xylophone",  # known to no key
+]
+
+
+def chat(*lines: str) -> list[dict[str, str]]:
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(lines)]
+
+
+def fill(mem: Memory, user: str, seed: int, n: int = 12) -> None:
+    rng = random.Random(seed)
+    for i in range(n):
+        said = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 25)))
+        reply = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 25)))
+        mem.add(user, chat(said, reply) if reply else chat(said), session_id=f"s{i % 4}", time=T0 + timedelta(days=i))
+
+
+def fts5_bm25(store: SqliteStore, user: str, query: str, k: int) -> list[tuple[int, float]]:
+    """The reference: SQLite's FTS5 bm25() over every user's keys, restricted to ``user``'s rows."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE ref USING fts5(text, tokenize='porter unicode61 remove_diacritics 2')")
+    rows = store.query("SELECT k.pk, k.text FROM search_keys k")
+    conn.executemany("INSERT INTO ref(rowid, text) VALUES (?, ?)", rows)
+    mine = {int(pk): int(b) for pk, b in store.query(
+        "SELECT k.pk, k.block_pk FROM search_keys k JOIN users u ON u.id = k.user_id WHERE u.name = ?", (user,)
+    )}  # fmt: skip
+    from memlane.core.store.keyword import query_terms
+
+    match = " OR ".join(f'"{w}"' for w in query_terms(query))
+    best: dict[int, float] = {}
+    for pk, score in conn.execute("SELECT rowid, -bm25(ref) FROM ref WHERE ref MATCH ? ORDER BY 2 DESC", (match,)):
+        if int(pk) in mine:
+            best.setdefault(mine[int(pk)], float(score))
+    return sorted(best.items(), key=lambda x: -x[1])[:k]
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Memory:
+    return Memory(SqliteStore(tmp_path / "store.db"), HashingEmbedder(dim=32))
+
+
+def test_bm25_equals_fts5(mem: Memory) -> None:
+    fill(mem, "alice", seed=1)
+    fill(mem, "bob", seed=2)  # statistics are global: bob's keys change alice's scores, as in FTS5
+    for query in QUERIES:
+        ours = mem.store.keyword_candidates("alice", query, 10)
+        ref = fts5_bm25(mem.store, "alice", query, 10)  # type: ignore[arg-type]
+        assert [b for b, _ in ours] == [b for b, _ in ref], query
+        assert [s for _, s in ours] == pytest.approx([s for _, s in ref], rel=1e-9), query
+    assert mem.store.keyword_candidates("alice", "xylophone", 10) == []
+
+
+def test_statistics_stay_exact_through_writes_and_deletes(mem: Memory) -> None:
+    rng = random.Random(7)
+    users = ["alice", "bob", "carol"]
+    for u in users:
+        fill(mem, u, seed=hash(u) % 1000, n=5)
+    for step in range(30):
+        u = rng.choice(users)
+        action = rng.random()
+        blocks = mem.list(u) if u in {x.name for x in mem.users()} else []
+        if action < 0.5 or not blocks:
+            fill(mem, u, seed=step, n=2)
+        elif action < 0.85:
+            mem.delete(u, rng.choice(blocks).id)
+        else:
+            mem.delete_user(u)
+        assert mem.store.integrity_check() == [], step
+        # the cached index (extended or dropped by each write) ranks like one loaded from the file
+        fresh = SqliteStore(mem.store.path)  # type: ignore[attr-defined]
+        for q in QUERIES[:3]:
+            assert mem.store.keyword_candidates(u, q, 5) == fresh.keyword_candidates(u, q, 5)
+        fresh.close()
+
+
+def test_terms_no_key_holds_are_deleted(mem: Memory) -> None:
+    mem.add("alice", chat("my quokkazanzibar sings"))
+    mem.add("bob", chat("tea sings"))
+
+    def holding(word: str) -> list[tuple[int]]:
+        return mem.store.query("SELECT count(*) FROM search_keys WHERE text LIKE ?", (f"%{word}%",))
+
+    assert mem.store.query("SELECT df FROM terms WHERE term = 'sing'") == holding("sings") != [(0,)]
+    mem.delete_user("alice")
+    assert mem.store.query("SELECT count(*) FROM terms WHERE term LIKE 'quokka%'") == [(0,)]
+    assert mem.store.query("SELECT df FROM terms WHERE term = 'sing'") == holding("sings") != [(0,)]
+    assert mem.store.integrity_check() == []
+
+
+def test_integrity_check_finds_a_drifted_statistic(mem: Memory) -> None:
+    fill(mem, "alice", seed=3, n=3)
+    with mem.store.transaction() as conn:  # type: ignore[attr-defined]
+        conn.execute("UPDATE terms SET df = df + 1 WHERE id = (SELECT min(id) FROM terms)")
+        conn.execute("UPDATE corpus SET tokens = tokens + 5")
+    problems = mem.store.integrity_check()
+    assert any("1 terms with a wrong document frequency" in p for p in problems)
+    assert any("corpus says" in p for p in problems)
+
+
+def _downgrade_to_fts5(path: Path) -> None:
+    """Turn a store into what schema version 2 wrote: an FTS5 index and no term tables."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    conn.execute("DROP TABLE key_terms")
+    conn.execute("DROP TABLE terms")
+    conn.execute("DROP TABLE corpus")
+    fts = next(s for s in str(MIGRATIONS[0]).split(";") if "keys_fts" in s)
+    conn.execute(fts)
+    conn.execute("INSERT INTO keys_fts(rowid, ns, kind, text) SELECT pk, ns, kind, text FROM search_keys")
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def test_migration_builds_the_index_from_an_fts5_store(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    mem = Memory(SqliteStore(path), HashingEmbedder(dim=32))
+    fill(mem, "alice", seed=4)
+    fill(mem, "bob", seed=4)  # the same texts again: tokenized once per content hash
+    fill(mem, "bob", seed=5, n=3)
+    before = {(u, q): mem.store.keyword_candidates(u, q, 10) for u in ("alice", "bob") for q in QUERIES}
+    stats = mem.store.query("SELECT term, df FROM terms ORDER BY term"), mem.store.query("SELECT * FROM corpus")
+    mem.close()
+    _downgrade_to_fts5(path)
+
+    migrated = Memory(SqliteStore(path), HashingEmbedder(dim=32))
+    assert migrated.store.query("SELECT count(*) FROM sqlite_master WHERE name = 'keys_fts'") == [(0,)]
+    assert migrated.store.integrity_check() == []
+    assert (
+        migrated.store.query("SELECT term, df FROM terms ORDER BY term"),
+        migrated.store.query("SELECT * FROM corpus"),
+    ) == stats
+    after = {(u, q): migrated.store.keyword_candidates(u, q, 10) for u in ("alice", "bob") for q in QUERIES}
+    assert after == before
