@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from memlane.core.store.vectors import best_per_block, key_mask
+from memlane.core.store.vectors import KIND_CODES, best_per_block, key_mask
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -28,20 +28,21 @@ IDF_FLOOR = 1e-6
 
 @dataclass
 class UserTerms:
-    """One user's keys as bags of term ids: ``key_rows[i]`` holds ``term_ids[i]`` ``counts[i]`` times."""
+    """One user's keys as bags of term ids: key ``j`` holds ``term_ids[i]`` ``counts[i]`` times for each
+    ``i`` in ``offsets[j]:offsets[j + 1]``."""
 
     version: int
     block_pks: npt.NDArray[np.int64]  # (n,) per key
     kinds: npt.NDArray[np.int8]
     event_ts: npt.NDArray[np.float64]
     lengths: npt.NDArray[np.float32]  # tokens per key
-    key_rows: npt.NDArray[np.int32]  # (m,) per (key, term) entry
-    term_ids: npt.NDArray[np.int32]
-    counts: npt.NDArray[np.float32]
+    offsets: npt.NDArray[np.int64]  # (n + 1,) where each key's entries start
+    term_ids: npt.NDArray[np.int32]  # (m,) per (key, term) entry
+    counts: npt.NDArray[np.uint16]
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.block_pks, self.kinds, self.event_ts, self.lengths, self.key_rows, self.term_ids, self.counts)
+        arrays = (self.block_pks, self.kinds, self.event_ts, self.lengths, self.offsets, self.term_ids, self.counts)
         return int(sum(a.nbytes for a in arrays))
 
     @property
@@ -49,14 +50,13 @@ class UserTerms:
         return int(self.term_ids.max()) if self.term_ids.size else -1
 
     def appended(self, other: UserTerms) -> UserTerms:
-        n = self.block_pks.shape[0]
         return UserTerms(
             version=other.version,
             block_pks=np.concatenate([self.block_pks, other.block_pks]),
             kinds=np.concatenate([self.kinds, other.kinds]),
             event_ts=np.concatenate([self.event_ts, other.event_ts]),
             lengths=np.concatenate([self.lengths, other.lengths]),
-            key_rows=np.concatenate([self.key_rows, other.key_rows + np.int32(n)]),
+            offsets=np.concatenate([self.offsets, other.offsets[1:] + self.offsets[-1]]),
             term_ids=np.concatenate([self.term_ids, other.term_ids]),
             counts=np.concatenate([self.counts, other.counts]),
         )
@@ -69,7 +69,7 @@ def empty_terms(version: int) -> UserTerms:
         kinds=np.zeros(0, dtype=np.int8),
         event_ts=np.zeros(0, dtype=np.float64),
         lengths=np.zeros(0, dtype=np.float32),
-        key_rows=np.zeros(0, dtype=np.int32),
+        offsets=np.zeros(1, dtype=np.int64),
         term_ids=np.zeros(0, dtype=np.int32),
         counts=np.zeros(0, dtype=np.float32),
     )
@@ -84,21 +84,23 @@ def encode_bag(bag: dict[int, int]) -> tuple[bytes, bytes]:
 
 def build_terms(
     version: int,
-    keys: Sequence[tuple[int, int, float, int, bytes, bytes]],
+    keys: Sequence[tuple[int, str, float, int, bytes, bytes]],
 ) -> UserTerms:
-    """A :class:`UserTerms` from stored rows (block pk, kind code, event time, length, ids, counts)."""
+    """A :class:`UserTerms` from stored rows (block pk, kind, event time, length, ids, counts)."""
     if not keys:
         return empty_terms(version)
-    sizes = np.fromiter((len(r[4]) // 4 for r in keys), dtype=np.int64, count=len(keys))
+    n = len(keys)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter((len(r[4]) for r in keys), dtype=np.int64, count=n) // 4, out=offsets[1:])
     return UserTerms(
         version=version,
-        block_pks=np.fromiter((r[0] for r in keys), dtype=np.int64, count=len(keys)),
-        kinds=np.fromiter((r[1] for r in keys), dtype=np.int8, count=len(keys)),
-        event_ts=np.fromiter((r[2] for r in keys), dtype=np.float64, count=len(keys)),
-        lengths=np.fromiter((r[3] for r in keys), dtype=np.float32, count=len(keys)),
-        key_rows=np.repeat(np.arange(len(keys), dtype=np.int32), sizes),
+        block_pks=np.fromiter((r[0] for r in keys), dtype=np.int64, count=n),
+        kinds=np.fromiter((KIND_CODES[r[1]] for r in keys), dtype=np.int8, count=n),
+        event_ts=np.fromiter((r[2] for r in keys), dtype=np.float64, count=n),
+        lengths=np.fromiter((r[3] for r in keys), dtype=np.float32, count=n),
+        offsets=offsets,
         term_ids=np.frombuffer(b"".join(r[4] for r in keys), dtype=np.int32),
-        counts=np.frombuffer(b"".join(r[5] for r in keys), dtype=np.uint16).astype(np.float32),
+        counts=np.frombuffer(b"".join(r[5] for r in keys), dtype=np.uint16),
     )
 
 
@@ -135,7 +137,7 @@ def bm25_top_blocks(
     idf_of_slot = np.array([0.0] + [w for _, w in present], dtype=np.float64)
     slots = np.take(slot, index.term_ids)
     hit = np.flatnonzero(slots.astype(np.bool_))
-    rows = index.key_rows[hit]
+    rows = np.searchsorted(index.offsets, hit, side="right") - 1
     tf = index.counts[hit].astype(np.float64)
     norm = BM25_K1 * (1.0 - BM25_B + BM25_B * index.lengths[rows].astype(np.float64) / max(avgdl, 1e-9))
     contrib = idf_of_slot[slots[hit]] * tf * (BM25_K1 + 1.0) / (tf + norm)

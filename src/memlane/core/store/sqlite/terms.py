@@ -21,7 +21,6 @@ import numpy as np
 
 from memlane.core.store.keyword import query_terms
 from memlane.core.store.terms import UserTerms, build_terms, encode_bag, idf
-from memlane.core.store.vectors import KIND_CODES
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 _BATCH = 1000
@@ -81,7 +80,7 @@ def insert_key_terms(
     ids = {t: v[0] for t, v in lookup_terms(conn, vocab).items()}
     df_add: Counter[int] = Counter()
     rows: list[tuple[int, int, str, float, int, bytes, bytes]] = []
-    cached: list[tuple[int, int, float, int, bytes, bytes]] = []
+    cached: list[tuple[int, str, float, int, bytes, bytes]] = []
     tokens = 0
     for (key_pk, block_pk, kind, _, ts), bag in zip(keys, bags, strict=True):
         by_id = {ids[t]: c for t, c in bag.items()}
@@ -90,7 +89,7 @@ def insert_key_terms(
         tokens += length
         id_blob, count_blob = encode_bag(by_id)
         rows.append((key_pk, block_pk, kind, ts, length, id_blob, count_blob))
-        cached.append((block_pk, KIND_CODES[kind], ts, length, id_blob, count_blob))
+        cached.append((block_pk, kind, ts, length, id_blob, count_blob))
     conn.executemany("UPDATE terms SET df = df + ? WHERE id = ?", [(n, i) for i, n in df_add.items()])
     conn.executemany(
         "INSERT INTO key_terms(user_id, key_pk, block_pk, kind, event_ts, length, term_ids, counts) "
@@ -127,7 +126,7 @@ def load_user_terms(conn: sqlite3.Connection, user_id: int, version: int) -> Use
         "SELECT block_pk, kind, event_ts, length, term_ids, counts FROM key_terms WHERE user_id = ? ORDER BY key_pk",
         (user_id,),
     ).fetchall()
-    return build_terms(version, [(int(b), KIND_CODES[k], float(ts), int(n), ids, cs) for b, k, ts, n, ids, cs in rows])
+    return build_terms(version, rows)
 
 
 def query_weights(conn: sqlite3.Connection, text: str) -> tuple[list[tuple[int, float]], float]:
