@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from memlane.core.embedding.fake import HashingEmbedder
+from memlane.core.errors import StoreError
 from memlane.core.memory import Memory
 from memlane.core.store.sqlite import SqliteStore
 from memlane.core.store.sqlite.schema import MIGRATIONS
+from memlane.core.store.sqlite.store import PAGE_SIZE
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 WORDS = [
@@ -194,3 +196,33 @@ def test_migration_builds_the_index_from_an_fts5_store(tmp_path: Path) -> None:
     ) == stats
     after = {(u, q): migrated.store.keyword_candidates(u, q, 10) for u in ("alice", "bob") for q in QUERIES}
     assert after == before
+
+
+def test_new_stores_use_large_pages_and_compact_converts_old_ones(tmp_path: Path) -> None:
+    assert SqliteStore(tmp_path / "new.db").page_size() == PAGE_SIZE
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as raw:  # a store created before PAGE_SIZE: 4 KiB pages
+        raw.execute("PRAGMA page_size = 4096")
+        raw.execute("PRAGMA journal_mode = WAL")
+    mem = Memory(SqliteStore(path), HashingEmbedder(dim=32))
+    assert mem.store.page_size() == 4096  # type: ignore[attr-defined]
+    fill(mem, "alice", seed=8)
+    fill(mem, "bob", seed=9)
+    mem.delete_user("bob")
+    before = {q: [(h.block.id, h.score) for h in mem.search("alice", q, k=5)] for q in QUERIES}
+
+    other = SqliteStore(path)  # another connection on the file: compacting must refuse, and change nothing
+    other.query("SELECT 1")
+    with pytest.raises(StoreError, match="another connection"):
+        mem.store.compact()  # type: ignore[attr-defined]
+    other.close()
+
+    old_size, new_size = mem.store.compact()  # type: ignore[attr-defined]
+    assert old_size > 0 and new_size == path.stat().st_size  # a tiny store grows: one 16 KiB page per table
+    assert mem.store.page_size() == PAGE_SIZE  # type: ignore[attr-defined]
+    assert mem.store.query("PRAGMA journal_mode") == [("wal",)]
+    assert mem.store.integrity_check() == []
+    assert {q: [(h.block.id, h.score) for h in mem.search("alice", q, k=5)] for q in QUERIES} == before
+    mem.close()
+    reopened = Memory(SqliteStore(path), HashingEmbedder(dim=32))
+    assert {q: [(h.block.id, h.score) for h in reopened.search("alice", q, k=5)] for q in QUERIES} == before

@@ -117,3 +117,13 @@ def test_extraction_commands(env: dict[str, str]) -> None:
     assert code == 0
     code, out, _ = run(["list", "bob", "--json"], env)
     assert json.loads(out)[0]["extraction_status"] == "done"
+
+
+def test_compact_rewrites_the_store_and_refuses_what_it_cannot(env: dict[str, str], tmp_path: Path) -> None:
+    assert run(["add", "alice", "--json"], env, json.dumps(MESSAGES))[0] == 0
+    code, out, _ = run(["compact"], env)
+    assert code == 0 and "KiB pages" in out and "cli.db" in out
+    code, out, _ = run(["search", "alice", "where does Ana live", "--json"], env)
+    assert code == 0 and "Lisbon" in json.loads(out)[0]["message"]
+    code, _, err = run(["compact", "--store", str(tmp_path / "missing.db")], env)
+    assert code != 0 and "no SQLite store" in err and not (tmp_path / "missing.db").exists()

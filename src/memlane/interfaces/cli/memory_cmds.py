@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from memlane.core.errors import ValidationError
+from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.model import Hit, MemoryBlock
-from memlane.interfaces.cli.app import LLMChoice, llm_options, open_memory, store_options
+from memlane.interfaces.cli.app import DEFAULT_STORE, LLMChoice, llm_options, open_memory, store_options
 
 
 def block_json(b: MemoryBlock) -> dict[str, Any]:
@@ -269,6 +269,39 @@ def users_cmd(as_json: bool, store: Path, embedder: str) -> None:
         click.echo(f"{u.name}\t{u.blocks}")
 
 
+@click.command("compact")
+@click.option(
+    "--store",
+    envvar="MEMLANE_STORE",
+    default=DEFAULT_STORE,
+    show_default=True,
+    help="Path of the SQLite store. [env MEMLANE_STORE]",
+)
+def compact_cmd(store: str) -> None:
+    """Rewrite a SQLite store with 16 KiB pages, each user's rows contiguous and no free space.
+
+    Stores made before memlane used 16 KiB pages load a user's vectors about twice as slowly; run this
+    once, while nothing else has the store open (it refuses otherwise).
+
+    \b
+    Example:
+      memlane compact --store memlane.db
+    """
+    from memlane.core.store.postgres import is_postgres_url
+    from memlane.core.store.sqlite.store import PAGE_SIZE, SqliteStore
+
+    if is_postgres_url(store):
+        raise ConfigError("compact is for the SQLite store; on PostgreSQL, VACUUM and CLUSTER do this")
+    if not Path(store).is_file():
+        raise ConfigError(f"no SQLite store at {store}")
+    sqlite = SqliteStore(store)
+    try:
+        before, after = sqlite.compact()
+    finally:
+        sqlite.close()
+    click.echo(f"compacted {store}: {before / 1e6:.1f} MB -> {after / 1e6:.1f} MB, {PAGE_SIZE // 1024} KiB pages")
+
+
 def register(group: click.Group) -> None:
-    for cmd in (add_cmd, search_cmd, delete_user_cmd, get_cmd, list_cmd, users_cmd):
+    for cmd in (add_cmd, search_cmd, delete_user_cmd, get_cmd, list_cmd, users_cmd, compact_cmd):
         group.add_command(cmd)
