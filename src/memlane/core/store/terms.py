@@ -90,17 +90,20 @@ def build_terms(
     if not keys:
         return empty_terms(version)
     n = len(keys)
+    # One C-level transpose of the rows, then one conversion per column (generators cost 1 ms per column
+    # at 2,600 keys).
+    pks, kinds, ts, lengths, ids, counts = zip(*keys, strict=True)
     offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.fromiter((len(r[4]) for r in keys), dtype=np.int64, count=n) // 4, out=offsets[1:])
+    np.cumsum(np.array([len(b) for b in ids], dtype=np.int64) // 4, out=offsets[1:])
     return UserTerms(
         version=version,
-        block_pks=np.fromiter((r[0] for r in keys), dtype=np.int64, count=n),
-        kinds=np.fromiter((KIND_CODES[r[1]] for r in keys), dtype=np.int8, count=n),
-        event_ts=np.fromiter((r[2] for r in keys), dtype=np.float64, count=n),
-        lengths=np.fromiter((r[3] for r in keys), dtype=np.float32, count=n),
+        block_pks=np.array(pks, dtype=np.int64),
+        kinds=np.array([KIND_CODES[k] for k in kinds], dtype=np.int8),
+        event_ts=np.array(ts, dtype=np.float64),
+        lengths=np.array(lengths, dtype=np.float32),
         offsets=offsets,
-        term_ids=np.frombuffer(b"".join(r[4] for r in keys), dtype=np.int32),
-        counts=np.frombuffer(b"".join(r[5] for r in keys), dtype=np.uint16),
+        term_ids=np.frombuffer(b"".join(ids), dtype=np.int32),
+        counts=np.frombuffer(b"".join(counts), dtype=np.uint16),
     )
 
 

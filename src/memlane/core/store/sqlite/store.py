@@ -407,16 +407,23 @@ class SqliteStore:
         except sqlite3.Error as exc:
             conn.execute("ROLLBACK")
             raise StoreError(f"read failed on {self.path}: {exc}") from exc
-        dim = len(rows[0][3]) // 4 if rows else 0
-        matrix = UserMatrix(
-            version=int(version),
-            vectors=np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-            if rows
-            else np.zeros((0, 0), dtype=np.float32),
-            block_pks=np.array([r[0] for r in rows], dtype=np.int64),
-            kinds=np.array([KIND_CODES[r[1]] for r in rows], dtype=np.int8),
-            event_ts=np.array([r[2] for r in rows], dtype=np.float64),
-        )
+        if rows:
+            pks, kinds, ts, vectors = zip(*rows, strict=True)  # one C-level transpose, then a column each
+            matrix = UserMatrix(
+                version=int(version),
+                vectors=np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(rows), -1),
+                block_pks=np.array(pks, dtype=np.int64),
+                kinds=np.array([KIND_CODES[k] for k in kinds], dtype=np.int8),
+                event_ts=np.array(ts, dtype=np.float64),
+            )
+        else:
+            matrix = UserMatrix(
+                version=int(version),
+                vectors=np.zeros((0, 0), dtype=np.float32),
+                block_pks=np.zeros(0, dtype=np.int64),
+                kinds=np.zeros(0, dtype=np.int8),
+                event_ts=np.zeros(0, dtype=np.float64),
+            )
         self._cache.put(user_id, matrix)
         return matrix
 
