@@ -27,14 +27,17 @@ def test_grid_scores_equal_a_retrieval_run_question_by_question(tmp_path: Path, 
     run_retrieval(opts, tmp_path / "run", progress=False)
     logged = {(r.mode, r.sample.sample_id): r.scores for r in read_log(tmp_path / "run" / "log.jsonl").records}
     compared = 0
+    bm25s = {(PRESETS[m].bm25_k1, PRESETS[m].bm25_b) for m in MODES}
+    assert len(bm25s) == 2  # hybrid-rrf keeps FTS5's b: candidates are collected once per BM25 setting
     for split in ("dev", "test"):
-        dev = collect(opts, split=split)
-        for q in dev.questions:
-            for mode in MODES:
-                scores = question_scores(dev, q, PRESETS[mode])
-                if scores is not None:
-                    assert scores == logged[(mode, q.sample.sample_id)], (mode, q.sample.sample_id)
-                    compared += 1
+        for bm25 in bm25s:
+            dev = collect(opts, split=split, bm25=bm25)
+            for q in dev.questions:
+                for mode in (m for m in MODES if (PRESETS[m].bm25_k1, PRESETS[m].bm25_b) == bm25):
+                    scores = question_scores(dev, q, PRESETS[mode])
+                    if scores is not None:
+                        assert scores == logged[(mode, q.sample.sample_id)], (mode, q.sample.sample_id)
+                        compared += 1
     assert compared >= 4 * len(MODES)
 
 
@@ -48,14 +51,17 @@ def test_evaluate_refuses_settings_the_candidates_cannot_stand_for(tmp_path: Pat
         evaluate(dev, PRESETS["keyword"])
     with pytest.raises(ConfigError, match="collected 50 candidates"):
         evaluate(dev, replace(PRESETS["hybrid"], candidates=80))
+    with pytest.raises(ConfigError, match="BM25 k1, b"):
+        evaluate(dev, replace(PRESETS["hybrid"], bm25_b=0.75))
 
 
 def test_grid_points_and_ordering(tmp_path: Path) -> None:
     points = list(grid_points(PRESETS["hybrid"], {"rrf_k": [5, 60], "session_weight": [0, 0.5]}))
     assert [(p.rrf_k, p.session_weight) for p in points] == [(5, 0.0), (5, 0.5), (60, 0.0), (60, 0.5)]
     assert all(isinstance(p.rrf_k, int) and p.neighbour_weight == 0.2 for p in points)
-    with pytest.raises(ConfigError, match="cannot tune 'candidates'"):
-        list(grid_points(PRESETS["hybrid"], {"candidates": [10]}))
+    for fixed in ("candidates", "bm25_b"):  # they change the candidates themselves
+        with pytest.raises(ConfigError, match=f"cannot tune '{fixed}'"):
+            list(grid_points(PRESETS["hybrid"], {fixed: [0.5]}))
     with pytest.raises(ConfigError, match="grid point"):  # SearchSettings validates every point
         list(grid_points(PRESETS["hybrid"], {"session_weight": [-1]}))
     make_data_dir(tmp_path)

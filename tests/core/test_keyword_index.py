@@ -3,6 +3,7 @@ and the migration that builds it from a store that had only the FTS5 index."""
 
 from __future__ import annotations
 
+import math
 import random
 import sqlite3
 from datetime import UTC, datetime, timedelta
@@ -112,6 +113,54 @@ def test_bm25_equals_fts5(mem: Memory) -> None:
         assert [b for b, _ in ours] == [b for b, _ in ref], query
         assert [s for _, s in ours] == pytest.approx([s for _, s in ref], rel=1e-9), query
     assert mem.store.keyword_candidates("alice", "xylophone", 10) == []
+
+
+def reference_bm25(store: SqliteStore, user: str, query: str, k1: float, b: float) -> list[tuple[int, float]]:
+    """BM25 written out from its definition over FTS5's own tokens, for any k1 and b."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE ref USING fts5(text, tokenize='porter unicode61 remove_diacritics 2')")
+    conn.execute("CREATE VIRTUAL TABLE ref_v USING fts5vocab(ref, 'instance')")
+    conn.executemany("INSERT INTO ref(rowid, text) VALUES (?, ?)", store.query("SELECT pk, text FROM search_keys"))
+    tf: dict[int, dict[str, int]] = {}
+    for doc, term in conn.execute("SELECT doc, term FROM ref_v"):
+        tf.setdefault(int(doc), {}).setdefault(str(term), 0)
+        tf[int(doc)][str(term)] += 1
+    n = len(store.query("SELECT pk FROM search_keys"))
+    avgdl = sum(sum(c.values()) for c in tf.values()) / n
+    from memlane.core.store.keyword import query_terms
+    from memlane.core.store.sqlite.terms import tokenize
+
+    stems = tokenize(conn, [" ".join(query_terms(query))])[0]
+    mine = dict(store.query(
+        "SELECT k.pk, k.block_pk FROM search_keys k JOIN users u ON u.id = k.user_id WHERE u.name = ?", (user,)
+    ))  # fmt: skip
+    best: dict[int, float] = {}
+    for pk in sorted(mine):
+        counts = tf.get(pk, {})
+        if not any(t in counts for t in stems):
+            continue
+        dl = sum(counts.values())
+        score = 0.0
+        for term, times in stems.items():
+            df = sum(1 for c in tf.values() if term in c)
+            if term in counts:
+                idf = max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
+                f = counts[term]
+                score += times * idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl))
+        block = int(mine[pk])
+        best[block] = max(best.get(block, 0.0), score)
+    return sorted(best.items(), key=lambda x: -x[1])
+
+
+@pytest.mark.parametrize(("k1", "b"), [(1.2, 0.75), (1.2, 0.5), (0.6, 0.3), (2.0, 1.0), (1.2, 0.0)])
+def test_bm25_parameters_follow_the_definition(mem: Memory, k1: float, b: float) -> None:
+    fill(mem, "alice", seed=11)
+    fill(mem, "bob", seed=12)
+    for query in QUERIES:
+        ours = mem.store.keyword_candidates("alice", query, 100, k1=k1, b=b)
+        ref = reference_bm25(mem.store, "alice", query, k1, b)  # type: ignore[arg-type]
+        assert dict(ours) == pytest.approx(dict(ref), rel=1e-9), query
+        assert [s for _, s in ours] == sorted((s for _, s in ours), reverse=True)
 
 
 def test_statistics_stay_exact_through_writes_and_deletes(mem: Memory) -> None:

@@ -5,7 +5,8 @@ session and exchange position of every candidate); every grid point then re-rank
 the core's own :func:`memlane.core.retrieval.fuse` and :func:`memlane.core.retrieval.top_k`, the code
 ``Memory.search`` runs, and scores the ranking with the harness's scorer. A point costs milliseconds per
 question instead of a store round trip, and its figures equal a ``bench retrieval`` run with the same
-settings, provided ``candidates`` and ``mode`` stay at their collected values (the grid may not vary them).
+settings, provided ``candidates``, ``mode`` and the BM25 parameters stay at their collected values (the grid
+may not vary them: they change the candidates themselves).
 
 Only ``dev`` questions are read unless asked otherwise: parameters are chosen there, figures are read on
 ``test`` (:mod:`memlane.bench.split`). The objective is the sum of the mean of each named metric (LoCoMo
@@ -35,7 +36,7 @@ from memlane.core.retrieval import MAX_K, Position, SearchSettings, fuse, top_k
 DEFAULT_METRICS: tuple[str, ...] = ("turn/recall_all@10", "session/recall_all@5")
 # Fields a grid may vary: the ones applied after the candidates are collected.
 TUNABLE: tuple[str, ...] = tuple(
-    f.name for f in fields(SearchSettings) if f.name not in ("mode", "candidates", "fact_keys")
+    f.name for f in fields(SearchSettings) if f.name not in ("mode", "candidates", "fact_keys", "bm25_k1", "bm25_b")
 )
 
 
@@ -59,16 +60,24 @@ class DevSet:
     depth: int
     ks: tuple[int, ...]
     candidates: int
+    bm25: tuple[float, float]  # the keyword candidates' (k1, b)
 
 
 def collect(
-    options: RetrievalOptions, *, split: str = "dev", candidates: int | None = None, limit: int | None = None
+    options: RetrievalOptions,
+    *,
+    split: str = "dev",
+    candidates: int | None = None,
+    limit: int | None = None,
+    bm25: tuple[float, float] | None = None,
 ) -> DevSet:
     """Ingest ``options.dataset`` into its bench store if needed (data, cache, embedder and perspective
     come from ``options``), then collect the candidates of its ``split`` questions (``limit``: at most that
     many). The ranking depth is the one ``bench retrieval`` uses for ``options.ks``, and ``candidates``
     defaults to what ``Memory.search`` fetches at that depth, so the figures equal a retrieval run's.
-    Searches the hybrid retrievers with messages and facts as keys, as every hybrid preset does."""
+    Searches the hybrid retrievers with messages and facts as keys, as every hybrid preset does, BM25 with
+    ``bm25`` = (k1, b) (default: :class:`SearchSettings`'s)."""
+    k1, b = bm25 if bm25 is not None else (SearchSettings().bm25_k1, SearchSettings().bm25_b)
     dataset = options.dataset
     if dataset not in DATASETS:
         raise ConfigError(f"unknown data set {dataset!r}; known: {', '.join(DATASETS)}")
@@ -97,7 +106,7 @@ def collect(
                 qvec = mem.embedder.inner.embed([sample.question])[0]
                 rankings = {
                     "vector": store.vector_candidates(sample.namespace, qvec, candidates),
-                    "keyword": store.keyword_candidates(sample.namespace, sample.question, candidates),
+                    "keyword": store.keyword_candidates(sample.namespace, sample.question, candidates, k1=k1, b=b),
                 }
                 refs = sorted({ref for ranked in rankings.values() for ref, _ in ranked})
                 blocks = store.fetch_blocks(sample.namespace, refs)
@@ -105,7 +114,7 @@ def collect(
                 out.append(QuestionCandidates(sample, index, rankings, positions, blocks))
     finally:
         bench.close()
-    return DevSet(dataset, tuple(out), depth, ks, candidates)
+    return DevSet(dataset, tuple(out), depth, ks, candidates, (k1, b))
 
 
 def question_scores(dev: DevSet, q: QuestionCandidates, settings: SearchSettings) -> dict[str, float] | None:
@@ -128,6 +137,11 @@ def evaluate(dev: DevSet, settings: SearchSettings, metrics: Sequence[str] = DEF
         raise ConfigError(
             f"{dev.dataset}: collected {dev.candidates} candidates per retriever, but these settings search "
             f"with {max(settings.candidates, dev.depth)}"
+        )
+    if (settings.bm25_k1, settings.bm25_b) != dev.bm25:
+        raise ConfigError(
+            f"{dev.dataset}: collected keyword candidates with BM25 k1, b = {dev.bm25}, but these settings "
+            f"search with {(settings.bm25_k1, settings.bm25_b)}"
         )
     sums = dict.fromkeys(metrics, 0.0)
     counts = dict.fromkeys(metrics, 0)

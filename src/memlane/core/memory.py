@@ -313,7 +313,9 @@ class Memory:
             qvec = self.embedder.inner.embed([query])[0]
             rankings["vector"] = self.store.vector_candidates(user, qvec, settings.candidates, kinds=kinds, **window)
         if settings.mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
-            rankings["keyword"] = self.store.keyword_candidates(user, query, settings.candidates, kinds=kinds, **window)
+            rankings["keyword"] = self.store.keyword_candidates(
+                user, query, settings.candidates, kinds=kinds, k1=settings.bm25_k1, b=settings.bm25_b, **window
+            )
         scored = fuse(rankings, settings)
         positions: dict[int, Position] = {}
         if settings.uses_context:

@@ -12,6 +12,7 @@ from typing import Protocol
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.jobs import JobQueue
 from memlane.core.model import MemoryBlock, UserInfo
+from memlane.core.store.terms import BM25_B, BM25_K1
 
 
 class Store(Protocol):
@@ -75,6 +76,8 @@ class Store(Protocol):
         kinds: frozenset[str] | None = None,
         after: float | None = None,
         before: float | None = None,
+        k1: float = BM25_K1,
+        b: float = BM25_B,
     ) -> list[tuple[int, float]]: ...
 
     def get_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vectors]: ...

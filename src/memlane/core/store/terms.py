@@ -7,8 +7,9 @@ write, and each user's (key, term, count) rows are cached like the key vectors, 
 user's memory costs, not what the whole store costs.
 
 The statistics stay global (per file), as FTS5's were: measured, per-user document frequencies from a few
-hundred exchanges rank worse (docs/design/003-retrieval.md). The formula is FTS5's: k1 = 1.2, b = 0.75,
-idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6.
+hundred exchanges rank worse (docs/design/003-retrieval.md). The formula is FTS5's, idf = ln((N - n + 0.5) /
+(n + 0.5)) floored at 1e-6, with k1 and b as arguments (FTS5 fixed them at 1.2 and 0.75; the search presets
+choose them, :class:`memlane.core.retrieval.SearchSettings`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy.typing as npt
 
 from memlane.core.store.vectors import KIND_CODES, best_per_block, key_mask
 
-BM25_K1 = 1.2
+BM25_K1 = 1.2  # FTS5's, and the usual defaults
 BM25_B = 0.75
 IDF_FLOOR = 1e-6
 
@@ -122,6 +123,8 @@ def bm25_top_blocks(
     kinds: frozenset[int] | None = None,
     after: float | None = None,
     before: float | None = None,
+    k1: float = BM25_K1,
+    b: float = BM25_B,
 ) -> list[tuple[int, float]]:
     """BM25 top-k blocks (a block scores as its best key) for ``query`` = (term id, idf) pairs.
 
@@ -142,8 +145,8 @@ def bm25_top_blocks(
     hit = np.flatnonzero(slots.astype(np.bool_))
     rows = np.searchsorted(index.offsets, hit, side="right") - 1
     tf = index.counts[hit].astype(np.float64)
-    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * index.lengths[rows].astype(np.float64) / max(avgdl, 1e-9))
-    contrib = idf_of_slot[slots[hit]] * tf * (BM25_K1 + 1.0) / (tf + norm)
+    norm = k1 * (1.0 - b + b * index.lengths[rows].astype(np.float64) / max(avgdl, 1e-9))
+    contrib = idf_of_slot[slots[hit]] * tf * (k1 + 1.0) / (tf + norm)
     totals = np.bincount(rows, weights=contrib, minlength=n)
     keep = np.zeros(n, dtype=np.bool_)
     keep[rows] = True

@@ -107,6 +107,7 @@ def tune_cmd(
                 RetrievalOptions(dataset=d, embedder=embedder, data_dir=data_dir, cache_dir=cache_dir),
                 split=split,
                 limit=limit,
+                bm25=(PRESETS[base].bm25_k1, PRESETS[base].bm25_b),
             )
             for d in dict.fromkeys(datasets)
         ]

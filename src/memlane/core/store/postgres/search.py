@@ -20,10 +20,8 @@ from memlane.core.store.keyword import query_terms
 from memlane.core.store.postgres.adapt import PgVector
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import TEXT_CONFIG
+from memlane.core.store.terms import BM25_B, BM25_K1
 from memlane.core.store.vectors import KIND_CODES
-
-BM25_K1 = 1.2
-BM25_B = 0.75
 
 
 def _user_id(conn: Conn, user: str, *, index_only: bool = False) -> int | None:
@@ -104,7 +102,7 @@ WITH u AS (
 ), s AS (
     SELECT m.block_pk, sum(
         greatest(ln((u.n - df.n + 0.5) / (df.n + 0.5)), 1e-6)
-        * t.tf * ({BM25_K1} + 1) / (t.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * m.dl / u.avgdl))
+        * t.tf * (%(k1)s::float8 + 1) / (t.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * m.dl / u.avgdl))
     ) AS score
     FROM t JOIN df USING (lexeme) JOIN m USING (pk), u
     WHERE true {{filters}}
@@ -123,6 +121,8 @@ def bm25_top_blocks(
     kinds: frozenset[str] | None = None,
     after: float | None = None,
     before: float | None = None,
+    k1: float = BM25_K1,
+    b: float = BM25_B,
 ) -> list[tuple[int, float]]:
     """BM25 top-k blocks (a block scores as its best key); the filters narrow the ranked keys, not the
     statistics, as in FTS5."""
@@ -137,6 +137,8 @@ def bm25_top_blocks(
         "text": " ".join(terms),
         "tsquery": " | ".join(f"'{t}'" for t in terms),
         "k": k,
+        "k1": k1,
+        "b": b,
     }
     filters = ""
     if kinds is not None:

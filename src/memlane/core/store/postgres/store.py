@@ -32,6 +32,7 @@ from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.schema import migrate, prepare_database
 from memlane.core.store.postgres.url import redact
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
+from memlane.core.store.terms import BM25_B, BM25_K1
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
 NOW = "extract(epoch FROM now())"  # the database's clock: leases compare times written by many machines
@@ -344,10 +345,12 @@ class PostgresStore:
         kinds: frozenset[str] | None = None,
         after: float | None = None,
         before: float | None = None,
+        k1: float = BM25_K1,
+        b: float = BM25_B,
     ) -> list[tuple[int, float]]:
         """BM25 top-k blocks of ``user`` (block reference, BM25 score, higher is better)."""
         with self.transaction() as conn:
-            return search.bm25_top_blocks(conn, user, query, k, kinds=kinds, after=after, before=before)
+            return search.bm25_top_blocks(conn, user, query, k, kinds=kinds, after=after, before=before, k1=k1, b=b)
 
     # -- embedding cache ---------------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys
 from memlane.core.store.sqlite.schema import migrate
 from memlane.core.store.sqlite.terms import corpus_problems, load_user_terms, query_weights
-from memlane.core.store.terms import UserTerms, bm25_top_blocks
+from memlane.core.store.terms import BM25_B, BM25_K1, UserTerms, bm25_top_blocks
 from memlane.core.store.vectors import KIND_CODES, UserMatrix, top_blocks
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
@@ -436,6 +436,8 @@ class SqliteStore:
         kinds: frozenset[str] | None = None,
         after: float | None = None,
         before: float | None = None,
+        k1: float = BM25_K1,
+        b: float = BM25_B,
     ) -> list[tuple[int, float]]:
         """BM25 top-k blocks of ``user`` (block reference, BM25 score, higher is better)."""
         row = self._user_row(user)
@@ -449,7 +451,7 @@ class SqliteStore:
             return []
         index = self._user_terms(*row)
         codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
-        return bm25_top_blocks(index, weights, avgdl, k, kinds=codes, after=after, before=before)
+        return bm25_top_blocks(index, weights, avgdl, k, kinds=codes, after=after, before=before, k1=k1, b=b)
 
     def _user_terms(self, user_id: int, version: int) -> UserTerms:
         cached = self._terms.get(user_id, version)
