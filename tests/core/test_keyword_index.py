@@ -275,3 +275,48 @@ def test_new_stores_use_large_pages_and_compact_converts_old_ones(tmp_path: Path
     mem.close()
     reopened = Memory(SqliteStore(path), HashingEmbedder(dim=32))
     assert {q: [(h.block.id, h.score) for h in reopened.search("alice", q, k=5)] for q in QUERIES} == before
+
+
+MIXED = [
+    "don't stop_me now, it's 10:30am and 3pm",
+    "I’m “quoted” — with a dash… and emoji 😀smiles",
+    "café naïve résumé",  # letters with accents: FTS5's own path
+    "e\u0301cole",  # a combining mark
+    "CJK 漢字テスト mixed with English",
+    "priv\ue000ate use",
+    "a\u200bzero width",
+    "tab\tnew\nline ¼ Ⅻ",
+    "x" * 70 + " running runs ran",
+    "",
+    "!!! ???",
+]
+
+
+def test_tokens_equal_fts5s_on_every_kind_of_text(tmp_path: Path) -> None:
+    from memlane.core.store.sqlite.tokenizer import tokenize
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE ref USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')")
+    conn.execute("CREATE VIRTUAL TABLE ref_v USING fts5vocab(ref, 'instance')")
+    conn.executemany("INSERT INTO ref(rowid, x) VALUES (?, ?)", list(enumerate(MIXED)))
+    expected: list[dict[str, int]] = [{} for _ in MIXED]
+    for doc, term in conn.execute("SELECT doc, term FROM ref_v"):
+        expected[doc][term] = expected[doc].get(term, 0) + 1
+    work = sqlite3.connect(":memory:")
+    assert [dict(b) for b in tokenize(work, MIXED)] == expected
+    assert [dict(b) for b in tokenize(work, MIXED)] == expected  # again, from the memo of stems
+
+
+def test_a_term_deleted_by_another_process_is_not_reused_from_a_stale_memo(tmp_path: Path) -> None:
+    first = Memory(SqliteStore(tmp_path / "s.db"), HashingEmbedder(dim=32))
+    second = Memory(SqliteStore(tmp_path / "s.db"), HashingEmbedder(dim=32))
+    first.add("alice", chat("zanzibarquokka sings"))  # first's memo learns nothing new yet (a new term)
+    first.add("alice", chat("zanzibarquokka again"))  # now it knows the term's id
+    second.delete_user("alice")  # the term goes; its id may be handed out again
+    second.add("bob", chat("albatrossology is new"))
+    first.add("carol", chat("zanzibarquokka returns, albatrossology too"))
+    assert first.store.integrity_check() == []
+    for mem in (first, second):
+        hits = mem.search("carol", "zanzibarquokka", k=5, mode="keyword")
+        assert hits and all("zanzibarquokka" in h.block.message for h in hits)
+        assert all("albatrossology" in h.block.message for h in mem.search("bob", "albatrossology", k=5))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
-from memlane.core.store.sqlite.terms import delete_key_terms, insert_key_terms
+from memlane.core.store.sqlite.terms import TermIds, delete_key_terms, insert_key_terms
 from memlane.core.store.terms import UserTerms
 from memlane.core.store.vectors import KIND_CODES, UserMatrix
 
@@ -17,7 +17,7 @@ KeyRow = tuple[int, str, str, str, float]
 
 
 def insert_keys(
-    conn: sqlite3.Connection, user_id: int, rows: Sequence[KeyRow], vectors: Vectors
+    conn: sqlite3.Connection, user_id: int, rows: Sequence[KeyRow], vectors: Vectors, term_ids: TermIds
 ) -> tuple[UserMatrix, UserTerms]:
     """Insert keys with their vectors and term bags; returns them as rows for the user's caches."""
     ns = f"u{user_id}"
@@ -36,7 +36,8 @@ def insert_keys(
             for i, (kp, r) in enumerate(zip(key_pks, rows, strict=True))
         ],
     )
-    terms = insert_key_terms(conn, user_id, [(kp, r[0], r[1], r[2], r[4]) for kp, r in zip(key_pks, rows, strict=True)])
+    keys = [(kp, r[0], r[1], r[2], r[4]) for kp, r in zip(key_pks, rows, strict=True)]
+    terms = insert_key_terms(conn, user_id, keys, term_ids)
     matrix = UserMatrix(
         version=-1,
         vectors=vecs,

@@ -148,6 +148,7 @@ class SqliteJobQueue:
                 user_id,
                 [(job.block_ref, k, t, content_hash(t), ts) for k, t in zip(kinds, texts, strict=True)],
                 vectors,
+                self.store.term_ids,
             )
             if cache_entries and cache_entries[1]:
                 self.store.put_vectors_in(conn, *cache_entries)

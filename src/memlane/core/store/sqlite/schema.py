@@ -125,7 +125,12 @@ MIGRATIONS: list[Migration] = [
             counts BLOB NOT NULL,          -- uint16 occurrences of each
             PRIMARY KEY(user_id, key_pk)
         ) WITHOUT ROWID;
-        CREATE TABLE corpus(id INTEGER PRIMARY KEY CHECK (id = 1), keys INTEGER NOT NULL, tokens INTEGER NOT NULL);
+        CREATE TABLE corpus(
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            keys INTEGER NOT NULL,
+            tokens INTEGER NOT NULL,
+            vocab_epoch INTEGER NOT NULL DEFAULT 0   -- bumped by every deletion of a term row
+        );
         INSERT INTO corpus(id, keys, tokens) VALUES (1, 0, 0);
         """,
         backfill,

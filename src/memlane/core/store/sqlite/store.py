@@ -25,7 +25,7 @@ from memlane.core.store.cache import UserCache
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys
 from memlane.core.store.sqlite.schema import migrate
-from memlane.core.store.sqlite.terms import corpus_problems, load_user_terms, query_weights
+from memlane.core.store.sqlite.terms import TermIds, corpus_problems, load_user_terms, query_weights
 from memlane.core.store.terms import BM25_B, BM25_K1, UserTerms, bm25_top_blocks
 from memlane.core.store.vectors import KIND_CODES, UserMatrix, top_blocks
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
@@ -56,6 +56,7 @@ class SqliteStore:
         self._local = threading.local()
         self._cache: UserCache[UserMatrix] = UserCache(cache_bytes)
         self._terms: UserCache[UserTerms] = UserCache(cache_bytes)
+        self.term_ids = TermIds()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -260,6 +261,7 @@ class SqliteStore:
                 for pk, b in zip(block_pks, blocks, strict=True)
             ],
             vectors,
+            self.term_ids,
         )
         return rows, job_ids
 

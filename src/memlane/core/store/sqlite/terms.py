@@ -14,43 +14,18 @@ no second tokenizer to keep in step, and the C tokenizer costs about 2 us per to
 from __future__ import annotations
 
 import sqlite3
-from collections import Counter
+import threading
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from memlane.core.store.keyword import query_terms
+from memlane.core.store.sqlite.tokenizer import tokenize
 from memlane.core.store.terms import UserTerms, build_terms, encode_bag, idf
+from memlane.core.store.vectors import KIND_CODES
 
-TOKENIZER = "porter unicode61 remove_diacritics 2"
-_BATCH = 1000
 _IN_CHUNK = 500
-
-
-def _ensure_tokenizer(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_tok USING fts5(text, content='', tokenize='{TOKENIZER}')"
-    )
-    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_tok_v USING fts5vocab(temp, memlane_tok, 'instance')")
-
-
-def tokenize(conn: sqlite3.Connection, texts: Sequence[str]) -> list[Counter[str]]:
-    """Each text's tokens with their counts, as the FTS5 tokenizer makes them (lower-cased, stemmed)."""
-    _ensure_tokenizer(conn)
-    out: list[Counter[str]] = [Counter() for _ in texts]
-    for start in range(0, len(texts), _BATCH):
-        conn.executemany(
-            "INSERT INTO temp.memlane_tok(rowid, text) VALUES (?, ?)",
-            [(start + i, t) for i, t in enumerate(texts[start : start + _BATCH])],
-        )
-        try:
-            for doc, term, count in conn.execute(
-                "SELECT doc, term, count(*) FROM temp.memlane_tok_v GROUP BY doc, term"
-            ):
-                out[int(doc)][str(term)] = int(count)
-        finally:
-            conn.execute("INSERT INTO temp.memlane_tok(memlane_tok) VALUES ('delete-all')")
-    return out
 
 
 def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
@@ -68,36 +43,90 @@ def lookup_terms(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, tu
     return out
 
 
+class TermIds:
+    """One process's memo of term -> id for one store file, so a write looks up only the terms it has not
+    seen yet (the lookups were a quarter of the term index's write cost).
+
+    Ids of existing terms never change; a term's row goes only when no key holds it, and every such
+    deletion bumps ``corpus.vocab_epoch`` in its transaction. Each write reads the epoch inside its own
+    write transaction and forgets everything on a change, so a memo entry is never used after its term
+    was deleted (or its id given to another term), whichever process deleted it. Only terms that existed
+    before the writing transaction are memorised: a term it inserts is not, in case it rolls back.
+    """
+
+    MAX_TERMS = 2_000_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ids: dict[str, int] = {}
+        self._epoch = -1
+
+    def resolve(self, conn: sqlite3.Connection, vocab: Sequence[str]) -> dict[str, int]:
+        """The id of every term of ``vocab``, adding the unknown ones (df 0); call inside a write."""
+        (epoch,) = conn.execute("SELECT vocab_epoch FROM corpus").fetchone()
+        with self._lock:
+            if epoch != self._epoch or len(self._ids) > self.MAX_TERMS:
+                self._ids.clear()
+                self._epoch = int(epoch)
+            ids = {t: i for t in vocab if (i := self._ids.get(t)) is not None}
+        missing = [t for t in vocab if t not in ids]
+        if missing:
+            existing = {t: v[0] for t, v in lookup_terms(conn, missing).items()}
+            with self._lock:
+                if self._epoch == epoch:
+                    self._ids.update(existing)
+            ids.update(existing)
+            new = [t for t in missing if t not in existing]
+            conn.executemany("INSERT INTO terms(term, df) VALUES (?, 0)", [(t,) for t in new])
+            ids.update({t: v[0] for t, v in lookup_terms(conn, new).items()})
+        return ids
+
+
+def _bags(conn: sqlite3.Connection, texts: Sequence[str], term_ids: TermIds) -> npt.NDArray[np.int64]:
+    """(text index, term id, count) rows for ``texts``, ordered by text then term id; unknown terms are
+    added to ``terms`` with df 0."""
+    bags = tokenize(conn, texts)
+    ids = term_ids.resolve(conn, sorted({t for bag in bags for t in bag}))
+    rows = [(i, ids[t], n) for i, bag in enumerate(bags) for t, n in bag.items()]
+    out = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    return out[np.lexsort((out[:, 1], out[:, 0]))]
+
+
 def insert_key_terms(
     conn: sqlite3.Connection,
     user_id: int,
     keys: Sequence[tuple[int, int, str, str, float]],
+    term_ids: TermIds,
 ) -> UserTerms:
     """Index keys given as (key pk, block pk, kind, text, event time); returns them as cache rows."""
-    bags = tokenize(conn, [k[3] for k in keys])
-    vocab = sorted({t for bag in bags for t in bag})
-    conn.executemany("INSERT INTO terms(term, df) VALUES (?, 0) ON CONFLICT(term) DO NOTHING", [(t,) for t in vocab])
-    ids = {t: v[0] for t, v in lookup_terms(conn, vocab).items()}
-    df_add: Counter[int] = Counter()
-    rows: list[tuple[int, int, str, float, int, bytes, bytes]] = []
-    cached: list[tuple[int, str, float, int, bytes, bytes]] = []
-    tokens = 0
-    for (key_pk, block_pk, kind, _, ts), bag in zip(keys, bags, strict=True):
-        by_id = {ids[t]: c for t, c in bag.items()}
-        df_add.update(by_id.keys())
-        length = sum(bag.values())
-        tokens += length
-        id_blob, count_blob = encode_bag(by_id)
-        rows.append((key_pk, block_pk, kind, ts, length, id_blob, count_blob))
-        cached.append((block_pk, kind, ts, length, id_blob, count_blob))
-    conn.executemany("UPDATE terms SET df = df + ? WHERE id = ?", [(n, i) for i, n in df_add.items()])
+    n = len(keys)
+    bags = _bags(conn, [k[3] for k in keys], term_ids)
+    docs, ids, counts = bags[:, 0], bags[:, 1].astype(np.int32), np.minimum(bags[:, 2], 65535).astype(np.uint16)
+    offsets = np.searchsorted(docs, np.arange(n + 1)).astype(np.int64)
+    lengths = np.bincount(docs, weights=bags[:, 2], minlength=n).astype(np.int64)
+    held, holders = np.unique(ids, return_counts=True)  # each (key, term) row is one key holding the term
+    conn.executemany("UPDATE terms SET df = df + ? WHERE id = ?", zip(holders.tolist(), held.tolist(), strict=True))
     conn.executemany(
         "INSERT INTO key_terms(user_id, key_pk, block_pk, kind, event_ts, length, term_ids, counts) "
         "VALUES (?,?,?,?,?,?,?,?)",
-        [(user_id, *r) for r in rows],
+        [
+            (user_id, key_pk, block_pk, kind, ts, int(lengths[j]), ids[a:b].tobytes(), counts[a:b].tobytes())
+            for j, ((key_pk, block_pk, kind, _, ts), a, b) in enumerate(
+                zip(keys, offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)
+            )
+        ],
     )
-    conn.execute("UPDATE corpus SET keys = keys + ?, tokens = tokens + ?", (len(keys), tokens))
-    return build_terms(-1, cached)
+    conn.execute("UPDATE corpus SET keys = keys + ?, tokens = tokens + ?", (n, int(lengths.sum())))
+    return UserTerms(
+        version=-1,
+        block_pks=np.array([k[1] for k in keys], dtype=np.int64),
+        kinds=np.array([KIND_CODES[k[2]] for k in keys], dtype=np.int8),
+        event_ts=np.array([k[4] for k in keys], dtype=np.float64),
+        lengths=lengths.astype(np.float32),
+        offsets=offsets,
+        term_ids=ids,
+        counts=counts,
+    )
 
 
 def delete_key_terms(conn: sqlite3.Connection, keys: Sequence[tuple[int, int]]) -> None:
@@ -115,7 +144,9 @@ def delete_key_terms(conn: sqlite3.Connection, keys: Sequence[tuple[int, int]]) 
     term_ids, counts = np.unique(all_ids, return_counts=True)
     pairs = [(int(c), int(i)) for i, c in zip(term_ids.tolist(), counts.tolist(), strict=True)]
     conn.executemany("UPDATE terms SET df = df - ? WHERE id = ?", pairs)
-    conn.executemany("DELETE FROM terms WHERE id = ? AND df <= 0", [(i,) for _, i in pairs])
+    gone = sum(conn.execute("DELETE FROM terms WHERE id = ? AND df <= 0", (i,)).rowcount for _, i in pairs)
+    if gone:
+        conn.execute("UPDATE corpus SET vocab_epoch = vocab_epoch + 1")  # invalidates every TermIds memo
     conn.executemany("DELETE FROM key_terms WHERE user_id = ? AND key_pk = ?", list(keys))
     conn.execute("UPDATE corpus SET keys = keys - ?, tokens = tokens - ?", (len(found), sum(n for n, _ in found)))
 
@@ -197,7 +228,7 @@ def backfill(conn: sqlite3.Connection) -> None:
         batch = conn.execute(
             "SELECT s.pk, s.user_id, s.block_pk, s.kind, s.text, s.content_hash, b.event_ts "
             "FROM search_keys s JOIN blocks b ON b.pk = s.block_pk WHERE s.pk > ? ORDER BY s.pk LIMIT ?",
-            (last, _BATCH * 5),
+            (last, 5000),
         ).fetchall()
         if not batch:
             break
