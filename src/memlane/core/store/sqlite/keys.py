@@ -56,3 +56,26 @@ def delete_keys(conn: sqlite3.Connection, where: str, params: tuple[object, ...]
     delete_key_terms(conn, keys)
     conn.executemany("DELETE FROM key_vectors WHERE user_id = ? AND key_pk = ?", keys)
     return int(conn.execute(f"DELETE FROM search_keys WHERE {where}", params).rowcount)
+
+
+def load_user_matrix(conn: sqlite3.Connection, user_id: int, version: int) -> UserMatrix:
+    """The user's key vectors as stored (call inside a read transaction that also read ``version``)."""
+    rows = conn.execute(
+        "SELECT block_pk, kind, event_ts, embedding FROM key_vectors WHERE user_id = ? ORDER BY key_pk", (user_id,)
+    ).fetchall()
+    if not rows:
+        return UserMatrix(
+            version=version,
+            vectors=np.zeros((0, 0), dtype=np.float32),
+            block_pks=np.zeros(0, dtype=np.int64),
+            kinds=np.zeros(0, dtype=np.int8),
+            event_ts=np.zeros(0, dtype=np.float64),
+        )
+    pks, kinds, ts, vectors = zip(*rows, strict=True)  # one C-level transpose, then a column each
+    return UserMatrix(
+        version=version,
+        vectors=np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(rows), -1),
+        block_pks=np.array(pks, dtype=np.int64),
+        kinds=np.array([KIND_CODES[k] for k in kinds], dtype=np.int8),
+        event_ts=np.array(ts, dtype=np.float64),
+    )

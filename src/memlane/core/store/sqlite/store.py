@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import MemoryBlock, UserInfo
 from memlane.core.store.cache import UserCache
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
-from memlane.core.store.sqlite.keys import delete_keys, insert_keys
+from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_matrix
 from memlane.core.store.sqlite.schema import migrate
 from memlane.core.store.sqlite.terms import TermIds, corpus_problems, load_user_terms, query_weights
 from memlane.core.store.terms import BM25_B, BM25_K1, UserTerms, bm25_top_blocks
@@ -33,6 +33,7 @@ from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 if TYPE_CHECKING:
     from memlane.core.store.sqlite.queue import SqliteJobQueue
 
+T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
 # 16 KiB pages: a 384-d float32 key vector row (1.6 kB) fits in its B-tree page instead of spilling 600
 # bytes onto an overflow page of its own, which made 4 KiB-page stores 2.4 times larger and a cold user
@@ -396,38 +397,22 @@ class SqliteStore:
         cached = self._cache.get(user_id, version)
         if cached is not None:
             return cached
-        # Read the version and the rows in one snapshot so the cache entry is exactly that version.
+        matrix = self._load(user_id, load_user_matrix)
+        self._cache.put(user_id, matrix)
+        return matrix
+
+    def _load(self, user_id: int, loader: Callable[[sqlite3.Connection, int, int], T]) -> T:
+        """Read the user's version and rows in one snapshot, so a cache entry is exactly that version."""
         conn = self._conn()
         try:
             conn.execute("BEGIN")
             (version,) = conn.execute("SELECT version FROM users WHERE id = ?", (user_id,)).fetchone()
-            rows = conn.execute(
-                "SELECT block_pk, kind, event_ts, embedding FROM key_vectors WHERE user_id = ? ORDER BY key_pk",
-                (user_id,),
-            ).fetchall()
+            out = loader(conn, user_id, int(version))
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             conn.execute("ROLLBACK")
             raise StoreError(f"read failed on {self.path}: {exc}") from exc
-        if rows:
-            pks, kinds, ts, vectors = zip(*rows, strict=True)  # one C-level transpose, then a column each
-            matrix = UserMatrix(
-                version=int(version),
-                vectors=np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(rows), -1),
-                block_pks=np.array(pks, dtype=np.int64),
-                kinds=np.array([KIND_CODES[k] for k in kinds], dtype=np.int8),
-                event_ts=np.array(ts, dtype=np.float64),
-            )
-        else:
-            matrix = UserMatrix(
-                version=int(version),
-                vectors=np.zeros((0, 0), dtype=np.float32),
-                block_pks=np.zeros(0, dtype=np.int64),
-                kinds=np.zeros(0, dtype=np.int8),
-                event_ts=np.zeros(0, dtype=np.float64),
-            )
-        self._cache.put(user_id, matrix)
-        return matrix
+        return out
 
     def keyword_candidates(
         self,
@@ -459,15 +444,7 @@ class SqliteStore:
         cached = self._terms.get(user_id, version)
         if cached is not None:
             return cached
-        conn = self._conn()
-        try:
-            conn.execute("BEGIN")
-            (version,) = conn.execute("SELECT version FROM users WHERE id = ?", (user_id,)).fetchone()
-            terms = load_user_terms(conn, user_id, int(version))
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
-            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+        terms = self._load(user_id, load_user_terms)
         self._terms.put(user_id, terms)
         return terms
 
