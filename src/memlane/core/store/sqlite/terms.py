@@ -6,9 +6,8 @@ holds the key count and token total (BM25's N and average length). Every write c
 transaction that writes the keys, so the statistics never drift from the keys. A term no key holds any
 more is deleted, so a deleted user's words do not linger in the vocabulary.
 
-Tokens come from SQLite's own FTS5 tokenizer (``porter unicode61 remove_diacritics 2``, the tokenizer the
-store used before), run over a contentless in-memory FTS5 table and read back through ``fts5vocab``:
-no second tokenizer to keep in step, and the C tokenizer costs about 2 us per token.
+Tokens are exactly those of SQLite's FTS5 tokenizer ``porter unicode61 remove_diacritics 2`` (the one the
+store used before): :mod:`memlane.core.store.sqlite.tokenizer`.
 """
 
 from __future__ import annotations
