@@ -6,7 +6,8 @@ cosine similarity the SQLite store computes, without pgvector's norm computation
 the storage research measured a global HNSW index with a per-user filter returning almost nothing.
 
 Keywords: the ``tsvector`` GIN index finds the user's matching keys; BM25 is then computed in SQL with
-FTS5's formula (k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6), because core
+FTS5's formula (idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6; k1 and b come from the search
+settings, FTS5's 1.2 and 0.75 by default), because core
 PostgreSQL's ``ts_rank`` has no IDF. Term frequencies come from the matched tsvectors' positions; document
 frequencies are counted over the user's matching keys (every key holding a query term matches, so the
 count is exact); N and the average length are per-user counters kept by every write. Statistics are per
