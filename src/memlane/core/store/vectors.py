@@ -9,6 +9,7 @@ clustered by user; a :class:`UserMatrix` mirrors one user's rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -64,7 +65,7 @@ def key_mask(
 
 
 def best_per_block(
-    scores: npt.NDArray[np.float64], block_pks: npt.NDArray[np.int64], k: int
+    scores: npt.NDArray[np.floating[Any]], block_pks: npt.NDArray[np.int64], k: int
 ) -> list[tuple[int, float]]:
     """The k best blocks by their best key's score, best first; keys scored -inf are left out."""
     n = scores.shape[0]
@@ -102,7 +103,7 @@ def top_blocks(
     """Exact cosine top-k *blocks* (a block scores as its best key). Vectors are L2-normalised."""
     if matrix.vectors.shape[0] == 0 or k <= 0:
         return []
-    scores = (matrix.vectors @ query).astype(np.float64)
+    scores = matrix.vectors @ query
     mask = key_mask(matrix.kinds, matrix.event_ts, kind_codes=kinds, after=after, before=before)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)

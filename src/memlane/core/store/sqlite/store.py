@@ -21,7 +21,7 @@ from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import ConfigError, NotFoundError, StoreError
 from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import MemoryBlock, UserInfo
-from memlane.core.store.cache import UserCache
+from memlane.core.store.cache import UserCache, UserIndex
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_matrix
 from memlane.core.store.sqlite.schema import migrate
@@ -33,7 +33,8 @@ from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 if TYPE_CHECKING:
     from memlane.core.store.sqlite.queue import SqliteJobQueue
 
-T = TypeVar("T")
+Index = TypeVar("Index", bound=UserIndex)
+Loader = Callable[[sqlite3.Connection, int, int], Index]  # (connection, user id, version) -> the user's index
 BUSY_TIMEOUT_MS = 30_000
 # 16 KiB pages: a 384-d float32 key vector row (1.6 kB) fits in its B-tree page instead of spilling 600
 # bytes onto an overflow page of its own, which made 4 KiB-page stores 2.4 times larger and a cold user
@@ -394,14 +395,20 @@ class SqliteStore:
         return top_blocks(matrix, query.reshape(-1), k, kinds=codes, after=after, before=before)
 
     def _matrix(self, user_id: int, version: int) -> UserMatrix:
-        cached = self._cache.get(user_id, version)
-        if cached is not None:
-            return cached
-        matrix = self._load(user_id, load_user_matrix)
-        self._cache.put(user_id, matrix)
-        return matrix
+        return self._cached(self._cache, user_id, version, load_user_matrix)
 
-    def _load(self, user_id: int, loader: Callable[[sqlite3.Connection, int, int], T]) -> T:
+    def _user_terms(self, user_id: int, version: int) -> UserTerms:
+        return self._cached(self._terms, user_id, version, load_user_terms)
+
+    def _cached(self, cache: UserCache[Index], user_id: int, version: int, loader: Loader[Index]) -> Index:
+        """The user's index at ``version`` from ``cache``, or loaded (and cached) when missing or stale."""
+        entry = cache.get(user_id, version)
+        if entry is None:
+            entry = self._load(user_id, loader)
+            cache.put(user_id, entry)
+        return entry
+
+    def _load(self, user_id: int, loader: Loader[Index]) -> Index:
         """Read the user's version and rows in one snapshot, so a cache entry is exactly that version."""
         conn = self._conn()
         try:
@@ -439,14 +446,6 @@ class SqliteStore:
         index = self._user_terms(*row)
         codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
         return bm25_top_blocks(index, weights, avgdl, k, kinds=codes, after=after, before=before, k1=k1, b=b)
-
-    def _user_terms(self, user_id: int, version: int) -> UserTerms:
-        cached = self._terms.get(user_id, version)
-        if cached is not None:
-            return cached
-        terms = self._load(user_id, load_user_terms)
-        self._terms.put(user_id, terms)
-        return terms
 
     # -- embedding cache ---------------------------------------------------------------------------------
 
