@@ -10,12 +10,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from store_downgrade import downgrade_to_v2
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import StoreError
 from memlane.core.memory import Memory
 from memlane.core.store.sqlite import SqliteStore
-from memlane.core.store.sqlite.schema import MIGRATIONS
 from memlane.core.store.sqlite.store import PAGE_SIZE
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -210,21 +210,6 @@ def test_integrity_check_finds_a_drifted_statistic(mem: Memory) -> None:
     assert any("corpus says" in p for p in problems)
 
 
-def _downgrade_to_fts5(path: Path) -> None:
-    """Turn a store into what schema version 2 wrote: an FTS5 index and no term tables."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("BEGIN")
-    conn.execute("DROP TABLE key_terms")
-    conn.execute("DROP TABLE terms")
-    conn.execute("DROP TABLE corpus")
-    fts = next(s for s in str(MIGRATIONS[0]).split(";") if "keys_fts" in s)
-    conn.execute(fts)
-    conn.execute("INSERT INTO keys_fts(rowid, ns, kind, text) SELECT pk, ns, kind, text FROM search_keys")
-    conn.execute("PRAGMA user_version = 2")
-    conn.execute("COMMIT")
-    conn.close()
-
-
 def test_migration_builds_the_index_from_an_fts5_store(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     mem = Memory(SqliteStore(path), HashingEmbedder(dim=32))
@@ -234,7 +219,7 @@ def test_migration_builds_the_index_from_an_fts5_store(tmp_path: Path) -> None:
     before = {(u, q): mem.store.keyword_candidates(u, q, 10) for u in ("alice", "bob") for q in QUERIES}
     stats = mem.store.query("SELECT term, df FROM terms ORDER BY term"), mem.store.query("SELECT * FROM corpus")
     mem.close()
-    _downgrade_to_fts5(path)
+    downgrade_to_v2(path)
 
     migrated = Memory(SqliteStore(path), HashingEmbedder(dim=32))
     assert migrated.store.query("SELECT count(*) FROM sqlite_master WHERE name = 'keys_fts'") == [(0,)]

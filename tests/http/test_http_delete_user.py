@@ -48,9 +48,10 @@ def test_delete_user_leaves_nothing_of_them(service: Service) -> None:
     assert service.memory.store.user_row_counts("alice") == {
         "blocks": 0,
         "search_keys": 0,
+        "key_segments": 0,
+        "jobs": 0,
         "key_vectors": 0,
         "key_terms": 0,
-        "jobs": 0,
         "users": 0,
     }
     with sqlite3.connect(store_path) as db:

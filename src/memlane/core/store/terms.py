@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from memlane.core.store.vectors import KIND_CODES, best_per_block, key_mask
+from memlane.core.store.vectors import best_per_block, key_mask
 
 BM25_K1 = 1.2  # FTS5's, and the usual defaults
 BM25_B = 0.75
@@ -81,31 +81,6 @@ def encode_bag(bag: dict[int, int]) -> tuple[bytes, bytes]:
     ids = np.fromiter(sorted(bag), dtype=np.int32, count=len(bag))
     counts = np.fromiter((min(bag[i], 65535) for i in ids.tolist()), dtype=np.uint16, count=len(bag))
     return ids.tobytes(), counts.tobytes()
-
-
-def build_terms(
-    version: int,
-    keys: Sequence[tuple[int, str, float, int, bytes, bytes]],
-) -> UserTerms:
-    """A :class:`UserTerms` from stored rows (block pk, kind, event time, length, ids, counts)."""
-    if not keys:
-        return empty_terms(version)
-    n = len(keys)
-    # One C-level transpose of the rows, then one conversion per column (generators cost 1 ms per column
-    # at 2,600 keys).
-    pks, kinds, ts, lengths, ids, counts = zip(*keys, strict=True)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.array([len(b) for b in ids], dtype=np.int64) // 4, out=offsets[1:])
-    return UserTerms(
-        version=version,
-        block_pks=np.array(pks, dtype=np.int64),
-        kinds=np.array([KIND_CODES[k] for k in kinds], dtype=np.int8),
-        event_ts=np.array(ts, dtype=np.float64),
-        lengths=np.array(lengths, dtype=np.float32),
-        offsets=offsets,
-        term_ids=np.frombuffer(b"".join(ids), dtype=np.int32),
-        counts=np.frombuffer(b"".join(counts), dtype=np.uint16),
-    )
 
 
 def idf(df: npt.NDArray[np.float64], n_keys: int) -> npt.NDArray[np.float64]:

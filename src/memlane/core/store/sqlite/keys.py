@@ -1,4 +1,5 @@
-"""Writing and deleting search keys: the rows behind both retrievers (key terms and key vectors)."""
+"""Writing, deleting and loading search keys: the rows behind both retrievers (key text in ``search_keys``;
+each key's vector and term bag in the user's segments, :mod:`memlane.core.store.sqlite.segments`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
-from memlane.core.store.sqlite.terms import TermIds, delete_key_terms, insert_key_terms
+from memlane.core.store.sqlite.segments import Segment, insert_segment, load_user, remove_keys
+from memlane.core.store.sqlite.terms import TermIds, index_texts, unindex
 from memlane.core.store.terms import UserTerms
 from memlane.core.store.vectors import KIND_CODES, UserMatrix
 
@@ -28,54 +30,37 @@ def insert_keys(
             (user_id, block_pk, ns, kind, text, chash),
         )
         key_pks.append(int(cur.lastrowid or 0))
-    vecs = np.ascontiguousarray(vectors, dtype=np.float32)
-    conn.executemany(
-        "INSERT INTO key_vectors(user_id, key_pk, block_pk, kind, event_ts, embedding) VALUES (?,?,?,?,?,?)",
-        [
-            (user_id, kp, r[0], r[1], r[4], vecs[i].tobytes())
-            for i, (kp, r) in enumerate(zip(key_pks, rows, strict=True))
-        ],
-    )
-    keys = [(kp, r[0], r[1], r[2], r[4]) for kp, r in zip(key_pks, rows, strict=True)]
-    terms = insert_key_terms(conn, user_id, keys, term_ids)
-    matrix = UserMatrix(
-        version=-1,
-        vectors=vecs,
+    bags = index_texts(conn, [r[2] for r in rows], term_ids)
+    segment = Segment(
+        key_pks=np.array(key_pks, dtype=np.int64),
         block_pks=np.array([r[0] for r in rows], dtype=np.int64),
         kinds=np.array([KIND_CODES[r[1]] for r in rows], dtype=np.int8),
         event_ts=np.array([r[4] for r in rows], dtype=np.float64),
+        lengths=bags.lengths,
+        entries=bags.entries,
+        term_ids=bags.term_ids,
+        counts=bags.counts,
+        vectors=np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(rows), -1),
     )
-    return matrix, terms
+    insert_segment(conn, user_id, segment)
+    return segment.matrix(-1), segment.terms(-1)
 
 
 def delete_keys(conn: sqlite3.Connection, where: str, params: tuple[object, ...]) -> int:
-    """Delete the keys matching ``where`` (an SQL condition on search_keys) from all three tables."""
-    keys = [(int(u), int(k)) for u, k in conn.execute(f"SELECT user_id, pk FROM search_keys WHERE {where}", params)]
-    if not keys:
+    """Delete the keys matching ``where`` (an SQL condition on search_keys) with their vectors and term bags."""
+    by_user: dict[int, list[int]] = {}
+    for user_id, key_pk in conn.execute(f"SELECT user_id, pk FROM search_keys WHERE {where}", params):
+        by_user.setdefault(int(user_id), []).append(int(key_pk))
+    if not by_user:
         return 0
-    delete_key_terms(conn, keys)
-    conn.executemany("DELETE FROM key_vectors WHERE user_id = ? AND key_pk = ?", keys)
+    for user_id, key_pks in by_user.items():
+        gone = remove_keys(conn, user_id, key_pks)
+        unindex(conn, gone.n, int(gone.lengths.sum()), gone.term_ids)
     return int(conn.execute(f"DELETE FROM search_keys WHERE {where}", params).rowcount)
 
 
-def load_user_matrix(conn: sqlite3.Connection, user_id: int, version: int) -> UserMatrix:
-    """The user's key vectors as stored (call inside a read transaction that also read ``version``)."""
-    rows = conn.execute(
-        "SELECT block_pk, kind, event_ts, embedding FROM key_vectors WHERE user_id = ? ORDER BY key_pk", (user_id,)
-    ).fetchall()
-    if not rows:
-        return UserMatrix(
-            version=version,
-            vectors=np.zeros((0, 0), dtype=np.float32),
-            block_pks=np.zeros(0, dtype=np.int64),
-            kinds=np.zeros(0, dtype=np.int8),
-            event_ts=np.zeros(0, dtype=np.float64),
-        )
-    pks, kinds, ts, vectors = zip(*rows, strict=True)  # one C-level transpose, then a column each
-    return UserMatrix(
-        version=version,
-        vectors=np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(rows), -1),
-        block_pks=np.array(pks, dtype=np.int64),
-        kinds=np.array([KIND_CODES[k] for k in kinds], dtype=np.int8),
-        event_ts=np.array(ts, dtype=np.float64),
-    )
+def load_user_index(conn: sqlite3.Connection, user_id: int, version: int) -> tuple[UserMatrix, UserTerms]:
+    """The user's key vectors and term bags as stored (call inside a read transaction that also read
+    ``version``)."""
+    segment = load_user(conn, user_id)
+    return segment.matrix(version), segment.terms(version)

@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable
 
 from memlane.core.errors import StoreError
+from memlane.core.store.sqlite.segments import from_rows
 from memlane.core.store.sqlite.terms import backfill
 
 # A migration is SQL, or SQL followed by a Python step run in the same transaction.
@@ -135,6 +136,32 @@ MIGRATIONS: list[Migration] = [
         """,
         backfill,
         "DROP TABLE keys_fts;",
+    ),
+    # 4: each user's key vectors and term bags move from one row per key into a few segments per user
+    # (core/store/sqlite/segments.py says why); existing keys are moved, then the per-key tables dropped.
+    (
+        """
+        CREATE TABLE key_segments(
+            id INTEGER PRIMARY KEY,
+            user_id INTEGER NOT NULL,
+            keys INTEGER NOT NULL,         -- keys in the segment (at least 1)
+            first_key INTEGER NOT NULL,    -- smallest and largest key pk
+            last_key INTEGER NOT NULL,
+            tokens INTEGER NOT NULL,       -- tokens of its keys
+            key_pks BLOB NOT NULL,         -- int64 per key, ascending
+            block_pks BLOB NOT NULL,       -- int64 per key
+            kinds BLOB NOT NULL,           -- int8 kind code per key
+            event_ts BLOB NOT NULL,        -- float64 per key
+            lengths BLOB NOT NULL,         -- int32 tokens per key
+            entries BLOB NOT NULL,         -- int32 term entries per key
+            term_ids BLOB NOT NULL,        -- int32 per (key, term) entry, ascending within a key
+            counts BLOB NOT NULL,          -- uint16 occurrences per entry
+            vectors BLOB NOT NULL          -- float32 keys x dim
+        );
+        CREATE INDEX key_segments_user ON key_segments(user_id, first_key);
+        """,
+        from_rows,
+        "DROP TABLE key_vectors;\nDROP TABLE key_terms;",
     ),
 ]
 

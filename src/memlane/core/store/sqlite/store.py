@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,11 +21,11 @@ from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import ConfigError, NotFoundError, StoreError
 from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import MemoryBlock, UserInfo
-from memlane.core.store.cache import UserCache, UserIndex
+from memlane.core.store.cache import UserCache
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
-from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_matrix
+from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index
 from memlane.core.store.sqlite.schema import migrate
-from memlane.core.store.sqlite.terms import TermIds, corpus_problems, load_user_terms, query_weights
+from memlane.core.store.sqlite.terms import TermIds, corpus_problems, query_weights
 from memlane.core.store.terms import BM25_B, BM25_K1, UserTerms, bm25_top_blocks
 from memlane.core.store.vectors import KIND_CODES, UserMatrix, top_blocks
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
@@ -33,8 +33,6 @@ from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 if TYPE_CHECKING:
     from memlane.core.store.sqlite.queue import SqliteJobQueue
 
-Index = TypeVar("Index", bound=UserIndex)
-Loader = Callable[[sqlite3.Connection, int, int], Index]  # (connection, user id, version) -> the user's index
 BUSY_TIMEOUT_MS = 30_000
 # 16 KiB pages: a 384-d float32 key vector row (1.6 kB) fits in its B-tree page instead of spilling 600
 # bytes onto an overflow page of its own, which made 4 KiB-page stores 2.4 times larger and a cold user
@@ -395,31 +393,28 @@ class SqliteStore:
         return top_blocks(matrix, query.reshape(-1), k, kinds=codes, after=after, before=before)
 
     def _matrix(self, user_id: int, version: int) -> UserMatrix:
-        return self._cached(self._cache, user_id, version, load_user_matrix)
+        cached = self._cache.get(user_id, version)
+        return cached if cached is not None else self._load(user_id)[0]
 
     def _user_terms(self, user_id: int, version: int) -> UserTerms:
-        return self._cached(self._terms, user_id, version, load_user_terms)
+        cached = self._terms.get(user_id, version)
+        return cached if cached is not None else self._load(user_id)[1]
 
-    def _cached(self, cache: UserCache[Index], user_id: int, version: int, loader: Loader[Index]) -> Index:
-        """The user's index at ``version`` from ``cache``, or loaded (and cached) when missing or stale."""
-        entry = cache.get(user_id, version)
-        if entry is None:
-            entry = self._load(user_id, loader)
-            cache.put(user_id, entry)
-        return entry
-
-    def _load(self, user_id: int, loader: Loader[Index]) -> Index:
-        """Read the user's version and rows in one snapshot, so a cache entry is exactly that version."""
+    def _load(self, user_id: int) -> tuple[UserMatrix, UserTerms]:
+        """Read the user's version and both indexes (one read of the user's segments) in one snapshot, so
+        the cache entries are exactly that version; cache both."""
         conn = self._conn()
         try:
             conn.execute("BEGIN")
             (version,) = conn.execute("SELECT version FROM users WHERE id = ?", (user_id,)).fetchone()
-            out = loader(conn, user_id, int(version))
+            matrix, terms = load_user_index(conn, user_id, int(version))
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             conn.execute("ROLLBACK")
             raise StoreError(f"read failed on {self.path}: {exc}") from exc
-        return out
+        self._cache.put(user_id, matrix)
+        self._terms.put(user_id, terms)
+        return matrix, terms
 
     def keyword_candidates(
         self,
@@ -515,8 +510,11 @@ class SqliteStore:
         out: dict[str, int] = {}
         row = self._user_row(user)
         uid = row[0] if row else -1
-        for table in ("blocks", "search_keys", "key_vectors", "key_terms", "jobs"):
+        for table in ("blocks", "search_keys", "key_segments", "jobs"):
             out[table] = int(self._read(f"SELECT count(*) FROM {table} WHERE user_id = ?", (uid,))[0][0])
+        # Keys whose vector and term bag the user's segments hold (the rows of PostgreSQL's key_vectors)
+        keys = int(self._read("SELECT coalesce(sum(keys), 0) FROM key_segments WHERE user_id = ?", (uid,))[0][0])
+        out["key_vectors"] = out["key_terms"] = keys
         out["users"] = int(self._read("SELECT count(*) FROM users WHERE name = ?", (user,))[0][0])
         return out
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from memlane.core.store.keyword import query_terms
 from memlane.core.store.sqlite.tokenizer import tokenize
-from memlane.core.store.terms import UserTerms, build_terms, encode_bag, idf
-from memlane.core.store.vectors import KIND_CODES
+from memlane.core.store.terms import encode_bag, idf
 
 _IN_CHUNK = 500
 
@@ -91,72 +91,47 @@ def _bags(conn: sqlite3.Connection, texts: Sequence[str], term_ids: TermIds) -> 
     return out[np.lexsort((out[:, 1], out[:, 0]))]
 
 
-def insert_key_terms(
-    conn: sqlite3.Connection,
-    user_id: int,
-    keys: Sequence[tuple[int, int, str, str, float]],
-    term_ids: TermIds,
-) -> UserTerms:
-    """Index keys given as (key pk, block pk, kind, text, event time); returns them as cache rows."""
-    n = len(keys)
-    bags = _bags(conn, [k[3] for k in keys], term_ids)
+@dataclass
+class Bags:
+    """Texts as term bags: text ``j`` holds ``term_ids[i]`` ``counts[i]`` times for each ``i`` in its
+    ``entries[j]`` entries (after those of the texts before it); ``lengths`` are their token counts."""
+
+    lengths: npt.NDArray[np.int32]
+    entries: npt.NDArray[np.int32]
+    term_ids: npt.NDArray[np.int32]
+    counts: npt.NDArray[np.uint16]
+
+
+def index_texts(conn: sqlite3.Connection, texts: Sequence[str], term_ids: TermIds) -> Bags:
+    """Count ``texts`` as new keys in the statistics (document frequencies, key and token totals) and return
+    their term bags, adding unknown terms."""
+    n = len(texts)
+    bags = _bags(conn, texts, term_ids)
     docs, ids, counts = bags[:, 0], bags[:, 1].astype(np.int32), np.minimum(bags[:, 2], 65535).astype(np.uint16)
-    offsets = np.searchsorted(docs, np.arange(n + 1)).astype(np.int64)
-    lengths = np.bincount(docs, weights=bags[:, 2], minlength=n).astype(np.int64)
+    lengths = np.bincount(docs, weights=bags[:, 2], minlength=n).astype(np.int32)
     held, holders = np.unique(ids, return_counts=True)  # each (key, term) row is one key holding the term
     conn.executemany("UPDATE terms SET df = df + ? WHERE id = ?", zip(holders.tolist(), held.tolist(), strict=True))
-    conn.executemany(
-        "INSERT INTO key_terms(user_id, key_pk, block_pk, kind, event_ts, length, term_ids, counts) "
-        "VALUES (?,?,?,?,?,?,?,?)",
-        [
-            (user_id, key_pk, block_pk, kind, ts, int(lengths[j]), ids[a:b].tobytes(), counts[a:b].tobytes())
-            for j, ((key_pk, block_pk, kind, _, ts), a, b) in enumerate(
-                zip(keys, offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)
-            )
-        ],
-    )
     conn.execute("UPDATE corpus SET keys = keys + ?, tokens = tokens + ?", (n, int(lengths.sum())))
-    return UserTerms(
-        version=-1,
-        block_pks=np.array([k[1] for k in keys], dtype=np.int64),
-        kinds=np.array([KIND_CODES[k[2]] for k in keys], dtype=np.int8),
-        event_ts=np.array([k[4] for k in keys], dtype=np.float64),
-        lengths=lengths.astype(np.float32),
-        offsets=offsets,
+    return Bags(
+        lengths=lengths,
+        entries=np.bincount(docs, minlength=n).astype(np.int32),
         term_ids=ids,
         counts=counts,
     )
 
 
-def delete_key_terms(conn: sqlite3.Connection, keys: Sequence[tuple[int, int]]) -> None:
-    """Unindex keys given as (user id, key pk): their rows, their share of the statistics, orphan terms."""
-    found: list[tuple[int, bytes]] = []
-    for user_id, key_pk in keys:
-        row = conn.execute(
-            "SELECT length, term_ids FROM key_terms WHERE user_id = ? AND key_pk = ?", (user_id, key_pk)
-        ).fetchone()
-        if row is not None:
-            found.append((int(row[0]), bytes(row[1])))
-    if not found:
+def unindex(conn: sqlite3.Connection, keys: int, tokens: int, held: npt.NDArray[np.int32]) -> None:
+    """Take deleted keys out of the statistics: ``keys`` keys of ``tokens`` tokens in all, whose bags held
+    the terms ``held`` (one entry per key holding a term). Terms no key holds any more are deleted."""
+    if keys == 0:
         return
-    all_ids = np.concatenate([np.frombuffer(b, dtype=np.int32) for _, b in found])
-    term_ids, counts = np.unique(all_ids, return_counts=True)
+    term_ids, counts = np.unique(held, return_counts=True)
     pairs = [(int(c), int(i)) for i, c in zip(term_ids.tolist(), counts.tolist(), strict=True)]
     conn.executemany("UPDATE terms SET df = df - ? WHERE id = ?", pairs)
     gone = sum(conn.execute("DELETE FROM terms WHERE id = ? AND df <= 0", (i,)).rowcount for _, i in pairs)
     if gone:
         conn.execute("UPDATE corpus SET vocab_epoch = vocab_epoch + 1")  # invalidates every TermIds memo
-    conn.executemany("DELETE FROM key_terms WHERE user_id = ? AND key_pk = ?", list(keys))
-    conn.execute("UPDATE corpus SET keys = keys - ?, tokens = tokens - ?", (len(found), sum(n for n, _ in found)))
-
-
-def load_user_terms(conn: sqlite3.Connection, user_id: int, version: int) -> UserTerms:
-    """The user's term index as stored (call inside a read transaction that also read ``version``)."""
-    rows = conn.execute(
-        "SELECT block_pk, kind, event_ts, length, term_ids, counts FROM key_terms WHERE user_id = ? ORDER BY key_pk",
-        (user_id,),
-    ).fetchall()
-    return build_terms(version, rows)
+    conn.execute("UPDATE corpus SET keys = keys - ?, tokens = tokens - ?", (keys, tokens))
 
 
 def query_weights(conn: sqlite3.Connection, text: str) -> tuple[list[tuple[int, float]], float]:
@@ -184,23 +159,41 @@ def query_weights(conn: sqlite3.Connection, text: str) -> tuple[list[tuple[int, 
 
 
 def corpus_problems(conn: sqlite3.Connection) -> list[str]:
-    """Checks the keyword index against the keys; an empty list means consistent."""
+    """Checks the key segments and the keyword index against the keys; an empty list means consistent."""
     problems: list[str] = []
     (n_keys, tokens) = conn.execute("SELECT keys, tokens FROM corpus").fetchone()
-    (rows, total) = conn.execute("SELECT count(*), coalesce(sum(length), 0) FROM key_terms").fetchone()
+    (rows, total) = conn.execute("SELECT coalesce(sum(keys), 0), coalesce(sum(tokens), 0) FROM key_segments").fetchone()
     (search_keys,) = conn.execute("SELECT count(*) FROM search_keys").fetchone()
     if rows != search_keys:
-        problems.append(f"keyword index: {rows} indexed keys for {search_keys} search keys")
+        problems.append(f"key segments: {rows} indexed keys for {search_keys} search keys")
+    (malformed,) = conn.execute(
+        "SELECT count(*) FROM key_segments WHERE keys < 1 OR length(key_pks) != 8 * keys "
+        "OR length(block_pks) != 8 * keys OR length(kinds) != keys OR length(event_ts) != 8 * keys "
+        "OR length(lengths) != 4 * keys OR length(entries) != 4 * keys OR length(term_ids) != 2 * length(counts) "
+        "OR length(vectors) % (4 * keys) != 0"
+    ).fetchone()
+    if malformed:
+        problems.append(f"key segments: {malformed} segments whose arrays disagree on their length")
     if (n_keys, tokens) != (rows, total):
         problems.append(f"keyword index: corpus says {n_keys} keys / {tokens} tokens, rows hold {rows} / {total}")
     (top,) = conn.execute("SELECT coalesce(max(id), 0) FROM terms").fetchone()
     counted = np.zeros(int(top) + 1, dtype=np.int64)
-    cursor = conn.execute("SELECT term_ids FROM key_terms")
-    while batch := cursor.fetchmany(10_000):
-        ids = np.concatenate([np.frombuffer(b, dtype=np.int32) for (b,) in batch])
-        if ids.size and int(ids.max()) >= counted.shape[0]:
-            counted = np.concatenate([counted, np.zeros(int(ids.max()) + 1 - counted.shape[0], dtype=np.int64)])
-        counted += np.bincount(ids, minlength=counted.shape[0])
+    indexed: list[npt.NDArray[np.int64]] = []
+    cursor = conn.execute("SELECT user_id, key_pks, term_ids FROM key_segments")
+    while batch := cursor.fetchmany(1_000):
+        for user_id, key_pks, term_blob in batch:
+            pks = np.frombuffer(key_pks, dtype=np.int64)
+            indexed.append(np.stack([np.full(pks.shape[0], int(user_id), dtype=np.int64), pks], axis=1))
+            ids = np.frombuffer(term_blob, dtype=np.int32)
+            if ids.size and int(ids.max()) >= counted.shape[0]:
+                counted = np.concatenate([counted, np.zeros(int(ids.max()) + 1 - counted.shape[0], dtype=np.int64)])
+            counted += np.bincount(ids, minlength=counted.shape[0])
+    held = np.concatenate(indexed) if indexed else np.zeros((0, 2), dtype=np.int64)
+    keys = np.array(conn.execute("SELECT user_id, pk FROM search_keys").fetchall(), dtype=np.int64).reshape(-1, 2)
+    if not np.array_equal(np.unique(held, axis=0), np.unique(keys, axis=0)) or len(np.unique(held, axis=0)) != len(
+        held
+    ):
+        problems.append("key segments: the indexed keys are not exactly the search keys, each once, of their user")
     stored = np.zeros_like(counted)
     for term_id, n in conn.execute("SELECT id, df FROM terms"):
         stored[int(term_id)] = int(n)

@@ -1,0 +1,281 @@
+"""Each user's search-key vectors and term bags, stored in a few large rows ("segments") per user.
+
+Why: a search loads a user's whole index into memory the first time (then it is cached). Read as one row
+per key, that cost 2.7 microseconds a row twice over (vectors, term bags): 14.5 ms for a 2,600-key
+x500 user, most of a first search's time. A segment holds many keys' columns as arrays (one blob each), so
+the same user loads in a few rows: about 3.4 ms (docs/design/003-retrieval.md, "x500 latency").
+
+Writes append one segment holding the write's keys. Segments merge by size tier (fewer than 64 keys, fewer
+than 512, fewer than 4,096): when :data:`FANOUT` segments share a tier they become one segment of a higher
+tier. Segments of 4,096 keys or more are never merged. A user therefore has at most 3 x (FANOUT - 1)
+unmerged segments plus one per 4,096 keys, and a key is rewritten at most three times by merges. Deleting
+keys rewrites the segments holding them without them (a segment left empty is deleted).
+
+The keys of a user's segments are disjoint; their pk ranges may interleave (a merge of small segments can
+span a large segment written between them), so loads sort the keys by pk when they come out of order.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from memlane.core.errors import StoreError
+from memlane.core.store.terms import UserTerms, empty_terms
+from memlane.core.store.vectors import KIND_CODES, UserMatrix
+
+FANOUT = 8
+TIER_LIMITS = (64, 512, 4096)  # tier t: fewer keys than TIER_LIMITS[t] (and not fewer than TIER_LIMITS[t - 1])
+
+_BLOBS = "key_pks, block_pks, kinds, event_ts, lengths, entries, term_ids, counts, vectors"
+COLUMNS = f"keys, first_key, last_key, tokens, {_BLOBS}"
+_DTYPES = (np.int64, np.int64, np.int8, np.float64, np.int32, np.int32, np.int32, np.uint16, np.float32)
+_MARKS = ",".join("?" * 14)  # user_id and COLUMNS
+
+
+@dataclass
+class Segment:
+    """Keys ``0..n-1``, each with its columns; key ``j`` holds ``term_ids[i]`` ``counts[i]`` times for each
+    ``i`` in ``offsets[j]:offsets[j + 1]``, where ``offsets`` is the running sum of ``entries``."""
+
+    key_pks: npt.NDArray[np.int64]
+    block_pks: npt.NDArray[np.int64]
+    kinds: npt.NDArray[np.int8]
+    event_ts: npt.NDArray[np.float64]
+    lengths: npt.NDArray[np.int32]  # tokens per key
+    entries: npt.NDArray[np.int32]  # (key, term) entries per key
+    term_ids: npt.NDArray[np.int32]
+    counts: npt.NDArray[np.uint16]
+    vectors: npt.NDArray[np.float32]  # (n, dim)
+
+    @property
+    def n(self) -> int:
+        return int(self.key_pks.shape[0])
+
+    @property
+    def offsets(self) -> npt.NDArray[np.int64]:
+        out = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(self.entries, out=out[1:])
+        return out
+
+    def row(self) -> tuple[object, ...]:
+        """The values of :data:`COLUMNS`."""
+        arrays = (
+            self.key_pks, self.block_pks, self.kinds, self.event_ts, self.lengths, self.entries,
+            self.term_ids, self.counts, self.vectors,
+        )  # fmt: skip
+        first, last = (int(self.key_pks.min()), int(self.key_pks.max())) if self.n else (0, 0)
+        return (self.n, first, last, int(self.lengths.sum()), *(np.ascontiguousarray(a).tobytes() for a in arrays))
+
+    @classmethod
+    def from_row(cls, row: Sequence[object]) -> Segment:
+        """From the values of :data:`COLUMNS`."""
+        n = int(row[0])  # type: ignore[call-overload]
+        parts = [np.frombuffer(blob, dtype=dt) for blob, dt in zip(row[4:], _DTYPES, strict=True)]  # type: ignore[call-overload]
+        key_pks, block_pks, kinds, event_ts, lengths, entries, term_ids, counts, vectors = parts
+        return cls(
+            key_pks, block_pks, kinds, event_ts, lengths, entries, term_ids, counts,
+            vectors.reshape(n, -1) if n else np.zeros((0, 0), dtype=np.float32),
+        )  # fmt: skip
+
+    def take(self, keep: npt.NDArray[np.bool_]) -> Segment:
+        """The keys where ``keep`` is true, in order."""
+        entry_keep = np.repeat(keep, self.entries)
+        return Segment(
+            key_pks=self.key_pks[keep],
+            block_pks=self.block_pks[keep],
+            kinds=self.kinds[keep],
+            event_ts=self.event_ts[keep],
+            lengths=self.lengths[keep],
+            entries=self.entries[keep],
+            term_ids=self.term_ids[entry_keep],
+            counts=self.counts[entry_keep],
+            vectors=self.vectors[keep],
+        )
+
+    def matrix(self, version: int) -> UserMatrix:
+        return UserMatrix(
+            version=version,
+            vectors=self.vectors,
+            block_pks=self.block_pks,
+            kinds=self.kinds,
+            event_ts=self.event_ts,
+        )
+
+    def terms(self, version: int) -> UserTerms:
+        if self.n == 0:
+            return empty_terms(version)
+        return UserTerms(
+            version=version,
+            block_pks=self.block_pks,
+            kinds=self.kinds,
+            event_ts=self.event_ts,
+            lengths=self.lengths.astype(np.float32),
+            offsets=self.offsets,
+            term_ids=self.term_ids,
+            counts=self.counts,
+        )
+
+
+def concat(segments: Sequence[Segment]) -> Segment:
+    """One segment holding the keys of ``segments``, in key pk order."""
+    if len(segments) == 1:
+        out = segments[0]
+    else:
+        vectors = [s.vectors for s in segments if s.n]
+        out = Segment(
+            key_pks=np.concatenate([s.key_pks for s in segments]),
+            block_pks=np.concatenate([s.block_pks for s in segments]),
+            kinds=np.concatenate([s.kinds for s in segments]),
+            event_ts=np.concatenate([s.event_ts for s in segments]),
+            lengths=np.concatenate([s.lengths for s in segments]),
+            entries=np.concatenate([s.entries for s in segments]),
+            term_ids=np.concatenate([s.term_ids for s in segments]),
+            counts=np.concatenate([s.counts for s in segments]),
+            vectors=np.concatenate(vectors) if vectors else np.zeros((0, 0), dtype=np.float32),
+        )
+    if out.n > 1 and bool(np.any(np.diff(out.key_pks) <= 0)):
+        out = _sorted(out)
+    return out
+
+
+def _sorted(seg: Segment) -> Segment:
+    order = np.argsort(seg.key_pks, kind="stable")
+    lens = seg.entries[order].astype(np.int64)
+    starts = seg.offsets[:-1][order]  # where each key's entries are, in the new key order
+    entry_order = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()))
+    return Segment(
+        key_pks=seg.key_pks[order],
+        block_pks=seg.block_pks[order],
+        kinds=seg.kinds[order],
+        event_ts=seg.event_ts[order],
+        lengths=seg.lengths[order],
+        entries=seg.entries[order],
+        term_ids=seg.term_ids[entry_order],
+        counts=seg.counts[entry_order],
+        vectors=seg.vectors[order],
+    )
+
+
+def tier(keys: int) -> int:
+    """The size tier of a segment of ``keys`` keys; ``len(TIER_LIMITS)`` means never merged."""
+    for t, limit in enumerate(TIER_LIMITS):
+        if keys < limit:
+            return t
+    return len(TIER_LIMITS)
+
+
+def insert_segment(conn: sqlite3.Connection, user_id: int, segment: Segment) -> None:
+    """Store ``segment`` for the user (nothing when it is empty), then merge the user's segments."""
+    if segment.n == 0:
+        return
+    conn.execute(f"INSERT INTO key_segments(user_id, {COLUMNS}) VALUES ({_MARKS})", (user_id, *segment.row()))
+    merge(conn, user_id)
+
+
+def merge(conn: sqlite3.Connection, user_id: int) -> None:
+    """Merge the user's segments of each tier that holds :data:`FANOUT` of them, lowest tier first."""
+    while True:
+        sizes = conn.execute("SELECT id, keys FROM key_segments WHERE user_id = ?", (user_id,)).fetchall()
+        by_tier: dict[int, list[int]] = {}
+        for seg_id, keys in sizes:
+            by_tier.setdefault(tier(int(keys)), []).append(int(seg_id))
+        full = [ids for t, ids in sorted(by_tier.items()) if t < len(TIER_LIMITS) and len(ids) >= FANOUT]
+        if not full:
+            return
+        ids = full[0]
+        marks = ",".join("?" * len(ids))
+        rows = conn.execute(f"SELECT {COLUMNS} FROM key_segments WHERE id IN ({marks})", ids).fetchall()
+        merged = concat([Segment.from_row(r) for r in rows])
+        conn.execute(f"DELETE FROM key_segments WHERE id IN ({marks})", ids)
+        conn.execute(f"INSERT INTO key_segments(user_id, {COLUMNS}) VALUES ({_MARKS})", (user_id, *merged.row()))
+
+
+def load_user(conn: sqlite3.Connection, user_id: int) -> Segment:
+    """All the user's keys as one segment, in key pk order (call inside a read transaction)."""
+    rows = conn.execute(
+        f"SELECT {COLUMNS} FROM key_segments WHERE user_id = ? ORDER BY first_key", (user_id,)
+    ).fetchall()
+    return concat([Segment.from_row(r) for r in rows]) if rows else empty_segment()
+
+
+def remove_keys(conn: sqlite3.Connection, user_id: int, key_pks: Sequence[int]) -> Segment:
+    """Take the given keys out of the user's segments, then merge as after a write; returns what they held
+    (keys not found are skipped)."""
+    wanted = np.array(sorted(set(key_pks)), dtype=np.int64)
+    if wanted.size == 0:
+        return empty_segment()
+    rows = conn.execute(
+        f"SELECT id, {COLUMNS} FROM key_segments WHERE user_id = ? AND last_key >= ? AND first_key <= ?",
+        (user_id, int(wanted[0]), int(wanted[-1])),
+    ).fetchall()
+    removed: list[Segment] = []
+    for seg_id, *values in rows:
+        seg = Segment.from_row(values)
+        drop = np.isin(seg.key_pks, wanted)
+        if not drop.any():
+            continue
+        removed.append(seg.take(drop))
+        if drop.all():
+            conn.execute("DELETE FROM key_segments WHERE id = ?", (seg_id,))
+        else:
+            rest = seg.take(~drop)
+            conn.execute(
+                f"UPDATE key_segments SET ({COLUMNS}) = ({','.join('?' * 13)}) WHERE id = ?", (*rest.row(), seg_id)
+            )
+    if removed:
+        merge(conn, user_id)  # a shrunk segment may have filled a lower tier
+    return concat(removed) if removed else empty_segment()
+
+
+def empty_segment() -> Segment:
+    return Segment(
+        key_pks=np.zeros(0, dtype=np.int64),
+        block_pks=np.zeros(0, dtype=np.int64),
+        kinds=np.zeros(0, dtype=np.int8),
+        event_ts=np.zeros(0, dtype=np.float64),
+        lengths=np.zeros(0, dtype=np.int32),
+        entries=np.zeros(0, dtype=np.int32),
+        term_ids=np.zeros(0, dtype=np.int32),
+        counts=np.zeros(0, dtype=np.uint16),
+        vectors=np.zeros((0, 0), dtype=np.float32),
+    )
+
+
+def from_rows(conn: sqlite3.Connection) -> None:
+    """Migration 4's step: move every user's keys from the per-key tables ``key_vectors`` and ``key_terms``
+    into segments of at most ``TIER_LIMITS[-1]`` keys (inside the migration's transaction)."""
+    chunk = TIER_LIMITS[-1]
+    moved = 0
+    for (user_id,) in conn.execute("SELECT id FROM users ORDER BY id").fetchall():
+        rows = conn.execute(
+            "SELECT v.key_pk, v.block_pk, v.kind, v.event_ts, t.length, t.term_ids, t.counts, v.embedding "
+            "FROM key_vectors v LEFT JOIN key_terms t ON t.user_id = v.user_id AND t.key_pk = v.key_pk "
+            "WHERE v.user_id = ? ORDER BY v.key_pk",
+            (user_id,),
+        ).fetchall()
+        for start in range(0, len(rows), chunk):
+            part = rows[start : start + chunk]
+            if any(r[4] is None for r in part):
+                raise StoreError(f"cannot migrate: user {user_id} has key vectors without term rows")
+            pks, blocks, kinds, ts, lengths, ids, counts, vectors = zip(*part, strict=True)
+            segment = Segment(
+                key_pks=np.array(pks, dtype=np.int64),
+                block_pks=np.array(blocks, dtype=np.int64),
+                kinds=np.array([KIND_CODES[k] for k in kinds], dtype=np.int8),
+                event_ts=np.array(ts, dtype=np.float64),
+                lengths=np.array(lengths, dtype=np.int32),
+                entries=np.array([len(b) // 4 for b in ids], dtype=np.int32),
+                term_ids=np.frombuffer(b"".join(ids), dtype=np.int32),
+                counts=np.frombuffer(b"".join(counts), dtype=np.uint16),
+                vectors=np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(part), -1),
+            )
+            conn.execute(f"INSERT INTO key_segments(user_id, {COLUMNS}) VALUES ({_MARKS})", (user_id, *segment.row()))
+        moved += len(rows)
+    (expected,) = conn.execute("SELECT keys FROM corpus").fetchone()
+    if moved != expected:
+        raise StoreError(f"cannot migrate: moved {moved} keys of users, but the keyword index counts {expected}")

@@ -1,0 +1,62 @@
+"""Rewrite a store into what an older schema version wrote, to test the migrations from it."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+from memlane.core.store.sqlite.schema import MIGRATIONS
+from memlane.core.store.sqlite.segments import COLUMNS, Segment
+from memlane.core.store.vectors import KIND_CODES
+
+KIND_NAMES = {code: name for name, code in KIND_CODES.items()}
+
+
+def _ddl(script: str, table: str) -> str:
+    return next(s for s in script.split(";") if f"CREATE TABLE {table}(" in s)
+
+
+def downgrade_to_v3(path: Path) -> None:
+    """Schema 3: one row per key in ``key_vectors`` and ``key_terms``, no segments."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    conn.execute(_ddl(str(MIGRATIONS[0]), "key_vectors"))
+    conn.execute(_ddl(MIGRATIONS[2][0], "key_terms"))  # type: ignore[index]
+    for user_id, *values in conn.execute(f"SELECT user_id, {COLUMNS} FROM key_segments").fetchall():
+        seg = Segment.from_row(values)
+        offsets = seg.offsets
+        for j in range(seg.n):
+            a, b = int(offsets[j]), int(offsets[j + 1])
+            common = (user_id, int(seg.key_pks[j]), int(seg.block_pks[j]), KIND_NAMES[int(seg.kinds[j])])
+            ts = float(seg.event_ts[j])
+            conn.execute("INSERT INTO key_vectors VALUES (?,?,?,?,?,?)", (*common, ts, seg.vectors[j].tobytes()))
+            conn.execute(
+                "INSERT INTO key_terms VALUES (?,?,?,?,?,?,?,?)",
+                (*common, ts, int(seg.lengths[j]), seg.term_ids[a:b].tobytes(), seg.counts[a:b].tobytes()),
+            )
+    conn.execute("DROP TABLE key_segments")
+    conn.execute("PRAGMA user_version = 3")
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def downgrade_to_v2(path: Path) -> None:
+    """Schema 2: an FTS5 index, no term tables."""
+    downgrade_to_v3(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    conn.execute("DROP TABLE key_terms")
+    conn.execute("DROP TABLE terms")
+    conn.execute("DROP TABLE corpus")
+    fts = next(s for s in str(MIGRATIONS[0]).split(";") if "keys_fts" in s)
+    conn.execute(fts)
+    conn.execute("INSERT INTO keys_fts(rowid, ns, kind, text) SELECT pk, ns, kind, text FROM search_keys")
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def as_array(blob: bytes, dtype: type) -> np.ndarray:
+    return np.frombuffer(blob, dtype=dtype)
