@@ -5,8 +5,6 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import numpy as np
-
 from memlane.core.store.sqlite.schema import MIGRATIONS
 from memlane.core.store.sqlite.segments import COLUMNS, Segment
 from memlane.core.store.vectors import KIND_CODES
@@ -56,7 +54,3 @@ def downgrade_to_v2(path: Path) -> None:
     conn.execute("PRAGMA user_version = 2")
     conn.execute("COMMIT")
     conn.close()
-
-
-def as_array(blob: bytes, dtype: type) -> np.ndarray:
-    return np.frombuffer(blob, dtype=dtype)

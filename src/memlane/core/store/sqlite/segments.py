@@ -84,17 +84,20 @@ class Segment:
 
     def take(self, keep: npt.NDArray[np.bool_]) -> Segment:
         """The keys where ``keep`` is true, in order."""
-        entry_keep = np.repeat(keep, self.entries)
+        return self._pick(keep, np.repeat(keep, self.entries))
+
+    def _pick(self, keys: npt.NDArray[np.generic], entries: npt.NDArray[np.generic]) -> Segment:
+        """The keys that ``keys`` selects (a mask or indexes) and their entries, selected by ``entries``."""
         return Segment(
-            key_pks=self.key_pks[keep],
-            block_pks=self.block_pks[keep],
-            kinds=self.kinds[keep],
-            event_ts=self.event_ts[keep],
-            lengths=self.lengths[keep],
-            entries=self.entries[keep],
-            term_ids=self.term_ids[entry_keep],
-            counts=self.counts[entry_keep],
-            vectors=self.vectors[keep],
+            key_pks=self.key_pks[keys],
+            block_pks=self.block_pks[keys],
+            kinds=self.kinds[keys],
+            event_ts=self.event_ts[keys],
+            lengths=self.lengths[keys],
+            entries=self.entries[keys],
+            term_ids=self.term_ids[entries],
+            counts=self.counts[entries],
+            vectors=self.vectors[keys],
         )
 
     def matrix(self, version: int) -> UserMatrix:
@@ -147,18 +150,7 @@ def _sorted(seg: Segment) -> Segment:
     order = np.argsort(seg.key_pks, kind="stable")
     lens = seg.entries[order].astype(np.int64)
     starts = seg.offsets[:-1][order]  # where each key's entries are, in the new key order
-    entry_order = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()))
-    return Segment(
-        key_pks=seg.key_pks[order],
-        block_pks=seg.block_pks[order],
-        kinds=seg.kinds[order],
-        event_ts=seg.event_ts[order],
-        lengths=seg.lengths[order],
-        entries=seg.entries[order],
-        term_ids=seg.term_ids[entry_order],
-        counts=seg.counts[entry_order],
-        vectors=seg.vectors[order],
-    )
+    return seg._pick(order, np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum())))
 
 
 def tier(keys: int) -> int:
