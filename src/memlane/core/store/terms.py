@@ -63,19 +63,6 @@ class UserTerms:
         )
 
 
-def empty_terms(version: int) -> UserTerms:
-    return UserTerms(
-        version=version,
-        block_pks=np.zeros(0, dtype=np.int64),
-        kinds=np.zeros(0, dtype=np.int8),
-        event_ts=np.zeros(0, dtype=np.float64),
-        lengths=np.zeros(0, dtype=np.float32),
-        offsets=np.zeros(1, dtype=np.int64),
-        term_ids=np.zeros(0, dtype=np.int32),
-        counts=np.zeros(0, dtype=np.float32),
-    )
-
-
 def encode_bag(bag: dict[int, int]) -> tuple[bytes, bytes]:
     """A key's term bag as stored: term ids (int32) and counts (uint16, saturating), in id order."""
     ids = np.fromiter(sorted(bag), dtype=np.int32, count=len(bag))

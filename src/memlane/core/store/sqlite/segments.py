@@ -19,22 +19,25 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import numpy.typing as npt
 
 from memlane.core.errors import StoreError
-from memlane.core.store.terms import UserTerms, empty_terms
+from memlane.core.store.terms import UserTerms
 from memlane.core.store.vectors import KIND_CODES, UserMatrix
 
 FANOUT = 8
 TIER_LIMITS = (64, 512, 4096)  # tier t: fewer keys than TIER_LIMITS[t] (and not fewer than TIER_LIMITS[t - 1])
 
+# The blob columns and their dtypes, in the order of Segment's fields.
 _BLOBS = "key_pks, block_pks, kinds, event_ts, lengths, entries, term_ids, counts, vectors"
 COLUMNS = f"keys, first_key, last_key, tokens, {_BLOBS}"
 _DTYPES = (np.int64, np.int64, np.int8, np.float64, np.int32, np.int32, np.int32, np.uint16, np.float32)
-_MARKS = ",".join("?" * 14)  # user_id and COLUMNS
+_INSERT = f"INSERT INTO key_segments(user_id, {COLUMNS}) VALUES ({','.join('?' * 14)})"
+_UPDATE = f"UPDATE key_segments SET ({COLUMNS}) = ({','.join('?' * 13)}) WHERE id = ?"
+_ENTRY_FIELDS = frozenset({"term_ids", "counts"})  # one value per (key, term) entry; the others, per key
 
 
 @dataclass
@@ -64,10 +67,7 @@ class Segment:
 
     def row(self) -> tuple[object, ...]:
         """The values of :data:`COLUMNS`."""
-        arrays = (
-            self.key_pks, self.block_pks, self.kinds, self.event_ts, self.lengths, self.entries,
-            self.term_ids, self.counts, self.vectors,
-        )  # fmt: skip
+        arrays = (getattr(self, f.name) for f in fields(self))  # in the order of _BLOBS
         first, last = (int(self.key_pks.min()), int(self.key_pks.max())) if self.n else (0, 0)
         return (self.n, first, last, int(self.lengths.sum()), *(np.ascontiguousarray(a).tobytes() for a in arrays))
 
@@ -89,15 +89,7 @@ class Segment:
     def _pick(self, keys: npt.NDArray[np.generic], entries: npt.NDArray[np.generic]) -> Segment:
         """The keys that ``keys`` selects (a mask or indexes) and their entries, selected by ``entries``."""
         return Segment(
-            key_pks=self.key_pks[keys],
-            block_pks=self.block_pks[keys],
-            kinds=self.kinds[keys],
-            event_ts=self.event_ts[keys],
-            lengths=self.lengths[keys],
-            entries=self.entries[keys],
-            term_ids=self.term_ids[entries],
-            counts=self.counts[entries],
-            vectors=self.vectors[keys],
+            **{f.name: getattr(self, f.name)[entries if f.name in _ENTRY_FIELDS else keys] for f in fields(self)}
         )
 
     def matrix(self, version: int) -> UserMatrix:
@@ -110,8 +102,6 @@ class Segment:
         )
 
     def terms(self, version: int) -> UserTerms:
-        if self.n == 0:
-            return empty_terms(version)
         return UserTerms(
             version=version,
             block_pks=self.block_pks,
@@ -129,18 +119,8 @@ def concat(segments: Sequence[Segment]) -> Segment:
     if len(segments) == 1:
         out = segments[0]
     else:
-        vectors = [s.vectors for s in segments if s.n]
-        out = Segment(
-            key_pks=np.concatenate([s.key_pks for s in segments]),
-            block_pks=np.concatenate([s.block_pks for s in segments]),
-            kinds=np.concatenate([s.kinds for s in segments]),
-            event_ts=np.concatenate([s.event_ts for s in segments]),
-            lengths=np.concatenate([s.lengths for s in segments]),
-            entries=np.concatenate([s.entries for s in segments]),
-            term_ids=np.concatenate([s.term_ids for s in segments]),
-            counts=np.concatenate([s.counts for s in segments]),
-            vectors=np.concatenate(vectors) if vectors else np.zeros((0, 0), dtype=np.float32),
-        )
+        kept = [s for s in segments if s.n] or [empty_segment()]  # an empty one's vectors have no width
+        out = Segment(**{f.name: np.concatenate([getattr(s, f.name) for s in kept]) for f in fields(Segment)})
     if out.n > 1 and bool(np.any(np.diff(out.key_pks) <= 0)):
         out = _sorted(out)
     return out
@@ -165,7 +145,7 @@ def insert_segment(conn: sqlite3.Connection, user_id: int, segment: Segment) -> 
     """Store ``segment`` for the user (nothing when it is empty), then merge the user's segments."""
     if segment.n == 0:
         return
-    conn.execute(f"INSERT INTO key_segments(user_id, {COLUMNS}) VALUES ({_MARKS})", (user_id, *segment.row()))
+    conn.execute(_INSERT, (user_id, *segment.row()))
     merge(conn, user_id)
 
 
@@ -184,7 +164,7 @@ def merge(conn: sqlite3.Connection, user_id: int) -> None:
         rows = conn.execute(f"SELECT {COLUMNS} FROM key_segments WHERE id IN ({marks})", ids).fetchall()
         merged = concat([Segment.from_row(r) for r in rows])
         conn.execute(f"DELETE FROM key_segments WHERE id IN ({marks})", ids)
-        conn.execute(f"INSERT INTO key_segments(user_id, {COLUMNS}) VALUES ({_MARKS})", (user_id, *merged.row()))
+        conn.execute(_INSERT, (user_id, *merged.row()))
 
 
 def load_user(conn: sqlite3.Connection, user_id: int) -> Segment:
@@ -216,25 +196,16 @@ def remove_keys(conn: sqlite3.Connection, user_id: int, key_pks: Sequence[int]) 
             conn.execute("DELETE FROM key_segments WHERE id = ?", (seg_id,))
         else:
             rest = seg.take(~drop)
-            conn.execute(
-                f"UPDATE key_segments SET ({COLUMNS}) = ({','.join('?' * 13)}) WHERE id = ?", (*rest.row(), seg_id)
-            )
+            conn.execute(_UPDATE, (*rest.row(), seg_id))
     if removed:
         merge(conn, user_id)  # a shrunk segment may have filled a lower tier
     return concat(removed) if removed else empty_segment()
 
 
 def empty_segment() -> Segment:
+    shapes = {f.name: (0, 0) if f.name == "vectors" else 0 for f in fields(Segment)}  # no key, no width yet
     return Segment(
-        key_pks=np.zeros(0, dtype=np.int64),
-        block_pks=np.zeros(0, dtype=np.int64),
-        kinds=np.zeros(0, dtype=np.int8),
-        event_ts=np.zeros(0, dtype=np.float64),
-        lengths=np.zeros(0, dtype=np.int32),
-        entries=np.zeros(0, dtype=np.int32),
-        term_ids=np.zeros(0, dtype=np.int32),
-        counts=np.zeros(0, dtype=np.uint16),
-        vectors=np.zeros((0, 0), dtype=np.float32),
+        **{name: np.zeros(shape, dtype=dt) for (name, shape), dt in zip(shapes.items(), _DTYPES, strict=True)}
     )
 
 
@@ -266,7 +237,7 @@ def from_rows(conn: sqlite3.Connection) -> None:
                 counts=np.frombuffer(b"".join(counts), dtype=np.uint16),
                 vectors=np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(part), -1),
             )
-            conn.execute(f"INSERT INTO key_segments(user_id, {COLUMNS}) VALUES ({_MARKS})", (user_id, *segment.row()))
+            conn.execute(_INSERT, (user_id, *segment.row()))
         moved += len(rows)
     (expected,) = conn.execute("SELECT keys FROM corpus").fetchone()
     if moved != expected:
