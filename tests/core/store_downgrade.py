@@ -16,6 +16,26 @@ def _ddl(script: str, table: str) -> str:
     return next(s for s in script.split(";") if f"CREATE TABLE {table}(" in s)
 
 
+def downgrade_to_v4(path: Path) -> None:
+    """Schema 4: segments with float32 vectors (the dequantized ones) and no scales."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    rows = conn.execute(f"SELECT id, user_id, {COLUMNS} FROM key_segments").fetchall()
+    conn.execute("DROP TABLE key_segments")
+    conn.execute(_ddl(MIGRATIONS[3][0], "key_segments"))  # type: ignore[index]
+    conn.execute("CREATE INDEX key_segments_user ON key_segments(user_id, first_key)")
+    for seg_id, user_id, *values in rows:
+        seg = Segment.from_row(values)
+        floats = seg.matrix(0).vectors
+        conn.execute(
+            "INSERT INTO key_segments VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (seg_id, user_id, *values[:4], *values[4:12], floats.tobytes()),
+        )
+    conn.execute("PRAGMA user_version = 4")
+    conn.execute("COMMIT")
+    conn.close()
+
+
 def downgrade_to_v3(path: Path) -> None:
     """Schema 3: one row per key in ``key_vectors`` and ``key_terms``, no segments."""
     conn = sqlite3.connect(path, isolation_level=None)
@@ -24,12 +44,13 @@ def downgrade_to_v3(path: Path) -> None:
     conn.execute(_ddl(MIGRATIONS[2][0], "key_terms"))  # type: ignore[index]
     for user_id, *values in conn.execute(f"SELECT user_id, {COLUMNS} FROM key_segments").fetchall():
         seg = Segment.from_row(values)
+        floats = seg.matrix(0).vectors
         offsets = seg.offsets
         for j in range(seg.n):
             a, b = int(offsets[j]), int(offsets[j + 1])
             common = (user_id, int(seg.key_pks[j]), int(seg.block_pks[j]), KIND_NAMES[int(seg.kinds[j])])
             ts = float(seg.event_ts[j])
-            conn.execute("INSERT INTO key_vectors VALUES (?,?,?,?,?,?)", (*common, ts, seg.vectors[j].tobytes()))
+            conn.execute("INSERT INTO key_vectors VALUES (?,?,?,?,?,?)", (*common, ts, floats[j].tobytes()))
             conn.execute(
                 "INSERT INTO key_terms VALUES (?,?,?,?,?,?,?,?)",
                 (*common, ts, int(seg.lengths[j]), seg.term_ids[a:b].tobytes(), seg.counts[a:b].tobytes()),

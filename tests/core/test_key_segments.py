@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from store_downgrade import downgrade_to_v3
+from store_downgrade import downgrade_to_v3, downgrade_to_v4
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.memory import Memory
 from memlane.core.store.sqlite import SqliteStore, segments
 from memlane.core.store.sqlite.keys import load_user_index
-from memlane.core.store.sqlite.segments import COLUMNS, Segment, tier
+from memlane.core.store.sqlite.segments import COLUMNS, Segment, quantize, tier
 from memlane.core.store.sqlite.tokenizer import tokenize
 from memlane.core.store.vectors import KIND_CODES
 
@@ -99,7 +99,10 @@ def assert_segments_hold_the_keys(store: SqliteStore, embedder: HashingEmbedder,
     assert matrix.kinds.tolist() == [KIND_CODES[k[2]] for k in keys]
     assert matrix.event_ts.tolist() == [k[4] for k in keys]
     if keys:
-        np.testing.assert_allclose(matrix.vectors, embedder.embed([k[3] for k in keys]), rtol=1e-6)
+        exact = embedder.embed([k[3] for k in keys])
+        q, scales = quantize(exact)
+        np.testing.assert_array_equal(matrix.vectors, q.astype(np.float32) * scales[:, None])
+        assert np.all(np.abs(matrix.vectors - exact) <= scales[:, None] * 0.5001)  # within half a step
     for j, bag in enumerate(bags):
         a, b = int(terms.offsets[j]), int(terms.offsets[j + 1])
         got = {names[int(i)]: int(c) for i, c in zip(terms.term_ids[a:b], terms.counts[a:b], strict=True)}
@@ -184,6 +187,54 @@ def test_migration_moves_per_key_rows_into_segments(tmp_path: Path) -> None:
         assert len(user_segments(store, u)) == 1  # type: ignore[arg-type]
         assert_segments_hold_the_keys(store, embedder, u)  # type: ignore[arg-type]
     migrated.close()
+
+
+def test_migration_quantizes_schema_4_segments(small_tiers: None, tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    embedder = HashingEmbedder(dim=16)
+    mem = Memory(SqliteStore(path), embedder)
+    rng = random.Random(8)
+    for day in range(20):
+        add(mem, "alice" if day % 3 else "bob", rng, exchanges=rng.choice([1, 2, 9]), day=day)
+    vecs = [embedder.embed([q]) for q in QUERIES]
+    before = {(u, i): mem.store.vector_candidates(u, v, 10) for u in ("alice", "bob") for i, v in enumerate(vecs)}
+    segs = {u: user_segments(mem.store, u) for u in ("alice", "bob")}  # type: ignore[arg-type]
+    mem.close()
+    downgrade_to_v4(path)
+    with sqlite3.connect(path) as raw:
+        floats = raw.execute("SELECT keys, length(vectors) FROM key_segments").fetchall()
+        assert floats and all(size == 4 * 16 * n for n, size in floats)
+
+    store = SqliteStore(path)
+    assert store.query("PRAGMA user_version") == [(5,)]
+    assert store.integrity_check() == []
+    names = {r[0] for r in store.query("SELECT name FROM sqlite_master")}
+    assert "key_segments_v4" not in names and "key_segments_user" in names
+    for u in ("alice", "bob"):
+        migrated = user_segments(store, u)
+        assert len(migrated) == len(segs[u]) > 0
+        for old, new in zip(segs[u], migrated, strict=True):  # the same int8 rows: quantizing is idempotent
+            np.testing.assert_array_equal(new.vectors, old.vectors)
+            np.testing.assert_allclose(new.scales, old.scales, rtol=1e-6)
+    after = {(u, i): store.vector_candidates(u, v, 10) for u in ("alice", "bob") for i, v in enumerate(vecs)}
+    assert {k: [b for b, _ in v] for k, v in after.items()} == {k: [b for b, _ in v] for k, v in before.items()}
+    store.close()
+
+
+def test_quantize_bounds_the_error_and_keeps_zero_rows() -> None:
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(50, 384)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    v[7] = 0.0
+    q, scales = quantize(v)
+    assert q.dtype == np.int8 and scales.dtype == np.float32 and q.shape == v.shape
+    assert np.all(np.abs(q[np.arange(50) != 7]).max(axis=1) == 127)  # each row uses the whole range
+    assert not q[7].any() and scales[7] == 1.0
+    back = q.astype(np.float32) * scales[:, None]
+    assert np.all(np.abs(back - v) <= scales[:, None] * 0.5001)
+    cos = (back * v).sum(axis=1)[np.arange(50) != 7] / np.linalg.norm(back[np.arange(50) != 7], axis=1)
+    assert cos.min() > 0.9999
+    assert quantize(np.zeros((0, 384), dtype=np.float32))[0].shape == (0, 384)
 
 
 def test_integrity_check_finds_segments_out_of_step(mem: Memory) -> None:

@@ -1,8 +1,9 @@
 """PostgreSQL-specific behaviour: selection by URL, several stores on one database, migrations, errors,
-and ranking parity with the SQLite store (same vectors, BM25 close to FTS5's)."""
+and ranking parity with the SQLite store (vectors within int8 rounding, BM25 close to FTS5's)."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 from collections.abc import Callable
@@ -145,8 +146,9 @@ def _queries() -> list[str]:
 
 
 def test_rankings_match_the_sqlite_store(new_store: NewStore, tmp_path: Path) -> None:
-    """Same vectors, so the same vector ranking; BM25 with FTS5's formula, tokenised by Snowball instead of
-    porter, so nearly the same keyword ranking (measured on this corpus: top-1 agrees on every query)."""
+    """Nearly the same vectors (SQLite's are int8), so nearly the same vector ranking; BM25 with FTS5's
+    formula, tokenised by Snowball instead of porter, so nearly the same keyword ranking (measured on this
+    corpus: top-1 agrees on every query)."""
     emb = HashingEmbedder()
     pg = Memory(new_store(), emb)
     lite = Memory(SqliteStore(tmp_path / "lite.db"), emb)
@@ -156,9 +158,14 @@ def test_rankings_match_the_sqlite_store(new_store: NewStore, tmp_path: Path) ->
     queries = _queries()
     for q in queries:
         for user in ("user0", "user1"):
-            pv = [(h.block.message, round(h.score, 4)) for h in pg.search(user, q, k=10, mode="vector")]
-            lv = [(h.block.message, round(h.score, 4)) for h in lite.search(user, q, k=10, mode="vector")]
-            assert pv == lv, q
+            # SQLite keeps int8 vectors, within half a quantization step of PostgreSQL's float32 ones: the
+            # same ranking, but for near ties, and scores within 0.005.
+            pv = {h.block.message: h.score for h in pg.search(user, q, k=10, mode="vector")}
+            lv = {h.block.message: h.score for h in lite.search(user, q, k=10, mode="vector")}
+            both = [m for m in lv if m in pv]
+            assert len(both) >= len(pv) - 1, q
+            assert all(abs(lv[m] - pv[m]) <= 0.005 for m in both), q
+            assert all(pv[a] >= pv[b] - 0.01 for a, b in itertools.pairwise(both)), q
             pk = [h.block.message for h in pg.search(user, q, k=10, mode="keyword")]
             lk = [h.block.message for h in lite.search(user, q, k=10, mode="keyword")]
             top1 += bool(pk and lk and pk[0] == lk[0])

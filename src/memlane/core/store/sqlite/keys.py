@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
-from memlane.core.store.sqlite.segments import Segment, insert_segment, load_user, remove_keys
+from memlane.core.store.sqlite.segments import Segment, insert_segment, load_user, quantize, remove_keys
 from memlane.core.store.sqlite.terms import TermIds, index_texts, unindex
 from memlane.core.store.terms import UserTerms
 from memlane.core.store.vectors import KIND_CODES, UserMatrix
@@ -31,6 +31,7 @@ def insert_keys(
         )
         key_pks.append(int(cur.lastrowid or 0))
     bags = index_texts(conn, [r[2] for r in rows], term_ids)
+    q, scales = quantize(np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(rows), -1))
     segment = Segment(
         key_pks=np.array(key_pks, dtype=np.int64),
         block_pks=np.array([r[0] for r in rows], dtype=np.int64),
@@ -40,7 +41,8 @@ def insert_keys(
         entries=bags.entries,
         term_ids=bags.term_ids,
         counts=bags.counts,
-        vectors=np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(rows), -1),
+        vectors=q,
+        scales=scales,
     )
     insert_segment(conn, user_id, segment)
     return segment.matrix(-1), segment.terms(-1)

@@ -13,6 +13,14 @@ keys rewrites the segments holding them without them (a segment left empty is de
 
 The keys of a user's segments are disjoint; their pk ranges may interleave (a merge of small segments can
 span a large segment written between them), so loads sort the keys by pk when they come out of order.
+
+Vectors are stored as int8 with one float32 scale per key (symmetric: ``v = q * scale``, ``scale = max|v| /
+127``), a quarter of float32's bytes. A cold user's first search reads its whole segment, mostly from disk on
+a store larger than the page cache keeps, so the bytes are the latency: on x500 the vectors were 3.9 of a
+user's 6.1 MB. Dequantized vectors differ from the embedder's by at most half a step (``scale / 2``) per
+dimension; the rankings on LongMemEval-S and x500 were identical, on LoCoMo 0.001-0.003 lower at turn
+level (docs/design/003-retrieval.md, "x500 latency"). Schema 4 stored float32 vectors and no scales; its
+rows are written by :func:`from_rows` and converted by :func:`quantize_segments` (migration 5).
 """
 
 from __future__ import annotations
@@ -32,11 +40,13 @@ FANOUT = 8
 TIER_LIMITS = (64, 512, 4096)  # tier t: fewer keys than TIER_LIMITS[t] (and not fewer than TIER_LIMITS[t - 1])
 
 # The blob columns and their dtypes, in the order of Segment's fields.
-_BLOBS = "key_pks, block_pks, kinds, event_ts, lengths, entries, term_ids, counts, vectors"
+_BLOBS = "key_pks, block_pks, kinds, event_ts, lengths, entries, term_ids, counts, vectors, scales"
 COLUMNS = f"keys, first_key, last_key, tokens, {_BLOBS}"
-_DTYPES = (np.int64, np.int64, np.int8, np.float64, np.int32, np.int32, np.int32, np.uint16, np.float32)
-_INSERT = f"INSERT INTO key_segments(user_id, {COLUMNS}) VALUES ({','.join('?' * 14)})"
-_UPDATE = f"UPDATE key_segments SET ({COLUMNS}) = ({','.join('?' * 13)}) WHERE id = ?"
+_DTYPES = (np.int64, np.int64, np.int8, np.float64, np.int32, np.int32, np.int32, np.uint16, np.int8, np.float32)
+_INSERT = f"INSERT INTO key_segments(user_id, {COLUMNS}) VALUES ({','.join('?' * 15)})"
+_UPDATE = f"UPDATE key_segments SET ({COLUMNS}) = ({','.join('?' * 14)}) WHERE id = ?"
+# Schema 4's row: float32 vectors, no scales.
+_V4_COLUMNS = COLUMNS.removesuffix(", scales")
 _ENTRY_FIELDS = frozenset({"term_ids", "counts"})  # one value per (key, term) entry; the others, per key
 
 
@@ -53,7 +63,8 @@ class Segment:
     entries: npt.NDArray[np.int32]  # (key, term) entries per key
     term_ids: npt.NDArray[np.int32]
     counts: npt.NDArray[np.uint16]
-    vectors: npt.NDArray[np.float32]  # (n, dim)
+    vectors: npt.NDArray[np.int8]  # (n, dim), quantized: see the module's docstring
+    scales: npt.NDArray[np.float32]  # (n,) per key
 
     @property
     def n(self) -> int:
@@ -76,10 +87,10 @@ class Segment:
         """From the values of :data:`COLUMNS`."""
         n = int(row[0])  # type: ignore[call-overload]
         parts = [np.frombuffer(blob, dtype=dt) for blob, dt in zip(row[4:], _DTYPES, strict=True)]  # type: ignore[call-overload]
-        key_pks, block_pks, kinds, event_ts, lengths, entries, term_ids, counts, vectors = parts
+        key_pks, block_pks, kinds, event_ts, lengths, entries, term_ids, counts, vectors, scales = parts
         return cls(
             key_pks, block_pks, kinds, event_ts, lengths, entries, term_ids, counts,
-            vectors.reshape(n, -1) if n else np.zeros((0, 0), dtype=np.float32),
+            vectors.reshape(n, -1) if n else np.zeros((0, 0), dtype=np.int8), scales,
         )  # fmt: skip
 
     def take(self, keep: npt.NDArray[np.bool_]) -> Segment:
@@ -93,9 +104,10 @@ class Segment:
         )
 
     def matrix(self, version: int) -> UserMatrix:
+        """The keys' vectors dequantized (float32, what search multiplies)."""
         return UserMatrix(
             version=version,
-            vectors=self.vectors,
+            vectors=self.vectors.astype(np.float32) * self.scales[:, None],
             block_pks=self.block_pks,
             kinds=self.kinds,
             event_ts=self.event_ts,
@@ -209,11 +221,23 @@ def empty_segment() -> Segment:
     )
 
 
+def quantize(vectors: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
+    """Each row as int8 and its scale: ``row ~ q * scale`` with ``scale = max|row| / 127`` (1 for a zero row)."""
+    v = np.asarray(vectors, dtype=np.float32)
+    if v.shape[0] == 0:
+        return np.zeros(v.shape, dtype=np.int8), np.zeros(0, dtype=np.float32)
+    peak = np.abs(v).max(axis=1)
+    scales = np.where(peak > 0, peak / np.float32(127), np.float32(1)).astype(np.float32)
+    return np.clip(np.rint(v / scales[:, None]), -127, 127).astype(np.int8), scales
+
+
 def from_rows(conn: sqlite3.Connection) -> None:
     """Migration 4's step: move every user's keys from the per-key tables ``key_vectors`` and ``key_terms``
-    into segments of at most ``TIER_LIMITS[-1]`` keys (inside the migration's transaction)."""
+    into schema 4's segments (float32 vectors) of at most ``TIER_LIMITS[-1]`` keys, inside the migration's
+    transaction; migration 5 quantizes them."""
     chunk = TIER_LIMITS[-1]
     moved = 0
+    insert = f"INSERT INTO key_segments(user_id, {_V4_COLUMNS}) VALUES ({','.join('?' * 14)})"
     for (user_id,) in conn.execute("SELECT id FROM users ORDER BY id").fetchall():
         rows = conn.execute(
             "SELECT v.key_pk, v.block_pk, v.kind, v.event_ts, t.length, t.term_ids, t.counts, v.embedding "
@@ -226,19 +250,31 @@ def from_rows(conn: sqlite3.Connection) -> None:
             if any(r[4] is None for r in part):
                 raise StoreError(f"cannot migrate: user {user_id} has key vectors without term rows")
             pks, blocks, kinds, ts, lengths, ids, counts, vectors = zip(*part, strict=True)
-            segment = Segment(
-                key_pks=np.array(pks, dtype=np.int64),
-                block_pks=np.array(blocks, dtype=np.int64),
-                kinds=np.array([KIND_CODES[k] for k in kinds], dtype=np.int8),
-                event_ts=np.array(ts, dtype=np.float64),
-                lengths=np.array(lengths, dtype=np.int32),
-                entries=np.array([len(b) // 4 for b in ids], dtype=np.int32),
-                term_ids=np.frombuffer(b"".join(ids), dtype=np.int32),
-                counts=np.frombuffer(b"".join(counts), dtype=np.uint16),
-                vectors=np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(part), -1),
+            arrays = (
+                np.array(pks, dtype=np.int64),
+                np.array(blocks, dtype=np.int64),
+                np.array([KIND_CODES[k] for k in kinds], dtype=np.int8),
+                np.array(ts, dtype=np.float64),
+                np.array(lengths, dtype=np.int32),
+                np.array([len(b) // 4 for b in ids], dtype=np.int32),
             )
-            conn.execute(_INSERT, (user_id, *segment.row()))
+            head = (len(part), int(min(pks)), int(max(pks)), int(sum(lengths)))
+            blobs = (*(a.tobytes() for a in arrays), b"".join(ids), b"".join(counts), b"".join(vectors))
+            conn.execute(insert, (user_id, *head, *blobs))
         moved += len(rows)
     (expected,) = conn.execute("SELECT keys FROM corpus").fetchone()
     if moved != expected:
         raise StoreError(f"cannot migrate: moved {moved} keys of users, but the keyword index counts {expected}")
+
+
+def quantize_segments(conn: sqlite3.Connection) -> None:
+    """Migration 5's step: rewrite every schema-4 segment (table ``key_segments_v4``) with int8 vectors and
+    per-key scales into ``key_segments``, keeping its id (inside the migration's transaction)."""
+    cursor = conn.execute(f"SELECT id, user_id, {_V4_COLUMNS} FROM key_segments_v4 ORDER BY id")
+    insert = f"INSERT INTO key_segments(id, user_id, {COLUMNS}) VALUES ({','.join('?' * 16)})"
+    while batch := cursor.fetchmany(8):  # a segment can hold 6 MB of float32
+        for seg_id, user_id, n, *rest in batch:
+            *blobs, vectors = rest[3:]
+            floats = np.frombuffer(vectors, dtype=np.float32).reshape(int(n), -1)
+            q, scales = quantize(floats)
+            conn.execute(insert, (seg_id, user_id, n, *rest[:3], *blobs, q.tobytes(), scales.tobytes()))

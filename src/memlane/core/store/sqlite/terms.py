@@ -170,7 +170,7 @@ def corpus_problems(conn: sqlite3.Connection) -> list[str]:
         "SELECT count(*) FROM key_segments WHERE keys < 1 OR length(key_pks) != 8 * keys "
         "OR length(block_pks) != 8 * keys OR length(kinds) != keys OR length(event_ts) != 8 * keys "
         "OR length(lengths) != 4 * keys OR length(entries) != 4 * keys OR length(term_ids) != 2 * length(counts) "
-        "OR length(vectors) % (4 * keys) != 0"
+        "OR length(vectors) % keys != 0 OR length(scales) != 4 * keys"
     ).fetchone()
     if malformed:
         problems.append(f"key segments: {malformed} segments whose arrays disagree on their length")
