@@ -35,8 +35,8 @@ def test_batching_and_threads_do_not_change_vectors(minilm: MiniLMEmbedder) -> N
     one_by_one = np.stack([minilm.embed([s])[0] for s in SENTENCES])
     single_thread = MiniLMEmbedder(threads=1).embed(SENTENCES)
     assert whole.shape == (len(SENTENCES), DIM) and whole.dtype == np.float32
-    # A vector is a function of its text alone: not of its batch, its neighbours or the thread count. A
-    # lone text runs on the session with several intra-op threads; its vector is bit-identical, long or short.
+    # A vector is a function of its text alone: not of its batch, its neighbours or the thread count; bit for
+    # bit, long or short.
     assert np.array_equal(whole, one_by_one)
     long_text = " ".join(SENTENCES * 4)
     assert np.array_equal(minilm.embed([long_text])[0], minilm.embed([long_text, "ok"])[0])

@@ -12,12 +12,6 @@ picks one activation scale per input tensor, so in a batch a text's vector depen
 vector a function of its text alone, which keeps the embedding cache, re-ingests and the query path
 (always one text) consistent. Throughput comes from running texts on several threads at once instead:
 one session, one intra-op thread per run, ``threads`` runs in parallel.
-
-A call with one text (a search's query) runs on a second session of the same model with ``threads``
-intra-op threads, so a lone query uses every core: 6.0 against 7.9 ms here (docs/design/003-retrieval.md,
-"x500 latency"). Its vectors are bit-identical to the one-thread session's (checked on 434 LoCoMo turns
-and joined turns up to 256 tokens, and by a test), so the cache and the query path stay consistent. Its
-threads do not spin after a run: a server's other work keeps the cores.
 """
 
 from __future__ import annotations
@@ -29,15 +23,11 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib.util import find_spec
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memlane.core.embedding.protocol import Vectors, register_embedder
 from memlane.core.errors import EmbedderError
-
-if TYPE_CHECKING:
-    import onnxruntime as ort
 
 # "/r2": revision 1 fed the shipped tokenizer's fixed 128-token padding into the model as real tokens; its
 # cached vectors must never be mixed with these.
@@ -109,19 +99,13 @@ class MiniLMEmbedder:
                     raise
                 except Exception as exc:
                     raise EmbedderError(f"could not build the int8 model at {model_path}: {exc}") from exc
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
         self._threads = threads or min(2, os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="minilm") if self._threads > 1 else None
-
-        def session(intra_threads: int) -> ort.InferenceSession:
-            so = ort.SessionOptions()
-            so.intra_op_num_threads = intra_threads
-            so.inter_op_num_threads = 1
-            so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            return ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
-
         try:
-            self._session = session(1)
-            self._lone_session = session(self._threads) if self._threads > 1 else self._session
+            self._session = ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
             tok = Tokenizer.from_file(str(_package_dir(_TOKENIZER_PACKAGE) / "model" / "tokenizer.json"))
         except EmbedderError:
             raise
@@ -143,31 +127,28 @@ class MiniLMEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         out = np.zeros((len(texts), DIM), dtype=np.float32)
-        if len(texts) == 1:
-            out[0] = self._embed_one(texts[0], self._lone_session)
-            return out
-        if self._pool is None:
+        if len(texts) == 1 or self._pool is None:
             for i, t in enumerate(texts):
-                out[i] = self._embed_one(t, self._session)
+                out[i] = self._embed_one(t)
             return out
         # Interleaved slices keep the threads' shares of long and short texts even.
         n = self._threads
 
         def work(part: int) -> None:
             for i in range(part, len(texts), n):
-                out[i] = self._embed_one(texts[i], self._session)
+                out[i] = self._embed_one(texts[i])
 
         for fut in [self._pool.submit(work, p) for p in range(n)]:
             fut.result()
         return out
 
-    def _embed_one(self, text: str, session: ort.InferenceSession) -> Vectors:
+    def _embed_one(self, text: str) -> Vectors:
         enc = self._tokenizer.encode(text)
         ids = np.array([enc.ids], dtype=np.int64)
         mask = np.ones_like(ids)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         try:
-            hidden = session.run(None, feeds)[0][0]
+            hidden = self._session.run(None, feeds)[0][0]
         except Exception as exc:
             raise EmbedderError(f"ONNX Runtime failed on a text of {len(text)} characters: {exc}") from exc
         pooled = hidden.mean(axis=0)
