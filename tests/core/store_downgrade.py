@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import numpy as np
+
 from memlane.core.store.sqlite.schema import MIGRATIONS
 from memlane.core.store.sqlite.segments import COLUMNS, Segment
 from memlane.core.store.vectors import KIND_CODES
@@ -26,7 +28,7 @@ def downgrade_to_v4(path: Path) -> None:
     conn.execute("CREATE INDEX key_segments_user ON key_segments(user_id, first_key)")
     for seg_id, user_id, *values in rows:
         seg = Segment.from_row(values)
-        floats = seg.matrix(0).vectors
+        floats = seg.vectors.astype(np.float32) * seg.scales[:, None]
         conn.execute(
             "INSERT INTO key_segments VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (seg_id, user_id, *values[:4], *values[4:12], floats.tobytes()),
@@ -44,7 +46,7 @@ def downgrade_to_v3(path: Path) -> None:
     conn.execute(_ddl(MIGRATIONS[2][0], "key_terms"))  # type: ignore[index]
     for user_id, *values in conn.execute(f"SELECT user_id, {COLUMNS} FROM key_segments").fetchall():
         seg = Segment.from_row(values)
-        floats = seg.matrix(0).vectors
+        floats = seg.vectors.astype(np.float32) * seg.scales[:, None]
         offsets = seg.offsets
         for j in range(seg.n):
             a, b = int(offsets[j]), int(offsets[j + 1])

@@ -101,8 +101,10 @@ def assert_segments_hold_the_keys(store: SqliteStore, embedder: HashingEmbedder,
     if keys:
         exact = embedder.embed([k[3] for k in keys])
         q, scales = quantize(exact)
-        np.testing.assert_array_equal(matrix.vectors, q.astype(np.float32) * scales[:, None])
-        assert np.all(np.abs(matrix.vectors - exact) <= scales[:, None] * 0.5001)  # within half a step
+        np.testing.assert_array_equal(matrix.vectors, q)
+        np.testing.assert_array_equal(matrix.scales, scales)
+        back = matrix.vectors.astype(np.float32) * matrix.scales[:, None]
+        assert np.all(np.abs(back - exact) <= scales[:, None] * 0.5001)  # within half a step
     for j, bag in enumerate(bags):
         a, b = int(terms.offsets[j]), int(terms.offsets[j + 1])
         got = {names[int(i)]: int(c) for i, c in zip(terms.term_ids[a:b], terms.counts[a:b], strict=True)}

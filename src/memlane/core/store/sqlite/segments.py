@@ -104,10 +104,10 @@ class Segment:
         )
 
     def matrix(self, version: int) -> UserMatrix:
-        """The keys' vectors dequantized (float32, what search multiplies)."""
         return UserMatrix(
             version=version,
-            vectors=self.vectors.astype(np.float32) * self.scales[:, None],
+            vectors=self.vectors,
+            scales=self.scales,
             block_pks=self.block_pks,
             kinds=self.kinds,
             event_ts=self.event_ts,
