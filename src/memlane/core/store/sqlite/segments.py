@@ -14,13 +14,14 @@ keys rewrites the segments holding them without them (a segment left empty is de
 The keys of a user's segments are disjoint; their pk ranges may interleave (a merge of small segments can
 span a large segment written between them), so loads sort the keys by pk when they come out of order.
 
-Vectors are stored as int8 with one float32 scale per key (symmetric: ``v = q * scale``, ``scale = max|v| /
-127``), a quarter of float32's bytes. A cold user's first search reads its whole segment, mostly from disk on
-a store larger than the page cache keeps, so the bytes are the latency: on x500 the vectors were 3.9 of a
-user's 6.1 MB. Dequantized vectors differ from the embedder's by at most half a step (``scale / 2``) per
-dimension; the rankings on LongMemEval-S and x500 were identical, on LoCoMo 0.001-0.003 lower at turn
-level (docs/design/003-retrieval.md, "x500 latency"). Schema 4 stored float32 vectors and no scales; its
-rows are written by :func:`from_rows` and converted by :func:`quantize_segments` (migration 5).
+Vectors are stored (and cached, :class:`memlane.core.store.vectors.UserMatrix`) as int8 with one float32
+scale per key (symmetric: ``v ~ q * scale``, ``scale = max|v| / 127``), a quarter of float32's bytes. A cold
+user's first search reads its whole segment, from disk when the store is larger than what the page cache
+keeps, so the bytes are the latency: the vectors were 3.9 of an x500 user's 6.1 MB. A dequantized vector is
+within half a step (``scale / 2``) of the embedder's in every dimension. Measured on the bench (test split,
+default preset): LongMemEval-S and x500 recall identical, LoCoMo turn R_all@10 0.643 -> 0.642
+(docs/design/003-retrieval.md, "x500 latency"). Schema 4 stored float32 vectors and no scales; its rows are
+written by :func:`from_rows` and converted by :func:`quantize_segments` (migration 5).
 """
 
 from __future__ import annotations
