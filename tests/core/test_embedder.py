@@ -9,7 +9,7 @@ import pytest
 
 from memlane.core.embedding import make_embedder
 from memlane.core.embedding.fake import HashingEmbedder
-from memlane.core.embedding.minilm import DIM, MiniLMEmbedder
+from memlane.core.embedding.minilm import DIM, LONE_PARALLEL_TOKENS, MiniLMEmbedder
 from memlane.core.errors import ConfigError
 
 SENTENCES = [
@@ -36,9 +36,10 @@ def test_batching_and_threads_do_not_change_vectors(minilm: MiniLMEmbedder) -> N
     single_thread = MiniLMEmbedder(threads=1).embed(SENTENCES)
     assert whole.shape == (len(SENTENCES), DIM) and whole.dtype == np.float32
     # A vector is a function of its text alone: not of its batch, its neighbours or the thread count; bit for
-    # bit, long or short.
+    # bit, long or short (a lone long text runs on the session with several intra-op threads).
     assert np.array_equal(whole, one_by_one)
     long_text = " ".join(SENTENCES * 4)
+    assert len(minilm._tokenizer.encode(long_text).ids) >= LONE_PARALLEL_TOKENS
     assert np.array_equal(minilm.embed([long_text])[0], minilm.embed([long_text, "ok"])[0])
     assert np.allclose(whole, single_thread, atol=1e-5)
     assert np.allclose(np.linalg.norm(whole, axis=1), 1.0, atol=1e-4)
