@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
 from bench_runs import make_data_dir, options
 
+from memlane.bench import retrieval
 from memlane.bench.datasets import load_dataset
 from memlane.bench.rankings import LocomoRanking, LongMemEvalRanking, read_rankings
 from memlane.bench.report import format_compare, load_results, write_reports
@@ -73,19 +75,46 @@ def test_run_resumes_from_an_incomplete_log(root: Path) -> None:
     log = out / LOG_NAME
     full = read_log(log)
     lines = log.read_text().splitlines(keepends=True)
-    # Keep the header, the segment and four records; the fifth was being written when the run died.
-    log.write_text("".join(lines[:6]) + lines[6][:25])
+    # Keep the header, the segment, the first calibration and four records; the fifth was being written
+    # when the run died.
+    assert '"calibration"' in lines[2]
+    log.write_text("".join(lines[:7]) + lines[7][:25])
     outcome = run_retrieval(options(root), out, progress=False)
     assert (outcome.written, outcome.already_logged) == (26, 4)
     resumed = read_log(log)
     keys = [(r.mode, r.sample.sample_id) for r in resumed.records]
     assert len(keys) == len(set(keys)) == len(full.records)
     assert len(resumed.segments) == 2
+    # each invocation calibrated where it started and where it ended
+    assert [c.records for c in resumed.calibrations] == [0, 4, 30]
     assert load_results(out).modes["hybrid"].groups["overall"].means == (
         load_results(out).modes["hybrid"].groups["overall"].means
     )
     # A finished run resumed again asks nothing.
     assert run_retrieval(options(root), out, progress=False).written == 0
+
+
+def test_calibrations_are_logged_every_hundred_questions_and_reported(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retrieval, "CALIBRATE_EVERY", 4)
+    out = root / "run"
+    run_retrieval(options(root, modes=("hybrid", "keyword")), out, progress=False)
+    contents = read_log(out / LOG_NAME)
+    questions = len(contents.records) // 2
+    assert questions == 10
+    # before the first question, after every 4 (two records each), and after the last partial window
+    assert [c.records for c in contents.calibrations] == [0, 8, 16, 20]
+    assert all(c.embed_ms_p50 > 0 for c in contents.calibrations)
+    report = (out / "report.md").read_text()
+    section = report[report.index("## Machine calibration") :]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()[6:10]]
+    assert [r[0] for r in rows] == ["1-8", "9-16", "17-20", "after 20"]
+    assert [r[1] for r in rows] == [f"{c.embed_ms_p50:.2f}" for c in contents.calibrations]
+    first = [r.latency_ms["search"] for r in contents.records[:8] if r.mode == "keyword"]
+    assert rows[0][3] == f"{statistics.median(first):.1f}" and rows[3][2:] == ["-", "-"]
+    saved = json.loads((out / "results.json").read_text())
+    assert [c["records"] for c in saved["calibrations"]] == [0, 8, 16, 20]
 
 
 def test_resume_refuses_other_settings(root: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from memlane.bench.datasets.registry import DATASETS
 from memlane.bench.history import LOCOMO
 from memlane.bench.rankings import LocomoRanking, LongMemEvalRanking, Ranking, write_rankings
 from memlane.bench.retrieval_metrics import OVERALL, TASK_AVERAGE, GroupSummary, aggregate
-from memlane.bench.runlog import LOG_NAME, LogContents, QuestionRecord, read_log
+from memlane.bench.runlog import CALIBRATE_EVERY, CALIBRATION_TEXTS, LOG_NAME, LogContents, QuestionRecord, read_log
 from memlane.bench.split import SPLITS
 
 KEY_METRICS: tuple[tuple[str, str], ...] = (
@@ -198,6 +199,36 @@ def _describe(results: RunResults) -> list[str]:
     ]
 
 
+def format_calibration(contents: LogContents) -> list[str]:
+    """The machine's reference timings through the run, beside each memlane mode's search p50 over the
+    records up to the next one (nothing for logs without calibrations)."""
+    cals = sorted(contents.calibrations, key=lambda c: c.records)
+    if not cals:
+        return []
+    config = contents.header.config
+    modes = [m for m in config.modes if "retriever" not in config.search_settings.get(m, {})]  # not baselines
+    lines = [
+        "## Machine calibration",
+        "",
+        f"The p50 of embedding {len(CALIBRATION_TEXTS)} fixed questions one at a time, taken before the first "
+        f"question and every {CALIBRATE_EVERY} questions, beside the search p50 of the records that followed. "
+        "Search times move with the machine; compare them across runs only where these reference times agree.",
+        "",
+        "| records | reference embed p50 ms | " + " | ".join(f"{m} search p50 ms" for m in modes) + " |",
+        "|---|---:|" + "---:|" * len(modes),
+    ]
+    for i, cal in enumerate(cals):
+        end = cals[i + 1].records if i + 1 < len(cals) else len(contents.records)
+        window = contents.records[cal.records : end]
+        cells = []
+        for m in modes:
+            times = [r.latency_ms["search"] for r in window if r.mode == m and "search" in r.latency_ms]
+            cells.append(f"{statistics.median(times):.1f}" if times else "-")
+        span = f"{cal.records + 1}-{end}" if end > cal.records else f"after {cal.records}"
+        lines.append(f"| {span} | {cal.embed_ms_p50:.2f} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def format_report(results: RunResults) -> str:
     """The whole ``report.md``."""
     out = [f"# Retrieval: {results.dataset}", "", *_describe(results), "", "## Modes", ""]
@@ -209,6 +240,7 @@ def format_report(results: RunResults) -> str:
             f"turns retrieved per question; {result.padded_turn_lists} turn rankings padded to the contract length."
         )
         out.append("")
+    out += format_calibration(results.contents)
     for split, modes in results.splits.items():
         out += [f"## Split: {split}", "", SPLIT_NOTE, "", format_modes_table(results, modes), ""]
         for mode, result in modes.items():
@@ -235,6 +267,7 @@ def results_to_json(results: RunResults) -> dict[str, object]:
         "store": header.store,
         "git_revision": header.git_revision,
         "segments": results.contents.segments,
+        "calibrations": [c.to_json() for c in results.contents.calibrations],
         "modes": {
             mode: {
                 "questions": r.questions,

@@ -45,12 +45,14 @@ from memlane.bench.plot import check_plotting
 from memlane.bench.report import write_reports
 from memlane.bench.retrieval_metrics import score_locomo, score_longmemeval
 from memlane.bench.runlog import (
+    CALIBRATE_EVERY,
     DEFAULT_EMBEDDER,
     DEFAULT_KS,
     MIN_RANKING_LENGTH,
     QuestionRecord,
     RetrievalConfig,
     RunLog,
+    calibrate,
     new_header,
 )
 from memlane.bench.split import sample_splitter
@@ -237,7 +239,9 @@ def run_retrieval(
         # resolve_config checked the baselines and appended them to the modes.
         baselines = {mode: BASELINES[mode] for mode in config.modes if mode in BASELINES}
         terms = TermCache(Vocabulary())
+        asked = 0
         try:
+            log.calibrate(calibrate(mem.embedder.inner))
             for haystack, samples in _questions(stream, options.limit):
                 index = HaystackIndex.of(haystack, family)
                 ranker: HaystackRanker | None = None
@@ -255,6 +259,11 @@ def run_retrieval(
                         written += 1
                         errors += record.error is not None
                     bar.update(1)
+                    asked += 1
+                    if asked % CALIBRATE_EVERY == 0:
+                        log.calibrate(calibrate(mem.embedder.inner))
+            if asked % CALIBRATE_EVERY:
+                log.calibrate(calibrate(mem.embedder.inner))
         finally:
             bar.close()
             log.close()

@@ -17,7 +17,9 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import platform
+import statistics
 import subprocess
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import IO
 
 from memlane.bench.datasets.model import Sample
+from memlane.core.embedding.protocol import Embedder
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.timefmt import now_utc
 
@@ -235,11 +238,39 @@ def read_lines(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
 @dataclass(frozen=True)
 class LogContents:
     """A parsed run log. ``segments`` has one entry per invocation that wrote to it (start time, git
-    revision, what its ingest did), so a resumed run shows every code revision it ran under."""
+    revision, what its ingest did), so a resumed run shows every code revision it ran under.
+    ``calibrations`` are the machine's reference timings taken during the run (:class:`Calibration`)."""
 
     header: RunHeader
     records: list[QuestionRecord]
     segments: list[dict[str, object]]
+    calibrations: list[Calibration] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A reference timing of the machine, logged between question records: the p50 of embedding a fixed
+    set of texts one at a time, taken when ``records`` question records were in the log. Search latency
+    moves with the machine (a shared host here slowed by 2x for minutes); a run's search times compare
+    with another run's only where their calibrations agree."""
+
+    records: int
+    embed_ms_p50: float
+    at: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "type": "calibration",
+            "records": self.records,
+            "embed_ms_p50": round(self.embed_ms_p50, 3),
+            "at": self.at,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, object]) -> Calibration:
+        records, ms = obj["records"], obj["embed_ms_p50"]
+        assert isinstance(records, int) and isinstance(ms, int | float) and records >= 0 and ms >= 0
+        return cls(records=records, embed_ms_p50=float(ms), at=str(obj["at"]))
 
 
 def read_log(path: Path) -> LogContents:
@@ -250,6 +281,7 @@ def read_log(path: Path) -> LogContents:
     header: RunHeader | None = None
     records: list[QuestionRecord] = []
     segments: list[dict[str, object]] = []
+    calibrations: list[Calibration] = []
     for lineno, obj in read_lines(path):
         where = f"{path}:{lineno}"
         try:
@@ -265,6 +297,8 @@ def read_log(path: Path) -> LogContents:
                 if header is None:
                     raise ValidationError("record before the header", where=where)
                 records.append(QuestionRecord.from_json(obj))
+            elif obj.get("type") == "calibration":
+                calibrations.append(Calibration.from_json(obj))
             else:
                 raise ValidationError(f"unknown record type {obj.get('type')!r}", where=where)
         except (AssertionError, KeyError, TypeError, ValueError) as exc:
@@ -273,16 +307,19 @@ def read_log(path: Path) -> LogContents:
             raise ValidationError(f"malformed record: {exc!r}", where=where) from None
     if header is None:
         raise ValidationError("empty run log (no header)", where=str(path))
-    return LogContents(header, records, segments)
+    return LogContents(header, records, segments, calibrations)
 
 
 class RunLog:
     """Append-only writer of a run log. Open with :meth:`open`, which resumes an existing log."""
 
-    def __init__(self, path: Path, header: RunHeader, done: set[tuple[str, str]], handle: IO[str]) -> None:
+    def __init__(
+        self, path: Path, header: RunHeader, done: set[tuple[str, str]], handle: IO[str], records: int = 0
+    ) -> None:
         self.path = path
         self.header = header
         self.done = done
+        self.records = records  # question records in the log, this invocation's included
         self._handle = handle
 
     @classmethod
@@ -293,6 +330,7 @@ class RunLog:
         run_dir.mkdir(parents=True, exist_ok=True)
         path = run_dir / LOG_NAME
         done: set[tuple[str, str]] = set()
+        records = 0
         if path.is_file() and path.stat().st_size > 0:
             contents = read_log(path)
             old = contents.header
@@ -302,20 +340,56 @@ class RunLog:
                     f"(existing: {asdict(old.config)}; new: {asdict(header.config)})"
                 )
             done = {(r.mode, r.sample.sample_id) for r in contents.records}
+            records = len(contents.records)
             header = old
             handle = open_segment(path, None, segment)
         else:
             handle = open_segment(path, header.to_json(), segment)
-        return cls(path, header, done, handle)
+        return cls(path, header, done, handle, records)
 
     def write(self, record: QuestionRecord) -> None:
         """Append one record (flushed, so a crash loses at most the line being written)."""
         self._handle.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
         self._handle.flush()
         self.done.add((record.mode, record.sample.sample_id))
+        self.records += 1
+
+    def calibrate(self, embed_ms_p50: float) -> Calibration:
+        """Append a calibration taken now, placed after the records written so far."""
+        cal = Calibration(records=self.records, embed_ms_p50=embed_ms_p50, at=now_utc().isoformat())
+        self._handle.write(json.dumps(cal.to_json()) + "\n")
+        self._handle.flush()
+        return cal
 
     def close(self) -> None:
         self._handle.close()
+
+
+# Calibration: fixed question-like texts embedded one at a time, every CALIBRATE_EVERY questions of a run.
+CALIBRATION_TEXTS = (
+    "What was the name of the restaurant I went to with my sister last month?",
+    "How many days did I spend in Japan in total across my two trips?",
+    "What is my current favourite running shoe brand?",
+    "When did I start learning the violin?",
+    "Which museum did we visit on the second day of the trip to Lisbon?",
+    "How much did I pay for the new laptop?",
+    "What did my manager say about the quarterly report?",
+    "Where does my friend Ana live now?",
+    "What breed is the dog I adopted last weekend?",
+    "Did I book the dentist appointment for Tuesday or Thursday?",
+)
+CALIBRATE_EVERY = 100
+
+
+def calibrate(embedder: Embedder) -> float:
+    """The p50 in ms of embedding each of :data:`CALIBRATION_TEXTS` alone (after one warm-up run)."""
+    embedder.embed([CALIBRATION_TEXTS[0]])
+    times = []
+    for text in CALIBRATION_TEXTS:
+        started = time.perf_counter()
+        embedder.embed([text])
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
 
 
 def _drop_partial_line(path: Path) -> None:
