@@ -313,13 +313,10 @@ def read_log(path: Path) -> LogContents:
 class RunLog:
     """Append-only writer of a run log. Open with :meth:`open`, which resumes an existing log."""
 
-    def __init__(
-        self, path: Path, header: RunHeader, done: set[tuple[str, str]], handle: IO[str], records: int = 0
-    ) -> None:
+    def __init__(self, path: Path, header: RunHeader, done: set[tuple[str, str]], handle: IO[str]) -> None:
         self.path = path
         self.header = header
-        self.done = done
-        self.records = records  # question records in the log, this invocation's included
+        self.done = done  # one entry per question record in the log (a record is never written twice)
         self._handle = handle
 
     @classmethod
@@ -330,7 +327,6 @@ class RunLog:
         run_dir.mkdir(parents=True, exist_ok=True)
         path = run_dir / LOG_NAME
         done: set[tuple[str, str]] = set()
-        records = 0
         if path.is_file() and path.stat().st_size > 0:
             contents = read_log(path)
             old = contents.header
@@ -340,23 +336,21 @@ class RunLog:
                     f"(existing: {asdict(old.config)}; new: {asdict(header.config)})"
                 )
             done = {(r.mode, r.sample.sample_id) for r in contents.records}
-            records = len(contents.records)
             header = old
             handle = open_segment(path, None, segment)
         else:
             handle = open_segment(path, header.to_json(), segment)
-        return cls(path, header, done, handle, records)
+        return cls(path, header, done, handle)
 
     def write(self, record: QuestionRecord) -> None:
         """Append one record (flushed, so a crash loses at most the line being written)."""
         self._handle.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
         self._handle.flush()
         self.done.add((record.mode, record.sample.sample_id))
-        self.records += 1
 
     def calibrate(self, embed_ms_p50: float) -> Calibration:
         """Append a calibration taken now, placed after the records written so far."""
-        cal = Calibration(records=self.records, embed_ms_p50=embed_ms_p50, at=now_utc().isoformat())
+        cal = Calibration(records=len(self.done), embed_ms_p50=embed_ms_p50, at=now_utc().isoformat())
         self._handle.write(json.dumps(cal.to_json()) + "\n")
         self._handle.flush()
         return cal
