@@ -274,8 +274,6 @@ def quantize_segments(conn: sqlite3.Connection) -> None:
     cursor = conn.execute(f"SELECT id, user_id, {_V4_COLUMNS} FROM key_segments_v4 ORDER BY id")
     insert = f"INSERT INTO key_segments(id, user_id, {COLUMNS}) VALUES ({','.join('?' * 16)})"
     while batch := cursor.fetchmany(8):  # a segment can hold 6 MB of float32
-        for seg_id, user_id, n, *rest in batch:
-            *blobs, vectors = rest[3:]
-            floats = np.frombuffer(vectors, dtype=np.float32).reshape(int(n), -1)
-            q, scales = quantize(floats)
-            conn.execute(insert, (seg_id, user_id, n, *rest[:3], *blobs, q.tobytes(), scales.tobytes()))
+        for seg_id, user_id, n, *unchanged, vectors in batch:  # every column but the vectors is copied as is
+            q, scales = quantize(np.frombuffer(vectors, dtype=np.float32).reshape(int(n), -1))
+            conn.execute(insert, (seg_id, user_id, n, *unchanged, q.tobytes(), scales.tobytes()))
