@@ -17,7 +17,7 @@ from memlane.core.retrieval import PRESETS
 from memlane.interfaces.cli.app import cli, register_all
 
 register_all()
-MODES = ("hybrid", "hybrid-rrf", "hybrid-context", "hybrid-session")
+MODES = ("hybrid", "hybrid-rank", "hybrid-rrf", "hybrid-context", "hybrid-session")
 
 
 @pytest.mark.parametrize("dataset", ["longmemeval-s", "locomo"])
@@ -56,17 +56,17 @@ def test_evaluate_refuses_settings_the_candidates_cannot_stand_for(tmp_path: Pat
 
 
 def test_grid_points_and_ordering(tmp_path: Path) -> None:
-    points = list(grid_points(PRESETS["hybrid"], {"rrf_k": [5, 60], "session_weight": [0, 0.5]}))
+    points = list(grid_points(PRESETS["hybrid-rank"], {"rrf_k": [5, 60], "session_weight": [0, 0.5]}))
     assert [(p.rrf_k, p.session_weight) for p in points] == [(5, 0.0), (5, 0.5), (60, 0.0), (60, 0.5)]
     assert all(isinstance(p.rrf_k, int) and p.neighbour_weight == 0.2 for p in points)
-    for fixed in ("candidates", "bm25_b"):  # they change the candidates themselves
+    for fixed in ("candidates", "bm25_b", "fusion"):  # candidates and BM25 change the candidates themselves
         with pytest.raises(ConfigError, match=f"cannot tune '{fixed}'"):
             list(grid_points(PRESETS["hybrid"], {fixed: [0.5]}))
     with pytest.raises(ConfigError, match="grid point"):  # SearchSettings validates every point
         list(grid_points(PRESETS["hybrid"], {"session_weight": [-1]}))
     make_data_dir(tmp_path)
     dev = collect(options(tmp_path), split="test")
-    results = run_grid([dev], PRESETS["hybrid"], {"rrf_k": [1, 60], "vector_weight": [0, 1]})
+    results = run_grid([dev], PRESETS["hybrid-rank"], {"rrf_k": [1, 60], "vector_weight": [0, 1]})
     assert len(results) == 4
     assert [r.objective for r in results] == sorted((r.objective for r in results), reverse=True)
     best = results[0]

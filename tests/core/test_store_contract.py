@@ -11,6 +11,7 @@ import pytest
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import NotFoundError, ValidationError
 from memlane.core.memory import Memory
+from memlane.core.retrieval import score_fusion
 from memlane.core.store.protocol import Store
 
 StoreFactory = Callable[[], Store]
@@ -54,11 +55,22 @@ def test_hybrid_reports_each_retrievers_rank(memory: Memory) -> None:
     plain = memory.search("alice", "chess number 1", k=1, mode="hybrid-rrf")[0]
     assert set(plain.ranks) == {"vector", "keyword"}
     assert plain.score == pytest.approx(sum(1 / (60 + r) for r in plain.ranks.values()))
-    # The default weights the fusion (keyword 1, vector 0.75, k 10) and can only add context on top.
+    # The rank-fusion preset weights RRF (keyword 1, vector 0.75, k 10) and can only add context on top.
+    rank = memory.search("alice", "chess number 1", k=1, mode="hybrid-rank")[0]
+    assert set(rank.ranks) == {"vector", "keyword"}
+    fused = sum((1.0 if name == "keyword" else 0.75) / (10 + r) for name, r in rank.ranks.items())
+    assert rank.score >= fused - 1e-9
+    # The default fuses score margins; without context (hybrid-fusion) its scores are exactly the weighted
+    # margins of what each retriever returns alone.
+    fusion = memory.search("alice", "chess number 1", k=5, mode="hybrid-fusion")
+    alone = {name: memory.search("alice", "chess number 1", k=50, mode=name) for name in ("vector", "keyword")}
+    refs = {h.block.id: n for n, h in enumerate(alone["vector"] + alone["keyword"])}
+    weights = {"vector": 0.55, "keyword": 0.45}
+    fused = score_fusion({name: [(refs[h.block.id], h.score) for h in hits] for name, hits in alone.items()}, weights)
+    expected = {ref: score for ref, score, _ in fused}
+    assert fusion and all(h.score == pytest.approx(expected[refs[h.block.id]]) for h in fusion)
     hit = memory.search("alice", "chess number 1", k=1, mode="hybrid")[0]
-    assert set(hit.ranks) == {"vector", "keyword"}
-    fused = sum((1.0 if name == "keyword" else 0.75) / (10 + r) for name, r in hit.ranks.items())
-    assert hit.score >= fused - 1e-9
+    assert hit.score >= expected[refs[hit.block.id]] - 1e-9  # context only adds
     heavy = memory.search("alice", "chess number 1", k=1, mode="hybrid-context")[0]
     fused = sum((1.0 if name == "keyword" else 0.5) / (5 + r) for name, r in heavy.ranks.items())
     assert heavy.score >= fused - 1e-9

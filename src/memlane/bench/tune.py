@@ -34,9 +34,12 @@ from memlane.core.model import MemoryBlock, SearchMode
 from memlane.core.retrieval import MAX_K, Position, SearchSettings, fuse, top_k
 
 DEFAULT_METRICS: tuple[str, ...] = ("turn/recall_all@10", "session/recall_all@5")
-# Fields a grid may vary: the ones applied after the candidates are collected.
+# Fields a grid may vary: the numeric ones applied after the candidates are collected (the fusion comes
+# from the base preset: ``--base hybrid`` fuses scores, ``--base hybrid-rank`` ranks).
 TUNABLE: tuple[str, ...] = tuple(
-    f.name for f in fields(SearchSettings) if f.name not in ("mode", "candidates", "fact_keys", "bm25_k1", "bm25_b")
+    f.name
+    for f in fields(SearchSettings)
+    if f.name not in ("mode", "candidates", "fact_keys", "bm25_k1", "bm25_b", "fusion")
 )
 
 
