@@ -50,6 +50,18 @@ def test_score_fusion_ignores_a_retriever_without_positive_scores() -> None:
     assert score_fusion({"vector": [], "keyword": [(5, 1.0)]}) == [(5, 0.0, {"keyword": 1})]
 
 
+def test_score_fusion_floor_is_zero_when_a_retriever_returned_fewer_than_asked() -> None:
+    vector, keyword = [(1, 0.8), (2, 0.6)], [(1, 4.0)]
+    # Asked for 2: the vector list is full (blocks it did not return may score just below 0.6), the
+    # keyword list is not (it returned every block with a matching term).
+    fused = score_fusion({"vector": vector, "keyword": keyword}, depth=2)
+    assert {ref: score for ref, score, _ in fused} == pytest.approx({1: 0.25 + 1.0, 2: 0.0})
+    # A user with one block: first in both retrievers, and its score says so.
+    assert score_fusion({"vector": [(7, 0.3)], "keyword": [(7, 2.0)]}, {"vector": 0.55, "keyword": 0.45}, 50) == [
+        (7, pytest.approx(1.0), {"vector": 1, "keyword": 1})
+    ]
+
+
 def test_fuse_follows_the_fusion_setting() -> None:
     rankings = {"vector": [(1, 0.9), (2, 0.85), (3, 0.1)], "keyword": [(3, 9.0), (2, 1.0), (1, 0.5)]}
     by_rank = fuse(rankings, SearchSettings(fusion=Fusion.RRF))

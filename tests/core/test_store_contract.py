@@ -11,7 +11,7 @@ import pytest
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import NotFoundError, ValidationError
 from memlane.core.memory import Memory
-from memlane.core.retrieval import score_fusion
+from memlane.core.retrieval import PRESETS, score_fusion
 from memlane.core.store.protocol import Store
 
 StoreFactory = Callable[[], Store]
@@ -66,7 +66,8 @@ def test_hybrid_reports_each_retrievers_rank(memory: Memory) -> None:
     alone = {name: memory.search("alice", "chess number 1", k=50, mode=name) for name in ("vector", "keyword")}
     refs = {h.block.id: n for n, h in enumerate(alone["vector"] + alone["keyword"])}
     weights = {"vector": 0.55, "keyword": 0.45}
-    fused = score_fusion({name: [(refs[h.block.id], h.score) for h in hits] for name, hits in alone.items()}, weights)
+    ranked = {name: [(refs[h.block.id], h.score) for h in hits] for name, hits in alone.items()}
+    fused = score_fusion(ranked, weights, PRESETS["hybrid-fusion"].candidates)
     expected = {ref: score for ref, score, _ in fused}
     assert fusion and all(h.score == pytest.approx(expected[refs[h.block.id]]) for h in fusion)
     hit = memory.search("alice", "chess number 1", k=1, mode="hybrid")[0]

@@ -31,7 +31,7 @@ from memlane.bench.runlog import MIN_RANKING_LENGTH
 from memlane.bench.split import sample_splitter
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.model import MemoryBlock, SearchMode
-from memlane.core.retrieval import MAX_K, Position, SearchSettings, fuse, top_k
+from memlane.core.retrieval import MAX_K, Position, SearchSettings, fuse, top_k, with_candidates
 
 DEFAULT_METRICS: tuple[str, ...] = ("turn/recall_all@10", "session/recall_all@5")
 # Fields a grid may vary: the numeric ones applied after the candidates are collected (the fusion comes
@@ -122,6 +122,7 @@ def collect(
 
 def question_scores(dev: DevSet, q: QuestionCandidates, settings: SearchSettings) -> dict[str, float] | None:
     """The harness's scores of one question under ``settings`` (None when it is not scored)."""
+    settings = with_candidates(settings, dev.depth)  # as Memory.search fetches at that depth
     top = top_k(fuse(q.rankings, settings), q.positions, settings, dev.depth)
     rankings = rank((q.blocks[ref] for ref, _, _ in top), q.index, max(MIN_RANKING_LENGTH, max(dev.ks)))
     if DATASETS[dev.dataset].family == LOCOMO:

@@ -217,19 +217,23 @@ def fuse(rankings: Mapping[str, Sequence[tuple[int, float]]], settings: SearchSe
         return [(ref, score, {name: i}) for i, (ref, score) in enumerate(ranked, start=1)]
     weights = {"vector": settings.vector_weight, "keyword": settings.keyword_weight}
     if settings.fusion is Fusion.SCORE:
-        return score_fusion(rankings, weights)
+        return score_fusion(rankings, weights, settings.candidates)
     return rrf({name: [ref for ref, _ in ranked] for name, ranked in rankings.items()}, settings.rrf_k, weights)
 
 
 def score_fusion(
-    rankings: Mapping[str, Sequence[tuple[int, float]]], weights: Mapping[str, float] | None = None
+    rankings: Mapping[str, Sequence[tuple[int, float]]],
+    weights: Mapping[str, float] | None = None,
+    depth: int | None = None,
 ) -> Scored:
-    """Weighted sum of each retriever's margins: a candidate's score above the retriever's lowest candidate
-    score, divided by its best candidate's score (negative scores count as 0). The best candidate of a
-    retriever counts 1 - lowest/best whatever the retriever's scale (cosine, BM25), so a retriever whose
-    candidates all score alike (a flat list: little evidence either way) weighs less; a reference a
-    retriever did not return gets 0 from it. Unlike RRF the margins survive: a block far ahead on BM25 (a
-    rare name) stays far ahead. Weight 1 where ``weights`` does not name the retriever.
+    """Weighted sum of each retriever's margins: a candidate's score above the retriever's floor, divided by
+    its best candidate's score (negative scores count as 0). The floor is the lowest candidate's score when
+    the retriever returned ``depth`` candidates (others it did not return may score just below), and 0 when
+    it returned fewer (it returned every block it could score; None: always the lowest candidate's). So the
+    scale of a retriever's scores drops out, a retriever whose candidates all score alike (a flat list:
+    little evidence either way) weighs less, and a reference a retriever did not return gets 0 from it.
+    Unlike RRF the margins survive: a block far ahead on BM25 (a rare name) stays far ahead. Weight 1 where
+    ``weights`` does not name the retriever.
 
     Returns (reference, score, ranks by retriever), best first; ties keep the first retriever's order.
     """
@@ -239,7 +243,7 @@ def score_fusion(
         weight = 1.0 if weights is None else weights.get(name, 1.0)
         clipped = [max(score, 0.0) for _, score in ranked]
         top = max(clipped, default=0.0)
-        floor = min(clipped, default=0.0)
+        floor = min(clipped) if clipped and (depth is None or len(clipped) >= depth) else 0.0
         for rank, ((ref, _), score) in enumerate(zip(ranked, clipped, strict=True), start=1):
             margin = (score - floor) / top if top > 0 else 0.0
             scores[ref] = scores.get(ref, 0.0) + weight * margin

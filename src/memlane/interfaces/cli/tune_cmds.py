@@ -93,9 +93,14 @@ def tune_cmd(
 
     \b
     Example (how the default hybrid preset was chosen, docs/design/003-retrieval.md):
-      memlane bench tune locomo longmemeval-s --set rrf_k=5,10,20,60 --set vector_weight=0.5,0.75,1 \\
-        --set session_weight=0,0.1,0.2,0.4 --set session_top=1,3 --set neighbour_weight=0,0.1,0.2,0.4 \\
-        --metric turn/recall_all@10 --metric longmemeval-s:session/recall_all@5
+      memlane bench tune locomo longmemeval-s longmemeval-s-x500 --set vector_weight=0.35,0.45,0.55,0.7,0.85 \\
+        --set session_weight=0.1,0.2,0.3,0.4 --set neighbour_weight=0.1,0.2,0.3,0.4 --set session_top=2,3 \\
+        --metric locomo:turn/recall_all@10 --metric longmemeval-s:session/recall_all@5 \\
+        --metric longmemeval-s:session/recall_all@10 --metric longmemeval-s:turn/recall_all@10 \\
+        --metric longmemeval-s-x500:session/recall_all@10
+
+    The fusion rule comes from the base preset: --base hybrid fuses scores, --base hybrid-rank ranks (and
+    only then does rrf_k matter).
     """
     if base not in PRESETS:
         raise click.BadParameter(f"unknown preset {base!r}; presets: {', '.join(PRESETS)}", param_hint="--base")
