@@ -52,6 +52,39 @@ def test_longmemeval_run_writes_contract_rankings_and_reports(root: Path) -> Non
     assert "| hybrid |" in (out / "report.md").read_text()
 
 
+def test_reports_pair_every_mode_with_the_headline_mode_question_by_question(root: Path) -> None:
+    out = root / "run"
+    run_retrieval(options(root), out, progress=False)
+    # Every mode finds everything in these small haystacks; make hybrid miss two test questions at @5.
+    lines = (out / LOG_NAME).read_text().splitlines()
+    lowered: list[str] = []
+    for i, line in enumerate(lines):
+        rec = json.loads(line)
+        hybrid_test = rec.get("type") == "question" and rec["mode"] == "hybrid" and rec["split"] == "test"
+        if hybrid_test and rec["scores"] and len(lowered) < 2 and rec["scores"]["session/recall_all@5"] == 1.0:
+            rec["scores"]["session/recall_all@5"] = 0.0
+            lowered.append(rec["sample"]["sample_id"])
+            lines[i] = json.dumps(rec)
+    assert len(lowered) == 2
+    (out / LOG_NAME).write_text("\n".join(lines) + "\n")
+    write_reports(out)
+    results = load_results(out)
+    paired = json.loads((out / "results.json").read_text())["paired"]
+    assert paired["against"] == "hybrid" and set(paired["splits"]) == {"dev", "test"}
+    for split, modes in paired["splits"].items():
+        assert set(modes) == {"vector", "keyword"}
+        n = sum(r.mode == "hybrid" and r.split == split and r.scores is not None for r in results.contents.records)
+        for diff in (metrics["session/recall_all@5"] for metrics in modes.values()):
+            better = 2 if split == "test" else 0
+            assert (diff["n"], diff["better"], diff["worse"]) == (n, better, 0)
+            assert diff["mean"] == pytest.approx(better / n)
+            assert diff["low"] <= diff["mean"] <= diff["high"]
+            assert diff["p"] == pytest.approx(0.5 if better else 1.0)  # 2 to 0: 2 * (1/2)^2
+    report = (out / "report.md").read_text()
+    assert report.count("| mode - hybrid | session R_all@5 | session R_all@10 | turn R_all@10 |") == 3
+    assert "| vector | +0.333 [" in report  # the test split: 2 of its 6 scored questions
+
+
 def test_locomo_run_uses_qa_ids_and_dia_ids(root: Path) -> None:
     out = root / "run"
     run_retrieval(options(root, "locomo", modes=("hybrid",)), out, progress=False)
@@ -146,3 +179,10 @@ def test_compare_puts_two_runs_side_by_side(root: Path) -> None:
     assert "| keyword | overall | session R_all@10 |" in text  # only in A: B's cells are "-"
     assert "single-session-user" in text
     assert "+0.000" in text or "-0." in text or "+0." in text
+    # Paired over the questions both runs scored; a mode only in A has nothing to pair.
+    hybrid_row = next(line for line in text.splitlines() if line.startswith("| hybrid | overall | session R_all@10 |"))
+    assert hybrid_row.rstrip(" |").split(" | ")[-1].count(", p ") == 1
+    keyword_row = next(
+        line for line in text.splitlines() if line.startswith("| keyword | overall | session R_all@10 |")
+    )
+    assert keyword_row.endswith("| - |")

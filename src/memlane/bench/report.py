@@ -18,6 +18,7 @@ from pathlib import Path
 from memlane.bench.datasets.locomo import CATEGORY_NAMES, MEM0_CATEGORY_NAMES
 from memlane.bench.datasets.registry import DATASETS
 from memlane.bench.history import LOCOMO
+from memlane.bench.paired import PairedDiff, format_diff, paired_diff
 from memlane.bench.rankings import LocomoRanking, LongMemEvalRanking, Ranking, write_rankings
 from memlane.bench.retrieval_metrics import OVERALL, TASK_AVERAGE, GroupSummary, aggregate
 from memlane.bench.runlog import CALIBRATE_EVERY, CALIBRATION_TEXTS, LOG_NAME, LogContents, QuestionRecord, read_log
@@ -41,6 +42,12 @@ LONGMEMEVAL_TYPES = (
 # LoCoMo papers mostly report categories 1-4 (adversarial questions have no answer to find).
 OVERALL_1_4 = "overall (1-4)"
 HEADLINE_MODE = "hybrid"
+# The figures issue 8's targets are read on: each mode's paired difference from the headline mode.
+PAIRED_METRICS: tuple[tuple[str, str], ...] = (
+    ("session/recall_all@5", "session R_all@5"),
+    ("session/recall_all@10", "session R_all@10"),
+    ("turn/recall_all@10", "turn R_all@10"),
+)
 SPLIT_NOTE = (
     "Parameters are chosen on `dev` only; targets are read on `test` (the split rule is in "
     "`memlane.bench.split`: LongMemEval by a hash of `question_id`, LoCoMo by conversation)."
@@ -122,6 +129,73 @@ def compute_results(contents: LogContents) -> RunResults:
         if any(part.values()):
             splits[split] = {m: _mode_result(m, rs, family) for m, rs in part.items() if rs}
     return RunResults(contents, family, {m: _mode_result(m, rs, family) for m, rs in by_mode.items()}, splits)
+
+
+def headline_mode(results: RunResults) -> str:
+    """The mode reports lead with and compare the others to: hybrid if it was run, else the first."""
+    modes = list(results.modes)
+    return HEADLINE_MODE if HEADLINE_MODE in modes else modes[0]
+
+
+def per_question(
+    results: RunResults, mode: str, group: str, metric: str, split: str | None = None
+) -> dict[str, float] | None:
+    """``metric`` of every question of ``group`` that ``mode`` scored, by sample id (``split``: only that
+    side's questions); None for the task average, which is not a mean over questions."""
+    if group == TASK_AVERAGE:
+        return None
+    out: dict[str, float] = {}
+    for r in results.contents.records:
+        if r.mode != mode or r.scores is None or metric not in r.scores or (split and r.split != split):
+            continue
+        category = r.sample.category
+        if group == OVERALL_1_4 and category == CATEGORY_NAMES[5]:
+            continue
+        if group not in (OVERALL, OVERALL_1_4) and category != group:
+            continue
+        out[r.sample.sample_id] = r.scores[metric]
+    return out
+
+
+def paired_against_headline(results: RunResults, split: str | None = None) -> dict[str, dict[str, PairedDiff]]:
+    """Each other mode against the headline mode on the headline group's questions (``split``: one side),
+    per :data:`PAIRED_METRICS` that both carry."""
+    base = headline_mode(results)
+    group = headline_group(results.family)
+    modes = results.modes if split is None else results.splits.get(split, {})
+    out: dict[str, dict[str, PairedDiff]] = {}
+    for mode in modes:
+        if mode == base:
+            continue
+        row: dict[str, PairedDiff] = {}
+        for metric, _ in PAIRED_METRICS:
+            a = per_question(results, base, group, metric, split)
+            b = per_question(results, mode, group, metric, split)
+            diff = paired_diff(a, b) if a is not None and b is not None else None
+            if diff is not None:
+                row[metric] = diff
+        out[mode] = row
+    return out
+
+
+def format_paired(results: RunResults, split: str | None = None) -> list[str]:
+    """Markdown lines: each mode's paired difference from the headline mode (empty with one mode)."""
+    paired = paired_against_headline(results, split)
+    if not paired:
+        return []
+    base = headline_mode(results)
+    labels = " | ".join(label for _, label in PAIRED_METRICS)
+    lines = [
+        f"Each mode against `{base}` on the same questions ({headline_group(results.family)}): mean of mode - "
+        f"{base} with its 95% bootstrap interval, questions where the mode is better / worse, and the two-sided "
+        "sign test's p over the questions where they differ.",
+        "",
+        f"| mode - {base} | {labels} |",
+        "|---|" + "---|" * len(PAIRED_METRICS),
+    ]
+    for mode, row in paired.items():
+        lines.append(f"| {mode} | " + " | ".join(format_diff(row.get(m)) for m, _ in PAIRED_METRICS) + " |")
+    return [*lines, ""]
 
 
 def group_label(results: RunResults, group: str) -> str:
@@ -233,6 +307,7 @@ def format_report(results: RunResults) -> str:
     """The whole ``report.md``."""
     out = [f"# Retrieval: {results.dataset}", "", *_describe(results), "", "## Modes", ""]
     out += [format_modes_table(results), ""]
+    out += format_paired(results)
     for mode, result in results.modes.items():
         out += [f"## {mode}", "", format_mode_table(results, mode), ""]
         out.append(
@@ -243,6 +318,7 @@ def format_report(results: RunResults) -> str:
     out += format_calibration(results.contents)
     for split, modes in results.splits.items():
         out += [f"## Split: {split}", "", SPLIT_NOTE, "", format_modes_table(results, modes), ""]
+        out += format_paired(results, split)
         for mode, result in modes.items():
             out += [f"### {split}: {mode}", "", format_mode_table(results, mode, result), ""]
     out += [
@@ -297,6 +373,17 @@ def results_to_json(results: RunResults) -> dict[str, object]:
                 for mode, r in modes.items()
             }
             for split, modes in results.splits.items()
+        },
+        "paired": {
+            "against": headline_mode(results) if results.modes else None,
+            "group": headline_group(results.family),
+            "splits": {
+                split: {
+                    mode: {metric: asdict(d) for metric, d in row.items()}
+                    for mode, row in paired_against_headline(results, split).items()
+                }
+                for split in results.splits
+            },
         },
     }
 
@@ -383,8 +470,8 @@ def format_compare(a: RunResults, b: RunResults, *, categories: bool = False) ->
         f"B: {b.dataset}, {b.contents.header.config.embedder}/{b.contents.header.config.perspective}, "
         f"git {b.contents.header.git_revision[:12]}, {b.contents.header.created_at}",
         "",
-        "| mode | group | metric | A | B | B - A |",
-        "|---|---|---|---:|---:|---:|",
+        "| mode | group | metric | A | B | B - A | paired B - A [95%], +better / -worse, sign test |",
+        "|---|---|---|---:|---:|---:|---|",
     ]
     modes = list(dict.fromkeys([*a.modes, *b.modes]))
     for mode in modes:
@@ -397,5 +484,15 @@ def format_compare(a: RunResults, b: RunResults, *, categories: bool = False) ->
                 va = sa.means.get(metric) if sa else None
                 vb = sb.means.get(metric) if sb else None
                 delta = f"{vb - va:+.3f}" if va is not None and vb is not None else "-"
-                lines.append(f"| {mode} | {group} | {label} | {_cell(sa, metric)} | {_cell(sb, metric)} | {delta} |")
+                qa = per_question(a, mode, group, metric) if mode in a.modes else None
+                qb = per_question(b, mode, group, metric) if mode in b.modes else None
+                paired = format_diff(paired_diff(qa, qb)) if qa is not None and qb is not None else "-"
+                lines.append(
+                    f"| {mode} | {group} | {label} | {_cell(sa, metric)} | {_cell(sb, metric)} | {delta} | {paired} |"
+                )
+    lines += [
+        "",
+        "Paired: over the questions both runs scored (matched by question id): the mean of B - A with its 95% "
+        "bootstrap interval, how many questions B gets higher / lower, and the two-sided sign test's p.",
+    ]
     return "\n".join(lines)

@@ -335,7 +335,8 @@ def report_cmd(run_dir: Path) -> None:
     help="Also compare every category, not only overall. [env MEMLANE_BENCH_COMPARE_CATEGORIES]",
 )
 def compare_cmd(run_a: Path, run_b: Path, categories: bool) -> None:
-    """Put two runs side by side: each key figure per mode in A, in B, and B - A.
+    """Put two runs side by side: each key figure per mode in A, in B, and B - A, with the paired
+    difference over the questions both scored (95% bootstrap interval, questions better / worse, sign test).
 
     \b
     Example:
