@@ -11,7 +11,15 @@ from click.testing import CliRunner
 
 from memlane.bench.retrieval import run_retrieval
 from memlane.bench.runlog import read_log
-from memlane.bench.tune import collect, evaluate, grid_points, objective_terms, question_scores, run_grid
+from memlane.bench.tune import (
+    collect,
+    evaluate,
+    grid_points,
+    objective_terms,
+    paired_against,
+    question_scores,
+    run_grid,
+)
 from memlane.core.errors import ConfigError
 from memlane.core.retrieval import PRESETS
 from memlane.interfaces.cli.app import cli, register_all
@@ -85,6 +93,20 @@ def test_grid_points_and_ordering(tmp_path: Path) -> None:
     assert only.objective == only.figures["longmemeval-s"]["turn/recall_all@10"]
 
 
+def test_paired_against_reads_the_same_scores_as_evaluate(tmp_path: Path) -> None:
+    make_data_dir(tmp_path)
+    dev = collect(options(tmp_path, "locomo"), split="test")
+    base, other = PRESETS["hybrid"], replace(PRESETS["hybrid"], vector_weight=5.0)
+    metric = "turn/recall_all@10"
+    diff = paired_against(dev, base, other, metric)
+    assert diff is not None
+    figures = [evaluate(dev, s, [metric]) for s in (base, other)]
+    assert diff.n == int(figures[0]["n"])
+    assert diff.mean == pytest.approx(figures[1][metric] - figures[0][metric])
+    same = paired_against(dev, base, base, metric)
+    assert same is not None and (same.n, same.better, same.worse, same.mean, same.p) == (diff.n, 0, 0, 0.0, 1.0)
+
+
 def test_cli_prints_the_base_preset_then_the_best_points(tmp_path: Path) -> None:
     make_data_dir(tmp_path)
     args = ["bench", "tune", "longmemeval-s", "locomo", "--set", "rrf_k=5,60", "--set", "neighbour_weight=0,0.3"]
@@ -96,5 +118,10 @@ def test_cli_prints_the_base_preset_then_the_best_points(tmp_path: Path) -> None
     assert lines[1].startswith("| hybrid | ")
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| 1", "| 2", "| 3"]
     assert "4 grid points on the test split" in result.output
+    # The best point is read against the base question by question, on every objective term.
+    assert "Point 1 against hybrid, question by question" in result.output
+    paired = [line for line in result.output.splitlines() if line.startswith("- ")]
+    assert len(paired) == 4 and all(", p " in line for line in paired)
+    assert paired[0].startswith("- longmemeval-s turn/recall_all@10: ")
     bad = CliRunner().invoke(cli, [*args, "--set", "mode=1"])
     assert bad.exit_code != 0 and "cannot tune 'mode'" in bad.output

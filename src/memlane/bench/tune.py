@@ -25,6 +25,7 @@ from memlane.bench.datasets.model import Sample
 from memlane.bench.datasets.registry import DATASETS
 from memlane.bench.history import LOCOMO, HaystackIndex, blocks_per_exchange, rank
 from memlane.bench.ingest import ingest
+from memlane.bench.paired import PairedDiff, paired_diff
 from memlane.bench.retrieval import RetrievalOptions, open_bench
 from memlane.bench.retrieval_metrics import score_locomo, score_longmemeval
 from memlane.bench.runlog import MIN_RANKING_LENGTH
@@ -219,3 +220,16 @@ def run_grid(
         objective = sum(figures[d][m] for d, m in terms if not math.isnan(figures[d][m]))
         results.append(GridResult(settings, objective, figures))
     return sorted(results, key=lambda r: -r.objective)
+
+
+def paired_against(dev: DevSet, base: SearchSettings, other: SearchSettings, metric: str) -> PairedDiff | None:
+    """``other`` against ``base`` on ``dev``'s questions, question by question (see
+    :mod:`memlane.bench.paired`): is a grid point's lead more than a few questions' noise?"""
+    a: dict[str, float] = {}
+    b: dict[str, float] = {}
+    for q in dev.questions:
+        sa, sb = question_scores(dev, q, base), question_scores(dev, q, other)
+        if sa is not None and sb is not None and metric in sa and metric in sb:
+            a[q.sample.sample_id] = sa[metric]
+            b[q.sample.sample_id] = sb[metric]
+    return paired_diff(a, b)

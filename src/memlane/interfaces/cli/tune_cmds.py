@@ -8,9 +8,18 @@ from pathlib import Path
 
 import click
 
+from memlane.bench.paired import format_diff
 from memlane.bench.retrieval import RetrievalOptions
 from memlane.bench.runlog import DEFAULT_EMBEDDER
-from memlane.bench.tune import DEFAULT_METRICS, TUNABLE, GridResult, collect, objective_terms, run_grid
+from memlane.bench.tune import (
+    DEFAULT_METRICS,
+    TUNABLE,
+    GridResult,
+    collect,
+    objective_terms,
+    paired_against,
+    run_grid,
+)
 from memlane.core.errors import ConfigError
 from memlane.core.retrieval import PRESETS
 from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE
@@ -134,6 +143,13 @@ def tune_cmd(
     click.echo(_row(base, reference, names, terms))
     for i, result in enumerate(results[:top], start=1):
         click.echo(_row(str(i), result, names, terms))
+    if results:
+        by_name = {d.dataset: d for d in devs}
+        click.echo(f"\nPoint 1 against {base}, question by question (mean difference [95% interval], questions")
+        click.echo("better / worse, sign test p):")
+        for d, m in terms:
+            diff = paired_against(by_name[d], reference.settings, results[0].settings, m)
+            click.echo(f"- {d} {m}: {format_diff(diff)}")
 
 
 def register(group: click.Group) -> None:
