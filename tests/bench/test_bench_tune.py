@@ -21,7 +21,7 @@ from memlane.bench.tune import (
     run_grid,
 )
 from memlane.core.errors import ConfigError
-from memlane.core.retrieval import PRESETS
+from memlane.core.retrieval import PRESETS, Fusion
 from memlane.interfaces.cli.app import cli, register_all
 
 register_all()
@@ -67,11 +67,18 @@ def test_grid_points_and_ordering(tmp_path: Path) -> None:
     points = list(grid_points(PRESETS["hybrid-rank"], {"rrf_k": [5, 60], "session_weight": [0, 0.5]}))
     assert [(p.rrf_k, p.session_weight) for p in points] == [(5, 0.0), (5, 0.5), (60, 0.0), (60, 0.5)]
     assert all(isinstance(p.rrf_k, int) and p.neighbour_weight == 0.2 for p in points)
-    for fixed in ("candidates", "bm25_b", "fusion"):  # candidates and BM25 change the candidates themselves
+    for fixed in ("candidates", "bm25_b"):  # they change the candidates themselves
         with pytest.raises(ConfigError, match=f"cannot tune '{fixed}'"):
             list(grid_points(PRESETS["hybrid"], {fixed: [0.5]}))
     with pytest.raises(ConfigError, match="grid point"):  # SearchSettings validates every point
         list(grid_points(PRESETS["hybrid"], {"session_weight": [-1]}))
+    # The fusion rule is a grid dimension of names.
+    fused = list(grid_points(PRESETS["hybrid"], {"fusion": ["rrf", "score"], "rrf_k": [10]}))
+    assert [(p.fusion, p.rrf_k) for p in fused] == [(Fusion.RRF, 10), (Fusion.SCORE, 10)]
+    with pytest.raises(ConfigError, match="grid point"):
+        list(grid_points(PRESETS["hybrid"], {"fusion": ["borda"]}))
+    with pytest.raises(ConfigError, match="takes numbers"):
+        list(grid_points(PRESETS["hybrid"], {"rrf_k": ["ten"]}))
     make_data_dir(tmp_path)
     dev = collect(options(tmp_path), split="test")
     results = run_grid([dev], PRESETS["hybrid-rank"], {"rrf_k": [1, 60], "vector_weight": [0, 1]})
@@ -109,12 +116,13 @@ def test_paired_against_reads_the_same_scores_as_evaluate(tmp_path: Path) -> Non
 
 def test_cli_prints_the_base_preset_then_the_best_points(tmp_path: Path) -> None:
     make_data_dir(tmp_path)
-    args = ["bench", "tune", "longmemeval-s", "locomo", "--set", "rrf_k=5,60", "--set", "neighbour_weight=0,0.3"]
+    args = ["bench", "tune", "longmemeval-s", "locomo", "--set", "fusion=rrf,score", "--set", "neighbour_weight=0,0.3"]
     args += ["--embedder", "hashing", "--data-dir", str(tmp_path / "data"), "--cache-dir", str(tmp_path / "cache")]
     result = CliRunner().invoke(cli, [*args, "--split", "test", "--top", "3"])
     assert result.exit_code == 0, result.output
     lines = [line for line in result.output.splitlines() if line.startswith("| ")]
-    assert lines[0].startswith("| # | objective | rrf_k | neighbour_weight | longmemeval-s turn/recall_all@10")
+    assert lines[0].startswith("| # | objective | fusion | neighbour_weight | longmemeval-s turn/recall_all@10")
+    assert {line.split(" | ")[2] for line in lines[1:]} == {"rrf", "score"}
     assert lines[1].startswith("| hybrid | ")
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| 1", "| 2", "| 3"]
     assert "4 grid points on the test split" in result.output

@@ -32,15 +32,13 @@ from memlane.bench.runlog import MIN_RANKING_LENGTH
 from memlane.bench.split import sample_splitter
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.model import MemoryBlock, SearchMode
-from memlane.core.retrieval import MAX_K, Position, SearchSettings, fuse, top_k, with_candidates
+from memlane.core.retrieval import MAX_K, Fusion, Position, SearchSettings, fuse, top_k, with_candidates
 
 DEFAULT_METRICS: tuple[str, ...] = ("turn/recall_all@10", "session/recall_all@5")
-# Fields a grid may vary: the numeric ones applied after the candidates are collected (the fusion comes
-# from the base preset: ``--base hybrid`` fuses scores, ``--base hybrid-rank`` ranks).
+# Fields a grid may vary: the ones applied after the candidates are collected (``fusion`` takes the names
+# rrf and score, the others numbers).
 TUNABLE: tuple[str, ...] = tuple(
-    f.name
-    for f in fields(SearchSettings)
-    if f.name not in ("mode", "candidates", "fact_keys", "bm25_k1", "bm25_b", "fusion")
+    f.name for f in fields(SearchSettings) if f.name not in ("mode", "candidates", "fact_keys", "bm25_k1", "bm25_b")
 )
 
 
@@ -165,7 +163,7 @@ def evaluate(dev: DevSet, settings: SearchSettings, metrics: Sequence[str] = DEF
     return out
 
 
-def grid_points(base: SearchSettings, grid: Mapping[str, Sequence[float]]) -> Iterator[SearchSettings]:
+def grid_points(base: SearchSettings, grid: Mapping[str, Sequence[float | str]]) -> Iterator[SearchSettings]:
     """Every combination of the grid's values over ``base`` (each point validated by SearchSettings)."""
     unknown = [name for name in grid if name not in TUNABLE]
     if unknown:
@@ -175,7 +173,12 @@ def grid_points(base: SearchSettings, grid: Mapping[str, Sequence[float]]) -> It
         point: dict[str, object] = {}
         for name, value in zip(names, values, strict=True):
             kind = type(getattr(base, name))
-            point[name] = int(value) if kind is int else float(value)
+            if kind is Fusion:
+                point[name] = str(value)  # SearchSettings checks the name
+            elif isinstance(value, str):
+                raise ConfigError(f"{name} takes numbers, not {value!r}")
+            else:
+                point[name] = int(value) if kind is int else float(value)
         try:
             yield replace(base, **point)  # type: ignore[arg-type]
         except ValidationError as exc:
@@ -208,7 +211,7 @@ def objective_terms(devs: Sequence[DevSet], metrics: Sequence[str]) -> list[tupl
 def run_grid(
     devs: Sequence[DevSet],
     base: SearchSettings,
-    grid: Mapping[str, Sequence[float]],
+    grid: Mapping[str, Sequence[float | str]],
     metrics: Sequence[str] = DEFAULT_METRICS,
 ) -> list[GridResult]:
     """Score every grid point on every data set; best objective first (ties keep grid order). ``figures``

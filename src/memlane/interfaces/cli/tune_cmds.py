@@ -25,8 +25,8 @@ from memlane.core.retrieval import PRESETS
 from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE
 
 
-def _grid(values: tuple[str, ...]) -> dict[str, list[float]]:
-    grid: dict[str, list[float]] = {}
+def _grid(values: tuple[str, ...]) -> dict[str, list[float | str]]:
+    grid: dict[str, list[float | str]] = {}
     for item in values:
         name, sep, listed = item.partition("=")
         name = name.strip()
@@ -36,6 +36,9 @@ def _grid(values: tuple[str, ...]) -> dict[str, list[float]]:
             raise click.BadParameter(f"cannot tune {name!r}; tunable: {', '.join(TUNABLE)}", param_hint="--set")
         if name in grid:
             raise click.BadParameter(f"{name} is set twice", param_hint="--set")
+        if name == "fusion":
+            grid[name] = [v.strip() for v in listed.split(",") if v.strip()]
+            continue
         try:
             grid[name] = [float(v) for v in listed.split(",") if v.strip()]
         except ValueError:
@@ -43,9 +46,13 @@ def _grid(values: tuple[str, ...]) -> dict[str, list[float]]:
     return grid
 
 
+def _value(value: object) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
+
+
 def _row(label: str, result: GridResult, names: list[str], terms: list[tuple[str, str]]) -> str:
     cells = [label, f"{result.objective:.3f}"]
-    cells += [f"{getattr(result.settings, n):g}" for n in names]
+    cells += [_value(getattr(result.settings, n)) for n in names]
     cells += ["-" if math.isnan(result.figures[d][m]) else f"{result.figures[d][m]:.3f}" for d, m in terms]
     return "| " + " | ".join(cells) + " |"
 
@@ -108,8 +115,7 @@ def tune_cmd(
         --metric longmemeval-s:session/recall_all@10 --metric longmemeval-s:turn/recall_all@10 \\
         --metric longmemeval-s-x500:session/recall_all@10
 
-    The fusion rule comes from the base preset: --base hybrid fuses scores, --base hybrid-rank ranks (and
-    only then does rrf_k matter).
+    --set fusion=rrf,score compares the two fusion rules in one grid (rrf_k matters to rrf only).
     """
     if base not in PRESETS:
         raise click.BadParameter(f"unknown preset {base!r}; presets: {', '.join(PRESETS)}", param_hint="--base")
