@@ -163,13 +163,14 @@ def paired_against_headline(results: RunResults, split: str | None = None) -> di
     base = headline_mode(results)
     group = headline_group(results.family)
     modes = results.modes if split is None else results.splits.get(split, {})
+    reference = {metric: per_question(results, base, group, metric, split) for metric, _ in PAIRED_METRICS}
     out: dict[str, dict[str, PairedDiff]] = {}
     for mode in modes:
         if mode == base:
             continue
         row: dict[str, PairedDiff] = {}
         for metric, _ in PAIRED_METRICS:
-            a = per_question(results, base, group, metric, split)
+            a = reference[metric]
             b = per_question(results, mode, group, metric, split)
             diff = paired_diff(a, b) if a is not None and b is not None else None
             if diff is not None:
