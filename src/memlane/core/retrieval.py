@@ -33,7 +33,7 @@ class Fusion(StrEnum):
     """How a hybrid search turns its retrievers' candidates into one score."""
 
     RRF = "rrf"  # weighted reciprocal rank fusion: ranks only
-    SCORE = "score"  # weighted sum of each retriever's scores divided by its best candidate's
+    SCORE = "score"  # weighted sum of each retriever's score margins (see score_fusion)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,7 @@ class SearchSettings:
     * ``fact_keys``: the extracted summary and facts of a block act as search keys besides its message;
     * ``fusion``: ``rrf`` (weighted reciprocal rank fusion) or ``score`` (see :func:`fuse`);
     * ``rrf_k``, ``vector_weight``, ``keyword_weight``: weighted RRF, score = sum of weight / (rrf_k + rank);
-      with score fusion, score = sum of weight x (retriever's score / its best candidate's score);
+      with score fusion, score = sum of weight x (score - the retriever's floor) / its best score;
     * ``session_weight``, ``session_top``: each block gains ``session_weight`` times the sum of the
       ``session_top`` best fused scores among its session's candidates (itself included);
     * ``neighbour_weight``, ``neighbour_span``: each block gains ``neighbour_weight`` times the best fused
