@@ -25,7 +25,7 @@ from memlane.core.retrieval import PRESETS, Fusion
 from memlane.interfaces.cli.app import cli, register_all
 
 register_all()
-MODES = ("hybrid", "hybrid-rank", "hybrid-rrf", "hybrid-context", "hybrid-session")
+MODES = ("hybrid", "hybrid-no-words", "hybrid-rank", "hybrid-rrf", "hybrid-context", "hybrid-session")
 
 
 @pytest.mark.parametrize("dataset", ["longmemeval-s", "locomo"])

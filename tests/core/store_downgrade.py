@@ -77,3 +77,14 @@ def downgrade_to_v2(path: Path) -> None:
     conn.execute("PRAGMA user_version = 2")
     conn.execute("COMMIT")
     conn.close()
+
+
+def downgrade_to_v5(path: Path) -> None:
+    """Schema 5: segments without session codes and people's words."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    for column in ("sessions", "words_lengths", "words_entries", "words_term_ids", "words_counts"):
+        conn.execute(f"ALTER TABLE key_segments DROP COLUMN {column}")
+    conn.execute("PRAGMA user_version = 5")
+    conn.execute("COMMIT")
+    conn.close()

@@ -14,11 +14,14 @@ import pytest
 from store_downgrade import downgrade_to_v3, downgrade_to_v4
 
 from memlane.core.embedding.fake import HashingEmbedder
+from memlane.core.exchanges import people_words
 from memlane.core.memory import Memory
 from memlane.core.store.sqlite import SqliteStore, segments
 from memlane.core.store.sqlite.keys import load_user_index
+from memlane.core.store.sqlite.schema import MIGRATIONS
 from memlane.core.store.sqlite.segments import COLUMNS, Segment, quantize, tier
 from memlane.core.store.sqlite.tokenizer import tokenize
+from memlane.core.store.terms import session_code
 from memlane.core.store.vectors import KIND_CODES
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -73,10 +76,12 @@ def user_segments(store: SqliteStore, user: str) -> list[Segment]:
 
 
 def assert_segments_hold_the_keys(store: SqliteStore, embedder: HashingEmbedder, user: str) -> None:
-    """Every key of the user is in exactly one segment, with its own vector, term bag and columns; the
-    user's whole index loads in key order; no tier holds FANOUT segments."""
+    """Every key of the user is in exactly one segment, with its own vector, term bag and columns, its
+    session's code and its block's people's words (message keys only); the user's whole index loads in key
+    order; no tier holds FANOUT segments."""
     keys = store.query(
-        "SELECT k.pk, k.block_pk, k.kind, k.text, b.event_ts FROM search_keys k JOIN blocks b ON b.pk = k.block_pk "
+        "SELECT k.pk, k.block_pk, k.kind, k.text, b.event_ts, b.session_id, b.message, b.mode, b.perspective "
+        "FROM search_keys k JOIN blocks b ON b.pk = k.block_pk "
         "WHERE k.user_id = (SELECT id FROM users WHERE name = ?) ORDER BY k.pk",
         (user,),
     )
@@ -94,6 +99,7 @@ def assert_segments_hold_the_keys(store: SqliteStore, embedder: HashingEmbedder,
     matrix, terms = load_user_index(conn, int(user_row[0][0]), 0)
     names = {i: t for i, t in conn.execute("SELECT id, term FROM terms")}
     bags = tokenize(conn, [k[3] for k in keys])
+    word_bags = tokenize(conn, [people_words(k[6], k[7], k[8]) if k[2] == "message" else "" for k in keys])
     conn.execute("COMMIT")
     assert matrix.block_pks.tolist() == [k[1] for k in keys]
     assert matrix.kinds.tolist() == [KIND_CODES[k[2]] for k in keys]
@@ -110,6 +116,12 @@ def assert_segments_hold_the_keys(store: SqliteStore, embedder: HashingEmbedder,
         got = {names[int(i)]: int(c) for i, c in zip(terms.term_ids[a:b], terms.counts[a:b], strict=True)}
         assert got == dict(bag)
         assert terms.lengths[j] == sum(bag.values())
+    assert terms.sessions.tolist() == [session_code(k[5]) for k in keys]
+    for j, bag in enumerate(word_bags):
+        a, b = int(terms.words_offsets[j]), int(terms.words_offsets[j + 1])
+        ids, counts = terms.words_term_ids[a:b], terms.words_counts[a:b]
+        assert {names[int(i)]: int(c) for i, c in zip(ids, counts, strict=True)} == dict(bag)
+        assert terms.words_lengths[j] == sum(bag.values())
 
 
 def test_writes_merge_by_tier_and_deletes_rewrite_segments(small_tiers: None, mem: Memory) -> None:
@@ -130,8 +142,10 @@ def test_writes_merge_by_tier_and_deletes_rewrite_segments(small_tiers: None, me
             assert_segments_hold_the_keys(mem.store, mem.embedder, u)  # type: ignore[arg-type]
         # the cached indexes (extended by writes, dropped by deletes) rank like ones loaded from the file
         fresh = SqliteStore(mem.store.path)  # type: ignore[attr-defined]
+        refs = [r[0] for r in fresh.query("SELECT pk FROM blocks")]  # both users': only the user's are ranked
         for q in QUERIES:
             assert mem.store.keyword_candidates(user, q, 5) == fresh.keyword_candidates(user, q, 5)
+            assert mem.store.session_word_ranks(user, q, refs) == fresh.session_word_ranks(user, q, refs)
             vec = mem.embedder.embed([q])
             assert mem.store.vector_candidates(user, vec, 5) == fresh.vector_candidates(user, vec, 5)
         fresh.close()
@@ -208,7 +222,7 @@ def test_migration_quantizes_schema_4_segments(small_tiers: None, tmp_path: Path
         assert floats and all(size == 4 * 16 * n for n, size in floats)
 
     store = SqliteStore(path)
-    assert store.query("PRAGMA user_version") == [(5,)]
+    assert store.query("PRAGMA user_version") == [(len(MIGRATIONS),)]
     assert store.integrity_check() == []
     names = {r[0] for r in store.query("SELECT name FROM sqlite_master")}
     assert "key_segments_v4" not in names and "key_segments_user" in names

@@ -77,6 +77,42 @@ def test_hybrid_reports_each_retrievers_rank(memory: Memory) -> None:
     assert heavy.score >= fused - 1e-9
 
 
+def test_sessions_rank_by_what_the_people_in_them_said(memory: Memory) -> None:
+    """BM25 over each session's people's words, the user's own statistics; ties share a rank, and the
+    assistant's words, another user's sessions and a deleted block's words do not count."""
+    said = {
+        "violin": ["I play the violin", "My violin teacher is strict", "I practise the violin daily"],
+        "once": ["I played the violin once", "Then I went hiking"],
+        "hike": ["We went hiking in the Alps", "The hike took six hours"],
+        "ask": ["Tell me about instruments"],  # the assistant talks about the violin: does not count
+        "twin": ["We went hiking in the Alps", "The hike took six hours"],  # the same words as "hike"
+    }
+    for session, lines in said.items():
+        turns = [t for line in lines for t in (line, "The violin is a lovely instrument")]
+        memory.add("alice", chat(*turns), session_id=session, time=T0)
+    memory.add("bob", chat("violin violin violin", "ok"), session_id="violin", time=T0)
+    store = memory.store
+    hits = memory.search("alice", "violin hiking", k=50, mode="hybrid-fusion")
+    refs = [ref for ref, _ in store.keyword_candidates("alice", "violin hiking instruments", 50)]
+    positions = store.block_positions("alice", refs)
+    assert len(refs) == 2 * sum(len(v) for v in said.values()) and hits
+
+    def by_session(query: str) -> dict[str, int]:
+        ranks = store.session_word_ranks("alice", query, refs)
+        out = {positions[ref][0]: rank for ref, rank in ranks.items()}
+        assert all(ranks[ref] == out[positions[ref][0]] for ref in ranks)  # every block of a session alike
+        return out
+
+    assert by_session("violin") == {"violin": 1, "once": 2}  # three mentions in three turns beat one
+    assert by_session("hiking") == {"hike": 1, "twin": 1, "once": 3}  # "hiking" and "hike" both count; a tie
+    memory.delete("alice", memory.list("alice", session_id="violin", limit=100)[0].id)
+    refs = [ref for ref in refs if ref in store.block_positions("alice", refs)]
+    assert by_session("violin") == {"violin": 1, "once": 2}
+    assert by_session("strict teacher") == {"violin": 1}
+    assert by_session("practise") == {"violin": 1}
+    assert by_session("play") == {"once": 1}  # "I play the violin" was the deleted exchange
+
+
 def test_time_window(memory: Memory) -> None:
     add_sample(memory, "alice", "travel", n=5)
     before = T0 + timedelta(days=2)
@@ -111,6 +147,8 @@ def test_isolation_between_users(memory: Memory) -> None:
     blocks = store.fetch_blocks("bob", refs)
     assert positions == {ref: (b.session_id, b.exchange_index) for ref, b in blocks.items()}
     assert sorted(positions.values()) == sorted((f"s{i}", 0) for i in range(3) for _ in range(2))
+    assert store.session_word_ranks("alice", "secret recipe", refs) == {}
+    assert set(store.session_word_ranks("bob", "bob secret recipe number 1", refs)) == set(refs)
 
 
 def test_randomized_cross_user_access_never_leaks(memory: Memory) -> None:

@@ -115,6 +115,36 @@ def test_integrity_check_notices_an_index_out_of_step(new_store: NewStore) -> No
     assert store.integrity_check() == ["search keys without a vector: 1"]
 
 
+def test_migration_2_gives_existing_keys_the_words_of_their_blocks(new_store: NewStore) -> None:
+    store = new_store()
+    mem = Memory(store, HashingEmbedder())
+    rng = random.Random(2)
+    for user, mode, roles in (
+        ("ann", "single", ("user", "assistant")),
+        ("bo", "dual", ("user", "assistant")),
+        ("cy", "speakers", ("Cy", "Dee")),
+    ):
+        for s in range(5):
+            lines = [sentence(rng, 100 * s + i) for i in range(4)]
+            if s == 3 and mode != "speakers":
+                lines = ["hello, how can I help?", *lines]  # an exchange the assistant opens
+                roles = (roles[1], roles[0])
+            turns = [{"role": roles[i % 2], "content": t} for i, t in enumerate(lines)]
+            mem.add(user, turns, session_id=f"s{s}", time=T0 + timedelta(days=s), perspective=mode)
+    refs = [int(r[0]) for r in store.query("SELECT pk FROM blocks")]
+    queries = _queries()
+    before = {(u, q): store.session_word_ranks(u, q, refs) for u in ("ann", "bo", "cy") for q in queries}
+    words = store.query("SELECT pk, words, words_len FROM search_keys ORDER BY pk")
+    assert sum(bool(v) for v in before.values()) >= 10
+    with store.transaction() as conn:
+        conn.execute("ALTER TABLE search_keys DROP COLUMN words, DROP COLUMN words_len")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 2")
+    migrated = new_store(schema=store.schema)
+    assert migrated.query("SELECT pk, words, words_len FROM search_keys ORDER BY pk") == words
+    assert {(u, q): migrated.session_word_ranks(u, q, refs) for u in ("ann", "bo", "cy") for q in queries} == before
+    assert migrated.integrity_check() == []
+
+
 def _corpus(n: int = 300) -> list[AddRequest]:
     rng = random.Random(11)
     return [
@@ -173,3 +203,16 @@ def test_rankings_match_the_sqlite_store(new_store: NewStore, tmp_path: Path) ->
     n = 2 * len(queries)
     print(f"BM25 parity over {n} queries: top-1 agreement {top1 / n:.2f}, mean overlap@10 {overlap / n:.2f}")
     assert top1 / n >= 0.9 and overlap / n >= 0.8
+    # The session-words ranking (one exchange per session here): the same first sessions.
+    first = 0
+    for q in queries:
+        for user in ("user0", "user1"):
+            best = {}
+            for mem in (pg, lite):
+                refs = [ref for ref, _ in mem.store.keyword_candidates(user, q, 50)]
+                ranks = mem.store.session_word_ranks(user, q, refs)
+                positions = mem.store.block_positions(user, list(ranks))
+                best[id(mem)] = {positions[ref][0] for ref, rank in ranks.items() if rank == 1}
+            first += best[id(pg)] == best[id(lite)]
+    print(f"session-words parity: the same first session on {first} of {n} queries")
+    assert first / n >= 0.9

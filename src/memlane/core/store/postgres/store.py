@@ -22,6 +22,7 @@ from psycopg_pool import ConnectionPool
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import ConfigError, NotFoundError, StoreError
+from memlane.core.exchanges import people_words
 from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import MemoryBlock, UserInfo
 from memlane.core.store.postgres import search
@@ -206,7 +207,14 @@ class PostgresStore:
                     (user_id, EXTRACT_KIND, enqueue_attempts, job_ids, pks),
                 )
             keys = [
-                (pk, "message", b.message, b.content_hash, to_epoch(b.event_time))
+                (
+                    pk,
+                    "message",
+                    b.message,
+                    b.content_hash,
+                    to_epoch(b.event_time),
+                    people_words(b.message, b.mode, b.perspective),
+                )
                 for pk, b in zip(pks, blocks, strict=True)
             ]
             added = insert_keys(conn, self.vector_oid, user_id, keys, vectors)
@@ -351,6 +359,14 @@ class PostgresStore:
         """BM25 top-k blocks of ``user`` (block reference, BM25 score, higher is better)."""
         with self.transaction() as conn:
             return search.bm25_top_blocks(conn, user, query, k, kinds=kinds, after=after, before=before, k1=k1, b=b)
+
+    def session_word_ranks(self, user: str, query: str, refs: Sequence[int]) -> dict[int, int]:
+        """For each of the user's blocks in ``refs``, its session's rank by BM25 over the sessions' people's
+        words, computed in the database (:func:`memlane.core.store.postgres.search.session_word_ranks`)."""
+        if not refs:
+            return {}
+        with self.transaction() as conn:
+            return search.session_word_ranks(conn, user, query, refs)
 
     # -- embedding cache ---------------------------------------------------------------------------------
 

@@ -10,12 +10,13 @@ import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.store.sqlite.segments import Segment, insert_segment, load_user, quantize, remove_keys
-from memlane.core.store.sqlite.terms import TermIds, index_texts, unindex
-from memlane.core.store.terms import UserTerms
+from memlane.core.store.sqlite.terms import TermIds, index_texts, unindex, word_bags
+from memlane.core.store.terms import UserTerms, session_code
 from memlane.core.store.vectors import KIND_CODES, UserMatrix
 
-# (block pk, kind, text, content hash, event time as epoch seconds)
-KeyRow = tuple[int, str, str, str, float]
+# (block pk, kind, text, content hash, event time as epoch seconds, session id, the block's people's words:
+# memlane.core.exchanges.people_words, "" for keys other than the message)
+KeyRow = tuple[int, str, str, str, float, str, str]
 
 
 def insert_keys(
@@ -24,13 +25,14 @@ def insert_keys(
     """Insert keys with their vectors and term bags; returns them as rows for the user's caches."""
     ns = f"u{user_id}"
     key_pks: list[int] = []
-    for block_pk, kind, text, chash, _ in rows:
+    for block_pk, kind, text, chash, *_ in rows:
         cur = conn.execute(
             "INSERT INTO search_keys(user_id, block_pk, ns, kind, text, content_hash) VALUES (?,?,?,?,?,?)",
             (user_id, block_pk, ns, kind, text, chash),
         )
         key_pks.append(int(cur.lastrowid or 0))
     bags = index_texts(conn, [r[2] for r in rows], term_ids)
+    words = word_bags(conn, [r[6] for r in rows], term_ids)
     q, scales = quantize(np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(rows), -1))
     segment = Segment(
         key_pks=np.array(key_pks, dtype=np.int64),
@@ -43,6 +45,11 @@ def insert_keys(
         counts=bags.counts,
         vectors=q,
         scales=scales,
+        sessions=np.array([session_code(r[5]) for r in rows], dtype=np.int64),
+        words_lengths=words.lengths,
+        words_entries=words.entries,
+        words_term_ids=words.term_ids,
+        words_counts=words.counts,
     )
     insert_segment(conn, user_id, segment)
     return segment.matrix(-1), segment.terms(-1)

@@ -146,7 +146,10 @@ class SqliteJobQueue:
             rows = insert_keys(
                 conn,
                 user_id,
-                [(job.block_ref, k, t, content_hash(t), ts) for k, t in zip(kinds, texts, strict=True)],
+                [
+                    (job.block_ref, k, t, content_hash(t), ts, job.block.session_id, "")
+                    for k, t in zip(kinds, texts, strict=True)
+                ],
                 vectors,
                 self.store.term_ids,
             )

@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Callable
 
 from memlane.core.errors import StoreError
-from memlane.core.store.sqlite.segments import from_rows, quantize_segments
+from memlane.core.store.sqlite.segments import add_words, from_rows, quantize_segments
 from memlane.core.store.sqlite.terms import backfill
 
 # A migration is SQL, or SQL followed by a Python step run in the same transaction.
@@ -191,6 +191,19 @@ MIGRATIONS: list[Migration] = [
         """,
         quantize_segments,
         "DROP TABLE key_segments_v4;",
+    ),
+    # 6: each key's session and the people's words of its block (message keys), for the session-words
+    # ranking (core/store/terms.py, session_word_ranks); existing segments get them from their blocks.
+    (
+        """
+        ALTER TABLE key_segments ADD COLUMN sessions BLOB NOT NULL DEFAULT x'';        -- int64 code per key
+        ALTER TABLE key_segments ADD COLUMN words_lengths BLOB NOT NULL DEFAULT x'';   -- int32 words per key
+        ALTER TABLE key_segments ADD COLUMN words_entries BLOB NOT NULL DEFAULT x'';   -- int32 per key
+        ALTER TABLE key_segments ADD COLUMN words_term_ids BLOB NOT NULL DEFAULT x'';  -- int32 per entry
+        ALTER TABLE key_segments ADD COLUMN words_counts BLOB NOT NULL DEFAULT x'';    -- uint16 per entry
+        """,
+        add_words,
+        "",
     ),
 ]
 

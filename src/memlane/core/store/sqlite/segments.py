@@ -27,28 +27,43 @@ written by :func:`from_rows` and converted by :func:`quantize_segments` (migrati
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
 import numpy.typing as npt
 
 from memlane.core.errors import StoreError
-from memlane.core.store.terms import UserTerms
+from memlane.core.exchanges import people_words
+from memlane.core.store.sqlite.terms import lookup_terms
+from memlane.core.store.sqlite.tokenizer import tokenize
+from memlane.core.store.terms import UserTerms, encode_bag, session_code
 from memlane.core.store.vectors import KIND_CODES, UserMatrix
 
 FANOUT = 8
 TIER_LIMITS = (64, 512, 4096)  # tier t: fewer keys than TIER_LIMITS[t] (and not fewer than TIER_LIMITS[t - 1])
 
 # The blob columns and their dtypes, in the order of Segment's fields.
-_BLOBS = "key_pks, block_pks, kinds, event_ts, lengths, entries, term_ids, counts, vectors, scales"
-COLUMNS = f"keys, first_key, last_key, tokens, {_BLOBS}"
-_DTYPES = (np.int64, np.int64, np.int8, np.float64, np.int32, np.int32, np.int32, np.uint16, np.int8, np.float32)
-_INSERT = f"INSERT INTO key_segments(user_id, {COLUMNS}) VALUES ({','.join('?' * 15)})"
-_UPDATE = f"UPDATE key_segments SET ({COLUMNS}) = ({','.join('?' * 14)}) WHERE id = ?"
-# Schema 4's row: float32 vectors, no scales.
-_V4_COLUMNS = COLUMNS.removesuffix(", scales")
-_ENTRY_FIELDS = frozenset({"term_ids", "counts"})  # one value per (key, term) entry; the others, per key
+_V5_BLOBS = "key_pks, block_pks, kinds, event_ts, lengths, entries, term_ids, counts, vectors, scales"
+_WORDS_BLOBS = "sessions, words_lengths, words_entries, words_term_ids, words_counts"
+COLUMNS = f"keys, first_key, last_key, tokens, {_V5_BLOBS}, {_WORDS_BLOBS}"
+_DTYPES = (
+    np.int64, np.int64, np.int8, np.float64, np.int32, np.int32, np.int32, np.uint16, np.int8, np.float32,
+    np.int64, np.int32, np.int32, np.int32, np.uint16,
+)  # fmt: skip
+_INSERT = f"INSERT INTO key_segments(user_id, {COLUMNS}) VALUES ({','.join('?' * 20)})"
+_UPDATE = f"UPDATE key_segments SET ({COLUMNS}) = ({','.join('?' * 19)}) WHERE id = ?"
+# Schema 5's row (no session codes, no words) and schema 4's (float32 vectors, no scales either).
+_V5_COLUMNS = f"keys, first_key, last_key, tokens, {_V5_BLOBS}"
+_V4_COLUMNS = _V5_COLUMNS.removesuffix(", scales")
+# Fields with one value per (key, term) entry, by the per-key field counting each key's entries; the
+# others have one value per key.
+_ENTRY_FIELDS = {
+    "term_ids": "entries",
+    "counts": "entries",
+    "words_term_ids": "words_entries",
+    "words_counts": "words_entries",
+}
 
 
 @dataclass
@@ -66,6 +81,13 @@ class Segment:
     counts: npt.NDArray[np.uint16]
     vectors: npt.NDArray[np.int8]  # (n, dim), quantized: see the module's docstring
     scales: npt.NDArray[np.float32]  # (n,) per key
+    # The key's session (memlane.core.store.terms.session_code) and the people's words of its block as a
+    # term bag like the key's own (only message keys have words: memlane.core.exchanges.people_words).
+    sessions: npt.NDArray[np.int64]
+    words_lengths: npt.NDArray[np.int32]
+    words_entries: npt.NDArray[np.int32]
+    words_term_ids: npt.NDArray[np.int32]
+    words_counts: npt.NDArray[np.uint16]
 
     @property
     def n(self) -> int:
@@ -73,9 +95,11 @@ class Segment:
 
     @property
     def offsets(self) -> npt.NDArray[np.int64]:
-        out = np.zeros(self.n + 1, dtype=np.int64)
-        np.cumsum(self.entries, out=out[1:])
-        return out
+        return _offsets(self.entries)
+
+    @property
+    def words_offsets(self) -> npt.NDArray[np.int64]:
+        return _offsets(self.words_entries)
 
     def row(self) -> tuple[object, ...]:
         """The values of :data:`COLUMNS`."""
@@ -88,20 +112,21 @@ class Segment:
         """From the values of :data:`COLUMNS`."""
         n = int(row[0])  # type: ignore[call-overload]
         parts = [np.frombuffer(blob, dtype=dt) for blob, dt in zip(row[4:], _DTYPES, strict=True)]  # type: ignore[call-overload]
-        key_pks, block_pks, kinds, event_ts, lengths, entries, term_ids, counts, vectors, scales = parts
-        return cls(
-            key_pks, block_pks, kinds, event_ts, lengths, entries, term_ids, counts,
-            vectors.reshape(n, -1) if n else np.zeros((0, 0), dtype=np.int8), scales,
-        )  # fmt: skip
+        parts[8] = parts[8].reshape(n, -1) if n else np.zeros((0, 0), dtype=np.int8)  # the vectors
+        return cls(*parts)
 
     def take(self, keep: npt.NDArray[np.bool_]) -> Segment:
         """The keys where ``keep`` is true, in order."""
-        return self._pick(keep, np.repeat(keep, self.entries))
+        return self._pick(keep, {c: np.repeat(keep, getattr(self, c)) for c in set(_ENTRY_FIELDS.values())})
 
-    def _pick(self, keys: npt.NDArray[np.generic], entries: npt.NDArray[np.generic]) -> Segment:
-        """The keys that ``keys`` selects (a mask or indexes) and their entries, selected by ``entries``."""
+    def _pick(self, keys: npt.NDArray[np.generic], entries: Mapping[str, npt.NDArray[np.generic]]) -> Segment:
+        """The keys that ``keys`` selects (a mask or indexes) and their entries, selected by ``entries``
+        (by the field counting them, as in :data:`_ENTRY_FIELDS`)."""
         return Segment(
-            **{f.name: getattr(self, f.name)[entries if f.name in _ENTRY_FIELDS else keys] for f in fields(self)}
+            **{
+                f.name: getattr(self, f.name)[entries[_ENTRY_FIELDS[f.name]] if f.name in _ENTRY_FIELDS else keys]
+                for f in fields(self)
+            }
         )
 
     def matrix(self, version: int) -> UserMatrix:
@@ -124,7 +149,19 @@ class Segment:
             offsets=self.offsets,
             term_ids=self.term_ids,
             counts=self.counts,
+            sessions=self.sessions,
+            words_lengths=self.words_lengths.astype(np.float32),
+            words_offsets=self.words_offsets,
+            words_term_ids=self.words_term_ids,
+            words_counts=self.words_counts,
         )
+
+
+def _offsets(entries: npt.NDArray[np.int32]) -> npt.NDArray[np.int64]:
+    """Where each key's entries start (and, last, where they end): the running sum of ``entries``."""
+    out = np.zeros(entries.shape[0] + 1, dtype=np.int64)
+    np.cumsum(entries, out=out[1:])
+    return out
 
 
 def concat(segments: Sequence[Segment]) -> Segment:
@@ -141,9 +178,13 @@ def concat(segments: Sequence[Segment]) -> Segment:
 
 def _sorted(seg: Segment) -> Segment:
     order = np.argsort(seg.key_pks, kind="stable")
-    lens = seg.entries[order].astype(np.int64)
-    starts = seg.offsets[:-1][order]  # where each key's entries are, in the new key order
-    return seg._pick(order, np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum())))
+    picks = {}
+    for counter in set(_ENTRY_FIELDS.values()):
+        per_key: npt.NDArray[np.int32] = getattr(seg, counter)
+        lens = per_key[order].astype(np.int64)
+        starts = _offsets(per_key)[:-1][order]  # where each key's entries are, in the new key order
+        picks[counter] = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()))
+    return seg._pick(order, picks)
 
 
 def tier(keys: int) -> int:
@@ -272,8 +313,61 @@ def quantize_segments(conn: sqlite3.Connection) -> None:
     """Migration 5's step: rewrite every schema-4 segment (table ``key_segments_v4``) with int8 vectors and
     per-key scales into ``key_segments``, keeping its id (inside the migration's transaction)."""
     cursor = conn.execute(f"SELECT id, user_id, {_V4_COLUMNS} FROM key_segments_v4 ORDER BY id")
-    insert = f"INSERT INTO key_segments(id, user_id, {COLUMNS}) VALUES ({','.join('?' * 16)})"
+    insert = f"INSERT INTO key_segments(id, user_id, {_V5_COLUMNS}) VALUES ({','.join('?' * 16)})"
     while batch := cursor.fetchmany(8):  # a segment can hold 6 MB of float32
         for seg_id, user_id, n, *unchanged, vectors in batch:  # every column but the vectors is copied as is
             q, scales = quantize(np.frombuffer(vectors, dtype=np.float32).reshape(int(n), -1))
             conn.execute(insert, (seg_id, user_id, n, *unchanged, q.tobytes(), scales.tobytes()))
+
+
+def add_words(conn: sqlite3.Connection) -> None:
+    """Migration 6's step: give every segment its keys' session codes and the people's words of its
+    message keys' blocks, read from the stored messages (inside the migration's transaction).
+
+    Words are tokenized once per distinct text (benchmark stores repeat sessions across users) and their
+    terms looked up in the term table, which holds them all: each text is part of an indexed message.
+    """
+    bags: dict[str, tuple[bytes, bytes, int]] = {}
+    term_ids: dict[str, int] = {}
+    message = KIND_CODES["message"]
+    segment_ids = [int(r[0]) for r in conn.execute("SELECT id FROM key_segments ORDER BY id")]
+    for seg_id in segment_ids:
+        block_blob, kind_blob = conn.execute(
+            "SELECT block_pks, kinds FROM key_segments WHERE id = ?", (seg_id,)
+        ).fetchone()
+        block_pks = np.frombuffer(block_blob, dtype=np.int64).tolist()
+        kinds = np.frombuffer(kind_blob, dtype=np.int8).tolist()
+        blocks: dict[int, tuple[str, str]] = {}
+        unique = sorted(set(block_pks))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = conn.execute(
+                f"SELECT pk, session_id, message, mode, perspective FROM blocks WHERE pk IN ({marks})", chunk
+            ).fetchall()
+            blocks.update({int(pk): (str(s), people_words(m, md, p)) for pk, s, m, md, p in rows})
+        if len(blocks) != len(unique):
+            raise StoreError(f"cannot migrate: segment {seg_id} holds keys of blocks that do not exist")
+        texts = [blocks[pk][1] if kind == message else "" for pk, kind in zip(block_pks, kinds, strict=True)]
+        fresh = sorted({t for t in texts if t not in bags})
+        if len(bags) + len(fresh) > 500_000:  # bound the memory a huge store's migration takes
+            bags.clear()
+        counted = tokenize(conn, fresh)
+        unknown = sorted({w for bag in counted for w in bag if w not in term_ids})
+        term_ids.update({w: v[0] for w, v in lookup_terms(conn, unknown).items()})
+        for text, bag in zip(fresh, counted, strict=True):
+            by_id = {term_ids[w]: c for w, c in bag.items() if w in term_ids}
+            bags[text] = (*encode_bag(by_id), sum(by_id.values()))
+        words = [bags[t] for t in texts]
+        conn.execute(
+            "UPDATE key_segments SET sessions = ?, words_lengths = ?, words_entries = ?, words_term_ids = ?, "
+            "words_counts = ? WHERE id = ?",
+            (
+                np.array([session_code(blocks[pk][0]) for pk in block_pks], dtype=np.int64).tobytes(),
+                np.array([w[2] for w in words], dtype=np.int32).tobytes(),
+                np.array([len(w[0]) // 4 for w in words], dtype=np.int32).tobytes(),
+                b"".join(w[0] for w in words),
+                b"".join(w[1] for w in words),
+                seg_id,
+            ),
+        )

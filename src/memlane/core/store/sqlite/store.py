@@ -19,6 +19,7 @@ import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import ConfigError, NotFoundError, StoreError
+from memlane.core.exchanges import people_words
 from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import MemoryBlock, UserInfo
 from memlane.core.store.cache import UserCache
@@ -26,7 +27,7 @@ from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index
 from memlane.core.store.sqlite.schema import migrate
 from memlane.core.store.sqlite.terms import TermIds, corpus_problems, query_weights
-from memlane.core.store.terms import BM25_B, BM25_K1, UserTerms, bm25_top_blocks
+from memlane.core.store.terms import BM25_B, BM25_K1, UserTerms, bm25_top_blocks, session_word_ranks
 from memlane.core.store.vectors import KIND_CODES, UserMatrix, top_blocks
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
@@ -257,7 +258,15 @@ class SqliteStore:
             conn,
             user_id,
             [
-                (pk, "message", b.message, b.content_hash, to_epoch(b.event_time))
+                (
+                    pk,
+                    "message",
+                    b.message,
+                    b.content_hash,
+                    to_epoch(b.event_time),
+                    b.session_id,
+                    people_words(b.message, b.mode, b.perspective),
+                )
                 for pk, b in zip(block_pks, blocks, strict=True)
             ],
             vectors,
@@ -441,6 +450,20 @@ class SqliteStore:
         index = self._user_terms(*row)
         codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
         return bm25_top_blocks(index, weights, avgdl, k, kinds=codes, after=after, before=before, k1=k1, b=b)
+
+    def session_word_ranks(self, user: str, query: str, refs: Sequence[int]) -> dict[int, int]:
+        """For each of the user's blocks in ``refs``, its session's rank by BM25 over the sessions' people's
+        words (:func:`memlane.core.store.terms.session_word_ranks`); sessions matching nothing get none."""
+        row = self._user_row(user)
+        if row is None or not refs:
+            return {}
+        try:
+            weights, _ = query_weights(self._conn(), query)
+        except sqlite3.Error as exc:
+            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+        if not weights:
+            return {}
+        return session_word_ranks(self._user_terms(*row), [term for term, _ in weights], refs)
 
     # -- embedding cache ---------------------------------------------------------------------------------
 

@@ -62,6 +62,13 @@ class TermIds:
 
     def resolve(self, conn: sqlite3.Connection, vocab: Sequence[str]) -> dict[str, int]:
         """The id of every term of ``vocab``, adding the unknown ones (df 0); call inside a write."""
+        return self._lookup(conn, vocab, add=True)
+
+    def known(self, conn: sqlite3.Connection, vocab: Sequence[str]) -> dict[str, int]:
+        """The ids of the terms of ``vocab`` that the store holds (no term is added); call inside a write."""
+        return self._lookup(conn, vocab, add=False)
+
+    def _lookup(self, conn: sqlite3.Connection, vocab: Sequence[str], *, add: bool) -> dict[str, int]:
         (epoch,) = conn.execute("SELECT vocab_epoch FROM corpus").fetchone()
         with self._lock:
             if epoch != self._epoch or len(self._ids) > self.MAX_TERMS:
@@ -72,21 +79,26 @@ class TermIds:
         if missing:
             existing = {t: v[0] for t, v in lookup_terms(conn, missing).items()}
             with self._lock:
-                if self._epoch == epoch:
+                if self._epoch == epoch and add:  # ``known`` runs after this write added terms: not theirs
                     self._ids.update(existing)
             ids.update(existing)
             new = [t for t in missing if t not in existing]
+            if not add:
+                return ids
             conn.executemany("INSERT INTO terms(term, df) VALUES (?, 0)", [(t,) for t in new])
             ids.update({t: v[0] for t, v in lookup_terms(conn, new).items()})
         return ids
 
 
-def _bags(conn: sqlite3.Connection, texts: Sequence[str], term_ids: TermIds) -> npt.NDArray[np.int64]:
+def _bags(
+    conn: sqlite3.Connection, texts: Sequence[str], term_ids: TermIds, *, add: bool = True
+) -> npt.NDArray[np.int64]:
     """(text index, term id, count) rows for ``texts``, ordered by text then term id; unknown terms are
-    added to ``terms`` with df 0."""
+    added to ``terms`` with df 0 (``add``), or left out."""
     bags = tokenize(conn, texts)
-    ids = term_ids.resolve(conn, sorted({t for bag in bags for t in bag}))
-    rows = [(i, ids[t], n) for i, bag in enumerate(bags) for t, n in bag.items()]
+    vocab = sorted({t for bag in bags for t in bag})
+    ids = term_ids.resolve(conn, vocab) if add else term_ids.known(conn, vocab)
+    rows = [(i, ids[t], n) for i, bag in enumerate(bags) for t, n in bag.items() if t in ids]
     out = np.array(rows, dtype=np.int64).reshape(-1, 3)
     return out[np.lexsort((out[:, 1], out[:, 0]))]
 
@@ -106,17 +118,27 @@ def index_texts(conn: sqlite3.Connection, texts: Sequence[str], term_ids: TermId
     """Count ``texts`` as new keys in the statistics (document frequencies, key and token totals) and return
     their term bags, adding unknown terms."""
     n = len(texts)
-    bags = _bags(conn, texts, term_ids)
-    docs, ids, counts = bags[:, 0], bags[:, 1].astype(np.int32), np.minimum(bags[:, 2], 65535).astype(np.uint16)
-    lengths = np.bincount(docs, weights=bags[:, 2], minlength=n).astype(np.int32)
-    held, holders = np.unique(ids, return_counts=True)  # each (key, term) row is one key holding the term
+    bags = _as_bags(_bags(conn, texts, term_ids), n)
+    held, holders = np.unique(bags.term_ids, return_counts=True)  # each (key, term) row is one key holding it
     conn.executemany("UPDATE terms SET df = df + ? WHERE id = ?", zip(holders.tolist(), held.tolist(), strict=True))
-    conn.execute("UPDATE corpus SET keys = keys + ?, tokens = tokens + ?", (n, int(lengths.sum())))
+    conn.execute("UPDATE corpus SET keys = keys + ?, tokens = tokens + ?", (n, int(bags.lengths.sum())))
+    return bags
+
+
+def word_bags(conn: sqlite3.Connection, texts: Sequence[str], term_ids: TermIds) -> Bags:
+    """The term bags of blocks' people's words, which are not keys: they change no statistics and add no
+    term. Each text is part of its block's message, which is indexed first, so every term is known; one
+    that is not would be left out."""
+    return _as_bags(_bags(conn, texts, term_ids, add=False), len(texts))
+
+
+def _as_bags(rows: npt.NDArray[np.int64], n: int) -> Bags:
+    docs = rows[:, 0]
     return Bags(
-        lengths=lengths,
+        lengths=np.bincount(docs, weights=rows[:, 2], minlength=n).astype(np.int32),
         entries=np.bincount(docs, minlength=n).astype(np.int32),
-        term_ids=ids,
-        counts=counts,
+        term_ids=rows[:, 1].astype(np.int32),
+        counts=np.minimum(rows[:, 2], 65535).astype(np.uint16),
     )
 
 
@@ -170,7 +192,9 @@ def corpus_problems(conn: sqlite3.Connection) -> list[str]:
         "SELECT count(*) FROM key_segments WHERE keys < 1 OR length(key_pks) != 8 * keys "
         "OR length(block_pks) != 8 * keys OR length(kinds) != keys OR length(event_ts) != 8 * keys "
         "OR length(lengths) != 4 * keys OR length(entries) != 4 * keys OR length(term_ids) != 2 * length(counts) "
-        "OR length(vectors) % keys != 0 OR length(scales) != 4 * keys"
+        "OR length(vectors) % keys != 0 OR length(scales) != 4 * keys OR length(sessions) != 8 * keys "
+        "OR length(words_lengths) != 4 * keys OR length(words_entries) != 4 * keys "
+        "OR length(words_term_ids) != 2 * length(words_counts)"
     ).fetchone()
     if malformed:
         problems.append(f"key segments: {malformed} segments whose arrays disagree on their length")
