@@ -132,7 +132,7 @@ _NO_WORDS = SearchSettings(
     neighbour_span=1,
 )
 # The default: the same, plus the session-words ranking (weight 0.5, k 60), chosen on the same dev splits.
-_DEFAULT = _NO_WORDS  # TEMP
+_DEFAULT = replace(_NO_WORDS, words_weight=0.5, words_k=60)
 # The default until score fusion: weighted RRF (k 10, a sharper RRF that leans on BM25 a little) with mild
 # session and neighbour context, tuned on the dev splits of LoCoMo and LongMemEval-S.
 _RANK = SearchSettings(
