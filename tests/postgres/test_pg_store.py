@@ -15,6 +15,7 @@ import pytest
 from memlane.bench.perf import sentence
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import NotFoundError, StoreError
+from memlane.core.exchanges import people_words
 from memlane.core.memory import AddRequest, Memory
 from memlane.core.store.postgres import is_postgres_url, redact
 from memlane.core.store.postgres.schema import MIGRATIONS
@@ -115,7 +116,7 @@ def test_integrity_check_notices_an_index_out_of_step(new_store: NewStore) -> No
     assert store.integrity_check() == ["search keys without a vector: 1"]
 
 
-def test_migration_2_gives_existing_keys_the_words_of_their_blocks(new_store: NewStore) -> None:
+def test_migration_2_gives_existing_blocks_their_peoples_words(new_store: NewStore) -> None:
     store = new_store()
     mem = Memory(store, HashingEmbedder())
     rng = random.Random(2)
@@ -131,16 +132,27 @@ def test_migration_2_gives_existing_keys_the_words_of_their_blocks(new_store: Ne
                 roles = (roles[1], roles[0])
             turns = [{"role": roles[i % 2], "content": t} for i, t in enumerate(lines)]
             mem.add(user, turns, session_id=f"s{s}", time=T0 + timedelta(days=s), perspective=mode)
+    odd = [{"role": "user", "content": "a quote:\nassistant: hi there"}, {"role": "assistant", "content": "ok"}]
+    mem.add("ann", odd, session_id="odd", perspective="single")  # the case that reads short, in both rules
     refs = [int(r[0]) for r in store.query("SELECT pk FROM blocks")]
     queries = _queries()
     before = {(u, q): store.session_word_ranks(u, q, refs) for u in ("ann", "bo", "cy") for q in queries}
-    words = store.query("SELECT pk, words, words_len FROM search_keys ORDER BY pk")
+    words = store.query("SELECT pk, words, words_len FROM blocks ORDER BY pk")
     assert sum(bool(v) for v in before.values()) >= 10
+    # the generated columns hold what people_words reads from each block (the rule in SQL and in Python)
     with store.transaction() as conn:
-        conn.execute("ALTER TABLE search_keys DROP COLUMN words, DROP COLUMN words_len")
+        for pk, message, mode, perspective, tsv in conn.execute(
+            "SELECT pk, message, mode, perspective, words::text FROM blocks"
+        ).fetchall():
+            expected = conn.execute(
+                "SELECT to_tsvector('memlane_english', %s)::text", (people_words(message, mode, perspective),)
+            ).fetchone()
+            assert expected is not None and tsv == expected[0], pk
+        conn.execute("ALTER TABLE blocks DROP COLUMN words, DROP COLUMN words_len")
+        conn.execute("DROP FUNCTION memlane_tokens(tsvector)")
         conn.execute("DELETE FROM schema_migrations WHERE version = 2")
     migrated = new_store(schema=store.schema)
-    assert migrated.query("SELECT pk, words, words_len FROM search_keys ORDER BY pk") == words
+    assert migrated.query("SELECT pk, words, words_len FROM blocks ORDER BY pk") == words
     assert {(u, q): migrated.session_word_ranks(u, q, refs) for u in ("ann", "bo", "cy") for q in queries} == before
     assert migrated.integrity_check() == []
 

@@ -1,5 +1,4 @@
-"""Writing and deleting search keys: the rows behind both retrievers (tsvector keys and the vector table),
-with the people's words of each message key's block (a second tsvector) for the session-words ranking.
+"""Writing and deleting search keys: the rows behind both retrievers (tsvector keys and the vector table).
 
 Every change also moves the user's counters in the same transaction: ``version`` (any change), and the
 BM25 statistics ``n_keys`` and ``total_len`` that keyword search reads instead of scanning the corpus.
@@ -19,21 +18,19 @@ from memlane.core.store.vectors import KIND_CODES
 
 Conn = psycopg.Connection[TupleRow]
 
-# (block pk, kind, text, content hash, event time as epoch seconds, the block's people's words:
-# memlane.core.exchanges.people_words, "" for keys other than the message)
-KeyRow = tuple[int, str, str, str, float, str]
+# (block pk, kind, text, content hash, event time as epoch seconds)
+KeyRow = tuple[int, str, str, str, float]
 
 # dl counts token positions, which is what FTS5's bm25() calls the document length (no stopwords here).
 _INSERT_KEYS = f"""
 WITH ins AS (
-    INSERT INTO search_keys (user_id, pk, block_pk, kind, text, content_hash, event_ts, dl, tsv, words, words_len)
+    INSERT INTO search_keys (user_id, pk, block_pk, kind, text, content_hash, event_ts, dl, tsv)
     SELECT %s, x.pk, x.block_pk, x.kind, x.text, x.hash, x.ts,
-           (SELECT coalesce(sum(array_length(l.positions, 1)), 0) FROM unnest(x.tsv) l), x.tsv,
-           x.wtsv, (SELECT coalesce(sum(array_length(l.positions, 1)), 0) FROM unnest(x.wtsv) l)
+           (SELECT coalesce(sum(array_length(l.positions, 1)), 0) FROM unnest(x.tsv) l), x.tsv
     FROM (
-        SELECT v.*, to_tsvector('{TEXT_CONFIG}', v.text) AS tsv, to_tsvector('{TEXT_CONFIG}', v.words) AS wtsv
-        FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::float8[], %s::text[])
-            AS v(pk, block_pk, kind, text, hash, ts, words)
+        SELECT v.*, to_tsvector('{TEXT_CONFIG}', v.text) AS tsv
+        FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::float8[])
+            AS v(pk, block_pk, kind, text, hash, ts)
     ) x
     RETURNING dl
 )
@@ -66,7 +63,6 @@ def insert_keys(conn: Conn, vector_oid: int, user_id: int, rows: Sequence[KeyRow
             [r[2] for r in rows],
             [r[3] for r in rows],
             [r[4] for r in rows],
-            [r[5] for r in rows],
         ),
     ).fetchone()
     assert res is not None

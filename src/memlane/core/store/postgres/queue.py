@@ -161,7 +161,7 @@ class PostgresJobQueue:
                 conn,
                 self.store.vector_oid,
                 user_id,
-                [(job.block_ref, k, t, content_hash(t), ts, "") for k, t in zip(kinds, texts, strict=True)],
+                [(job.block_ref, k, t, content_hash(t), ts) for k, t in zip(kinds, texts, strict=True)],
                 vectors,
             )
             if cache_entries and cache_entries[1]:

@@ -17,6 +17,15 @@ from memlane.core.errors import StoreError
 # stopwords, so token counts and BM25 statistics match the SQLite store's unicode61 + porter tokenizer.
 TEXT_CONFIG = "memlane_english"
 
+# What the people in a block's exchange said, as memlane.core.exchanges.people_words reads it from the
+# stored message (the same rule; tests/postgres/test_pg_store.py checks that both agree), as a tsvector.
+_PEOPLE_WORDS = f"""to_tsvector('{TEXT_CONFIG}'::regconfig, CASE
+        WHEN mode = 'speakers' THEN CASE WHEN starts_with(message, perspective || ': ') THEN message ELSE '' END
+        WHEN perspective IN ('user', 'exchange') AND starts_with(message, 'user: ') THEN
+            split_part(substr(message, 7), E'\\nassistant: ', 1)
+        ELSE ''
+    END)"""
+
 MIGRATIONS: list[str] = [
     # 1: users, blocks, search keys (message/summary/fact) with tsvector, the narrow per-user vector table,
     #    the embedding cache and the extraction queue (outbox in the same database as the blocks).
@@ -122,21 +131,16 @@ MIGRATIONS: list[str] = [
     CREATE INDEX jobs_block ON jobs(user_id, block_pk);
     CREATE INDEX jobs_finished ON jobs(finished_at) WHERE status IN ('done', 'dead');
     """,
-    # 2: the people's words of each message key's block (memlane.core.exchanges.people_words, the same rule
-    #    in SQL) for the session-words ranking; existing keys get them from their blocks.
+    # 2: the people's words of each block for the session-words ranking, as generated columns, so every write
+    #    and every existing block has them (the rule: _PEOPLE_WORDS).
     f"""
-    ALTER TABLE search_keys ADD COLUMN words tsvector NOT NULL DEFAULT ''::tsvector,
-        ADD COLUMN words_len integer NOT NULL DEFAULT 0;
-    UPDATE search_keys k SET words = to_tsvector('{TEXT_CONFIG}', CASE
-            WHEN b.mode = 'speakers' THEN
-                CASE WHEN starts_with(b.message, b.perspective || ': ') THEN b.message ELSE '' END
-            WHEN b.perspective IN ('user', 'exchange') AND starts_with(b.message, 'user: ') THEN
-                split_part(substr(b.message, 7), E'\nassistant: ', 1)
-            ELSE ''
-        END)
-    FROM blocks b WHERE b.user_id = k.user_id AND b.pk = k.block_pk AND k.kind = 'message';
-    UPDATE search_keys SET words_len = (SELECT coalesce(sum(array_length(l.positions, 1)), 0) FROM unnest(words) l)
-    WHERE words <> ''::tsvector;
+    CREATE FUNCTION memlane_tokens(tsvector) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE
+        AS $$ SELECT coalesce(sum(array_length(l.positions, 1)), 0)::integer FROM unnest($1) l $$;
+    ALTER TABLE blocks ADD COLUMN words tsvector GENERATED ALWAYS AS ({_PEOPLE_WORDS}) STORED;
+    ALTER TABLE blocks ADD COLUMN words_len integer GENERATED ALWAYS AS (memlane_tokens({_PEOPLE_WORDS})) STORED;
+    CREATE INDEX blocks_words ON blocks USING gin(words) WITH (fastupdate = off);
+    -- the sessions' lengths in words, read by every such search, from the index alone
+    CREATE INDEX blocks_user_words ON blocks(user_id, session_id) INCLUDE (words_len);
     """,
 ]
 

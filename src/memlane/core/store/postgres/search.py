@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.store.keyword import query_terms
 from memlane.core.store.postgres.adapt import PgVector
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import TEXT_CONFIG
-from memlane.core.store.terms import BM25_B, BM25_K1, WORDS_B, WORDS_K1, ranks_of
+from memlane.core.store.terms import BM25_B, BM25_K1, WORDS_B, WORDS_K1, idf, ranks_of
 from memlane.core.store.vectors import KIND_CODES
 
 
@@ -152,32 +154,21 @@ def bm25_top_blocks(
     return [(int(pk), float(score)) for pk, score in rows]
 
 
-# BM25 over sessions: a session is the people's words of its blocks' message keys together. Statistics
-# are the user's own, as in the SQLite store: N = the user's sessions with words, df = those holding the
-# term (memlane.core.store.terms.session_word_ranks has the same formula in numpy).
-_SESSION_WORDS = f"""
-WITH q AS (
-    SELECT coalesce(array_agg(DISTINCT l.lexeme), '{{}}') AS lx FROM unnest(to_tsvector('{TEXT_CONFIG}', %(text)s)) l
-), d AS (
-    SELECT b.session_id, k.words, k.words_len
-    FROM search_keys k JOIN blocks b ON b.user_id = k.user_id AND b.pk = k.block_pk
-    WHERE k.user_id = %(user_id)s::bigint AND k.kind = 'message'
-), sl AS (
-    SELECT session_id, sum(words_len)::float8 AS len FROM d GROUP BY session_id
-), st AS (
-    SELECT count(*)::float8 AS n, avg(len) AS avgdl FROM sl WHERE len > 0
-), t AS (
-    SELECT d.session_id, l.lexeme, sum(array_length(l.positions, 1))::float8 AS tf
-    FROM d, q, unnest(d.words) l WHERE l.lexeme = ANY(q.lx) GROUP BY d.session_id, l.lexeme
-), df AS (
-    SELECT lexeme, count(*)::float8 AS n FROM t GROUP BY lexeme
+# BM25 over sessions: a session is the people's words of its blocks together (``blocks.words``, migration 2).
+# Statistics are the user's own, as in the SQLite store: N = the user's sessions with words, df = those
+# holding the term; memlane.core.store.terms.session_word_ranks has the same formula in numpy. Two plain
+# reads (the sessions' lengths; the term frequencies of the blocks whose words match a query term, found
+# through the GIN index on ``words``) and the arithmetic here: a single statement joining them was planned
+# into nested loops over every session when the statistics were stale (430 ms for a 10k-block user).
+_SESSION_LENGTHS = (
+    "SELECT session_id, sum(words_len) FROM blocks WHERE user_id = %(user_id)s::bigint GROUP BY session_id"
 )
-SELECT t.session_id, sum(
-    greatest(ln((st.n - df.n + 0.5) / (df.n + 0.5)), 1e-6)
-    * t.tf * (%(k1)s::float8 + 1) / (t.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * sl.len / st.avgdl))
-)
-FROM t JOIN df USING (lexeme) JOIN sl USING (session_id), st
-GROUP BY t.session_id
+_SESSION_TFS = f"""
+SELECT b.session_id, l.lexeme, sum(array_length(l.positions, 1))
+FROM blocks b, unnest(b.words) l
+WHERE b.user_id = %(user_id)s::bigint AND b.words @@ to_tsquery('{TEXT_CONFIG}', %(tsquery)s)
+  AND l.lexeme = ANY(ARRAY(SELECT x.lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', %(text)s)) x))
+GROUP BY b.session_id, l.lexeme
 """
 
 
@@ -190,10 +181,27 @@ def session_word_ranks(
     user_id = _user_id(conn, user)
     if not terms or not refs or user_id is None:
         return {}
-    params = {"user_id": user_id, "text": " ".join(terms), "k1": k1, "b": b}
-    rank = ranks_of({str(s): float(score) for s, score in conn.execute(_SESSION_WORDS, params).fetchall()})
-    if not rank:
+    params: dict[str, object] = {
+        "user_id": user_id,
+        "text": " ".join(terms),
+        "tsquery": " | ".join(f"'{t}'" for t in terms),  # as in bm25_top_blocks: no tsquery syntax survives
+    }
+    lengths = {str(s): float(n) for s, n in conn.execute(_SESSION_LENGTHS, params).fetchall()}
+    with_words = [n for n in lengths.values() if n > 0]
+    tfs = conn.execute(_SESSION_TFS, params).fetchall()
+    if not with_words or not tfs:
         return {}
+    n_sessions, avgdl = len(with_words), sum(with_words) / len(with_words)
+    df: dict[str, int] = {}
+    for _, lexeme, _ in tfs:
+        df[lexeme] = df.get(lexeme, 0) + 1
+    idfs = dict(zip(df, idf(np.array(list(df.values()), dtype=np.float64), n_sessions).tolist(), strict=True))
+    scores: dict[str, float] = {}
+    for session, lexeme, count in tfs:
+        tf = float(count)
+        norm = k1 * (1.0 - b + b * lengths[str(session)] / avgdl)
+        scores[str(session)] = scores.get(str(session), 0.0) + idfs[lexeme] * tf * (k1 + 1.0) / (tf + norm)
+    rank = ranks_of(scores)
     rows = conn.execute(
         "SELECT pk, session_id FROM blocks WHERE user_id = %s::bigint AND pk = ANY(%s)", (user_id, list(refs))
     ).fetchall()

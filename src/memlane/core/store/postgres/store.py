@@ -22,7 +22,6 @@ from psycopg_pool import ConnectionPool
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import ConfigError, NotFoundError, StoreError
-from memlane.core.exchanges import people_words
 from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import MemoryBlock, UserInfo
 from memlane.core.store.postgres import search
@@ -207,14 +206,7 @@ class PostgresStore:
                     (user_id, EXTRACT_KIND, enqueue_attempts, job_ids, pks),
                 )
             keys = [
-                (
-                    pk,
-                    "message",
-                    b.message,
-                    b.content_hash,
-                    to_epoch(b.event_time),
-                    people_words(b.message, b.mode, b.perspective),
-                )
+                (pk, "message", b.message, b.content_hash, to_epoch(b.event_time))
                 for pk, b in zip(pks, blocks, strict=True)
             ]
             added = insert_keys(conn, self.vector_oid, user_id, keys, vectors)
