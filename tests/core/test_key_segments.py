@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from store_downgrade import downgrade_to_v3, downgrade_to_v4
+from word_corpus import QUERIES, WORDS
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.exchanges import people_words
@@ -25,24 +26,6 @@ from memlane.core.store.terms import session_code
 from memlane.core.store.vectors import KIND_CODES
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
-WORDS = [
-    "garden",
-    "tomato",
-    "river",
-    "kayak",
-    "violin",
-    "lesson",
-    "sister",
-    "sushi",
-    "dinner",
-    "marathon",
-    "shoes",
-    "budget",
-    "trip",
-    "museum",
-    "dog",
-]
-QUERIES = ["tomato garden", "kayak on the river", "sushi dinner with my sister", "marathon shoes budget"]
 
 
 @pytest.fixture

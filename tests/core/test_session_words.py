@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from store_downgrade import downgrade_to_v5
+from word_corpus import QUERIES as CORPUS_QUERIES
+from word_corpus import WORDS
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import ValidationError
@@ -28,24 +30,7 @@ from memlane.core.store.sqlite.tokenizer import tokenize
 from memlane.core.store.terms import WORDS_B, WORDS_K1, ranks_of
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
-WORDS = [
-    "garden",
-    "tomato",
-    "river",
-    "kayak",
-    "violin",
-    "lesson",
-    "sister",
-    "sushi",
-    "dinner",
-    "marathon",
-    "shoes",
-    "budget",
-    "trip",
-    "museum",
-    "dog",
-]
-QUERIES = ["tomato garden", "kayak on the river", "sushi dinner with my sister", "marathon shoes budget", "dog"]
+QUERIES = [*CORPUS_QUERIES, "dog"]
 
 
 def chat(*lines: str, roles: tuple[str, str] = ("user", "assistant")) -> list[dict[str, str]]:
