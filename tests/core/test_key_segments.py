@@ -125,10 +125,10 @@ def test_writes_merge_by_tier_and_deletes_rewrite_segments(small_tiers: None, me
             assert_segments_hold_the_keys(mem.store, mem.embedder, u)  # type: ignore[arg-type]
         # the cached indexes (extended by writes, dropped by deletes) rank like ones loaded from the file
         fresh = SqliteStore(mem.store.path)  # type: ignore[attr-defined]
-        refs = [r[0] for r in fresh.query("SELECT pk FROM blocks")]  # both users': only the user's are ranked
+        sessions = sorted({r[0] for r in fresh.query("SELECT session_id FROM blocks")})
         for q in QUERIES:
             assert mem.store.keyword_candidates(user, q, 5) == fresh.keyword_candidates(user, q, 5)
-            assert mem.store.session_word_ranks(user, q, refs) == fresh.session_word_ranks(user, q, refs)
+            assert mem.store.session_word_ranks(user, q, sessions) == fresh.session_word_ranks(user, q, sessions)
             vec = mem.embedder.embed([q])
             assert mem.store.vector_candidates(user, vec, 5) == fresh.vector_candidates(user, vec, 5)
         fresh.close()

@@ -116,19 +116,19 @@ def test_store_ranks_equal_the_reference_for_every_perspective(tmp_path: Path, m
     fill(mem, "bob", rng, mode, sessions=5)
     blocks = mem.list("alice", limit=10_000)
     mem.delete("alice", blocks[3].id)  # deletes take the block's words out of its session
-    blocks = mem.list("alice", limit=10_000)
-    pk = {r[1]: int(r[0]) for r in mem.store.query("SELECT pk, id FROM blocks")}  # type: ignore[attr-defined]
-    refs = [pk[b.id] for b in blocks]
+    sessions = sorted({b.session_id for b in mem.list("alice", limit=10_000)})
     for query in QUERIES:
         expected = reference_ranks(mem, "alice", query)
-        got = mem.store.session_word_ranks("alice", query, refs)
-        assert got == {pk[b.id]: expected[b.session_id] for b in blocks if b.session_id in expected}, query
         assert expected  # the queries do match something
-    # another user's blocks are never ranked for alice, and an unknown user has nothing
-    bob_refs = [pk[b.id] for b in mem.list("bob", limit=10_000)]
-    assert mem.store.session_word_ranks("alice", "tomato", bob_refs) == {}
-    assert mem.store.session_word_ranks("nobody", "tomato", refs) == {}
-    assert mem.store.session_word_ranks("alice", "the of and", refs) == {}
+        assert mem.store.session_word_ranks("alice", query, sessions) == expected, query
+        assert mem.store.session_word_ranks("alice", query, sessions[:3]) == {
+            s: r for s, r in expected.items() if s in sessions[:3]
+        }
+    # another user's sessions are never ranked for alice, and an unknown user has nothing
+    bob_sessions = sorted({b.session_id for b in mem.list("bob", limit=10_000)})
+    assert mem.store.session_word_ranks("alice", "tomato", bob_sessions) == {}
+    assert mem.store.session_word_ranks("nobody", "tomato", sessions) == {}
+    assert mem.store.session_word_ranks("alice", "the of and", sessions) == {}
     mem.close()
 
 
@@ -142,9 +142,8 @@ def test_only_the_users_words_rank_a_session(tmp_path: Path) -> None:
         perspective="single",
     )
     mem.add("u", chat("What should I cook?", "Try sushi"), session_id="other", perspective="single")
-    pk = {r[0]: int(r[1]) for r in mem.store.query("SELECT session_id, pk FROM blocks")}  # type: ignore[attr-defined]
-    ranks = mem.store.session_word_ranks("u", "my dog", list(pk.values()))
-    assert ranks == {pk["told"]: 1}  # the assistant's "dog" in "tips" does not count
+    ranks = mem.store.session_word_ranks("u", "my dog", ["told", "tips", "other"])
+    assert ranks == {"told": 1}  # the assistant's "dog" in "tips" does not count
     mem.close()
 
 
@@ -159,10 +158,9 @@ def test_migration_gives_existing_segments_the_words_of_their_blocks(tmp_path: P
         fill(mem, user, rng, mode, sessions=6)
     mem.add("alice", chat("my sister likes sushi", "Nice"), session_id="alice-s1", extract="sync")  # fact keys
     mem.delete("bob", mem.list("bob")[2].id)
-    pk = {r[1]: int(r[0]) for r in mem.store.query("SELECT pk, id FROM blocks")}  # type: ignore[attr-defined]
-    refs = list(pk.values())
+    sessions = sorted({r[0] for r in mem.store.query("SELECT session_id FROM blocks")})  # type: ignore[attr-defined]
     users = ("alice", "bob", "carol")
-    before = {(u, q): mem.store.session_word_ranks(u, q, refs) for u in users for q in QUERIES}
+    before = {(u, q): mem.store.session_word_ranks(u, q, sessions) for u in users for q in QUERIES}
     columns = "sessions, words_lengths, words_entries, words_term_ids, words_counts"
     stored = mem.store.query(f"SELECT id, {columns} FROM key_segments ORDER BY id")  # type: ignore[attr-defined]
     assert mem.store.query("SELECT count(*) FROM search_keys WHERE kind <> 'message'")[0][0] > 0  # type: ignore[attr-defined]
@@ -173,7 +171,7 @@ def test_migration_gives_existing_segments_the_words_of_their_blocks(tmp_path: P
     assert store.query("PRAGMA user_version") == [(len(MIGRATIONS),)]
     assert store.integrity_check() == []
     assert store.query(f"SELECT id, {columns} FROM key_segments ORDER BY id") == stored
-    assert {(u, q): store.session_word_ranks(u, q, refs) for u in users for q in QUERIES} == before
+    assert {(u, q): store.session_word_ranks(u, q, sessions) for u in users for q in QUERIES} == before
     assert any(before.values())
     store.close()
 
@@ -193,11 +191,11 @@ def test_rescore_adds_the_words_bonus_by_session_rank() -> None:
     settings = SearchSettings(words_weight=0.5, words_k=2)
     scores = {1: 1.0, 2: 0.8, 3: 0.4, 4: 0.3}
     positions = {r: Position(f"s{r}", 0) for r in scores}
-    out = rescore(scores, positions, settings, {3: 1, 4: 2})
+    out = rescore(scores, positions, settings, {"s3": 1, "s4": 2, "s9": 1})
     assert out[1] == 1.0 and out[2] == 0.8  # sessions that matched no word
     assert out[3] == pytest.approx(0.4 + 0.5 * 1.0 * 3 / 3)
     assert out[4] == pytest.approx(0.3 + 0.5 * 1.0 * 3 / 4)
-    assert rescore(scores, positions, SearchSettings(), {3: 1}) == scores  # weight 0: nothing
+    assert rescore(scores, positions, SearchSettings(), {"s3": 1}) == scores  # weight 0: nothing
 
 
 def test_settings_check_the_words_fields() -> None:

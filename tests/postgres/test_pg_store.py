@@ -114,6 +114,12 @@ def test_integrity_check_notices_an_index_out_of_step(new_store: NewStore) -> No
     with store.transaction() as conn:
         conn.execute("DELETE FROM key_vectors WHERE key_pk = (SELECT min(key_pk) FROM key_vectors)")
     assert store.integrity_check() == ["search keys without a vector: 1"]
+    with store.transaction() as conn:
+        conn.execute("UPDATE session_terms SET tf = tf + 1 WHERE lexeme = 'word'")
+    assert store.integrity_check() == [
+        "search keys without a vector: 1",
+        "users whose session term counts are off: 1",
+    ]
 
 
 def test_migration_2_gives_existing_blocks_their_peoples_words(new_store: NewStore) -> None:
@@ -134,11 +140,15 @@ def test_migration_2_gives_existing_blocks_their_peoples_words(new_store: NewSto
             mem.add(user, turns, session_id=f"s{s}", time=T0 + timedelta(days=s), perspective=mode)
     odd = [{"role": "user", "content": "a quote:\nassistant: hi there"}, {"role": "assistant", "content": "ok"}]
     mem.add("ann", odd, session_id="odd", perspective="single")  # the case that reads short, in both rules
-    refs = [int(r[0]) for r in store.query("SELECT pk FROM blocks")]
+    for user in ("ann", "bo"):  # deletes take words out of the session counts
+        mem.delete(user, mem.list(user, session_id="s1")[0].id)
+    assert store.integrity_check() == []
+    sessions = sorted({str(r[0]) for r in store.query("SELECT session_id FROM blocks")})
     queries = _queries()
-    before = {(u, q): store.session_word_ranks(u, q, refs) for u in ("ann", "bo", "cy") for q in queries}
+    before = {(u, q): store.session_word_ranks(u, q, sessions) for u in ("ann", "bo", "cy") for q in queries}
     words = store.query("SELECT pk, words, words_len FROM blocks ORDER BY pk")
-    assert sum(bool(v) for v in before.values()) >= 10
+    counts = store.query("SELECT * FROM session_terms ORDER BY user_id, lexeme, session_id")
+    assert sum(bool(v) for v in before.values()) >= 10 and counts
     # the generated columns hold what people_words reads from each block (the rule in SQL and in Python)
     with store.transaction() as conn:
         for pk, message, mode, perspective, tsv in conn.execute(
@@ -148,12 +158,14 @@ def test_migration_2_gives_existing_blocks_their_peoples_words(new_store: NewSto
                 "SELECT to_tsvector('memlane_english', %s)::text", (people_words(message, mode, perspective),)
             ).fetchone()
             assert expected is not None and tsv == expected[0], pk
+        conn.execute("DROP TABLE session_terms")
         conn.execute("ALTER TABLE blocks DROP COLUMN words, DROP COLUMN words_len")
         conn.execute("DROP FUNCTION memlane_tokens(tsvector)")
         conn.execute("DELETE FROM schema_migrations WHERE version = 2")
     migrated = new_store(schema=store.schema)
     assert migrated.query("SELECT pk, words, words_len FROM blocks ORDER BY pk") == words
-    assert {(u, q): migrated.session_word_ranks(u, q, refs) for u in ("ann", "bo", "cy") for q in queries} == before
+    assert migrated.query("SELECT * FROM session_terms ORDER BY user_id, lexeme, session_id") == counts
+    assert {(u, q): migrated.session_word_ranks(u, q, sessions) for u in ("ann", "bo", "cy") for q in queries} == before
     assert migrated.integrity_check() == []
 
 
@@ -217,14 +229,13 @@ def test_rankings_match_the_sqlite_store(new_store: NewStore, tmp_path: Path) ->
     assert top1 / n >= 0.9 and overlap / n >= 0.8
     # The session-words ranking (one exchange per session here): the same first sessions.
     first = 0
+    sessions = [f"s{i}" for i in range(300)]
     for q in queries:
         for user in ("user0", "user1"):
-            best = {}
-            for mem in (pg, lite):
-                refs = [ref for ref, _ in mem.store.keyword_candidates(user, q, 50)]
-                ranks = mem.store.session_word_ranks(user, q, refs)
-                positions = mem.store.block_positions(user, list(ranks))
-                best[id(mem)] = {positions[ref][0] for ref, rank in ranks.items() if rank == 1}
-            first += best[id(pg)] == best[id(lite)]
+            best = [
+                {s for s, rank in mem.store.session_word_ranks(user, q, sessions).items() if rank == 1}
+                for mem in (pg, lite)
+            ]
+            first += best[0] == best[1] and bool(best[0])
     print(f"session-words parity: the same first session on {first} of {n} queries")
     assert first / n >= 0.9

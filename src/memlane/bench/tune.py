@@ -51,7 +51,7 @@ class QuestionCandidates:
     rankings: dict[str, list[tuple[int, float]]]
     positions: dict[int, Position]
     blocks: dict[int, MemoryBlock]
-    word_ranks: dict[int, int]  # each candidate's session rank by people's words (they do not depend on settings)
+    word_ranks: dict[str, int]  # the candidates' sessions' ranks by people's words (no setting changes them)
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,8 @@ def collect(
                 refs = sorted({ref for ranked in rankings.values() for ref, _ in ranked})
                 blocks = store.fetch_blocks(sample.namespace, refs)
                 positions = {ref: Position(b.session_id, b.exchange_index) for ref, b in blocks.items()}
-                word_ranks = store.session_word_ranks(sample.namespace, sample.question, refs)
+                sessions = sorted({p.session for p in positions.values()})
+                word_ranks = store.session_word_ranks(sample.namespace, sample.question, sessions)
                 out.append(QuestionCandidates(sample, index, rankings, positions, blocks, word_ranks))
     finally:
         bench.close()

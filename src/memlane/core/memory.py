@@ -322,9 +322,10 @@ class Memory:
             # Context rescoring reads every candidate's session and position; only the top k are fetched.
             located = self.store.block_positions(user, [ref for ref, _, _ in scored])
             positions = {ref: Position(session, exchange) for ref, (session, exchange) in located.items()}
-        word_ranks: dict[int, int] = {}
-        if settings.uses_words and scored:
-            word_ranks = self.store.session_word_ranks(user, query, [ref for ref, _, _ in scored])
+        word_ranks: dict[str, int] = {}
+        if settings.uses_words and positions:
+            sessions = sorted({p.session for p in positions.values()})
+            word_ranks = self.store.session_word_ranks(user, query, sessions)
         top = top_k(scored, positions, settings, k, word_ranks)
         blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in top])
         return [Hit(block=blocks[ref], score=score, ranks=ranks) for ref, score, ranks in top if ref in blocks]

@@ -272,7 +272,7 @@ def top_k(
     positions: Mapping[int, Position],
     settings: SearchSettings,
     k: int,
-    word_ranks: Mapping[int, int] | None = None,
+    word_ranks: Mapping[str, int] | None = None,
 ) -> Scored:
     """The k best after context rescoring (only references with a position take part: the others are gone
     from the store); without context, the first k as they are."""
@@ -295,10 +295,10 @@ def rescore(
     scores: Mapping[int, float],
     positions: Mapping[int, Position],
     settings: SearchSettings,
-    word_ranks: Mapping[int, int] | None = None,
+    word_ranks: Mapping[str, int] | None = None,
 ) -> dict[int, float]:
     """Add session, neighbour and session-words context to fused scores (see :class:`SearchSettings`);
-    ``word_ranks`` holds each candidate's session rank by people's words (the store's
+    ``word_ranks`` holds the candidates' sessions' ranks by people's words (the store's
     ``session_word_ranks``), needed when ``settings.words_weight`` > 0.
 
     Context is computed from the *fused* scores of the candidates only, so a block's gain never depends on
@@ -332,7 +332,7 @@ def rescore(
                 near = max(near, by_exchange.get((pos.session, pos.exchange - d), 0.0))
                 near = max(near, by_exchange.get((pos.session, pos.exchange + d), 0.0))
             gain += settings.neighbour_weight * near
-        if words_unit > 0 and ref in ranks:
-            gain += words_unit / (settings.words_k + ranks[ref])
+        if words_unit > 0 and pos.session in ranks:
+            gain += words_unit / (settings.words_k + ranks[pos.session])
         out[ref] = score + gain
     return out

@@ -80,11 +80,11 @@ class Store(Protocol):
         b: float = BM25_B,
     ) -> list[tuple[int, float]]: ...
 
-    def session_word_ranks(self, user: str, query: str, refs: Sequence[int]) -> dict[int, int]:
-        """For each of the user's blocks in ``refs``, the rank (1 = best; ties share a rank) of its session
-        among the user's sessions by BM25 over their people's words (what the people in the conversation
-        said: :func:`memlane.core.exchanges.people_words`) with the user's own statistics; blocks of
-        sessions that match no query term are left out."""
+    def session_word_ranks(self, user: str, query: str, sessions: Sequence[str]) -> dict[str, int]:
+        """The rank (1 = best; ties share a rank) of each of the user's ``sessions`` (ids) among all the
+        user's sessions by BM25 over their people's words (what the people in the conversation said:
+        :func:`memlane.core.exchanges.people_words`) with the user's own statistics; sessions that match
+        no query term, or that the user does not have, are left out."""
         ...
 
     def get_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vectors]: ...

@@ -37,15 +37,16 @@ K = TypeVar("K", bound=Hashable)
 
 @dataclass(frozen=True)
 class SessionLayout:
-    """Per key, its session's index (``of_key``); per session, its words (``lengths``); the number of
-    sessions with words and their mean length; the largest word term id; the keys in block pk order."""
+    """The user's sessions by index: their codes, ascending (``codes``), each key's session (``of_key``),
+    each session's words (``lengths``); the number of sessions with words and their mean length; the
+    largest word term id."""
 
+    codes: npt.NDArray[np.int64]
     of_key: npt.NDArray[np.int64]
     lengths: npt.NDArray[np.float64]
     n_with_words: int
     avgdl: float
     max_term: int
-    block_order: npt.NDArray[np.int64]
 
 
 @dataclass
@@ -94,13 +95,15 @@ class UserTerms:
         n_sessions = int(starts[-1]) + 1 if starts.shape[0] else 0
         lengths = np.bincount(of_key, weights=self.words_lengths, minlength=n_sessions).astype(np.float64)
         with_words = lengths > 0
+        first = np.ones(ordered.shape[0], dtype=np.bool_)
+        first[1:] = ordered[1:] != ordered[:-1]
         return SessionLayout(
+            codes=ordered[first],
             of_key=of_key,
             lengths=lengths,
             n_with_words=int(with_words.sum()),
             avgdl=float(lengths[with_words].mean()) if with_words.any() else 0.0,
             max_term=int(self.words_term_ids.max()) if self.words_term_ids.size else -1,
-            block_order=np.argsort(self.block_pks, kind="stable"),
         )
 
     @property
@@ -203,18 +206,18 @@ def rank_array(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
 
 
 def session_word_ranks(
-    index: UserTerms, query: Sequence[int], refs: Sequence[int], *, k1: float = WORDS_K1, b: float = WORDS_B
-) -> dict[int, int]:
-    """For each block of ``refs``, the rank of its session when the user's sessions are ranked by BM25 over
-    their people's words for the query terms ``query`` (distinct term ids); blocks of sessions that
-    match no term get none.
+    index: UserTerms, query: Sequence[int], sessions: Sequence[str], *, k1: float = WORDS_K1, b: float = WORDS_B
+) -> dict[str, int]:
+    """The rank of each of ``sessions`` (ids) when the user's sessions are ranked by BM25 over their
+    people's words for the query terms ``query`` (distinct term ids); sessions that match no term, or
+    that the user does not have, get none.
 
     A session is the sum of its keys' word bags. Statistics are the user's own: N is the number of the
     user's sessions with words, a term's document frequency the number of them holding it, idf FTS5's
     (floored at 1e-6). The whole haystack of a session-level ranking is one user's sessions, so no other
     user's text belongs in it (unlike the keys' BM25, whose per-user statistics measured worse).
     """
-    if not refs or index.block_pks.shape[0] == 0:
+    if not sessions or index.block_pks.shape[0] == 0:
         return {}
     layout = index.session_layout
     of_key, lengths, top = layout.of_key, layout.lengths, layout.max_term
@@ -236,8 +239,7 @@ def session_word_ranks(
     norm = k1 * (1.0 - b + b * lengths / layout.avgdl)
     scores = ((tf * (k1 + 1.0)) / (tf + norm[:, None]) * weights[None, :]).sum(axis=1)
     rank = rank_array(scores)
-    order = layout.block_order
-    wanted = np.asarray(refs, dtype=np.int64)
-    at = order[np.minimum(np.searchsorted(index.block_pks, wanted, sorter=order), order.shape[0] - 1)]
-    got = np.where(index.block_pks[at] == wanted, rank[of_key[at]], 0)
-    return {ref: r for ref, r in zip(wanted.tolist(), got.tolist(), strict=True) if r > 0}
+    wanted = np.array([session_code(s) for s in sessions], dtype=np.int64)
+    at = np.minimum(np.searchsorted(layout.codes, wanted), layout.codes.shape[0] - 1)
+    got = np.where(layout.codes[at] == wanted, rank[at], 0)
+    return {s: r for s, r in zip(sessions, got.tolist(), strict=True) if r > 0}

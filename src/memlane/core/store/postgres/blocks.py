@@ -28,7 +28,49 @@ INTEGRITY_CHECKS = {
     "(SELECT 1 FROM users u WHERE u.id = j.user_id))",
     "users whose BM25 counters are off": "SELECT count(*) FROM users u WHERE (u.n_keys, u.total_len) <> "
     "(SELECT count(*), coalesce(sum(dl), 0) FROM search_keys k WHERE k.user_id = u.id)",
+    "users whose session term counts are off": "SELECT count(*) FROM users u WHERE "
+    "(SELECT coalesce(sum(tf), 0) FROM session_terms s WHERE s.user_id = u.id) <> "
+    "(SELECT coalesce(sum(words_len), 0) FROM blocks b WHERE b.user_id = u.id)",
+    "session terms of unknown users": "SELECT count(*) FROM session_terms s WHERE NOT EXISTS "
+    "(SELECT 1 FROM users u WHERE u.id = s.user_id)",
 }
+
+# The blocks' people's words (the generated column ``words``) summed per session into ``session_terms``.
+_ADD_SESSION_TERMS = """
+INSERT INTO session_terms (user_id, lexeme, session_id, tf)
+SELECT b.user_id, l.lexeme, b.session_id, sum(array_length(l.positions, 1))
+FROM blocks b, unnest(b.words) l WHERE b.user_id = %(user_id)s AND b.pk = ANY(%(pks)s)
+GROUP BY b.user_id, l.lexeme, b.session_id
+ON CONFLICT (user_id, lexeme, session_id) DO UPDATE SET tf = session_terms.tf + excluded.tf
+"""
+_TAKE_SESSION_TERMS = """
+UPDATE session_terms s SET tf = s.tf - g.tf
+FROM (
+    SELECT l.lexeme, b.session_id, sum(array_length(l.positions, 1)) AS tf
+    FROM blocks b, unnest(b.words) l WHERE b.user_id = %(user_id)s AND b.pk = ANY(%(pks)s)
+    GROUP BY l.lexeme, b.session_id
+) g
+WHERE s.user_id = %(user_id)s AND s.lexeme = g.lexeme AND s.session_id = g.session_id
+RETURNING s.lexeme, s.session_id, s.tf
+"""
+
+
+def add_session_terms(conn: Conn, user_id: int, pks: Sequence[int]) -> None:
+    """Count the people's words of these (just written) blocks into their sessions' term frequencies."""
+    conn.execute(_ADD_SESSION_TERMS, {"user_id": user_id, "pks": list(pks)})
+
+
+def take_session_terms(conn: Conn, user_id: int, pks: Sequence[int]) -> None:
+    """Take the people's words of these blocks (about to be deleted) out of their sessions' term
+    frequencies, deleting the rows that fall to zero."""
+    params = {"user_id": user_id, "pks": list(pks)}
+    emptied = [r for r in conn.execute(_TAKE_SESSION_TERMS, params).fetchall() if r[2] <= 0]
+    if emptied:
+        conn.execute(
+            "DELETE FROM session_terms WHERE user_id = %s AND (lexeme, session_id) IN "
+            "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+            (user_id, [r[0] for r in emptied], [r[1] for r in emptied]),
+        )
 
 
 def copy_blocks(conn: Conn, user_id: int, pks: Sequence[int], blocks: Sequence[MemoryBlock]) -> None:

@@ -132,15 +132,25 @@ MIGRATIONS: list[str] = [
     CREATE INDEX jobs_finished ON jobs(finished_at) WHERE status IN ('done', 'dead');
     """,
     # 2: the people's words of each block for the session-words ranking, as generated columns, so every write
-    #    and every existing block has them (the rule: _PEOPLE_WORDS).
+    #    and every existing block has them (the rule: _PEOPLE_WORDS); and their term frequencies summed per
+    #    session, kept by every write and delete (memlane.core.store.postgres.blocks), which the ranking reads.
     f"""
     CREATE FUNCTION memlane_tokens(tsvector) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE
         AS $$ SELECT coalesce(sum(array_length(l.positions, 1)), 0)::integer FROM unnest($1) l $$;
     ALTER TABLE blocks ADD COLUMN words tsvector GENERATED ALWAYS AS ({_PEOPLE_WORDS}) STORED;
     ALTER TABLE blocks ADD COLUMN words_len integer GENERATED ALWAYS AS (memlane_tokens({_PEOPLE_WORDS})) STORED;
-    CREATE INDEX blocks_words ON blocks USING gin(words) WITH (fastupdate = off);
     -- the sessions' lengths in words, read by every such search, from the index alone
     CREATE INDEX blocks_user_words ON blocks(user_id, session_id) INCLUDE (words_len);
+    CREATE TABLE session_terms(
+        user_id bigint NOT NULL,
+        lexeme text NOT NULL,
+        session_id text NOT NULL,
+        tf integer NOT NULL,              -- occurrences in the people's words of the session's blocks
+        PRIMARY KEY (user_id, lexeme, session_id)
+    );
+    INSERT INTO session_terms (user_id, lexeme, session_id, tf)
+    SELECT b.user_id, l.lexeme, b.session_id, sum(array_length(l.positions, 1))
+    FROM blocks b, unnest(b.words) l GROUP BY b.user_id, l.lexeme, b.session_id;
     """,
 ]
 

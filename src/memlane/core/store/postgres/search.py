@@ -156,36 +156,31 @@ def bm25_top_blocks(
 
 # BM25 over sessions: a session is the people's words of its blocks together (``blocks.words``, migration 2).
 # Statistics are the user's own, as in the SQLite store: N = the user's sessions with words, df = those
-# holding the term; memlane.core.store.terms.session_word_ranks has the same formula in numpy. Two plain
-# reads (the sessions' lengths; the term frequencies of the blocks whose words match a query term, found
-# through the GIN index on ``words``) and the arithmetic here: a single statement joining them was planned
-# into nested loops over every session when the statistics were stale (430 ms for a 10k-block user).
+# holding the term; memlane.core.store.terms.session_word_ranks has the same formula in numpy. Two reads
+# (the sessions' lengths, from an index; the query terms' per-session frequencies, from ``session_terms``,
+# which every write keeps) and the arithmetic here. A single statement over keys, blocks and per-session
+# aggregates was planned into nested loops over every session when statistics were stale (430 ms for a
+# 10k-block user), and unnesting the words of every matching block cost 45-70 ms at 10k blocks.
 _SESSION_LENGTHS = (
     "SELECT session_id, sum(words_len) FROM blocks WHERE user_id = %(user_id)s::bigint GROUP BY session_id"
 )
 _SESSION_TFS = f"""
-SELECT b.session_id, l.lexeme, sum(array_length(l.positions, 1))
-FROM blocks b, unnest(b.words) l
-WHERE b.user_id = %(user_id)s::bigint AND b.words @@ to_tsquery('{TEXT_CONFIG}', %(tsquery)s)
-  AND l.lexeme = ANY(ARRAY(SELECT x.lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', %(text)s)) x))
-GROUP BY b.session_id, l.lexeme
+SELECT session_id, lexeme, tf FROM session_terms
+WHERE user_id = %(user_id)s::bigint
+  AND lexeme = ANY(ARRAY(SELECT x.lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', %(text)s)) x))
 """
 
 
 def session_word_ranks(
-    conn: Conn, user: str, text: str, refs: Sequence[int], *, k1: float = WORDS_K1, b: float = WORDS_B
-) -> dict[int, int]:
-    """For each of the user's blocks in ``refs``, the rank of its session by BM25 over the sessions'
-    people's words (ties share a rank: :func:`memlane.core.store.terms.ranks_of`)."""
+    conn: Conn, user: str, text: str, sessions: Sequence[str], *, k1: float = WORDS_K1, b: float = WORDS_B
+) -> dict[str, int]:
+    """The rank of each of the user's ``sessions`` by BM25 over the sessions' people's words (ties share
+    a rank: :func:`memlane.core.store.terms.ranks_of`); sessions matching nothing get none."""
     terms = query_terms(text)
     user_id = _user_id(conn, user)
-    if not terms or not refs or user_id is None:
+    if not terms or not sessions or user_id is None:
         return {}
-    params: dict[str, object] = {
-        "user_id": user_id,
-        "text": " ".join(terms),
-        "tsquery": " | ".join(f"'{t}'" for t in terms),  # as in bm25_top_blocks: no tsquery syntax survives
-    }
+    params: dict[str, object] = {"user_id": user_id, "text": " ".join(terms)}
     lengths = {str(s): float(n) for s, n in conn.execute(_SESSION_LENGTHS, params).fetchall()}
     with_words = [n for n in lengths.values() if n > 0]
     tfs = conn.execute(_SESSION_TFS, params).fetchall()
@@ -202,7 +197,4 @@ def session_word_ranks(
         norm = k1 * (1.0 - b + b * lengths[str(session)] / avgdl)
         scores[str(session)] = scores.get(str(session), 0.0) + idfs[lexeme] * tf * (k1 + 1.0) / (tf + norm)
     rank = ranks_of(scores)
-    rows = conn.execute(
-        "SELECT pk, session_id FROM blocks WHERE user_id = %s::bigint AND pk = ANY(%s)", (user_id, list(refs))
-    ).fetchall()
-    return {int(pk): rank[str(s)] for pk, s in rows if str(s) in rank}
+    return {s: rank[s] for s in sessions if s in rank}

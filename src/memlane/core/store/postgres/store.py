@@ -26,7 +26,12 @@ from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import MemoryBlock, UserInfo
 from memlane.core.store.postgres import search
 from memlane.core.store.postgres.adapt import register_vector
-from memlane.core.store.postgres.blocks import INTEGRITY_CHECKS, copy_blocks
+from memlane.core.store.postgres.blocks import (
+    INTEGRITY_CHECKS,
+    add_session_terms,
+    copy_blocks,
+    take_session_terms,
+)
 from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys, next_ids
 from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.schema import migrate, prepare_database
@@ -197,6 +202,7 @@ class PostgresStore:
             assert user_id is not None
             pks = next_ids(conn, "blocks_pk_seq", len(blocks))
             copy_blocks(conn, user_id, pks, blocks)
+            add_session_terms(conn, user_id, pks)
             job_ids = next_ids(conn, "jobs_id_seq", len(pks) if enqueue_attempts else 0)
             if job_ids:
                 conn.execute(
@@ -231,6 +237,7 @@ class PostgresStore:
             block_pk = int(row[0])
             conn.execute("DELETE FROM jobs WHERE user_id = %s AND block_pk = %s", (user_id, block_pk))
             keys, tokens = delete_block_keys(conn, user_id, [block_pk], keep_messages=False)
+            take_session_terms(conn, user_id, [block_pk])
             conn.execute("DELETE FROM blocks WHERE user_id = %s AND pk = %s", (user_id, block_pk))
             bump_user(conn, user_id, -keys, -tokens)
 
@@ -250,6 +257,7 @@ class PostgresStore:
             )
             conn.execute("DELETE FROM key_vectors WHERE user_id = %s", (user_id,))
             conn.execute("DELETE FROM search_keys WHERE user_id = %s", (user_id,))
+            conn.execute("DELETE FROM session_terms WHERE user_id = %s", (user_id,))
             n = conn.execute("DELETE FROM blocks WHERE user_id = %s", (user_id,)).rowcount
             conn.execute("DELETE FROM users WHERE id = %s", (user_id,))
         return int(n)
@@ -352,13 +360,13 @@ class PostgresStore:
         with self.transaction() as conn:
             return search.bm25_top_blocks(conn, user, query, k, kinds=kinds, after=after, before=before, k1=k1, b=b)
 
-    def session_word_ranks(self, user: str, query: str, refs: Sequence[int]) -> dict[int, int]:
-        """For each of the user's blocks in ``refs``, its session's rank by BM25 over the sessions' people's
-        words, computed in the database (:func:`memlane.core.store.postgres.search.session_word_ranks`)."""
-        if not refs:
+    def session_word_ranks(self, user: str, query: str, sessions: Sequence[str]) -> dict[str, int]:
+        """The rank of each of the user's ``sessions`` by BM25 over the sessions' people's words
+        (:func:`memlane.core.store.postgres.search.session_word_ranks`)."""
+        if not sessions:
             return {}
         with self.transaction() as conn:
-            return search.session_word_ranks(conn, user, query, refs)
+            return search.session_word_ranks(conn, user, query, sessions)
 
     # -- embedding cache ---------------------------------------------------------------------------------
 
@@ -395,7 +403,7 @@ class PostgresStore:
         uid = int(rows[0][0]) if rows else -1
         out = {
             table: int(self.query(f"SELECT count(*) FROM {table} WHERE user_id = %s", (uid,))[0][0])
-            for table in ("blocks", "search_keys", "key_vectors", "jobs")
+            for table in ("blocks", "search_keys", "key_vectors", "jobs", "session_terms")
         }
         out["users"] = len(rows)
         return out

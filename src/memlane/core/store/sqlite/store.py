@@ -451,11 +451,11 @@ class SqliteStore:
         codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
         return bm25_top_blocks(index, weights, avgdl, k, kinds=codes, after=after, before=before, k1=k1, b=b)
 
-    def session_word_ranks(self, user: str, query: str, refs: Sequence[int]) -> dict[int, int]:
-        """For each of the user's blocks in ``refs``, its session's rank by BM25 over the sessions' people's
-        words (:func:`memlane.core.store.terms.session_word_ranks`); sessions matching nothing get none."""
+    def session_word_ranks(self, user: str, query: str, sessions: Sequence[str]) -> dict[str, int]:
+        """The rank of each of the user's ``sessions`` by BM25 over the sessions' people's words
+        (:func:`memlane.core.store.terms.session_word_ranks`); sessions matching nothing get none."""
         row = self._user_row(user)
-        if row is None or not refs:
+        if row is None or not sessions:
             return {}
         try:
             weights, _ = query_weights(self._conn(), query)
@@ -463,7 +463,7 @@ class SqliteStore:
             raise StoreError(f"read failed on {self.path}: {exc}") from exc
         if not weights:
             return {}
-        return session_word_ranks(self._user_terms(*row), [term for term, _ in weights], refs)
+        return session_word_ranks(self._user_terms(*row), [term for term, _ in weights], sessions)
 
     # -- embedding cache ---------------------------------------------------------------------------------
 
