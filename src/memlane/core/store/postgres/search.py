@@ -181,11 +181,11 @@ def session_word_ranks(
     if not terms or not sessions or user_id is None:
         return {}
     params: dict[str, object] = {"user_id": user_id, "text": " ".join(terms)}
+    tfs = conn.execute(_SESSION_TFS, params).fetchall()
+    if not tfs:  # no session holds a query word: the lengths are not needed
+        return {}
     lengths = {str(s): float(n) for s, n in conn.execute(_SESSION_LENGTHS, params).fetchall()}
     with_words = [n for n in lengths.values() if n > 0]
-    tfs = conn.execute(_SESSION_TFS, params).fetchall()
-    if not with_words or not tfs:
-        return {}
     n_sessions, avgdl = len(with_words), sum(with_words) / len(with_words)
     df: dict[str, int] = {}
     for _, lexeme, _ in tfs:
