@@ -16,6 +16,7 @@ from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import StoreError
 from memlane.core.memory import Memory
 from memlane.core.store.sqlite import SqliteStore
+from memlane.core.store.sqlite import terms as terms_module
 from memlane.core.store.sqlite.store import PAGE_SIZE
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -210,7 +211,13 @@ def test_integrity_check_finds_a_drifted_statistic(mem: Memory) -> None:
     assert any("corpus says" in p for p in problems)
 
 
-def test_migration_builds_the_index_from_an_fts5_store(tmp_path: Path) -> None:
+@pytest.mark.parametrize("small", [False, True], ids=["one-batch", "batches-memo-cleared"])
+def test_migration_builds_the_index_from_an_fts5_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: bool
+) -> None:
+    if small:  # keys read a few at a time, the memo of term bags forgotten between batches
+        monkeypatch.setattr(terms_module, "BACKFILL_BATCH", 3)  # odd: a dual pair of equal keys spans batches
+        monkeypatch.setattr(terms_module, "BACKFILL_MEMO_MAX", 2)
     path = tmp_path / "store.db"
     mem = Memory(SqliteStore(path), HashingEmbedder(dim=32))
     fill(mem, "alice", seed=4)

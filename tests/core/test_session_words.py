@@ -24,7 +24,7 @@ from memlane.core.memory import Memory
 from memlane.core.model import PerspectiveMode
 from memlane.core.retrieval import PRESETS, Position, SearchSettings, rescore
 from memlane.core.store.keyword import query_terms
-from memlane.core.store.sqlite import SqliteStore
+from memlane.core.store.sqlite import SqliteStore, segments
 from memlane.core.store.sqlite.schema import MIGRATIONS
 from memlane.core.store.sqlite.tokenizer import tokenize
 from memlane.core.store.terms import WORDS_B, WORDS_K1, ranks_of
@@ -150,7 +150,12 @@ def test_only_the_users_words_rank_a_session(tmp_path: Path) -> None:
 # -- migration 6 -------------------------------------------------------------------------------------
 
 
-def test_migration_gives_existing_segments_the_words_of_their_blocks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("memo", [None, 3], ids=["memo", "memo-cleared"])
+def test_migration_gives_existing_segments_the_words_of_their_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memo: int | None
+) -> None:
+    if memo is not None:  # the migration forgets its memo of word bags between segments
+        monkeypatch.setattr(segments, "MIGRATION_MEMO_MAX", memo)
     path = tmp_path / "store.db"
     mem = Memory(SqliteStore(path), HashingEmbedder(dim=16), llm=ScriptedLLM())
     rng = random.Random(3)

@@ -41,6 +41,7 @@ from memlane.core.store.terms import UserTerms, encode_bag, session_code
 from memlane.core.store.vectors import KIND_CODES, UserMatrix
 
 FANOUT = 8
+MIGRATION_MEMO_MAX = 500_000  # texts whose term bags a migration keeps in memory at most
 TIER_LIMITS = (64, 512, 4096)  # tier t: fewer keys than TIER_LIMITS[t] (and not fewer than TIER_LIMITS[t - 1])
 
 # The blob columns and their dtypes, in the order of Segment's fields.
@@ -349,9 +350,9 @@ def add_words(conn: sqlite3.Connection) -> None:
         if len(blocks) != len(unique):
             raise StoreError(f"cannot migrate: segment {seg_id} holds keys of blocks that do not exist")
         texts = [blocks[pk][1] if kind == message else "" for pk, kind in zip(block_pks, kinds, strict=True)]
+        if len(bags) + len(texts) > MIGRATION_MEMO_MAX:  # bound the memory a huge store's migration takes
+            bags.clear()  # before ``fresh`` is chosen: every text of this segment must end up in ``bags``
         fresh = sorted({t for t in texts if t not in bags})
-        if len(bags) + len(fresh) > 500_000:  # bound the memory a huge store's migration takes
-            bags.clear()
         counted = tokenize(conn, fresh)
         unknown = sorted({w for bag in counted for w in bag if w not in term_ids})
         term_ids.update({w: v[0] for w, v in lookup_terms(conn, unknown).items()})

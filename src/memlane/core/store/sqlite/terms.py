@@ -25,6 +25,8 @@ from memlane.core.store.sqlite.tokenizer import tokenize
 from memlane.core.store.terms import encode_bag, idf
 
 _IN_CHUNK = 500
+BACKFILL_BATCH = 5000  # keys migration 3 reads at a time
+BACKFILL_MEMO_MAX = 500_000  # texts whose term bags migration 3 keeps in memory at most
 
 
 def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
@@ -244,14 +246,14 @@ def backfill(conn: sqlite3.Connection) -> None:
         batch = conn.execute(
             "SELECT s.pk, s.user_id, s.block_pk, s.kind, s.text, s.content_hash, b.event_ts "
             "FROM search_keys s JOIN blocks b ON b.pk = s.block_pk WHERE s.pk > ? ORDER BY s.pk LIMIT ?",
-            (last, 5000),
+            (last, BACKFILL_BATCH),
         ).fetchall()
         if not batch:
             break
         last = int(batch[-1][0])
+        if len(memo) + len(batch) > BACKFILL_MEMO_MAX:  # bound the memory a huge store's migration takes
+            memo.clear()  # before ``fresh`` is chosen: every key of this batch must find its bag in ``memo``
         fresh = list({r[5]: r[4] for r in batch if r[5] not in memo}.items())
-        if len(memo) + len(fresh) > 500_000:  # bound the memory a huge store's migration takes
-            memo.clear()
         for (chash, _), bag in zip(fresh, tokenize(conn, [t for _, t in fresh]), strict=True):
             by_id = {vocab.setdefault(t, len(vocab) + 1): c for t, c in bag.items()}
             id_blob, count_blob = encode_bag(by_id)
