@@ -13,6 +13,7 @@ from memlane.core.errors import NotFoundError, ValidationError
 from memlane.core.memory import Memory
 from memlane.core.retrieval import PRESETS, score_fusion
 from memlane.core.store.protocol import Store
+from memlane.core.timefmt import to_epoch
 
 StoreFactory = Callable[[], Store]
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -140,8 +141,8 @@ def test_isolation_between_users(memory: Memory) -> None:
     assert store.fetch_blocks("alice", refs) == {} and store.block_positions("alice", refs) == {}
     positions = store.block_positions("bob", refs)
     blocks = store.fetch_blocks("bob", refs)
-    assert positions == {ref: (b.session_id, b.exchange_index) for ref, b in blocks.items()}
-    assert sorted(positions.values()) == sorted((f"s{i}", 0) for i in range(3) for _ in range(2))
+    assert positions == {ref: (b.session_id, b.exchange_index, to_epoch(b.event_time)) for ref, b in blocks.items()}
+    assert sorted(p[:2] for p in positions.values()) == sorted((f"s{i}", 0) for i in range(3) for _ in range(2))
     # Both users have sessions s0-s2; only bob said "bob": the same session ids rank for him alone.
     sessions = [f"s{i}" for i in range(3)]
     assert store.session_word_ranks("alice", "bob", sessions) == {}

@@ -42,6 +42,7 @@ from memlane.core.model import (
 )
 from memlane.core.retrieval import Position, SearchSettings, check_k, fuse, resolve_settings, top_k, with_candidates
 from memlane.core.store.protocol import Store
+from memlane.core.time_phrases import time_windows
 from memlane.core.timefmt import annotate, coerce_time, now_utc, to_epoch
 
 MAX_NAME_CHARS = 256
@@ -296,9 +297,12 @@ class Memory:
         mode: str | SearchMode | SearchSettings = SearchMode.HYBRID,
         before: datetime | str | float | None = None,
         after: datetime | str | float | None = None,
+        at: datetime | str | float | None = None,
     ) -> list[Hit]:
         """The user's top-k blocks for ``query``; ``before``/``after`` bound the event time (exclusive,
-        inclusive). ``mode`` is a preset name (vector, keyword, hybrid, ...) or :class:`SearchSettings`."""
+        inclusive). ``mode`` is a preset name (vector, keyword, hybrid, ...) or :class:`SearchSettings`.
+        ``at`` is when the question is asked (default: now): the query's time phrases ("two weeks ago",
+        "last month") are read against it, and the blocks they point at are preferred, not required."""
         check_name(user, "user")
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("empty query", where="query")
@@ -306,6 +310,7 @@ class Memory:
         settings = with_candidates(resolve_settings(mode), k)
         b = coerce_time(before, where="before")
         a = coerce_time(after, where="after")
+        asked = coerce_time(at, where="at") or now_utc()
         window = {"before": to_epoch(b) if b else None, "after": to_epoch(a) if a else None}
         kinds = settings.key_kinds()
         rankings: dict[str, list[tuple[int, float]]] = {}
@@ -321,12 +326,13 @@ class Memory:
         if settings.uses_context:
             # Context rescoring reads every candidate's session and position; only the top k are fetched.
             located = self.store.block_positions(user, [ref for ref, _, _ in scored])
-            positions = {ref: Position(session, exchange) for ref, (session, exchange) in located.items()}
+            positions = {ref: Position(*where) for ref, where in located.items()}
         word_ranks: dict[str, int] = {}
         if settings.uses_words and positions:
             sessions = sorted({p.session for p in positions.values()})
             word_ranks = self.store.session_word_ranks(user, query, sessions)
-        top = top_k(scored, positions, settings, k, word_ranks)
+        windows = time_windows(query, asked, tolerance=settings.time_tolerance) if settings.uses_time else ()
+        top = top_k(scored, positions, settings, k, word_ranks, windows)
         blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in top])
         return [Hit(block=blocks[ref], score=score, ranks=ranks) for ref, score, ranks in top if ref in blocks]
 
@@ -339,9 +345,10 @@ class Memory:
         mode: str | SearchMode | SearchSettings = SearchMode.HYBRID,
         before: datetime | str | float | None = None,
         after: datetime | str | float | None = None,
+        at: datetime | str | float | None = None,
     ) -> list[Hit]:
         """The seed system's name for :meth:`search`."""
-        return self.search(user, query, k, mode=mode, before=before, after=after)
+        return self.search(user, query, k, mode=mode, before=before, after=after, at=at)
 
     # -- blocks and users --------------------------------------------------------------------------------
 

@@ -24,10 +24,12 @@ from enum import StrEnum
 from memlane.core.errors import ValidationError
 from memlane.core.model import SearchMode
 from memlane.core.store.terms import BM25_B, BM25_K1
+from memlane.core.time_phrases import TimeWindow
 
 RRF_K = 60
 MAX_K = 1000
 _MAY_BE_0 = frozenset({"rrf_k", "words_k"})
+_GAINS = ("words_weight", "time_weight")
 
 
 class Fusion(StrEnum):
@@ -57,6 +59,10 @@ class SearchSettings:
       said (the user's turns, not the assistant's replies: :func:`memlane.core.exchanges.people_words`),
       and each candidate of a session ranked ``r`` gains ``words_weight`` x the best fused score x
       ``(words_k + 1) / (words_k + r)``; candidates of sessions matching no query word gain nothing.
+    * ``time_weight``, ``time_tolerance``: the query's time phrases ("two weeks ago", "last month", "in the
+      past three months": :func:`memlane.core.time_phrases.time_windows`, read against the time the question
+      is asked, with ``time_tolerance``) name windows of time, and each candidate whose event time falls in
+      one gains ``time_weight`` x the best fused score. A query without a time phrase gains nothing.
     """
 
     mode: SearchMode = SearchMode.HYBRID
@@ -74,6 +80,8 @@ class SearchSettings:
     bm25_b: float = 0.5
     words_weight: float = 0.0
     words_k: int = RRF_K
+    time_weight: float = 0.0
+    time_tolerance: float = 0.5
 
     def __post_init__(self) -> None:
         if not isinstance(self.fusion, Fusion):
@@ -88,11 +96,11 @@ class SearchSettings:
                 raise ValidationError(
                     f"must be a non-negative integer (positive except rrf_k and words_k), not {value!r}", where=name
                 )
-        for name in ("vector_weight", "keyword_weight", "session_weight", "neighbour_weight", "words_weight"):
+        for name in ("vector_weight", "keyword_weight", "session_weight", "neighbour_weight", *_GAINS):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
                 raise ValidationError(f"must be a number from 0 to 100, not {value!r}", where=name)
-        for name, top in (("bm25_k1", 10.0), ("bm25_b", 1.0)):
+        for name, top in (("bm25_k1", 10.0), ("bm25_b", 1.0), ("time_tolerance", 2.0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= top:
                 raise ValidationError(f"must be a number from 0 to {top:g}, not {value!r}", where=name)
@@ -104,12 +112,17 @@ class SearchSettings:
     @property
     def uses_context(self) -> bool:
         """Whether rescoring needs the candidates' sessions and exchange positions."""
-        return self.session_weight > 0 or self.neighbour_weight > 0 or self.uses_words
+        return self.session_weight > 0 or self.neighbour_weight > 0 or self.uses_words or self.uses_time
 
     @property
     def uses_words(self) -> bool:
         """Whether rescoring needs the candidates' session ranks by their people's words."""
         return self.words_weight > 0
+
+    @property
+    def uses_time(self) -> bool:
+        """Whether rescoring reads the query's time phrases and the candidates' event times."""
+        return self.time_weight > 0
 
     def to_json(self) -> dict[str, object]:
         """Every field, for logs and reports."""
@@ -131,8 +144,10 @@ _NO_WORDS = SearchSettings(
     neighbour_weight=0.3,
     neighbour_span=1,
 )
-# The default: the same, plus the session-words ranking (weight 0.5, k 60), chosen on the same dev splits.
-_DEFAULT = replace(_NO_WORDS, words_weight=0.5, words_k=60)
+# The same, plus the session-words ranking (weight 0.5, k 60), chosen on the same dev splits.
+_NO_TIME = replace(_NO_WORDS, words_weight=0.5, words_k=60)
+# The default: the same, plus the query's time phrases (weight 0.5, tolerance 0.5), chosen on the same splits.
+_DEFAULT = replace(_NO_TIME, time_weight=0.5, time_tolerance=0.5)
 # The default until score fusion: weighted RRF (k 10, a sharper RRF that leans on BM25 a little) with mild
 # session and neighbour context, tuned on the dev splits of LoCoMo and LongMemEval-S.
 _RANK = SearchSettings(
@@ -165,6 +180,7 @@ PRESETS: dict[str, SearchSettings] = {
     "hybrid": _DEFAULT,
     "hybrid-rrf": _PLAIN,
     "hybrid-rank": _RANK,
+    "hybrid-no-time": _NO_TIME,
     "hybrid-no-words": _NO_WORDS,
     "hybrid-fusion": replace(_NO_WORDS, session_weight=0.0, neighbour_weight=0.0),
     "hybrid-session": replace(_NO_WORDS, neighbour_weight=0.0),
@@ -273,22 +289,25 @@ def top_k(
     settings: SearchSettings,
     k: int,
     word_ranks: Mapping[str, int] | None = None,
+    windows: Sequence[TimeWindow] = (),
 ) -> Scored:
     """The k best after context rescoring (only references with a position take part: the others are gone
     from the store); without context, the first k as they are."""
     if not settings.uses_context:
         return scored[:k]
-    rescored = rescore({ref: score for ref, score, _ in scored}, positions, settings, word_ranks)
+    rescored = rescore({ref: score for ref, score, _ in scored}, positions, settings, word_ranks, windows)
     kept = ((ref, rescored[ref], ranks) for ref, _, ranks in scored if ref in positions)
     return sorted(kept, key=lambda h: -h[1])[:k]
 
 
 @dataclass(frozen=True, slots=True)
 class Position:
-    """Where a block sits in the user's history: its session and its exchange's index in the session."""
+    """Where a block sits in the user's history: its session, its exchange's index in the session and its
+    event time (epoch seconds; None where the caller did not read it)."""
 
     session: str
     exchange: int
+    time: float | None = None
 
 
 def rescore(
@@ -296,10 +315,13 @@ def rescore(
     positions: Mapping[int, Position],
     settings: SearchSettings,
     word_ranks: Mapping[str, int] | None = None,
+    windows: Sequence[TimeWindow] = (),
 ) -> dict[int, float]:
-    """Add session, neighbour and session-words context to fused scores (see :class:`SearchSettings`);
+    """Add session, neighbour, session-words and time context to fused scores (see :class:`SearchSettings`);
     ``word_ranks`` holds the candidates' sessions' ranks by people's words (the store's
-    ``session_word_ranks``), needed when ``settings.words_weight`` > 0.
+    ``session_word_ranks``), needed when ``settings.words_weight`` > 0; ``windows`` the query's time
+    windows (:func:`memlane.core.time_phrases.time_windows`), read when ``settings.time_weight`` > 0 against
+    the positions' event times.
 
     Context is computed from the *fused* scores of the candidates only, so a block's gain never depends on
     another block's gain, and the result does not depend on the order of ``scores``. Blocks without a
@@ -308,7 +330,9 @@ def rescore(
     if not settings.uses_context:
         return dict(scores)
     ranks = word_ranks or {}
-    words_unit = settings.words_weight * max(scores.values(), default=0.0) * (settings.words_k + 1)
+    best = max(scores.values(), default=0.0)
+    words_unit = settings.words_weight * best * (settings.words_k + 1)
+    time_gain = settings.time_weight * best if windows else 0.0
     by_session: dict[str, list[float]] = {}
     by_exchange: dict[tuple[str, int], float] = {}
     for ref, score in scores.items():
@@ -334,5 +358,7 @@ def rescore(
             gain += settings.neighbour_weight * near
         if words_unit > 0 and pos.session in ranks:
             gain += words_unit / (settings.words_k + ranks[pos.session])
+        if time_gain > 0 and pos.time is not None and any(w.holds(pos.time) for w in windows):
+            gain += time_gain
         out[ref] = score + gain
     return out

@@ -48,8 +48,9 @@ class Store(Protocol):
 
     def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]: ...
 
-    def block_positions(self, user: str, refs: Sequence[int]) -> dict[int, tuple[str, int]]:
-        """(session id, exchange index) of the user's blocks by reference: what context rescoring reads."""
+    def block_positions(self, user: str, refs: Sequence[int]) -> dict[int, tuple[str, int, float]]:
+        """(session id, exchange index, event time in epoch seconds) of the user's blocks by reference: what
+        context rescoring reads."""
         ...
 
     def delete_block(self, user: str, block_id: str) -> None: ...

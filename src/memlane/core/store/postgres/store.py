@@ -319,16 +319,16 @@ class PostgresStore:
         )
         return {int(r[0]): row_to_block(r) for r in rows}
 
-    def block_positions(self, user: str, refs: Sequence[int]) -> dict[int, tuple[str, int]]:
-        """(session id, exchange index) of the user's blocks by reference, without their text."""
+    def block_positions(self, user: str, refs: Sequence[int]) -> dict[int, tuple[str, int, float]]:
+        """(session id, exchange index, event time) of the user's blocks by reference, without their text."""
         if not refs:
             return {}
         rows = self.query(
-            "SELECT b.pk, b.session_id, b.exchange_index FROM blocks b JOIN users u ON u.id = b.user_id "
+            "SELECT b.pk, b.session_id, b.exchange_index, b.event_ts FROM blocks b JOIN users u ON u.id = b.user_id "
             "WHERE u.name = %s AND b.pk = ANY(%s)",
             (user, list(refs)),
         )
-        return {int(pk): (str(session), int(exchange)) for pk, session, exchange in rows}
+        return {int(pk): (str(session), int(exchange), float(ts)) for pk, session, exchange, ts in rows}
 
     def vector_candidates(
         self,

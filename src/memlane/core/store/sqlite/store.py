@@ -367,20 +367,20 @@ class SqliteStore:
                 out[int(r[0])] = row_to_block(r)
         return out
 
-    def block_positions(self, user: str, refs: Sequence[int]) -> dict[int, tuple[str, int]]:
-        """(session id, exchange index) of the user's blocks by reference, without their text."""
+    def block_positions(self, user: str, refs: Sequence[int]) -> dict[int, tuple[str, int, float]]:
+        """(session id, exchange index, event time) of the user's blocks by reference, without their text."""
         row = self._user_row(user)
         if row is None:
             return {}
-        out: dict[int, tuple[str, int]] = {}
+        out: dict[int, tuple[str, int, float]] = {}
         for start in range(0, len(refs), 500):
             chunk = list(refs[start : start + 500])
             marks = ",".join("?" * len(chunk))
             rows = self._read(
-                f"SELECT pk, session_id, exchange_index FROM blocks WHERE pk IN ({marks}) AND +user_id = ?",
+                f"SELECT pk, session_id, exchange_index, event_ts FROM blocks WHERE pk IN ({marks}) AND +user_id = ?",
                 [*chunk, row[0]],
             )
-            out.update({int(pk): (str(session), int(exchange)) for pk, session, exchange in rows})
+            out.update({int(pk): (str(session), int(exchange), float(ts)) for pk, session, exchange, ts in rows})
         return out
 
     def vector_candidates(
