@@ -170,7 +170,9 @@ def evaluate_question(
     started = time.perf_counter()
     error = None
     try:
-        hits = mem.search(sample.namespace, sample.question, config.depth, mode=mode, before=before)
+        hits = mem.search(
+            sample.namespace, sample.question, config.depth, mode=mode, before=before, at=sample.question_date
+        )
     except MemlaneError as exc:
         hits, error = [], f"{type(exc).__name__}: {exc}"
     searched = time.perf_counter()

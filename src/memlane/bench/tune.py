@@ -23,7 +23,7 @@ from dataclasses import dataclass, fields, replace
 
 from memlane.bench.datasets.model import Sample
 from memlane.bench.datasets.registry import DATASETS
-from memlane.bench.history import LOCOMO, HaystackIndex, blocks_per_exchange, rank
+from memlane.bench.history import LOCOMO, HaystackIndex, Rankings, blocks_per_exchange, rank
 from memlane.bench.ingest import ingest
 from memlane.bench.paired import PairedDiff, paired_diff
 from memlane.bench.retrieval import RetrievalOptions, open_bench
@@ -33,6 +33,8 @@ from memlane.bench.split import sample_splitter
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.model import MemoryBlock, SearchMode
 from memlane.core.retrieval import MAX_K, Fusion, Position, SearchSettings, fuse, top_k, with_candidates
+from memlane.core.time_phrases import TimeWindow, time_windows
+from memlane.core.timefmt import now_utc, to_epoch
 
 DEFAULT_METRICS: tuple[str, ...] = ("turn/recall_all@10", "session/recall_all@5")
 # Fields a grid may vary: the ones applied after the candidates are collected (``fusion`` takes the names
@@ -113,7 +115,9 @@ def collect(
                 }
                 refs = sorted({ref for ranked in rankings.values() for ref, _ in ranked})
                 blocks = store.fetch_blocks(sample.namespace, refs)
-                positions = {ref: Position(b.session_id, b.exchange_index) for ref, b in blocks.items()}
+                positions = {
+                    ref: Position(b.session_id, b.exchange_index, to_epoch(b.event_time)) for ref, b in blocks.items()
+                }
                 sessions = sorted({p.session for p in positions.values()})
                 word_ranks = store.session_word_ranks(sample.namespace, sample.question, sessions)
                 out.append(QuestionCandidates(sample, index, rankings, positions, blocks, word_ranks))
@@ -122,11 +126,20 @@ def collect(
     return DevSet(dataset, tuple(out), depth, ks, candidates, (k1, b))
 
 
+def question_rankings(dev: DevSet, q: QuestionCandidates, settings: SearchSettings) -> Rankings:
+    """The session and turn rankings a retrieval run logs for one question under ``settings``."""
+    settings = with_candidates(settings, dev.depth)  # as Memory.search fetches at that depth
+    windows: tuple[TimeWindow, ...] = ()
+    if settings.uses_time:
+        asked = q.sample.question_date or now_utc()  # what bench retrieval's searches read the phrases against
+        windows = time_windows(q.sample.question, asked, tolerance=settings.time_tolerance)
+    top = top_k(fuse(q.rankings, settings), q.positions, settings, dev.depth, q.word_ranks, windows)
+    return rank((q.blocks[ref] for ref, _, _ in top), q.index, max(MIN_RANKING_LENGTH, max(dev.ks)))
+
+
 def question_scores(dev: DevSet, q: QuestionCandidates, settings: SearchSettings) -> dict[str, float] | None:
     """The harness's scores of one question under ``settings`` (None when it is not scored)."""
-    settings = with_candidates(settings, dev.depth)  # as Memory.search fetches at that depth
-    top = top_k(fuse(q.rankings, settings), q.positions, settings, dev.depth, q.word_ranks)
-    rankings = rank((q.blocks[ref] for ref, _, _ in top), q.index, max(MIN_RANKING_LENGTH, max(dev.ks)))
+    rankings = question_rankings(dev, q, settings)
     if DATASETS[dev.dataset].family == LOCOMO:
         if q.sample.category_number not in (1, 2, 3, 4):
             return None
