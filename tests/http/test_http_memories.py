@@ -58,6 +58,13 @@ def test_time_window_and_modes(service: Service) -> None:
         assert [h["message"] for h in hits] == ["user: I bought a red bike."], mode
     hits = alice.post("/v1/search", json={"query": "red bike", "after": 1_690_000_000.5}).json()
     assert [h["message"] for h in hits] == ["user: I sold the red bike."]
+    # A time phrase is read against ``at``: it prefers the block it points at, it does not filter.
+    for query, at, first in [
+        ("what did I do with the red bike ten months ago", "2023-11-15", "bought"),
+        ("what did I do with the red bike a week ago", "2023-11-20", "sold"),
+    ]:
+        hits = alice.post("/v1/search", json={"query": query, "at": at}).json()
+        assert len(hits) == 2 and first in hits[0]["message"], (query, hits)
 
 
 def invalid_requests() -> Iterator[tuple[str, dict[str, Any], str]]:
@@ -80,6 +87,7 @@ def invalid_requests() -> Iterator[tuple[str, dict[str, Any], str]]:
     yield "/v1/search", {"query": "x", "k": 5000}, "k"
     yield "/v1/search", {"query": "x", "mode": "psychic"}, "mode"
     yield "/v1/search", {"query": "x", "before": "someday"}, "before"
+    yield "/v1/search", {"query": "x", "at": "someday"}, "at"
     yield "/v1/search", {"query": "x", "kk": 3}, "kk"
 
 

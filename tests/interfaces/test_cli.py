@@ -48,6 +48,15 @@ def test_add_search_delete_round_trip(env: dict[str, str], tmp_path: Path) -> No
 
     code, out, _ = run(["search", "alice", "bike", "--mode", "keyword", "--before", "2023-05-09"], env)
     assert code == 0 and "bike" not in out  # the bike was added "now", after the window
+    # "Two days ago" read on 10 May 2023 points at Ana's session of 8 May; read now, at the bike added now.
+    query = ["search", "alice", "what did I say two days ago", "-k", "3", "--json"]
+    code, out, _ = run([*query, "--at", "2023-05-10T12:00:00Z"], env)
+    assert code == 0
+    then = {"bike" in h["message"]: h["score"] for h in json.loads(out)}
+    code, out, _ = run(query, env)
+    assert code == 0
+    now = {"bike" in h["message"]: h["score"] for h in json.loads(out)}
+    assert then[False] > now[False] and now[True] > then[True]
 
     code, out, _ = run(["delete-user", "alice"], env)
     assert code == 0 and "3 blocks" in out

@@ -68,6 +68,9 @@ def test_tools_in_process(memory: Memory) -> None:
             hits = result(await client.call_tool("search_memory", {"query": "Where does Ana live?", "k": 5}))
             assert [h["user"] for h in hits] == ["alice", "alice"] and "Lisbon" in hits[0]["message"]
             assert hits[0]["time_annotation"] == "1:56 pm on 8 May, 2023"
+            asked = {"query": "what did I hear two days ago", "k": 1, "at": "2023-05-10T12:00:00Z"}
+            assert result(await client.call_tool("search_memory", asked))[0]["time_annotation"].endswith("8 May, 2023")
+            assert "at" in error_text(await client.call_tool("search_memory", {"query": "x", "at": "someday"}))
             vault = result(await client.call_tool("search_memory", {"query": "vault code 4711", "mode": "keyword"}))
             assert vault == []  # bob's memory is not alice's
             listed = result(await client.call_tool("list_memories", {"limit": 10}))

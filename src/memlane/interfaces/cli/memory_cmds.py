@@ -142,6 +142,9 @@ def add_cmd(
 @click.option("--mode", default="hybrid", show_default=True, help="vector, keyword, hybrid (or a named preset).")
 @click.option("--before", default=None, help="Only blocks whose event time is before this time.")
 @click.option("--after", default=None, help="Only blocks whose event time is at or after this time.")
+@click.option(
+    "--at", default=None, help="When the question is asked (default: now); read for phrases like 'two weeks ago'."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of hits.")
 @store_options
 def search_cmd(
@@ -151,6 +154,7 @@ def search_cmd(
     mode: str,
     before: str | None,
     after: str | None,
+    at: str | None,
     as_json: bool,
     store: Path,
     embedder: str,
@@ -163,7 +167,7 @@ def search_cmd(
     """
     mem = open_memory(store, embedder)
     try:
-        hits = mem.search(user, query, k, mode=mode, before=before, after=after)
+        hits = mem.search(user, query, k, mode=mode, before=before, after=after, at=at)
     finally:
         mem.close()
     if as_json:

@@ -87,6 +87,11 @@ class SearchIn(Strict):
     mode: str = Field(default="hybrid", max_length=64, description=f"One of: {', '.join(PRESETS)}.")
     before: TimeValue | None = Field(default=None, description="Only blocks whose event time is before this.")
     after: TimeValue | None = Field(default=None, description="Only blocks whose event time is at or after this.")
+    at: TimeValue | None = Field(
+        default=None,
+        description="When the question is asked (default: now); time phrases in the query such as 'two weeks "
+        "ago' are read against it.",
+    )
 
 
 class UserIn(Strict):

@@ -114,10 +114,14 @@ class MemoryTools:
         mode: Annotated[str, Field(description="hybrid (default), vector or keyword")] = "hybrid",
         before: Annotated[TimeValue | None, Field(description="Only memories from before this time.")] = None,
         after: Annotated[TimeValue | None, Field(description="Only memories from this time on.")] = None,
+        at: Annotated[
+            TimeValue | None,
+            Field(description="When the question is asked (default: now), for phrases like 'two weeks ago'."),
+        ] = None,
     ) -> list[HitOut]:
         """The memories most relevant to the query, best first, each with its time."""
         user = self.user()
-        hits = await self.run(lambda: self.memory.search(user, query, k, mode=mode, before=before, after=after))
+        hits = await self.run(lambda: self.memory.search(user, query, k, mode=mode, before=before, after=after, at=at))
         return [hit_out(h) for h in hits]
 
     async def list_memories(

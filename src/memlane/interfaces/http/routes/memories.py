@@ -49,7 +49,7 @@ def add_memories(body: AddIn, user: UserKey, request: Request) -> AddOut:
 def search(body: SearchIn, user: UserKey, request: Request) -> list[HitOut]:
     """The user's top-k blocks for the query, best first (the shape of ``memlane search --json``)."""
     hits = services(request).memory.search(
-        user, body.query, body.k, mode=body.mode, before=body.before, after=body.after
+        user, body.query, body.k, mode=body.mode, before=body.before, after=body.after, at=body.at
     )
     return [hit_out(h) for h in hits]
 
