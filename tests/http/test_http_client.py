@@ -45,6 +45,12 @@ def test_every_route_through_the_client(service: Service) -> None:
         assert hits[0].block.event_time == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
         assert hits[0].block.extraction_status is ExtractionStatus.DONE and hits[0].block.contexts
         assert set(hits[0].ranks) == {"vector", "keyword"} and hits[0].score > 0
+        # "A few days ago" asked on 3 Jan 2024 lifts the later news; asked on 11 May 2023, Ana's session.
+        scores = [
+            {h.block.session_id: h.score for h in alice.search("what news did I tell you a few days ago", at=at)}
+            for at in (datetime(2024, 1, 3, tzinfo=UTC), "2023-05-11")
+        ]
+        assert scores[0]["default"] > scores[1]["default"] and scores[1]["s1"] > scores[0]["s1"]
         block = alice.get(added.block_ids[0])
         assert block.mode is PerspectiveMode.DUAL and block.time_annotation == "1:56 pm on 8 May, 2023"
         assert [b.id for b in alice.list(session_id="s1")] == list(added.block_ids)

@@ -101,10 +101,24 @@ class Client:
         return add_result_from_json(self._call("POST", "/v1/memories", json=_drop_none(body)))
 
     def search(
-        self, query: str, k: int = 10, *, mode: str = "hybrid", before: TimeArg = None, after: TimeArg = None
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        mode: str = "hybrid",
+        before: TimeArg = None,
+        after: TimeArg = None,
+        at: TimeArg = None,
     ) -> list[Hit]:
-        """The top-k blocks for ``query``; see :meth:`Memory.search`."""
-        body = {"query": query, "k": k, "mode": mode, "before": _time(before), "after": _time(after)}
+        """The top-k blocks for ``query``; see :meth:`Memory.search` (``at``: when the question is asked)."""
+        body = {
+            "query": query,
+            "k": k,
+            "mode": mode,
+            "before": _time(before),
+            "after": _time(after),
+            "at": _time(at),
+        }
         return [hit_from_json(h) for h in self._call("POST", "/v1/search", json=_drop_none(body))]
 
     def get(self, block_id: str) -> MemoryBlock:
