@@ -9,14 +9,17 @@ misremember dates, and a fact may be told days after it happened.
 Two kinds of phrase are read:
 
 * a *point*: "N days / weeks / months / years ago" (N a number or a word: "a", "a couple of", "a few",
-  "two", ...), "yesterday", "the day before yesterday", "last week / weekend / month / year". The window is
-  the point plus or minus ``tolerance`` x its distance from ``at`` (at least ``min_days``): "four weeks
-  ago" with tolerance 0.5 is 14 to 42 days before ``at``;
+  "two", ...), "yesterday", "the day before yesterday", "last week / month / year", "last weekend" (the
+  Saturday and Sunday before the day of ``at``). The window is the point plus or minus ``tolerance`` x its
+  distance from ``at`` (at least ``min_days``): "four weeks ago" with tolerance 0.5 is 14 to 42 days
+  before ``at``;
 * a *span* up to now: "in / over / during the past (or last) N days / weeks / months / years", "in the
   past month", "these past few weeks". The window runs from ``(1 + tolerance / 2)`` x the span before
   ``at`` to one day after it (a session may be dated later on the day the question is asked).
 
 "How many days ago ...", "how long ago ..." ask for a distance instead of giving one: they give no window.
+Only English phrases are read, and not yet weekday or month names ("last Monday", "in May"), dates or
+"this week" / "earlier this month".
 """
 
 from __future__ import annotations
