@@ -45,6 +45,11 @@ def days_before(text: str, at: datetime = AT, tolerance: float = 0.5) -> list[tu
         ("videos watched these past few weeks", [(-1.0, 26.25, "these past few weeks")]),
         ("books over the past 2 years", [(-1.0, 913.12, "over the past 2 years")]),
         ("What did I say 3 days ago and last month?", [(15.22, 45.66, "last month"), (1.0, 5.0, "3 days ago")]),
+        ("Who did I meet last Friday?", [(2.0, 6.0, "last Friday")]),  # Friday 26 May, 4 days before Tuesday
+        ("lunch last Tuesday", [(3.5, 10.5, "last Tuesday")]),  # asked on a Tuesday: a week back
+        ("How many weddings this year?", [(-1.0, 186.88, "this year")]),  # since 1 January: 149.5 days
+        ("money made this month", [(-1.0, 36.88, "this month")]),  # since 1 May: 29.5 days
+        ("runs this week", [(-1.0, 1.88, "this week")]),  # since Monday: 1.5 days
     ],
 )
 def test_phrases_name_windows(text: str, expected: list[tuple[float, float, str]]) -> None:
@@ -61,6 +66,7 @@ def test_phrases_name_windows(text: str, expected: list[tuple[float, float, str]
         "Where did I go during my last trip?",
         "the last day of the festival",
         "I have several weeks of leave",
+        "What time do I wake up on Saturday mornings?",
     ],
 )
 def test_no_window_without_a_phrase_or_when_the_question_asks_the_distance(text: str) -> None:
