@@ -312,3 +312,38 @@ def test_a_term_deleted_by_another_process_is_not_reused_from_a_stale_memo(tmp_p
         hits = mem.search("carol", "zanzibarquokka", k=5, mode="keyword")
         assert hits and all("zanzibarquokka" in h.block.message for h in hits)
         assert all("albatrossology" in h.block.message for h in mem.search("bob", "albatrossology", k=5))
+
+
+def test_a_search_looks_its_query_up_once_and_any_write_makes_it_look_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlane.core.store.sqlite import store as store_module
+
+    calls: list[str] = []
+    real = store_module.query_weights
+
+    def counted(conn: sqlite3.Connection, text: str) -> tuple[list[tuple[int, float]], float]:
+        calls.append(text)
+        return real(conn, text)
+
+    monkeypatch.setattr(store_module, "query_weights", counted)
+    first = Memory(SqliteStore(tmp_path / "s.db"), HashingEmbedder(dim=32))
+    second = Memory(SqliteStore(tmp_path / "s.db"), HashingEmbedder(dim=32))
+    fill(first, "alice", seed=1)
+    query = "violin teacher lessons"
+
+    def fresh() -> tuple[list[tuple[int, float]], float]:
+        return real(first.store._conn(), query)  # type: ignore[attr-defined]
+
+    first.search("alice", query, k=5)  # keyword candidates, then the session-words ranking
+    assert calls == [query]
+    before = fresh()
+    first.add("alice", chat("violin violin teacher"))  # this connection's own write
+    assert first.store._query_weights(query) == fresh() != before  # type: ignore[attr-defined]
+    assert calls[-1] == query and len(calls) == 2
+    second.add("bob", chat("a teacher of lessons"))  # another connection's commit
+    moved = first.store._query_weights(query)  # type: ignore[attr-defined]
+    assert len(calls) == 3 and moved == fresh()
+    first.search("alice", "something else entirely", k=5)
+    first.store._query_weights(query)  # type: ignore[attr-defined]
+    assert len(calls) == 5  # one query remembered per thread: the last one

@@ -41,6 +41,10 @@ BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16384
 
 
+# (query, data_version, total_changes) and the query's weights then: see SqliteStore._query_weights
+_QueryMemo = tuple[tuple[str, int, int], tuple[list[tuple[int, float]], float]]
+
+
 class SqliteStore:
     """SQLite store. Thread-safe: each thread gets its own connection; SQLite serialises the writers.
 
@@ -441,10 +445,7 @@ class SqliteStore:
         row = self._user_row(user)
         if row is None:
             return []
-        try:
-            weights, avgdl = query_weights(self._conn(), query)
-        except sqlite3.Error as exc:
-            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+        weights, avgdl = self._query_weights(query)
         if not weights:
             return []
         index = self._user_terms(*row)
@@ -457,13 +458,30 @@ class SqliteStore:
         row = self._user_row(user)
         if row is None or not sessions:
             return {}
-        try:
-            weights, _ = query_weights(self._conn(), query)
-        except sqlite3.Error as exc:
-            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+        weights, _ = self._query_weights(query)
         if not weights:
             return {}
         return session_word_ranks(self._user_terms(*row), [term for term, _ in weights], sessions)
+
+    def _query_weights(self, query: str) -> tuple[list[tuple[int, float]], float]:
+        """:func:`query_weights`, remembered for this thread's last query while the database is unchanged:
+        a search asks for the same query's terms twice (its keyword candidates, then the session-words
+        ranking), and their lookup costs 0.5-0.8 ms on a large store. Unchanged means no commit by another
+        connection (``PRAGMA data_version``) and no row changed by this one (``total_changes``)."""
+        conn = self._conn()
+        try:
+            (data_version,) = conn.execute("PRAGMA data_version").fetchone()
+            memo: _QueryMemo | None = getattr(self._local, "query_memo", None)
+            if memo is not None and memo[0] == (query, int(data_version), conn.total_changes):
+                weights, avgdl = memo[1]
+                return weights, avgdl
+            result = query_weights(conn, query)
+        except sqlite3.Error as exc:
+            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+        # Changes counted after the lookup: tokenizing writes a scratch table of this connection. The data
+        # version read before it: a commit elsewhere during the lookup makes the memo miss next time.
+        self._local.query_memo = ((query, int(data_version), conn.total_changes), result)
+        return result
 
     # -- embedding cache ---------------------------------------------------------------------------------
 
