@@ -116,9 +116,11 @@ def test_integrity_check_notices_an_index_out_of_step(new_store: NewStore) -> No
     assert store.integrity_check() == ["search keys without a vector: 1"]
     with store.transaction() as conn:
         conn.execute("UPDATE session_terms SET tf = tf + 1 WHERE lexeme = 'word'")
+        conn.execute("UPDATE session_lengths SET words = words + 1")
     assert store.integrity_check() == [
         "search keys without a vector: 1",
         "users whose session term counts are off: 1",
+        "sessions whose length is off: 1",
     ]
 
 
@@ -148,7 +150,8 @@ def test_migration_2_gives_existing_blocks_their_peoples_words(new_store: NewSto
     before = {(u, q): store.session_word_ranks(u, q, sessions) for u in ("ann", "bo", "cy") for q in queries}
     words = store.query("SELECT pk, words, words_len FROM blocks ORDER BY pk")
     counts = store.query("SELECT * FROM session_terms ORDER BY user_id, lexeme, session_id")
-    assert sum(bool(v) for v in before.values()) >= 10 and counts
+    lengths = store.query("SELECT * FROM session_lengths ORDER BY user_id, session_id")
+    assert sum(bool(v) for v in before.values()) >= 10 and counts and lengths
     # the generated columns hold what people_words reads from each block (the rule in SQL and in Python)
     with store.transaction() as conn:
         for pk, message, mode, perspective, tsv in conn.execute(
@@ -158,14 +161,42 @@ def test_migration_2_gives_existing_blocks_their_peoples_words(new_store: NewSto
                 "SELECT to_tsvector('memlane_english', %s)::text", (people_words(message, mode, perspective),)
             ).fetchone()
             assert expected is not None and tsv == expected[0], pk
-        conn.execute("DROP TABLE session_terms")
+        conn.execute("DROP TABLE session_terms, session_lengths")
         conn.execute("ALTER TABLE blocks DROP COLUMN words, DROP COLUMN words_len")
         conn.execute("DROP FUNCTION memlane_tokens(tsvector)")
-        conn.execute("DELETE FROM schema_migrations WHERE version = 2")
-    migrated = new_store(schema=store.schema)
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 2")
+    migrated = new_store(schema=store.schema)  # migrations 2 and 3
     assert migrated.query("SELECT pk, words, words_len FROM blocks ORDER BY pk") == words
     assert migrated.query("SELECT * FROM session_terms ORDER BY user_id, lexeme, session_id") == counts
+    assert migrated.query("SELECT * FROM session_lengths ORDER BY user_id, session_id") == lengths
     assert {(u, q): migrated.session_word_ranks(u, q, sessions) for u in ("ann", "bo", "cy") for q in queries} == before
+    assert migrated.integrity_check() == []
+
+
+def test_migration_3_counts_the_sessions_lengths_of_an_existing_store(new_store: NewStore) -> None:
+    store = new_store()
+    mem = Memory(store, HashingEmbedder())
+    rng = random.Random(3)
+    for s in range(6):
+        turns = [{"role": ("user", "assistant")[i % 2], "content": sentence(rng, 10 * s + i)} for i in range(6)]
+        mem.add("ann", turns, session_id=f"s{s}", perspective="single")
+    mem.add("ann", [{"role": "assistant", "content": "only the assistant"}], session_id="quiet")  # no words
+    mem.delete("ann", mem.list("ann", session_id="s2")[0].id)
+    for block in mem.list("ann", session_id="s4"):  # a session whose words all go
+        mem.delete("ann", block.id)
+    lengths = store.query("SELECT session_id, words FROM session_lengths ORDER BY session_id")
+    assert [s for s, _ in lengths] == ["s0", "s1", "s2", "s3", "s5"] and store.integrity_check() == []
+    sessions = [f"s{i}" for i in range(6)]
+    before = {q: store.session_word_ranks("ann", q, sessions) for q in _queries()}
+    with store.transaction() as conn:
+        conn.execute("DROP TABLE session_lengths")
+        conn.execute("CREATE INDEX blocks_user_words ON blocks(user_id, session_id) INCLUDE (words_len)")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 3")
+    migrated = new_store(schema=store.schema)
+    assert migrated.query("SELECT session_id, words FROM session_lengths ORDER BY session_id") == lengths
+    assert {q: migrated.session_word_ranks("ann", q, sessions) for q in _queries()} == before
+    dropped = "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s"
+    assert migrated.query(dropped, ("blocks_user_words",)) == [(0,)]
     assert migrated.integrity_check() == []
 
 

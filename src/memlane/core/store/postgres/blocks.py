@@ -33,6 +33,9 @@ INTEGRITY_CHECKS = {
     "(SELECT coalesce(sum(words_len), 0) FROM blocks b WHERE b.user_id = u.id)",
     "session terms of unknown users": "SELECT count(*) FROM session_terms s WHERE NOT EXISTS "
     "(SELECT 1 FROM users u WHERE u.id = s.user_id)",
+    "sessions whose length is off": "SELECT count(*) FROM (SELECT user_id, session_id, sum(words_len) AS words "
+    "FROM blocks GROUP BY user_id, session_id HAVING sum(words_len) > 0) b "
+    "FULL JOIN session_lengths s USING (user_id, session_id) WHERE b.words IS DISTINCT FROM s.words",
 }
 
 # The blocks' people's words (the generated column ``words``) summed per session into ``session_terms``.
@@ -55,14 +58,34 @@ RETURNING s.lexeme, s.session_id, s.tf
 """
 
 
+_ADD_SESSION_LENGTHS = """
+INSERT INTO session_lengths (user_id, session_id, words)
+SELECT user_id, session_id, sum(words_len) FROM blocks WHERE user_id = %(user_id)s AND pk = ANY(%(pks)s)
+GROUP BY user_id, session_id HAVING sum(words_len) > 0
+ON CONFLICT (user_id, session_id) DO UPDATE SET words = session_lengths.words + excluded.words
+"""
+_TAKE_SESSION_LENGTHS = """
+UPDATE session_lengths s SET words = s.words - g.words
+FROM (
+    SELECT session_id, sum(words_len) AS words FROM blocks WHERE user_id = %(user_id)s AND pk = ANY(%(pks)s)
+    GROUP BY session_id
+) g
+WHERE s.user_id = %(user_id)s AND s.session_id = g.session_id
+RETURNING s.session_id, s.words
+"""
+
+
 def add_session_terms(conn: Conn, user_id: int, pks: Sequence[int]) -> None:
-    """Count the people's words of these (just written) blocks into their sessions' term frequencies."""
-    conn.execute(_ADD_SESSION_TERMS, {"user_id": user_id, "pks": list(pks)})
+    """Count the people's words of these (just written) blocks into their sessions' term frequencies and
+    lengths."""
+    params = {"user_id": user_id, "pks": list(pks)}
+    conn.execute(_ADD_SESSION_TERMS, params)
+    conn.execute(_ADD_SESSION_LENGTHS, params)
 
 
 def take_session_terms(conn: Conn, user_id: int, pks: Sequence[int]) -> None:
     """Take the people's words of these blocks (about to be deleted) out of their sessions' term
-    frequencies, deleting the rows that fall to zero."""
+    frequencies and lengths, deleting the rows that fall to zero."""
     params = {"user_id": user_id, "pks": list(pks)}
     emptied = [r for r in conn.execute(_TAKE_SESSION_TERMS, params).fetchall() if r[2] <= 0]
     if emptied:
@@ -70,6 +93,11 @@ def take_session_terms(conn: Conn, user_id: int, pks: Sequence[int]) -> None:
             "DELETE FROM session_terms WHERE user_id = %s AND (lexeme, session_id) IN "
             "(SELECT * FROM unnest(%s::text[], %s::text[]))",
             (user_id, [r[0] for r in emptied], [r[1] for r in emptied]),
+        )
+    ended = [r[0] for r in conn.execute(_TAKE_SESSION_LENGTHS, params).fetchall() if r[1] <= 0]
+    if ended:
+        conn.execute(
+            "DELETE FROM session_lengths WHERE user_id = %s AND session_id = ANY(%s::text[])", (user_id, ended)
         )
 
 

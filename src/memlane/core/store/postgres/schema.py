@@ -152,6 +152,20 @@ MIGRATIONS: list[str] = [
     SELECT b.user_id, l.lexeme, b.session_id, sum(array_length(l.positions, 1))
     FROM blocks b, unnest(b.words) l GROUP BY b.user_id, l.lexeme, b.session_id;
     """,
+    # 3: the sessions' lengths in people's words, kept per session by every write and delete like the term
+    #    counts, so the ranking reads one row per session instead of one index entry per block (13.5 ms for a
+    #    10k-block user until a VACUUM set the visibility map); sessions without words have no row.
+    """
+    CREATE TABLE session_lengths(
+        user_id bigint NOT NULL,
+        session_id text NOT NULL,
+        words integer NOT NULL,           -- the people's words of the session's blocks
+        PRIMARY KEY (user_id, session_id)
+    );
+    INSERT INTO session_lengths (user_id, session_id, words)
+    SELECT user_id, session_id, sum(words_len) FROM blocks GROUP BY user_id, session_id HAVING sum(words_len) > 0;
+    DROP INDEX blocks_user_words;
+    """,
 ]
 
 _EXT_SCHEMA = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'vector'"

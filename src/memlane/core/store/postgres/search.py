@@ -157,13 +157,13 @@ def bm25_top_blocks(
 # BM25 over sessions: a session is the people's words of its blocks together (``blocks.words``, migration 2).
 # Statistics are the user's own, as in the SQLite store: N = the user's sessions with words, df = those
 # holding the term; memlane.core.store.terms.session_word_ranks has the same formula in numpy. Two reads
-# (the sessions' lengths, from an index; the query terms' per-session frequencies, from ``session_terms``,
-# which every write keeps) and the arithmetic here. A single statement over keys, blocks and per-session
-# aggregates was planned into nested loops over every session when statistics were stale (430 ms for a
-# 10k-block user), and unnesting the words of every matching block cost 45-70 ms at 10k blocks.
-_SESSION_LENGTHS = (
-    "SELECT session_id, sum(words_len) FROM blocks WHERE user_id = %(user_id)s::bigint GROUP BY session_id"
-)
+# (the query terms' per-session frequencies from ``session_terms``, and the sessions' lengths from
+# ``session_lengths``: both kept by every write, one row per session and term, one per session) and the
+# arithmetic here. A single statement over keys, blocks and per-session aggregates was planned into nested
+# loops over every session when statistics were stale (430 ms for a 10k-block user), unnesting the words of
+# every matching block cost 45-70 ms at 10k blocks, and summing the lengths of every block from an index
+# 13.5 ms until a VACUUM had set the visibility map (migration 3 replaced it).
+_SESSION_LENGTHS = "SELECT session_id, words FROM session_lengths WHERE user_id = %(user_id)s::bigint"
 _SESSION_TFS = f"""
 SELECT session_id, lexeme, tf FROM session_terms
 WHERE user_id = %(user_id)s::bigint
@@ -185,8 +185,7 @@ def session_word_ranks(
     if not tfs:  # no session holds a query word: the lengths are not needed
         return {}
     lengths = {str(s): float(n) for s, n in conn.execute(_SESSION_LENGTHS, params).fetchall()}
-    with_words = [n for n in lengths.values() if n > 0]
-    n_sessions, avgdl = len(with_words), sum(with_words) / len(with_words)
+    n_sessions, avgdl = len(lengths), sum(lengths.values()) / len(lengths)
     df: dict[str, int] = {}
     for _, lexeme, _ in tfs:
         df[lexeme] = df.get(lexeme, 0) + 1

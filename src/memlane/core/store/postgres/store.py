@@ -258,6 +258,7 @@ class PostgresStore:
             conn.execute("DELETE FROM key_vectors WHERE user_id = %s", (user_id,))
             conn.execute("DELETE FROM search_keys WHERE user_id = %s", (user_id,))
             conn.execute("DELETE FROM session_terms WHERE user_id = %s", (user_id,))
+            conn.execute("DELETE FROM session_lengths WHERE user_id = %s", (user_id,))
             n = conn.execute("DELETE FROM blocks WHERE user_id = %s", (user_id,)).rowcount
             conn.execute("DELETE FROM users WHERE id = %s", (user_id,))
         return int(n)
@@ -403,7 +404,7 @@ class PostgresStore:
         uid = int(rows[0][0]) if rows else -1
         out = {
             table: int(self.query(f"SELECT count(*) FROM {table} WHERE user_id = %s", (uid,))[0][0])
-            for table in ("blocks", "search_keys", "key_vectors", "jobs", "session_terms")
+            for table in ("blocks", "search_keys", "key_vectors", "jobs", "session_terms", "session_lengths")
         }
         out["users"] = len(rows)
         return out
