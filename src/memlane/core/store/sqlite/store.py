@@ -466,7 +466,7 @@ class SqliteStore:
     def _query_weights(self, query: str) -> tuple[list[tuple[int, float]], float]:
         """:func:`query_weights`, remembered for this thread's last query while the database is unchanged:
         a search asks for the same query's terms twice (its keyword candidates, then the session-words
-        ranking), and their lookup costs 0.5-0.8 ms on a large store. Unchanged means no commit by another
+        ranking), and their lookup costs 0.2-0.8 ms on an x500 user. Unchanged means no commit by another
         connection (``PRAGMA data_version``) and no row changed by this one (``total_changes``)."""
         conn = self._conn()
         try:
