@@ -50,6 +50,10 @@ def days_before(text: str, at: datetime = AT, tolerance: float = 0.5) -> list[tu
         ("How many weddings this year?", [(-1.0, 186.88, "this year")]),  # since 1 January: 149.5 days
         ("money made this month", [(-1.0, 36.88, "this month")]),  # since 1 May: 29.5 days
         ("runs this week", [(-1.0, 1.88, "this week")]),  # since Monday: 1.5 days
+        ("What did I tell you earlier today?", [(-1.0, 1.25, "earlier today")]),
+        ("the plan I made this morning", [(-1.0, 1.25, "this morning")]),
+        ("the book I finished a fortnight ago", [(7.0, 21.0, "a fortnight ago")]),
+        ("the recipe I tried the other day", [(1.0, 5.0, "the other day")]),
     ],
 )
 def test_phrases_name_windows(text: str, expected: list[tuple[float, float, str]]) -> None:
@@ -67,6 +71,7 @@ def test_phrases_name_windows(text: str, expected: list[tuple[float, float, str]
         "the last day of the festival",
         "I have several weeks of leave",
         "What time do I wake up on Saturday mornings?",
+        "What should I cook today?",
     ],
 )
 def test_no_window_without_a_phrase_or_when_the_question_asks_the_distance(text: str) -> None:

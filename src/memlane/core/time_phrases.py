@@ -10,17 +10,20 @@ Two kinds of phrase are read:
 
 * a *point*: "N days / weeks / months / years ago" (N a number or a word: "a", "a couple of", "a few",
   "two", ...), "yesterday", "the day before yesterday", "last week / month / year", "last weekend" (the
-  Saturday and Sunday before the day of ``at``), "last Friday" (the most recent Friday before that day).
+  Saturday and Sunday before the day of ``at``), "last Friday" (the most recent Friday before that day),
+  "a fortnight ago" (14 days), "the other day" (3 days).
   The window is the point plus or minus ``tolerance`` x its distance from ``at`` (at least
   ``min_days``): "four weeks ago" with tolerance 0.5 is 14 to 42 days before ``at``;
 * a *span* up to now: "in / over / during the past (or last) N days / weeks / months / years", "in the
   past month", "these past few weeks", "this week / month / year" (since its Monday, its first day,
-  1 January; at least a day). The window runs from ``(1 + tolerance / 2)`` x the span before ``at`` to
-  one day after it (a session may be dated later on the day the question is asked).
+  1 January; at least a day), "earlier today", "this morning" (a day). The window runs from
+  ``(1 + tolerance / 2)`` x the span before ``at`` to one day after it (a session may be dated later on
+  the day the question is asked).
 
 "How many days ago ...", "how long ago ..." ask for a distance instead of giving one: they give no window.
 Only English phrases are read, and not yet month names ("in May"), dates ("on 3 May") or a weekday
-without "last" ("on Monday": often a habit, as in "on Saturday mornings").
+without "last" ("on Monday": often a habit, as in "on Saturday mornings"), nor "today" alone ("what
+should I cook today?" asks for no memory of today).
 """
 
 from __future__ import annotations
@@ -71,6 +74,9 @@ _LAST = re.compile(r"\blast\s+(week|weekend|month|year)\b", re.IGNORECASE)
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _LAST_WEEKDAY = re.compile(rf"\blast\s+({'|'.join(_WEEKDAYS)})\b", re.IGNORECASE)
 _THIS = re.compile(r"\bthis\s+(week|month|year)\b", re.IGNORECASE)
+_TODAY = re.compile(r"\b(?:earlier\s+today|this\s+morning)\b", re.IGNORECASE)
+_FORTNIGHT = re.compile(r"\ba\s+fortnight\s+ago\b", re.IGNORECASE)
+_OTHER_DAY = re.compile(r"\bthe\s+other\s+day\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +127,15 @@ def time_windows(text: str, at: datetime, *, tolerance: float = 0.5, min_days: f
             unit, day = m.group(1).lower(), at.hour / 24 + at.minute / 1440
             since = {"week": at.weekday(), "month": at.day - 1, "year": at.timetuple().tm_yday - 1}[unit]
             spans.append((max(1.0, since + day), m.group(0)))
+    for m in _TODAY.finditer(text):
+        if free(m):
+            spans.append((1.0, m.group(0)))  # the span's floor: a day back, not just since midnight
+    for m in _FORTNIGHT.finditer(text):
+        if free(m):
+            points.append((14.0, m.group(0)))
+    for m in _OTHER_DAY.finditer(text):
+        if free(m):
+            points.append((3.0, m.group(0)))
     for m in _LAST_WEEKDAY.finditer(text):
         if free(m):
             # The most recent such day before the day of ``at`` (last Saturday, asked on a Saturday: a week back).
