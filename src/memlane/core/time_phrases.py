@@ -29,6 +29,7 @@ should I cook today?" asks for no memory of today).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -77,6 +78,8 @@ _THIS = re.compile(r"\bthis\s+(week|month|year)\b", re.IGNORECASE)
 _TODAY = re.compile(r"\b(?:earlier\s+today|this\s+morning)\b", re.IGNORECASE)
 _FORTNIGHT = re.compile(r"\ba\s+fortnight\s+ago\b", re.IGNORECASE)
 _OTHER_DAY = re.compile(r"\bthe\s+other\s+day\b", re.IGNORECASE)
+# Phrases that always name the same distance, in days ("the day before yesterday" before "yesterday").
+_FIXED_POINTS = ((_DAY_BEFORE_YESTERDAY, 2.0), (_YESTERDAY, 1.0), (_FORTNIGHT, 14.0), (_OTHER_DAY, 3.0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,51 +113,32 @@ def time_windows(text: str, at: datetime, *, tolerance: float = 0.5, min_days: f
     spans: list[tuple[float, str]] = []
     taken: list[tuple[int, int]] = []
 
-    def free(m: re.Match[str]) -> bool:
-        if any(m.start() < end and start < m.end() for start, end in taken):
-            return False
-        taken.append((m.start(), m.end()))
-        return True
+    def matches(pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
+        """The pattern's matches that overlap no phrase read before (patterns go longest-phrase first)."""
+        for m in pattern.finditer(text):
+            if not any(m.start() < end and start < m.end() for start, end in taken):
+                taken.append((m.start(), m.end()))
+                yield m
 
-    for m in _SPAN.finditer(text):
-        if free(m):
-            number = m.group(1) or m.group(3)
-            unit = m.group(2) or m.group(4)
-            spans.append((_count(number) * _UNIT_DAYS[unit.lower()], m.group(0)))
-    for m in _THIS.finditer(text):
-        if free(m):
-            # This week / month / year: since its Monday, its first day, 1 January.
-            unit, day = m.group(1).lower(), at.hour / 24 + at.minute / 1440
-            since = {"week": at.weekday(), "month": at.day - 1, "year": at.timetuple().tm_yday - 1}[unit]
-            spans.append((max(1.0, since + day), m.group(0)))
-    for m in _TODAY.finditer(text):
-        if free(m):
-            spans.append((1.0, m.group(0)))  # the span's floor: a day back, not just since midnight
-    for m in _FORTNIGHT.finditer(text):
-        if free(m):
-            points.append((14.0, m.group(0)))
-    for m in _OTHER_DAY.finditer(text):
-        if free(m):
-            points.append((3.0, m.group(0)))
-    for m in _LAST_WEEKDAY.finditer(text):
-        if free(m):
-            # The most recent such day before the day of ``at`` (last Saturday, asked on a Saturday: a week back).
-            points.append(((at.weekday() - _WEEKDAYS.index(m.group(1).lower())) % 7 or 7, m.group(0)))
-    for m in _AGO.finditer(text):
-        if free(m):
-            points.append((_count(m.group(1)) * _UNIT_DAYS[m.group(2).lower()], m.group(0)))
-    for m in _DAY_BEFORE_YESTERDAY.finditer(text):
-        if free(m):
-            points.append((2.0, m.group(0)))
-    for m in _YESTERDAY.finditer(text):
-        if free(m):
-            points.append((1.0, m.group(0)))
-    for m in _LAST.finditer(text):
-        if free(m):
-            unit = m.group(1).lower()
-            # Last weekend: the Saturday and Sunday before the day of ``at`` (a Sunday's is a week back).
-            days = ((at.weekday() + 1) % 7 or 7) + 0.5 if unit == "weekend" else _UNIT_DAYS[unit]
-            points.append((days, m.group(0)))
+    for m in matches(_SPAN):
+        spans.append((_count(m.group(1) or m.group(3)) * _UNIT_DAYS[(m.group(2) or m.group(4)).lower()], m[0]))
+    for m in matches(_THIS):
+        # This week / month / year: since its Monday, its first day, 1 January.
+        since = {"week": at.weekday(), "month": at.day - 1, "year": at.timetuple().tm_yday - 1}[m.group(1).lower()]
+        spans.append((max(1.0, since + at.hour / 24 + at.minute / 1440), m[0]))
+    for m in matches(_TODAY):
+        spans.append((1.0, m[0]))  # the span's floor: a day back, not just since midnight
+    for m in matches(_LAST_WEEKDAY):
+        # The most recent such day before the day of ``at`` (last Saturday, asked on a Saturday: a week back).
+        points.append(((at.weekday() - _WEEKDAYS.index(m.group(1).lower())) % 7 or 7, m[0]))
+    for m in matches(_AGO):
+        points.append((_count(m.group(1)) * _UNIT_DAYS[m.group(2).lower()], m[0]))
+    for pattern, days in _FIXED_POINTS:
+        points.extend((days, m[0]) for m in matches(pattern))
+    for m in matches(_LAST):
+        unit = m.group(1).lower()
+        # Last weekend: the Saturday and Sunday before the day of ``at`` (a Sunday's is a week back).
+        points.append((((at.weekday() + 1) % 7 or 7) + 0.5 if unit == "weekend" else _UNIT_DAYS[unit], m[0]))
     out = []
     for days, phrase in points:
         half = max(min_days, tolerance * days)
