@@ -18,8 +18,38 @@ def _ddl(script: str, table: str) -> str:
     return next(s for s in script.split(";") if f"CREATE TABLE {table}(" in s)
 
 
+# The API key table the HTTP service kept in the store's file before schema 7 (CREATE TABLE IF NOT EXISTS).
+HTTP_API_KEYS = """CREATE TABLE IF NOT EXISTS http_api_keys(
+    key_id TEXT PRIMARY KEY,
+    user TEXT NOT NULL,
+    secret_sha256 TEXT NOT NULL,
+    label TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL
+)"""
+
+
+def downgrade_to_v6(path: Path) -> None:
+    """Schema 6: no deletion epoch or tombstones; the API keys in the HTTP service's own table, by name."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    if int(conn.execute("PRAGMA user_version").fetchone()[0]) < 7:
+        conn.close()
+        return
+    conn.execute("BEGIN")
+    conn.execute(HTTP_API_KEYS)
+    conn.execute(
+        "INSERT INTO http_api_keys SELECT k.key_id, u.name, k.secret_sha256, k.label, k.created_at "
+        "FROM api_keys k JOIN users u ON u.id = k.user_id"
+    )
+    for table in ("api_keys", "deletion_epoch", "user_deletions"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("PRAGMA user_version = 6")
+    conn.execute("COMMIT")
+    conn.close()
+
+
 def downgrade_to_v4(path: Path) -> None:
     """Schema 4: segments with float32 vectors (the dequantized ones) and no scales."""
+    downgrade_to_v6(path)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN")
     rows = conn.execute(f"SELECT id, user_id, {COLUMNS} FROM key_segments").fetchall()
@@ -40,6 +70,7 @@ def downgrade_to_v4(path: Path) -> None:
 
 def downgrade_to_v3(path: Path) -> None:
     """Schema 3: one row per key in ``key_vectors`` and ``key_terms``, no segments."""
+    downgrade_to_v6(path)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN")
     conn.execute(_ddl(str(MIGRATIONS[0]), "key_vectors"))
@@ -65,6 +96,7 @@ def downgrade_to_v3(path: Path) -> None:
 
 def downgrade_to_v2(path: Path) -> None:
     """Schema 2: an FTS5 index, no term tables."""
+    downgrade_to_v6(path)
     downgrade_to_v3(path)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN")
@@ -81,6 +113,7 @@ def downgrade_to_v2(path: Path) -> None:
 
 def downgrade_to_v5(path: Path) -> None:
     """Schema 5: segments without session codes and people's words."""
+    downgrade_to_v6(path)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN")
     for column in ("sessions", "words_lengths", "words_entries", "words_term_ids", "words_counts"):

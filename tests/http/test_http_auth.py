@@ -88,7 +88,9 @@ def test_keys_are_stored_hashed_shown_once_and_revocable(service: Service) -> No
     secret = key.split("_", 2)[2]
     path = service.memory.store.path  # type: ignore[attr-defined]
     with sqlite3.connect(path) as db:
-        rows = db.execute("SELECT key_id, user, secret_sha256 FROM http_api_keys").fetchall()
+        rows = db.execute(
+            "SELECT k.key_id, u.name, k.secret_sha256 FROM api_keys k JOIN users u ON u.id = k.user_id"
+        ).fetchall()
     assert len(rows) == 1 and rows[0][1] == "alice"
     assert rows[0][2] == hashlib.sha256(secret.encode()).hexdigest()
     assert secret not in path.read_bytes().decode("latin-1")

@@ -50,12 +50,13 @@ def test_delete_user_leaves_nothing_of_them(service: Service) -> None:
         "search_keys": 0,
         "key_segments": 0,
         "jobs": 0,
+        "api_keys": 0,
         "key_vectors": 0,
         "key_terms": 0,
         "users": 0,
     }
     with sqlite3.connect(store_path) as db:
-        assert db.execute("SELECT count(*) FROM http_api_keys WHERE user = 'alice'").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM api_keys").fetchone() == (1,)  # bob's only
         cached = {r[0] for r in db.execute("SELECT hash FROM embed_cache")}
         assert not alice_hashes & cached
         assert db.execute("SELECT count(*) FROM terms WHERE term LIKE 'quokka%'").fetchone() == (0,)

@@ -75,6 +75,7 @@ def test_add_search_delete_round_trip(env: dict[str, str], tmp_path: Path) -> No
     ],
 )
 def test_bad_input_gets_a_clear_error(env: dict[str, str], args: list[str], stdin: str | None, message: str) -> None:
+    assert run(["init"], env)[0] == 0  # a store to search: without one, search exits 3 before reading its input
     code, _, err = run(args, env, stdin)
     assert code == 2
     assert message in err
@@ -135,4 +136,4 @@ def test_compact_rewrites_the_store_and_refuses_what_it_cannot(env: dict[str, st
     code, out, _ = run(["search", "alice", "where does Ana live", "--json"], env)
     assert code == 0 and "Lisbon" in json.loads(out)[0]["message"]
     code, _, err = run(["compact", "--store", str(tmp_path / "missing.db")], env)
-    assert code != 0 and "no SQLite store" in err and not (tmp_path / "missing.db").exists()
+    assert code == 3 and "no store at" in err and not (tmp_path / "missing.db").exists()

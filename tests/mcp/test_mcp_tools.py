@@ -20,8 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
 from mcp import Client, StdioServerParameters
+from memlane.core.apikeys import ApiKeys
 from memlane.core.memory import Memory
-from memlane.interfaces.http.keys import KeyStore
 from memlane.interfaces.mcp import build_server
 
 TOOLS = {"add_memory", "search_memory", "list_memories", "delete_memory"}
@@ -137,9 +137,10 @@ def start_http_server(tmp_path: Path) -> tuple[subprocess.Popen[str], int, list[
 
 
 def test_streamable_http_acts_for_the_key_of_each_request(tmp_path: Path) -> None:
-    keys = KeyStore(tmp_path / "mcp-http.db")
-    alice_key, bob_key = keys.create("alice").key, keys.create("bob").key
-    keys.close()
+    mem = Memory.open(tmp_path / "mcp-http.db", embedder="hashing")  # the store's keys, as the service makes them
+    keys = ApiKeys(mem.store)
+    alice_key, bob_key = (keys.create(u).key for u in ("alice", "bob") if mem.create_user(u))
+    mem.close()
     proc, port, log = start_http_server(tmp_path)
     url = f"http://127.0.0.1:{port}/mcp"
 

@@ -18,6 +18,7 @@ from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.exchanges import people_words
 from memlane.core.memory import AddRequest, Memory
 from memlane.core.store.postgres import is_postgres_url, redact
+from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import MIGRATIONS
 from memlane.core.store.postgres.store import PostgresStore
 from memlane.core.store.sqlite import SqliteStore
@@ -124,6 +125,12 @@ def test_integrity_check_notices_an_index_out_of_step(new_store: NewStore) -> No
     ]
 
 
+def undo_migration_4(conn: Conn) -> None:
+    """Back to schema 3: no API keys, deletion epoch or tombstones."""
+    conn.execute("DROP TABLE api_keys, deletion_epoch, user_deletions")
+    conn.execute("DELETE FROM schema_migrations WHERE version >= 4")
+
+
 def test_migration_2_gives_existing_blocks_their_peoples_words(new_store: NewStore) -> None:
     store = new_store()
     mem = Memory(store, HashingEmbedder())
@@ -164,6 +171,7 @@ def test_migration_2_gives_existing_blocks_their_peoples_words(new_store: NewSto
         conn.execute("DROP TABLE session_terms, session_lengths")
         conn.execute("ALTER TABLE blocks DROP COLUMN words, DROP COLUMN words_len")
         conn.execute("DROP FUNCTION memlane_tokens(tsvector)")
+        undo_migration_4(conn)
         conn.execute("DELETE FROM schema_migrations WHERE version >= 2")
     migrated = new_store(schema=store.schema)  # migrations 2 and 3
     assert migrated.query("SELECT pk, words, words_len FROM blocks ORDER BY pk") == words
@@ -189,6 +197,7 @@ def test_migration_3_counts_the_sessions_lengths_of_an_existing_store(new_store:
     sessions = [f"s{i}" for i in range(6)]
     before = {q: store.session_word_ranks("ann", q, sessions) for q in _queries()}
     with store.transaction() as conn:
+        undo_migration_4(conn)
         conn.execute("DROP TABLE session_lengths")
         conn.execute("CREATE INDEX blocks_user_words ON blocks(user_id, session_id) INCLUDE (words_len)")
         conn.execute("DELETE FROM schema_migrations WHERE version = 3")

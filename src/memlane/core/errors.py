@@ -6,6 +6,9 @@ they enter, and nowhere else.
 MemlaneError
 ├── ValidationError        bad input: says what is wrong and where (field, file, line)
 ├── NotFoundError          an id that does not exist in the caller's namespace
+│   └── StoreNotFoundError a store path or URL where no store exists (and none was to be created)
+├── ConflictError          the request lost a race with another that changed the same thing
+│   └── UserDeletedError   the user was deleted while this write was in flight; nothing was written
 ├── StoreError             the storage engine failed (disk, lock, corruption)
 ├── EmbedderError          the embedding model could not be loaded or run
 ├── LLMError               a language-model call failed after its retries
@@ -34,6 +37,19 @@ class NotFoundError(MemlaneError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "not found"
+
+
+class StoreNotFoundError(NotFoundError):
+    """No store at the path or URL given, and the command only reads (it creates none)."""
+
+
+class ConflictError(MemlaneError):
+    """The request lost a race with another that changed the same thing; retrying may succeed."""
+
+
+class UserDeletedError(ConflictError):
+    """The user was deleted after this write started (an add in flight while ``delete_user`` ran).
+    Nothing of the write was stored; a new write starts the user afresh."""
 
 
 class StoreError(MemlaneError):

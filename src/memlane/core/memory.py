@@ -30,6 +30,7 @@ from memlane.core.llm.calllog import CallLog
 from memlane.core.llm.protocol import LLM
 from memlane.core.model import (
     AddResult,
+    DeletedUser,
     ExtractionStatus,
     ExtractMode,
     Hit,
@@ -113,16 +114,24 @@ class Memory:
         self.max_attempts = max_attempts
 
     @classmethod
-    def open(cls, path: str | Path, *, embedder: str | Embedder = "minilm", durability: str = "full") -> Memory:
+    def open(
+        cls, path: str | Path, *, embedder: str | Embedder = "minilm", durability: str = "full", create: bool = True
+    ) -> Memory:
         """Open (or create) a store with an embedder (by name or instance): a ``postgresql://`` URL opens the
-        PostgreSQL store there; anything else is the path of the embedded SQLite store."""
+        PostgreSQL store there; anything else is the path of the embedded SQLite store. ``create=False``
+        opens only an existing store: StoreNotFoundError, creating nothing, if there is none."""
         from memlane.core.store.postgres import is_postgres_url, open_postgres
         from memlane.core.store.sqlite import SqliteStore
 
-        emb = make_embedder(embedder) if isinstance(embedder, str) else embedder
         if is_postgres_url(path):
-            return cls(open_postgres(str(path), durability=durability), emb)
-        return cls(SqliteStore(path, durability=durability), emb)
+            store: Store = open_postgres(str(path), durability=durability, create=create)
+        else:
+            store = SqliteStore(path, durability=durability, create=create)
+        try:
+            return cls(store, make_embedder(embedder) if isinstance(embedder, str) else embedder)
+        except BaseException:
+            store.close()
+            raise
 
     def close(self) -> None:
         self.store.close()
@@ -139,6 +148,7 @@ class Memory:
         time: datetime | str | float | None = None,
         perspective: str | PerspectiveMode = PerspectiveMode.DUAL,
         extract: ExtractMode = "off",
+        epoch: int | None = None,
     ) -> AddResult:
         """Store a run of messages as memory blocks, in one transaction.
 
@@ -146,16 +156,26 @@ class Memory:
         defaults to now. Returns when the blocks are durable and searchable. ``extract``: ``"off"``, ``"async"``
         (one extraction job per block, enqueued in the same transaction, run later by a worker) or
         ``"sync"`` (the same jobs, run before returning).
+
+        If the user is deleted while the add is in flight, the add raises UserDeletedError and writes
+        nothing (or, if it wrote first, its blocks go with the user). ``epoch`` is the store's deletion
+        epoch when the caller learnt the user may be written to (an API key's check does: the key's
+        ``VerifiedKey.epoch``); by default it is read when the add begins.
         """
         req = AddRequest(user, messages, conversation_id, session_id, time, perspective)
-        return self.add_many([req], extract=extract)[0]
+        return self.add_many([req], extract=extract, epoch=epoch)[0]
 
-    def add_many(self, requests: Sequence[AddRequest], *, extract: ExtractMode = "off") -> list[AddResult]:
+    def add_many(
+        self, requests: Sequence[AddRequest], *, extract: ExtractMode = "off", epoch: int | None = None
+    ) -> list[AddResult]:
         """Several adds with one batched embedding pass: the bulk-ingest path.
 
         All requests are validated before anything is written; each request is then written in its own
-        transaction, so a crash keeps whole adds only.
+        transaction, so a crash keeps whole adds only. A request whose user was deleted after ``epoch``
+        (by default: after this call began) raises UserDeletedError; the requests before it are stored.
         """
+        # Read before the slow part (validation, embedding): a deletion after this point refuses the write.
+        since = self.store.deletion_epoch() if epoch is None else epoch
         if extract not in ("off", "async", "sync"):
             raise ValidationError(f"extract must be off, async or sync, not {extract!r}", where="extract")
         if extract == "sync" and self.llm is None:
@@ -178,6 +198,7 @@ class Memory:
                 vectors[offset : offset + len(blocks)],
                 (self.embedder.model_id, cache_entries),
                 enqueue_attempts=0 if extract == "off" else self.max_attempts,
+                epoch=since,
             )
             if extract == "sync":
                 self.run_jobs(job_ids)
@@ -247,7 +268,8 @@ class Memory:
         """Run the given jobs now, in this thread, with the same code as the workers (synchronous mode).
 
         The LLM client already retries transport errors with backoff; a job that still fails is retried
-        here at once, up to its attempts, and ends ``dead`` with its error kept."""
+        here at once, up to its attempts, and ends ``dead`` with its error kept. A job a worker claimed
+        first is waited for; a job deleted with its user is left out of the answer."""
         extractor = self.extractor()
         owner = f"sync-{uuid.uuid4().hex[:12]}"
         outcome: dict[int, JobStatus] = {}
@@ -257,7 +279,11 @@ class Memory:
             for job in self.queue.claim(owner, len(pending), DEFAULT_LEASE_S, job_ids=pending):
                 status = run_job(job, self.queue, extractor, self.embedder, retry_in_s=0.0)
                 outcome[job.job_id] = status or JobStatus.DONE
-            pending = [j for j in pending if outcome.get(j) in (None, JobStatus.QUEUED)]
+            waiting = [j for j in pending if outcome.get(j) in (None, JobStatus.QUEUED)]
+            now = self.queue.statuses(waiting) if waiting else {}
+            outcome.update({j: st for j, st in now.items() if st in (JobStatus.DONE, JobStatus.DEAD)})
+            # Still to run: those that exist and are not finished (queued, or running in another worker).
+            pending = [j for j in waiting if j in now and now[j] not in (JobStatus.DONE, JobStatus.DEAD)]
             if pending:
                 sleep(pause)
                 pause = min(pause * 2, 5.0)
@@ -383,12 +409,22 @@ class Memory:
         self.store.delete_block(check_name(user, "user"), block_id)
 
     def delete_user(self, user: str) -> int:
-        """Delete the user and everything of theirs (blocks, keys, vectors, jobs, and their LLM calls when
-        the call log is known); returns the number of blocks removed."""
-        n = self.store.delete_user(check_name(user, "user"))
+        """Delete the user and everything of theirs (blocks, search keys, vectors, jobs, API keys, and their
+        LLM calls when the call log is known); returns the number of blocks removed. Final: an add in
+        flight for the user fails (UserDeletedError) or is deleted with them, and an add that starts
+        after this returns starts the user afresh."""
+        return self.delete_user_counts(user).blocks
+
+    def delete_user_counts(self, user: str) -> DeletedUser:
+        """:meth:`delete_user`, answering how many blocks and API keys went."""
+        deleted = self.store.delete_user(check_name(user, "user"))
         if self.call_log is not None:
             self.call_log.delete_namespace(user)
-        return n
+        return deleted
+
+    def deletion_epoch(self) -> int:
+        """The store's deletion epoch (see :meth:`add`)."""
+        return self.store.deletion_epoch()
 
     def create_user(self, user: str) -> bool:
         return self.store.create_user(check_name(user, "user"))

@@ -154,6 +154,34 @@ class UserInfo:
     created_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class DeletedUser:
+    """What deleting a user removed: their blocks and their API keys (everything else goes with them)."""
+
+    blocks: int
+    keys: int
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    """An API key of a user, without its secret."""
+
+    key_id: str
+    user: str
+    label: str
+    created_at: float  # epoch seconds
+
+
+@dataclass(frozen=True, slots=True)
+class StoredKey:
+    """A key as the store keeps it: the record, the SHA-256 of its secret, and the store's deletion epoch
+    read in the same snapshot as the key (what an add authorised by this key checks its write against)."""
+
+    record: KeyRecord
+    secret_sha256: str
+    epoch: int
+
+
 def content_hash(text: str) -> str:
     """sha256 hex of the UTF-8 text: the key of the embedding cache."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -8,6 +8,7 @@ from importlib import resources
 
 from memlane.core.errors import LLMResponseError
 from memlane.core.jobs import ExtractionResult
+from memlane.core.llm.calllog import CallLog, prompt_hash
 from memlane.core.llm.protocol import LLM, ChatMessage, JSONSchema
 from memlane.core.model import MemoryBlock, PerspectiveMode
 
@@ -70,13 +71,24 @@ class Extractor:
         self.llm = llm
         self.prompt = prompt or ExtractionPrompt.load()
 
-    def extract(self, block: MemoryBlock) -> ExtractionResult:
-        """Raises LLMError (transport) or LLMResponseError (bad reply, with ``raw``) on failure."""
+    def messages(self, block: MemoryBlock) -> list[ChatMessage]:
         # Instructions as the system message, the exchange alone as the user message.
-        messages: list[ChatMessage] = [
+        return [
             {"role": "system", "content": self.prompt.render(block)},
             {"role": "user", "content": block.message},
         ]
+
+    def forget(self, block: MemoryBlock) -> int:
+        """Delete the logged LLM calls of this block's extraction (when the LLM keeps a call log): for a job
+        whose user was deleted while the call was in flight. Returns how many rows went."""
+        log = getattr(self.llm, "call_log", None)
+        if not isinstance(log, CallLog):
+            return 0
+        return log.delete_prompt(block.user, prompt_hash(self.messages(block)))
+
+    def extract(self, block: MemoryBlock) -> ExtractionResult:
+        """Raises LLMError (transport) or LLMResponseError (bad reply, with ``raw``) on failure."""
+        messages = self.messages(block)
         res = self.llm.complete_json(messages, schema=EXTRACTION_SCHEMA, purpose="extract", namespace=block.user)
         parsed = res.parsed
         if not isinstance(parsed, dict):

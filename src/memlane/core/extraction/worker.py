@@ -44,10 +44,16 @@ def run_job(
     except LLMError as exc:
         raw = exc.raw if isinstance(exc, LLMResponseError) else None
         delay = retry_delay(job.attempts) if retry_in_s is None else retry_in_s
-        return queue.fail(job, f"{type(exc).__name__}: {exc}", raw, delay)
-    vectors, cache = embedder.embed_deferred([result.summary, *result.facts])
-    done = queue.complete(job, result, vectors, (embedder.model_id, cache))
-    return JobStatus.DONE if done else None
+        status = queue.fail(job, f"{type(exc).__name__}: {exc}", raw, delay)
+    else:
+        vectors, cache = embedder.embed_deferred([result.summary, *result.facts])
+        done = queue.complete(job, result, vectors, (embedder.model_id, cache))
+        status = JobStatus.DONE if done else None
+    if status is None and not queue.statuses([job.job_id]):
+        # The job went with its user (or its block) while the LLM call was in flight: so do the calls it
+        # logged, which hold the block's text and which the user's deletion could not see yet.
+        extractor.forget(job.block)
+    return status
 
 
 @dataclass

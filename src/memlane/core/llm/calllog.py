@@ -180,6 +180,12 @@ class CallLog:
         with self._guard("delete calls"):
             return self._db.execute("DELETE FROM llm_calls WHERE namespace = ?", (namespace,)).rowcount
 
+    def delete_prompt(self, namespace: str, prompt: str) -> int:
+        """Delete the calls made for ``namespace`` with the messages whose :func:`prompt_hash` is ``prompt``."""
+        with self._guard("delete calls"):
+            sql = "DELETE FROM llm_calls WHERE namespace = ? AND prompt_hash = ?"
+            return self._db.execute(sql, (namespace, prompt)).rowcount
+
     def stats(self) -> CallStats:
         """Counts and totals over the whole log."""
         sql = """SELECT COUNT(*), COALESCE(SUM(cached), 0), COUNT(error),

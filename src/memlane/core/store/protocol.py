@@ -11,7 +11,7 @@ from typing import Protocol
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.jobs import JobQueue
-from memlane.core.model import MemoryBlock, UserInfo
+from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, UserInfo
 from memlane.core.store.terms import BM25_B, BM25_K1
 
 
@@ -30,7 +30,11 @@ class Store(Protocol):
         cache_entries: tuple[str, dict[str, Vectors]] | None = None,
         *,
         enqueue_attempts: int = 0,
-    ) -> list[int]: ...
+        epoch: int | None = None,
+    ) -> list[int]:
+        """One add in one transaction; UserDeletedError, writing nothing, if the user was deleted after
+        deletion epoch ``epoch`` (what the add read when it began; None: no earlier start to check)."""
+        ...
 
     def job_queue(self) -> JobQueue: ...
 
@@ -55,7 +59,24 @@ class Store(Protocol):
 
     def delete_block(self, user: str, block_id: str) -> None: ...
 
-    def delete_user(self, user: str) -> int: ...
+    def delete_user(self, user: str) -> DeletedUser:
+        """Everything of the user, API keys included, in one transaction that also raises the deletion
+        epoch and records the name's tombstone (memlane.core.store.deletions)."""
+        ...
+
+    def deletion_epoch(self) -> int: ...
+
+    def add_api_key(self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float) -> bool:
+        """Store a key of an existing user (NotFoundError otherwise); False if ``key_id`` is taken."""
+        ...
+
+    def get_api_key(self, key_id: str) -> StoredKey | None:
+        """The key with its user and the deletion epoch, read in one snapshot."""
+        ...
+
+    def list_api_keys(self, user: str) -> list[KeyRecord]: ...
+
+    def revoke_api_key(self, user: str, key_id: str) -> bool: ...
 
     def vector_candidates(
         self,

@@ -35,7 +35,8 @@ def store_options(func: F) -> F:
         default=DEFAULT_STORE,
         show_default=True,
         type=str,
-        help="Path of the SQLite store, or a postgresql://user:password@host:port/db URL. [env MEMLANE_STORE]",
+        help="Path of the SQLite store, or a postgresql://user:password@host:port/db URL. Only add, serve, mcp "
+        "and init create a store; other commands exit 3 if there is none. [env MEMLANE_STORE]",
     )(func)
     return func
 
@@ -84,23 +85,29 @@ def call_log_path(store: str | Path, explicit: Path | None) -> Path:
     return path.with_name(path.name + ".calls.db")
 
 
-def open_memory(store: str | Path, embedder: str, llm: LLMChoice | None = None) -> Memory:
-    """The Memory a command works on; with ``llm``, the LLM is built lazily only for what needs it."""
+def open_memory(store: str | Path, embedder: str, llm: LLMChoice | None = None, *, create: bool = False) -> Memory:
+    """The Memory a command works on; with ``llm``, the LLM is built lazily only for what needs it.
+    ``create``: make the store if there is none (add, serve, mcp); otherwise StoreNotFoundError (exit 3)
+    and nothing is created, so a mistyped path is an error instead of an empty store."""
+    mem = Memory.open(store, embedder=embedder, create=create)
     if llm is None:
-        return Memory.open(store, embedder=embedder)
-    log = CallLog(call_log_path(store, llm.log))
-    # The offline fake takes no server settings, even when the environment carries them.
-    given = (("base_url", llm.base_url), ("model", llm.model)) if llm.name != "scripted" else ()
-    overrides: dict[str, Any] = {k: v for k, v in given if v}
-    model = make_llm(llm.name, call_log=log, **overrides)
-    mem = Memory.open(store, embedder=embedder)
-    mem.llm = model
+        return mem
+    try:
+        log = CallLog(call_log_path(store, llm.log))
+        # The offline fake takes no server settings, even when the environment carries them.
+        given = (("base_url", llm.base_url), ("model", llm.model)) if llm.name != "scripted" else ()
+        overrides: dict[str, Any] = {k: v for k, v in given if v}
+        mem.llm = make_llm(llm.name, call_log=log, **overrides)
+    except BaseException:
+        mem.close()
+        raise
     mem.call_log = log
     return mem
 
 
 class MemlaneGroup(click.Group):
-    """Translates memlane's errors into a one-line message and an exit code (2: bad input, 1: failure)."""
+    """Translates memlane's errors into a one-line message and an exit code (2: bad input, 3: not found, such
+    as no store at the path given, 1: any other failure)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -120,6 +127,9 @@ class MemlaneGroup(click.Group):
 @click.version_option(package_name="memlane")
 def cli() -> None:
     """memlane: persistent per-user memory for LLM agents.
+
+    The store is --store (or MEMLANE_STORE; default memlane.db). Only add, serve, mcp and init create it:
+    other commands exit 3 with "no store at PATH" when it does not exist.
 
     \b
     Example:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from memlane.core.errors import StoreNotFoundError
 from memlane.core.extraction.worker import WorkerStats
 from memlane.core.llm import CallLog
 from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, open_memory, store_options
@@ -49,6 +50,9 @@ def worker_cmd(
     llm_model: str | None,
 ) -> None:
     """Run extraction jobs from the store's queue until stopped (SIGTERM/Ctrl-C finish the jobs in flight).
+
+    The store must exist (`memlane init` or a first add creates it): a worker on a mistyped path exits 3
+    instead of waiting forever on an empty queue.
 
     \b
     Example:
@@ -134,7 +138,10 @@ def llm_log_cmd(n: int, as_json: bool, llm_log: Path | None, store: Path, embedd
     Example:
       memlane llm log -n 5 --json
     """
-    log = CallLog(call_log_path(store, llm_log))
+    path = call_log_path(store, llm_log)
+    if not path.is_file():
+        raise StoreNotFoundError(f"no LLM call log at {path}")
+    log = CallLog(path)
     try:
         records = log.list(n)
     finally:

@@ -1,4 +1,4 @@
-"""Memory commands: add, search, get, list, delete, delete-user, users."""
+"""Memory commands: init, add, search, get, list, delete-user, users, compact."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from memlane.core.errors import ConfigError, ValidationError
+from memlane.core.errors import ConfigError, StoreNotFoundError, ValidationError
 from memlane.core.model import Hit, MemoryBlock
 from memlane.interfaces.cli.app import DEFAULT_STORE, LLMChoice, llm_options, open_memory, store_options
 
@@ -110,7 +110,7 @@ def add_cmd(
     if not isinstance(messages, list):
         raise ValidationError("expected a JSON list of messages", where=str(file) if file else "stdin")
     llm = LLMChoice(llm_name, llm_log, llm_base_url, llm_model) if extract == "sync" else None
-    mem = open_memory(store, embedder, llm)
+    mem = open_memory(store, embedder, llm, create=True)
     try:
         res = mem.add(
             user,
@@ -296,9 +296,7 @@ def compact_cmd(store: str) -> None:
 
     if is_postgres_url(store):
         raise ConfigError("compact is for the SQLite store; on PostgreSQL, VACUUM and CLUSTER do this")
-    if not Path(store).is_file():
-        raise ConfigError(f"no SQLite store at {store}")
-    sqlite = SqliteStore(store)
+    sqlite = SqliteStore(store, create=False)
     try:
         before, after = sqlite.compact()
     finally:
@@ -306,6 +304,42 @@ def compact_cmd(store: str) -> None:
     click.echo(f"compacted {store}: {before / 1e6:.1f} MB -> {after / 1e6:.1f} MB, {PAGE_SIZE // 1024} KiB pages")
 
 
+@click.command("init")
+@click.option(
+    "--store",
+    envvar="MEMLANE_STORE",
+    default=DEFAULT_STORE,
+    show_default=True,
+    help="Path of the SQLite store, or a postgresql:// URL. [env MEMLANE_STORE]",
+)
+def init_cmd(store: str) -> None:
+    """Create an empty store (a SQLite file, or memlane's tables in a PostgreSQL database); an existing
+    store is left as it is (brought up to this memlane's schema).
+
+    Read-only commands (search, list, get, users, delete-user, queue status, worker) never create one: on a
+    path with no store they exit 3. add, serve and mcp create the store on first use, as init does.
+
+    \b
+    Example:
+      memlane init --store memlane.db
+    """
+    from memlane.core.store.postgres import is_postgres_url, open_postgres, redact
+    from memlane.core.store.sqlite.store import SqliteStore
+
+    def open_store(create: bool) -> None:
+        opened = open_postgres(store, create=create) if is_postgres_url(store) else SqliteStore(store, create=create)
+        opened.close()
+
+    where = redact(store) if is_postgres_url(store) else store
+    try:
+        open_store(create=False)
+    except StoreNotFoundError:
+        open_store(create=True)
+        click.echo(f"created a store at {where}")
+        return
+    click.echo(f"a store exists at {where}; left as it is")
+
+
 def register(group: click.Group) -> None:
-    for cmd in (add_cmd, search_cmd, delete_user_cmd, get_cmd, list_cmd, users_cmd, compact_cmd):
+    for cmd in (init_cmd, add_cmd, search_cmd, delete_user_cmd, get_cmd, list_cmd, users_cmd, compact_cmd):
         group.add_command(cmd)

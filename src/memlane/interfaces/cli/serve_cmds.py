@@ -5,19 +5,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
-from memlane.core.errors import ConfigError
+from memlane.core.apikeys import ApiKeys
+from memlane.core.errors import ConfigError, NotFoundError
 from memlane.core.llm import CallLog
 from memlane.core.memory import Memory
 from memlane.core.store.postgres import is_postgres_url
 from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, open_memory, store_options
 from memlane.interfaces.http.settings import DEFAULT_MAX_BODY_BYTES
-
-if TYPE_CHECKING:
-    from memlane.interfaces.http.keys import KeyStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,28 +24,45 @@ DEFAULT_KEYS_FILE = "memlane.keys.db"
 
 
 def keys_option(func: F) -> F:
-    """``--keys``: where the API keys are kept (shared by ``memlane serve`` and ``memlane mcp``)."""
+    """``--keys``: an earlier memlane's key file to import (shared by ``memlane serve`` and ``memlane mcp``)."""
     return click.option(
         "--keys",
         "keys_path",
         envvar="MEMLANE_HTTP_KEYS",
         default=None,
         type=click.Path(dir_okay=False, path_type=Path),
-        help=f"SQLite file of the API keys. Default: the SQLite store itself, or {DEFAULT_KEYS_FILE} for a "
-        "PostgreSQL store. [env MEMLANE_HTTP_KEYS]",
+        help="API keys live in the store. This imports, once, the key file an earlier memlane kept apart "
+        f"(by default {DEFAULT_KEYS_FILE} beside a PostgreSQL store), then renames it FILE.imported. "
+        "[env MEMLANE_HTTP_KEYS]",
     )(func)
 
 
-def key_store_path(store: str, explicit: Path | None) -> Path:
-    if explicit is not None:
-        return explicit
-    return Path(DEFAULT_KEYS_FILE) if is_postgres_url(store) else Path(store)
+def import_key_file(mem: Memory, store: str, explicit: Path | None) -> None:
+    """Move the keys of an earlier memlane's separate key file into the store, once. A SQLite store's own
+    key table moved by its migration; a PostgreSQL store's keys were in ``memlane.keys.db`` unless
+    ``--keys`` named another file. The file is renamed afterwards, so a key revoked later is not
+    imported again at the next start."""
+    path = explicit if explicit is not None else Path(DEFAULT_KEYS_FILE) if is_postgres_url(store) else None
+    if path is None or (not is_postgres_url(store) and path.resolve() == Path(store).resolve()):
+        return
+    done = path.with_name(path.name + ".imported")
+    if not path.is_file():
+        if explicit is not None and not done.is_file():
+            raise NotFoundError(f"no key file at {path}")
+        return
+    imported, skipped = ApiKeys(mem.store).import_file(path)
+    path.rename(done)
+    click.echo(
+        f"imported {imported} API keys from {path} into the store ({skipped} skipped: their user is gone or "
+        f"the key is there already); the file is now {done}",
+        err=True,
+    )
 
 
 def service_memory(store: str, embedder: str, llm: LLMChoice | None) -> Memory:
     """The Memory of a long-running service. It always knows the LLM call log, even with no LLM of its own
     (workers in another process write it), so that deleting a user deletes their LLM calls too."""
-    mem = open_memory(store, embedder, llm)
+    mem = open_memory(store, embedder, llm, create=True)
     if mem.call_log is None:
         mem.call_log = CallLog(call_log_path(store, llm.log if llm else None))
     return mem
@@ -123,7 +138,6 @@ def serve_cmd(
       MEMLANE_ADMIN_KEY=$(openssl rand -hex 24) memlane serve --port 8420 --workers 2
       memlane serve --insecure-dev --embedder hashing --workers 0     # local development only
     """
-    from memlane.interfaces.http.keys import KeyStore
     from memlane.interfaces.http.server import ServeOptions, check_admin_key, serve
     from memlane.interfaces.http.settings import HttpSettings
 
@@ -138,21 +152,15 @@ def serve_cmd(
             raise ConfigError(f"{exc} ({hint})") from exc
         raise
     try:
-        keys = KeyStore(key_store_path(store, keys_path))
-    except BaseException:
-        close_memory(mem)
-        raise
-    try:
+        import_key_file(mem, store, keys_path)
         serve(
             mem,
             admin_key=admin_key,
             insecure_dev=insecure_dev,
-            keys=keys,
             options=ServeOptions(host=host, port=port, workers=workers, log_level=log_level, access_log=access_log),
             settings=HttpSettings(max_body_bytes=max_body),
         )
     finally:
-        keys.close()
         close_memory(mem)
 
 
@@ -210,23 +218,20 @@ def mcp_cmd(
     if transport == "http" and user is not None:
         raise ConfigError("--user is for stdio; over HTTP each request's API key names the user")
     from memlane.core.memory import check_name
-    from memlane.interfaces.http.keys import KeyStore
     from memlane.interfaces.mcp.server import build_server
 
     mem = service_memory(store, embedder, None)
-    keys = KeyStore(key_store_path(store, keys_path)) if transport == "http" else None
     try:
         if transport == "stdio":
             build_server(mem, user=check_name(user or "", "user")).run("stdio")
-        elif keys is not None:
-            run_mcp_http(mem, keys, host=host, port=port, log_level=log_level)
+        else:
+            import_key_file(mem, store, keys_path)
+            run_mcp_http(mem, ApiKeys(mem.store), host=host, port=port, log_level=log_level)
     finally:
-        if keys is not None:
-            keys.close()
         close_memory(mem)
 
 
-def run_mcp_http(mem: Memory, keys: KeyStore, *, host: str, port: int, log_level: str) -> None:
+def run_mcp_http(mem: Memory, keys: ApiKeys, *, host: str, port: int, log_level: str) -> None:
     """The streamable HTTP transport under uvicorn at ``http://HOST:PORT/mcp``."""
     import uvicorn
 

@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memlane.interfaces.http.app import create_app
-    from memlane.interfaces.http.keys import KeyStore
     from memlane.interfaces.http.settings import HttpSettings
 
-__all__ = ["HttpSettings", "KeyStore", "create_app"]
+__all__ = ["HttpSettings", "create_app"]
 
 
 def __getattr__(name: str) -> Any:
@@ -21,10 +20,6 @@ def __getattr__(name: str) -> Any:
         from memlane.interfaces.http.app import create_app
 
         return create_app
-    if name == "KeyStore":
-        from memlane.interfaces.http.keys import KeyStore
-
-        return KeyStore
     if name == "HttpSettings":
         from memlane.interfaces.http.settings import HttpSettings
 

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 from fastapi import FastAPI
 
+from memlane.core.apikeys import ApiKeys
 from memlane.core.errors import ConfigError
 from memlane.core.memory import Memory
-from memlane.core.store.sqlite import SqliteStore
 from memlane.interfaces.http.errors import install_error_handlers
-from memlane.interfaces.http.keys import KeyStore
 from memlane.interfaces.http.limits import BodyLimitMiddleware
 from memlane.interfaces.http.metrics import Metrics, MetricsMiddleware
 from memlane.interfaces.http.routes import memories, ops, users
@@ -29,27 +27,19 @@ from memlane.interfaces.http.settings import HttpSettings
 API_VERSION = "1"
 
 
-def key_store_for(memory: Memory) -> KeyStore:
-    """The key table in the memory's own SQLite file. Another store gets a private in-memory table, which
-    lasts as long as the process: a service over such a store passes a KeyStore of its own."""
-    path: str | Path = memory.store.path if isinstance(memory.store, SqliteStore) else ":memory:"
-    return KeyStore(path)
-
-
 def create_app(
     memory: Memory,
     *,
     admin_key: str | None,
     insecure_dev: bool = False,
-    keys: KeyStore | None = None,
     settings: HttpSettings | None = None,
     on_shutdown: Callable[[], None] | None = None,
 ) -> FastAPI:
     """The HTTP API over ``memory``.
 
     ``admin_key`` manages users and keys; ``None`` is allowed only with ``insecure_dev`` (admin routes then
-    need no key; the caller checks that the server listens on loopback only). ``keys`` defaults to the key
-    table in the memory's SQLite file. ``on_shutdown`` runs when the server stops (``memlane serve`` stops
+    need no key; the caller checks that the server listens on loopback only). The API keys are the store's
+    own (:class:`~memlane.core.apikeys.ApiKeys`). ``on_shutdown`` runs when the server stops (``memlane serve`` stops
     its extraction workers there). The app does not close ``memory``: its owner does.
     """
     if admin_key is None and not insecure_dev:
@@ -60,7 +50,7 @@ def create_app(
     metrics = Metrics(lambda: memory.queue_status(recent_errors=0))
     svc = Services(
         memory=memory,
-        keys=keys or key_store_for(memory),
+        keys=ApiKeys(memory.store),
         admin_key=admin_key,
         metrics=metrics,
         settings=settings,

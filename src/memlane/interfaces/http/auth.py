@@ -13,17 +13,19 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from memlane.core.apikeys import same_secret
 from memlane.interfaces.http.errors import AuthError
-from memlane.interfaces.http.keys import same_secret
 from memlane.interfaces.http.services import services
 
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """The caller: the admin (``user`` None) or one user's key."""
+    """The caller: the admin (``user`` None) or one user's key, with the store's deletion epoch read with
+    the key (an add passes it on, so a deletion of the user after this check refuses the add)."""
 
     user: str | None
     key_id: str | None = None
+    epoch: int | None = None
 
     @property
     def admin(self) -> bool:
@@ -50,10 +52,10 @@ def authenticate(request: Request) -> Principal:
         raise AuthError(401, "missing API key: send 'Authorization: Bearer <key>'")
     if svc.admin_key is not None and same_secret(token, svc.admin_key):
         return Principal(user=None)
-    record = svc.keys.verify(token)
-    if record is None:
+    verified = svc.keys.verify(token)
+    if verified is None:
         raise AuthError(401, "unknown or revoked API key")
-    return Principal(user=record.user, key_id=record.key_id)
+    return Principal(user=verified.user, key_id=verified.record.key_id, epoch=verified.epoch)
 
 
 def require_admin(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
@@ -62,10 +64,16 @@ def require_admin(principal: Annotated[Principal, Depends(authenticate)]) -> Pri
     return principal
 
 
-def require_user(principal: Annotated[Principal, Depends(authenticate)]) -> str:
-    """The user a user key acts for; the admin key holds no memories of its own."""
+def require_user_key(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
+    """A user key's caller; the admin key holds no memories of its own."""
     if principal.user is None:
         raise AuthError(403, "this route needs a user's API key (POST /v1/users/{user}/keys makes one)")
+    return principal
+
+
+def require_user(principal: Annotated[Principal, Depends(require_user_key)]) -> str:
+    """The user a user key acts for."""
+    assert principal.user is not None
     return principal.user
 
 
@@ -79,4 +87,5 @@ def require_admin_or_self(user: str, principal: Annotated[Principal, Depends(aut
 Caller = Annotated[Principal, Depends(authenticate)]
 Admin = Annotated[Principal, Depends(require_admin)]
 UserKey = Annotated[str, Depends(require_user)]
+UserCaller = Annotated[Principal, Depends(require_user_key)]
 AdminOrSelf = Annotated[Principal, Depends(require_admin_or_self)]

@@ -13,6 +13,7 @@ raised                        status  code
 ValidationError, bad request  422     validation_error
 malformed JSON                400     bad_request
 NotFoundError, unknown route  404     not_found
+ConflictError                 409     conflict
 ConfigError                   400     config_error
 no or unknown key             401     unauthorized
 key of the wrong scope        403     forbidden
@@ -36,6 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memlane.core.errors import (
     ConfigError,
+    ConflictError,
     EmbedderError,
     LLMError,
     MemlaneError,
@@ -50,6 +52,7 @@ log = logging.getLogger("memlane.http")
 CORE_STATUS: tuple[tuple[type[MemlaneError], int, str], ...] = (
     (ValidationError, 422, "validation_error"),
     (NotFoundError, 404, "not_found"),
+    (ConflictError, 409, "conflict"),
     (ConfigError, 400, "config_error"),
     (LLMError, 502, "llm_error"),
     (StoreError, 503, "unavailable"),
@@ -61,6 +64,7 @@ HTTP_CODES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    409: "conflict",
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "validation_error",

@@ -20,7 +20,6 @@ from memlane.core.errors import ConfigError
 from memlane.core.extraction.worker import Worker
 from memlane.core.memory import Memory
 from memlane.interfaces.http.app import create_app
-from memlane.interfaces.http.keys import KeyStore
 from memlane.interfaces.http.settings import HttpSettings
 
 log = logging.getLogger("memlane.serve")
@@ -95,12 +94,10 @@ def serve(
     *,
     admin_key: str | None,
     insecure_dev: bool = False,
-    keys: KeyStore | None = None,
     options: ServeOptions | None = None,
     settings: HttpSettings | None = None,
 ) -> None:
-    """Serve the API (and, with ``options.workers`` > 0, run extraction) until SIGTERM or Ctrl-C. ``keys``
-    defaults to the key table in the memory's SQLite file."""
+    """Serve the API (and, with ``options.workers`` > 0, run extraction) until SIGTERM or Ctrl-C."""
     opts = options or ServeOptions()
     check_admin_key(admin_key, insecure_dev=insecure_dev, host=opts.host)
     runner = WorkerThread(memory.worker(concurrency=opts.workers, lease_s=opts.lease_s)) if opts.workers > 0 else None
@@ -108,7 +105,6 @@ def serve(
         memory,
         admin_key=admin_key or None,
         insecure_dev=insecure_dev,
-        keys=keys,
         settings=settings,
         on_shutdown=runner.stop if runner else None,
     )

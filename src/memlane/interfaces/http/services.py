@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
+from memlane.core.apikeys import ApiKeys
 from memlane.core.memory import Memory
-from memlane.interfaces.http.keys import KeyStore
 from memlane.interfaces.http.metrics import Metrics
 from memlane.interfaces.http.settings import HttpSettings
 
@@ -17,7 +17,7 @@ class Services:
     """``admin_key`` None means the insecure development mode: admin routes need no key."""
 
     memory: Memory
-    keys: KeyStore
+    keys: ApiKeys
     admin_key: str | None
     metrics: Metrics
     settings: HttpSettings

@@ -4,8 +4,9 @@ Who the tools act for:
 
 * **stdio**: one fixed user, given when the server is started (``memlane mcp --user alice``). The agent host
   that launches the process decides whose memory it is, as it decides which files a file tool may read.
-* **streamable HTTP**: each request carries one of the HTTP service's API keys (``Authorization: Bearer``);
-  the SDK's bearer middleware refuses requests without a valid key (401), and the tools act for the key's
+* **streamable HTTP**: each request carries one of the users' API keys (``Authorization: Bearer``, the same
+  keys as the HTTP service's: both check them with :mod:`memlane.core.apikeys` against the store); the
+  SDK's bearer middleware refuses requests without a valid key (401), and the tools act for the key's
   user. Sessions are bound to the key's user by the SDK, so another key cannot ride on them.
 
 The tools return the same JSON shapes as the HTTP API (``BlockOut``, ``HitOut``, ``AddOut``).
@@ -24,9 +25,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AnyHttpUrl, Field
 
+from memlane.core.apikeys import ApiKeys
 from memlane.core.errors import MemlaneError
 from memlane.core.memory import Memory
-from memlane.interfaces.http.keys import KeyStore
 from memlane.interfaces.http.schemas import (
     MAX_OFFSET,
     AddOut,
@@ -40,6 +41,8 @@ from memlane.interfaces.http.schemas import (
 )
 
 T = TypeVar("T")
+# The token's claim carrying the store's deletion epoch read with the key (see memlane.core.apikeys).
+EPOCH_CLAIM = "memlane_deletion_epoch"
 INSTRUCTIONS = (
     "Long-term memory of one user. Store conversation turns with add_memory; before answering a question "
     "about the user's past, call search_memory. Times are ISO 8601 or epoch seconds."
@@ -49,14 +52,15 @@ INSTRUCTIONS = (
 class ApiKeyVerifier:
     """The SDK's TokenVerifier over memlane's API keys: a valid key becomes a token whose client is its user."""
 
-    def __init__(self, keys: KeyStore) -> None:
+    def __init__(self, keys: ApiKeys) -> None:
         self.keys = keys
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        record = await anyio.to_thread.run_sync(self.keys.verify, token)
-        if record is None:
+        verified = await anyio.to_thread.run_sync(self.keys.verify, token)
+        if verified is None:
             return None
-        return AccessToken(token=token, client_id=record.user, subject=record.user, scopes=[])
+        user = verified.user
+        return AccessToken(token=token, client_id=user, subject=user, scopes=[], claims={EPOCH_CLAIM: verified.epoch})
 
 
 class MemoryTools:
@@ -75,6 +79,12 @@ class MemoryTools:
             raise ToolError("no user: start the server with --user, or call it with an API key")
         return token.client_id
 
+    def epoch(self) -> int | None:
+        """The deletion epoch read with the request's key (HTTP); None with a fixed user (stdio)."""
+        token = None if self.fixed_user is not None else get_access_token()
+        value = (token.claims or {}).get(EPOCH_CLAIM) if token is not None else None
+        return value if isinstance(value, int) else None
+
     async def run(self, fn: Callable[[], T]) -> T:
         """Run a core call in a worker thread; core errors become tool errors the model can read."""
         try:
@@ -92,7 +102,7 @@ class MemoryTools:
         extract: Literal["off", "async", "sync"] = "off",
     ) -> AddOut:
         """Remember conversation turns ({"role": "user"|"assistant", "content": ...}) as memory blocks."""
-        user = self.user()
+        user, epoch = self.user(), self.epoch()
         raw = [m.model_dump(exclude_none=True) for m in messages]
         res = await self.run(
             lambda: self.memory.add(
@@ -103,6 +113,7 @@ class MemoryTools:
                 time=time,
                 perspective=perspective,
                 extract=extract,
+                epoch=epoch,
             )
         )
         return add_out(res)
@@ -151,7 +162,7 @@ def build_server(
     memory: Memory,
     *,
     user: str | None = None,
-    keys: KeyStore | None = None,
+    keys: ApiKeys | None = None,
     server_url: str = "http://127.0.0.1:8421",
 ) -> MCPServer:
     """An MCP server whose tools act for ``user`` (stdio), or for the user of each request's API key

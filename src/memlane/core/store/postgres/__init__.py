@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 __all__ = ["PostgresStore", "is_postgres_url", "open_postgres", "redact"]
 
 
-def open_postgres(url: str, *, durability: str = "full") -> PostgresStore:
-    """Open the store at a ``postgresql://`` URL; ConfigError if the driver is not installed."""
+def open_postgres(url: str, *, durability: str = "full", create: bool = True) -> PostgresStore:
+    """Open the store at a ``postgresql://`` URL (``create=False``: only one whose tables exist);
+    ConfigError if the driver is not installed."""
     from memlane.core.errors import ConfigError
 
     try:
@@ -26,7 +27,7 @@ def open_postgres(url: str, *, durability: str = "full") -> PostgresStore:
         raise ConfigError(
             f"a PostgreSQL store needs psycopg and psycopg-pool: pip install 'memlane[postgres]' ({exc})"
         ) from exc
-    return PostgresStore(url, durability=durability)
+    return PostgresStore(url, durability=durability, create=create)
 
 
 def __getattr__(name: str) -> object:

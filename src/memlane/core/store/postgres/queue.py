@@ -191,6 +191,13 @@ class PostgresJobQueue:
                 )
         return status
 
+    def statuses(self, job_ids: Sequence[int]) -> dict[int, JobStatus]:
+        """The status of each of ``job_ids`` that still exists (a deleted user's jobs do not)."""
+        if not job_ids:
+            return {}
+        rows = self.store.query("SELECT id, status FROM jobs WHERE id = ANY(%s)", (list(job_ids),))
+        return {int(i): JobStatus(st) for i, st in rows}
+
     def status(self, *, recent_errors: int = 5) -> QueueStatus:
         """Counts by status, the oldest queued job's age, jobs done in the last 5 minutes, the last errors."""
         with self.store.transaction() as conn:

@@ -1,7 +1,8 @@
 """Numbered migrations of the PostgreSQL store, and the schema (namespace) it lives in.
 
 Never edit an applied migration; append a new one. Every table but the small shared ones (``meta``,
-``users``, ``embed_cache``) has ``user_id`` leading its primary key: the distribution column a sharded
+``users``, ``embed_cache``, ``api_keys``, ``deletion_epoch``, ``user_deletions``) has ``user_id`` leading its
+primary key: the distribution column a sharded
 PostgreSQL (Citus) would use, and the clustering key of the per-user scans.
 """
 
@@ -166,6 +167,31 @@ MIGRATIONS: list[str] = [
     SELECT user_id, session_id, sum(words_len) FROM blocks GROUP BY user_id, session_id HAVING sum(words_len) > 0;
     DROP INDEX blocks_user_words;
     """,
+    # 4: API keys in the store (by user id, deleted with the user in one transaction; they were in a SQLite
+    #    file of the HTTP service), and the deletion epoch with the tombstones of deleted names, which keep
+    #    an add in flight from recreating a user deleted meanwhile (memlane.core.store.deletions). Small
+    #    tables shared by all users, like users itself.
+    """
+    CREATE TABLE api_keys(
+        key_id text PRIMARY KEY,
+        user_id bigint NOT NULL REFERENCES users(id),
+        secret_sha256 text NOT NULL,
+        label text NOT NULL DEFAULT '',
+        created_at double precision NOT NULL
+    );
+    CREATE INDEX api_keys_user ON api_keys(user_id);
+    CREATE TABLE deletion_epoch(
+        id integer PRIMARY KEY CHECK (id = 1),
+        epoch bigint NOT NULL,            -- raised by every delete_user
+        pruned_upto bigint NOT NULL       -- the highest epoch of a pruned tombstone
+    );
+    INSERT INTO deletion_epoch(id, epoch, pruned_upto) VALUES (1, 0, 0);
+    CREATE TABLE user_deletions(
+        name_sha256 text PRIMARY KEY,     -- of the deleted user's name: the name itself is not kept
+        epoch bigint NOT NULL,
+        deleted_at double precision NOT NULL
+    );
+    """,
 ]
 
 _EXT_SCHEMA = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'vector'"
@@ -195,6 +221,14 @@ def migrate(conn: psycopg.Connection[TupleRow]) -> int:
             conn.execute(MIGRATIONS[version - 1].encode())
             conn.execute("INSERT INTO schema_migrations(version) VALUES (%s)", (version,))
     return len(MIGRATIONS)
+
+
+def store_exists(conn: psycopg.Connection[TupleRow], schema: str | None) -> bool:
+    """Whether a store was ever created here: its migrations table in ``schema`` (or, without one, on the
+    connection's search path). What "no store at this URL" means for a command that only reads."""
+    name = sql.Identifier(schema, "schema_migrations") if schema else sql.Identifier("schema_migrations")
+    row = conn.execute(sql.SQL("SELECT to_regclass({})").format(sql.Literal(name.as_string(conn)))).fetchone()
+    return row is not None and row[0] is not None
 
 
 def create_schema(conn: psycopg.Connection[TupleRow], schema: str) -> None:

@@ -21,10 +21,10 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from memlane.core.embedding.protocol import Vectors
-from memlane.core.errors import ConfigError, NotFoundError, StoreError
+from memlane.core.errors import ConfigError, NotFoundError, StoreError, StoreNotFoundError
 from memlane.core.jobs import EXTRACT_KIND
-from memlane.core.model import MemoryBlock, UserInfo
-from memlane.core.store.postgres import search
+from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, UserInfo
+from memlane.core.store.postgres import accounts, search
 from memlane.core.store.postgres.adapt import register_vector
 from memlane.core.store.postgres.blocks import (
     INTEGRITY_CHECKS,
@@ -34,7 +34,7 @@ from memlane.core.store.postgres.blocks import (
 )
 from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys, next_ids
 from memlane.core.store.postgres.queue import PostgresJobQueue
-from memlane.core.store.postgres.schema import migrate, prepare_database
+from memlane.core.store.postgres.schema import migrate, prepare_database, store_exists
 from memlane.core.store.postgres.url import redact
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.terms import BM25_B, BM25_K1
@@ -62,7 +62,10 @@ class PostgresStore:
         pool_min: int = 1,
         pool_max: int = 10,
         timeout_s: float = 30.0,
+        create: bool = True,
     ) -> None:
+        """``create=False`` opens only an existing store (its tables made by an earlier open):
+        StoreNotFoundError, creating nothing, if there is none."""
         if durability not in ("full", "normal"):
             raise ConfigError(f"durability must be 'full' or 'normal', not {durability!r}")
         self.url = url
@@ -71,6 +74,8 @@ class PostgresStore:
         self._where = redact(url) + (f" (schema {schema})" if schema else "")
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=int(timeout_s)) as conn:
+                if not create and not store_exists(conn, schema):
+                    raise StoreNotFoundError(f"no store at {self._where} (no memlane tables there)")
                 self._search_path = prepare_database(conn, schema)
                 conn.autocommit = False
                 migrate(conn)
@@ -151,7 +156,8 @@ class PostgresStore:
         """Lock the user's row for this transaction (creating it if asked); None if there is no such user.
 
         Writers of one user serialise here; a concurrent delete_user makes the lock wait, then find no
-        row, and the user is created anew instead of rows being written for a deleted id."""
+        row: a write then checks the user's tombstone (accounts.check_not_deleted) before it creates the
+        user anew, never writing rows for a deleted id."""
         for _ in range(5):
             row = conn.execute("SELECT id FROM users WHERE name = %s FOR NO KEY UPDATE", (user,)).fetchone()
             if row is not None or not create:
@@ -189,17 +195,20 @@ class PostgresStore:
         cache_entries: tuple[str, dict[str, Vectors]] | None = None,
         *,
         enqueue_attempts: int = 0,
+        epoch: int | None = None,
     ) -> list[int]:
         """Store blocks with their message vectors in one transaction (the whole add, or nothing).
 
         ``cache_entries`` (model id, {content hash: vector}) go to the embedding cache in the same
         transaction; ``enqueue_attempts`` > 0 enqueues one extraction job per block (the outbox), allowed
-        that many attempts. Returns the job ids."""
+        that many attempts. Returns the job ids. ``epoch``: the deletion epoch the add read when it began;
+        UserDeletedError (nothing written) if the user was deleted since."""
         if len(blocks) != len(vectors):
             raise StoreError(f"{len(blocks)} blocks but {len(vectors)} vectors")
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=True)
             assert user_id is not None
+            accounts.check_not_deleted(conn, user, epoch)  # after the lock: it sees a deletion it waited for
             pks = next_ids(conn, "blocks_pk_seq", len(blocks))
             copy_blocks(conn, user_id, pks, blocks)
             add_session_terms(conn, user_id, pks)
@@ -241,9 +250,10 @@ class PostgresStore:
             conn.execute("DELETE FROM blocks WHERE user_id = %s AND pk = %s", (user_id, block_pk))
             bump_user(conn, user_id, -keys, -tokens)
 
-    def delete_user(self, user: str) -> int:
-        """Remove the user and everything of theirs (blocks, keys, vectors, tsvectors, jobs, and cached
-        vectors no other user shares). Returns the number of blocks deleted; NotFoundError if unknown."""
+    def delete_user(self, user: str) -> DeletedUser:
+        """Remove the user and everything of theirs (blocks, search keys, vectors, tsvectors, jobs, cached
+        vectors no other user shares, API keys), and record the deletion so that no add in flight brings
+        them back. NotFoundError if unknown."""
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             if user_id is None:
@@ -260,8 +270,33 @@ class PostgresStore:
             conn.execute("DELETE FROM session_terms WHERE user_id = %s", (user_id,))
             conn.execute("DELETE FROM session_lengths WHERE user_id = %s", (user_id,))
             n = conn.execute("DELETE FROM blocks WHERE user_id = %s", (user_id,)).rowcount
+            keys = conn.execute("DELETE FROM api_keys WHERE user_id = %s", (user_id,)).rowcount
             conn.execute("DELETE FROM users WHERE id = %s", (user_id,))
-        return int(n)
+            accounts.record_deletion(conn, user)
+        return DeletedUser(blocks=int(n), keys=int(keys))
+
+    def deletion_epoch(self) -> int:
+        """The store's deletion epoch: what an add reads before its slow part (core/store/deletions.py)."""
+        with self.transaction() as conn:
+            return accounts.deletion_epoch(conn)
+
+    # -- API keys (memlane.core.apikeys makes and checks them) ----------------------------------------------
+
+    def add_api_key(self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float) -> bool:
+        with self.transaction() as conn:
+            return accounts.add_key(conn, user, key_id, secret_sha256, label, created_at)
+
+    def get_api_key(self, key_id: str) -> StoredKey | None:
+        with self.transaction() as conn:
+            return accounts.get_key(conn, key_id)
+
+    def list_api_keys(self, user: str) -> list[KeyRecord]:
+        with self.transaction() as conn:
+            return accounts.list_keys(conn, user)
+
+    def revoke_api_key(self, user: str, key_id: str) -> bool:
+        with self.transaction() as conn:
+            return accounts.revoke_key(conn, user, key_id)
 
     def recluster(self) -> None:
         """Rewrite the vector and key tables in user order (maintenance, off-peak: it locks them).
@@ -404,7 +439,15 @@ class PostgresStore:
         uid = int(rows[0][0]) if rows else -1
         out = {
             table: int(self.query(f"SELECT count(*) FROM {table} WHERE user_id = %s", (uid,))[0][0])
-            for table in ("blocks", "search_keys", "key_vectors", "jobs", "session_terms", "session_lengths")
+            for table in (
+                "blocks",
+                "search_keys",
+                "key_vectors",
+                "jobs",
+                "session_terms",
+                "session_lengths",
+                "api_keys",
+            )
         }
         out["users"] = len(rows)
         return out

@@ -19,6 +19,12 @@ from memlane.core.store.sqlite.keys import delete_keys, insert_keys
 from memlane.core.store.sqlite.store import SqliteStore
 from memlane.core.timefmt import now_utc, to_epoch
 
+# A job row is the claimed job only while its block is still the claimed block: SQLite hands out the ids of
+# deleted rows again (a deleted user's newest jobs and blocks), so a worker that claimed a job of a user
+# deleted meanwhile must not write into a job and block that now carry another user's ids. Block ids
+# (random, time-ordered) are never reused.
+SAME_BLOCK = "block_pk = ? AND EXISTS (SELECT 1 FROM blocks b WHERE b.pk = jobs.block_pk AND b.id = ?)"
+
 
 def _now() -> float:
     return to_epoch(now_utc())
@@ -121,8 +127,8 @@ class SqliteJobQueue:
         with self.store.transaction() as conn:
             cur = conn.execute(
                 "UPDATE jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, finished_at = ?, "
-                "updated_at = ? WHERE id = ? AND status = 'running' AND lease_owner = ?",
-                (now, now, job.job_id, job.owner),
+                f"updated_at = ? WHERE id = ? AND status = 'running' AND lease_owner = ? AND {SAME_BLOCK}",
+                (now, now, job.job_id, job.owner, job.block_ref, job.block.id),
             )
             if cur.rowcount != 1:
                 return False
@@ -166,8 +172,9 @@ class SqliteJobQueue:
         now = _now()
         with self.store.transaction() as conn:
             row = conn.execute(
-                "SELECT attempts, max_attempts FROM jobs WHERE id = ? AND status = 'running' AND lease_owner = ?",
-                (job.job_id, job.owner),
+                "SELECT attempts, max_attempts FROM jobs "
+                f"WHERE id = ? AND status = 'running' AND lease_owner = ? AND {SAME_BLOCK}",
+                (job.job_id, job.owner, job.block_ref, job.block.id),
             ).fetchone()
             if row is None:
                 return None
@@ -192,6 +199,15 @@ class SqliteJobQueue:
                     (ExtractionStatus.FAILED.value, job.block_ref),
                 )
         return status
+
+    def statuses(self, job_ids: Sequence[int]) -> dict[int, JobStatus]:
+        """The status of each of ``job_ids`` that still exists (a deleted user's jobs do not)."""
+        out: dict[int, JobStatus] = {}
+        for start in range(0, len(job_ids), 500):
+            chunk = list(job_ids[start : start + 500])
+            rows = self.store.query(f"SELECT id, status FROM jobs WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            out.update({int(i): JobStatus(st) for i, st in rows})
+        return out
 
     def status(self, *, recent_errors: int = 5) -> QueueStatus:
         now = _now()

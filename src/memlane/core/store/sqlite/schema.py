@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable
 
 from memlane.core.errors import StoreError
+from memlane.core.store.sqlite.accounts import move_interface_keys
 from memlane.core.store.sqlite.segments import add_words, from_rows, quantize_segments
 from memlane.core.store.sqlite.terms import backfill
 
@@ -203,6 +204,34 @@ MIGRATIONS: list[Migration] = [
         ALTER TABLE key_segments ADD COLUMN words_counts BLOB NOT NULL DEFAULT x'';    -- uint16 per entry
         """,
         add_words,
+        "",
+    ),
+    # 7: API keys move into the store (by user id, deleted with the user in one transaction), from the HTTP
+    # service's own table where there is one; the deletion epoch and the tombstones of deleted names, which
+    # keep an add in flight from recreating a user deleted meanwhile (core/store/deletions.py says how).
+    (
+        """
+        CREATE TABLE api_keys(
+            key_id TEXT PRIMARY KEY,
+            user_id INTEGER NOT NULL REFERENCES users(id),
+            secret_sha256 TEXT NOT NULL,
+            label TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX api_keys_user ON api_keys(user_id);
+        CREATE TABLE deletion_epoch(
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            epoch INTEGER NOT NULL,        -- raised by every delete_user
+            pruned_upto INTEGER NOT NULL   -- the highest epoch of a pruned tombstone
+        );
+        INSERT INTO deletion_epoch(id, epoch, pruned_upto) VALUES (1, 0, 0);
+        CREATE TABLE user_deletions(
+            name_sha256 TEXT PRIMARY KEY,  -- of the deleted user's name: the name itself is not kept
+            epoch INTEGER NOT NULL,
+            deleted_at REAL NOT NULL
+        );
+        """,
+        move_interface_keys,
         "",
     ),
 ]

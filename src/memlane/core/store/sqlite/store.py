@@ -11,19 +11,20 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
-from memlane.core.errors import ConfigError, NotFoundError, StoreError
+from memlane.core.errors import ConfigError, NotFoundError, StoreError, StoreNotFoundError
 from memlane.core.exchanges import people_words
 from memlane.core.jobs import EXTRACT_KIND
-from memlane.core.model import MemoryBlock, UserInfo
+from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, UserInfo
 from memlane.core.store.cache import UserCache
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
+from memlane.core.store.sqlite import accounts
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index
 from memlane.core.store.sqlite.schema import migrate
 from memlane.core.store.sqlite.terms import TermIds, corpus_problems, query_weights
@@ -45,6 +46,20 @@ PAGE_SIZE = 16384
 _QueryMemo = tuple[tuple[str, int, int], tuple[list[tuple[int, float]], float]]
 
 
+def _require_store(path: Path) -> None:
+    """StoreNotFoundError unless ``path`` is a memlane store (a schema version set), touching nothing: the
+    check's connection sets no journal mode, and an empty file is refused before SQLite would write to it."""
+    if not path.is_file() or path.stat().st_size == 0:
+        raise StoreNotFoundError(f"no store at {path}")
+    try:
+        with closing(sqlite3.connect(path)) as conn:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+    if version == 0:
+        raise StoreNotFoundError(f"no store at {path} (the file is not a memlane store)")
+
+
 class SqliteStore:
     """SQLite store. Thread-safe: each thread gets its own connection; SQLite serialises the writers.
 
@@ -52,8 +67,12 @@ class SqliteStore:
     ``"normal"`` survives process crashes (kill -9) but may lose the last commits on power loss.
     """
 
-    def __init__(self, path: str | Path, *, durability: str = "full", cache_bytes: int = 2 * 1024**3) -> None:
-        """``cache_bytes`` bounds each of the two per-user index caches (key vectors, key terms)."""
+    def __init__(
+        self, path: str | Path, *, durability: str = "full", cache_bytes: int = 2 * 1024**3, create: bool = True
+    ) -> None:
+        """``cache_bytes`` bounds each of the two per-user index caches (key vectors, key terms).
+        ``create=False`` opens only an existing store: StoreNotFoundError (creating nothing) if there is
+        none at ``path``."""
         if durability not in ("full", "normal"):
             raise ConfigError(f"durability must be 'full' or 'normal', not {durability!r}")
         self.path = Path(path)
@@ -64,7 +83,10 @@ class SqliteStore:
         self.term_ids = TermIds()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            _require_store(self.path)
         try:
             migrate(self._conn())
         except sqlite3.Error as exc:
@@ -179,10 +201,33 @@ class SqliteStore:
     def create_user(self, user: str) -> bool:
         """Create a namespace; returns False if it already existed."""
         with self._write() as conn:
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO users(name, created_at) VALUES (?, ?)", (user, to_epoch(now_utc()))
-            )
-            return cur.rowcount == 1
+            return accounts.ensure_user(conn, user, to_epoch(now_utc()), None)[2]
+
+    def deletion_epoch(self) -> int:
+        """The store's deletion epoch: what an add reads before its slow part (core/store/deletions.py)."""
+        return accounts.deletion_epoch(self._conn())
+
+    # -- API keys (memlane.core.apikeys makes and checks them) ----------------------------------------------
+
+    def add_api_key(self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float) -> bool:
+        with self._write() as conn:
+            return accounts.add_key(conn, user, key_id, secret_sha256, label, created_at)
+
+    def get_api_key(self, key_id: str) -> StoredKey | None:
+        try:
+            return accounts.get_key(self._conn(), key_id)
+        except sqlite3.Error as exc:
+            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+
+    def list_api_keys(self, user: str) -> list[KeyRecord]:
+        try:
+            return accounts.list_keys(self._conn(), user)
+        except sqlite3.Error as exc:
+            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+
+    def revoke_api_key(self, user: str, key_id: str) -> bool:
+        with self._write() as conn:
+            return accounts.revoke_key(conn, user, key_id)
 
     def list_users(self) -> list[UserInfo]:
         rows = self._read(
@@ -201,17 +246,18 @@ class SqliteStore:
         cache_entries: tuple[str, dict[str, Vectors]] | None = None,
         *,
         enqueue_attempts: int = 0,
+        epoch: int | None = None,
     ) -> list[int]:
         """Store blocks with their message vectors in one transaction (the whole add, or nothing).
 
         ``cache_entries`` (model id, {content hash: vector}) are written to the embedding cache in the
         same transaction. ``enqueue_attempts`` > 0 enqueues one extraction job per block in that same
-        transaction, allowed that many attempts; their ids are returned."""
+        transaction, allowed that many attempts; their ids are returned. ``epoch``: the deletion epoch the
+        add read when it began; UserDeletedError (nothing written) if the user was deleted since."""
         if len(blocks) != len(vectors):
             raise StoreError(f"{len(blocks)} blocks but {len(vectors)} vectors")
         with self._write() as conn:
-            conn.execute("INSERT OR IGNORE INTO users(name, created_at) VALUES (?, ?)", (user, to_epoch(now_utc())))
-            user_id, version = conn.execute("SELECT id, version FROM users WHERE name = ?", (user,)).fetchone()
+            user_id, version, _ = accounts.ensure_user(conn, user, to_epoch(now_utc()), epoch)
             rows, job_ids = self._insert_blocks(conn, user_id, blocks, vectors, enqueue_attempts)
             if cache_entries and cache_entries[1]:
                 self.put_vectors_in(conn, *cache_entries)
@@ -294,10 +340,10 @@ class SqliteStore:
             conn.execute("UPDATE users SET version = version + 1 WHERE id = ?", (user_id,))
         self.cache_drop(user_id)
 
-    def delete_user(self, user: str) -> int:
-        """Remove the user and everything of theirs (blocks, keys, vectors, term rows, the terms only they
-        used, cached vectors no other user shares). Returns the number of blocks deleted; NotFoundError
-        for an unknown user."""
+    def delete_user(self, user: str) -> DeletedUser:
+        """Remove the user and everything of theirs (blocks, search keys, vectors, term rows, the terms only
+        they used, cached vectors no other user shares, API keys), and record the deletion so that no add
+        in flight brings them back. NotFoundError for an unknown user."""
         with self._write() as conn:
             row = conn.execute("SELECT id FROM users WHERE name = ?", (user,)).fetchone()
             if row is None:
@@ -311,9 +357,11 @@ class SqliteStore:
             delete_keys(conn, "user_id = ?", (user_id,))
             n = conn.execute("DELETE FROM blocks WHERE user_id = ?", (user_id,)).rowcount
             conn.execute("DELETE FROM jobs WHERE user_id = ?", (user_id,))
+            keys = conn.execute("DELETE FROM api_keys WHERE user_id = ?", (user_id,)).rowcount
             conn.execute("DELETE FROM users WHERE id = ?", (user_id,))
+            accounts.record_deletion(conn, user, to_epoch(now_utc()))
         self.cache_drop(user_id)
-        return int(n)
+        return DeletedUser(blocks=int(n), keys=int(keys))
 
     # -- reads -------------------------------------------------------------------------------------------
 
@@ -511,35 +559,11 @@ class SqliteStore:
     # -- maintenance -------------------------------------------------------------------------------------
 
     def compact(self) -> tuple[int, int]:
-        """Rewrite the file (VACUUM) with :data:`PAGE_SIZE` pages, each table in key order (so each user's
-        vectors and term rows are contiguous again) and no free pages; returns the file's size in bytes
-        before and after. Needs the file to itself: fails with StoreError while another connection (another
-        process, another thread of this store) has it open. Atomic: a crash leaves the old file."""
-        conn = self._conn()
-        before = self._file_bytes()
-        try:
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            try:
-                mode = str(conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]).lower()
-            except sqlite3.OperationalError as exc:
-                mode = str(exc)
-            if mode != "delete":
-                raise StoreError(f"cannot compact {self.path}: another connection has it open ({mode})")
-            try:
-                conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-                conn.execute("PRAGMA temp_store = FILE")  # VACUUM's copy is as big as the store: not in RAM
-                conn.execute("VACUUM")
-            finally:
-                conn.execute("PRAGMA temp_store = MEMORY")
-                conn.execute("PRAGMA journal_mode = WAL")
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot compact {self.path}: {exc}") from exc
-        return before, self._file_bytes()
+        """Rewrite the file with :data:`PAGE_SIZE` pages, each user's rows contiguous and no free pages;
+        returns its size in bytes before and after (:func:`memlane.core.store.sqlite.maintenance.compact`)."""
+        from memlane.core.store.sqlite.maintenance import compact
 
-    def _file_bytes(self) -> int:
-        """The file with its write-ahead log."""
-        wal = self.path.with_name(self.path.name + "-wal")
-        return self.path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+        return compact(self._conn(), self.path, PAGE_SIZE)
 
     def page_size(self) -> int:
         return int(self._read("PRAGMA page_size")[0][0])
@@ -551,7 +575,7 @@ class SqliteStore:
         out: dict[str, int] = {}
         row = self._user_row(user)
         uid = row[0] if row else -1
-        for table in ("blocks", "search_keys", "key_segments", "jobs"):
+        for table in ("blocks", "search_keys", "key_segments", "jobs", "api_keys"):
             out[table] = int(self._read(f"SELECT count(*) FROM {table} WHERE user_id = ?", (uid,))[0][0])
         # Keys whose vector and term bag the user's segments hold (the rows of PostgreSQL's key_vectors)
         keys = int(self._read("SELECT coalesce(sum(keys), 0) FROM key_segments WHERE user_id = ?", (uid,))[0][0])

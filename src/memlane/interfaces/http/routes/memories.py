@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
-from memlane.interfaces.http.auth import Caller, UserKey
+from memlane.interfaces.http.auth import Caller, UserCaller, UserKey
 from memlane.interfaces.http.schemas import (
     MAX_OFFSET,
     MAX_TEXT,
@@ -30,17 +30,20 @@ BlockIdPath = Annotated[str, Path(min_length=1, max_length=64)]
 ERRORS_SCANNED = 200
 
 
-@router.post("/memories", status_code=201, response_model=AddOut)
-def add_memories(body: AddIn, user: UserKey, request: Request) -> AddOut:
-    """Store a batch of messages as memory blocks; returns once they are durable and searchable."""
+@router.post("/memories", status_code=201, response_model=AddOut, responses=error_responses(409))
+def add_memories(body: AddIn, caller: UserCaller, request: Request) -> AddOut:
+    """Store a batch of messages as memory blocks; returns once they are durable and searchable. 409 if the
+    user was deleted while the add was in flight (nothing was stored)."""
+    assert caller.user is not None
     res = services(request).memory.add(
-        user,
+        caller.user,
         [m.model_dump(exclude_none=True) for m in body.messages],
         conversation_id=body.conversation_id,
         session_id=body.session_id,
         time=body.time,
         perspective=body.perspective,
         extract=body.extract,
+        epoch=caller.epoch,
     )
     return add_out(res)
 

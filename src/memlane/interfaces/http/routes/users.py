@@ -35,13 +35,8 @@ KeyIdPath = Annotated[str, Path(min_length=1, max_length=64)]
 )
 def create_user(body: UserIn, _: Admin, request: Request, response: Response) -> UserCreated:
     """Create a user (201), or confirm one that exists (200). Admin key."""
-    svc = services(request)
-    created = svc.memory.create_user(body.user)
-    if created:
-        # Keys left by an earlier user of this name that was deleted outside the service (CLI) must not
-        # open the new user's memories.
-        svc.keys.delete_user(body.user)
-    else:
+    created = services(request).memory.create_user(body.user)
+    if not created:
         response.status_code = 200
     return UserCreated(user=body.user, created=created)
 
@@ -57,11 +52,9 @@ def list_users(_: Admin, request: Request) -> list[UserOut]:
 
 @router.post("/{user}/keys", status_code=201, response_model=KeyCreated)
 def create_key(user: UserPath, _: Admin, request: Request, body: KeyIn | None = None) -> KeyCreated:
-    """A new API key for the user, shown this once (only its hash is stored). Admin key."""
-    svc = services(request)
-    if user not in {u.name for u in svc.memory.users()}:
-        raise NotFoundError(f"user {user!r} not found")
-    new = svc.keys.create(user, body.label if body else "")
+    """A new API key for the user, shown this once (only its hash is stored); 404 if there is no such user.
+    Admin key."""
+    new = services(request).keys.create(user, body.label if body else "")
     return KeyCreated(key=new.key, key_id=new.record.key_id, user=user, label=new.record.label)
 
 
@@ -89,15 +82,9 @@ def revoke_key(user: UserPath, key_id: KeyIdPath, _: Admin, request: Request) ->
 
 @router.delete("/{user}", response_model=UserDeleted)
 def delete_user(user: UserPath, _: AdminOrSelf, request: Request) -> UserDeleted:
-    """Delete the user and everything of theirs: blocks, facts, vectors, keyword rows, jobs, LLM calls
-    (when the service has the call log) and API keys. Admin key, or the user's own key."""
-    svc = services(request)
-    # Keys first: from here on no request can act for this user (one already past auth may still finish).
-    keys = svc.keys.delete_user(user)
-    try:
-        blocks = svc.memory.delete_user(user)
-    except NotFoundError:
-        if keys == 0:
-            raise
-        blocks = 0
-    return UserDeleted(user=user, blocks_deleted=blocks, keys_deleted=keys)
+    """Delete the user and everything of theirs: blocks, facts, vectors, keyword rows, jobs, API keys and
+    LLM calls (when the service has the call log), the keys in the same transaction as the rest. Final: an
+    add in flight for the user either landed before and went with them, or fails (409); a later add with
+    one of their keys is 401. Admin key, or the user's own key."""
+    deleted = services(request).memory.delete_user_counts(user)
+    return UserDeleted(user=user, blocks_deleted=deleted.blocks, keys_deleted=deleted.keys)

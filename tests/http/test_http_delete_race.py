@@ -1,0 +1,108 @@
+"""Through the HTTP app, in process, on every backend: POST /v1/memories with a user's key while
+DELETE /v1/users/{user} runs. Adds in flight either landed first (201, then deleted with the user) or are
+refused (409, or 401 if their key was checked after the delete); once the delete has returned, the key is
+dead (401) and nothing of the user is left; the name made again starts empty."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from http_support import ADMIN_KEY, BASE_URL, chat
+from sync_asgi import SyncASGITransport
+
+from memlane.core.embedding.fake import HashingEmbedder
+from memlane.core.embedding.protocol import Vectors
+from memlane.core.memory import Memory
+from memlane.core.store.protocol import Store
+from memlane.interfaces.http import create_app
+
+StoreFactory = Callable[[], Store]
+ROUNDS = 15
+ADDERS = 3
+
+
+class SlowEmbedder(HashingEmbedder):
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        time.sleep(0.004)  # about MiniLM's time for a short text: adds spend it in flight
+        return super().embed(texts)
+
+
+@dataclass(frozen=True)
+class Answer:
+    began: float
+    status: int
+
+
+def race_one_round(
+    client: Callable[[str], httpx.Client], key: str, rnd: int, rng: random.Random
+) -> tuple[list[Answer], httpx.Response, float, float]:
+    """Adders post with alice's key while the admin deletes her; returns when the adders stop."""
+    answers: list[Answer] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def adder(k: int) -> None:
+        with client(key) as http:
+            i = 0
+            while not stop.is_set():
+                began = time.monotonic()
+                resp = http.post("/v1/memories", json={"messages": chat(f"round {rnd} adder {k} note {i}")})
+                with lock:
+                    answers.append(Answer(began, resp.status_code))
+                i += 1
+
+    threads = [threading.Thread(target=adder, args=(k,)) for k in range(ADDERS)]
+    for t in threads:
+        t.start()
+    time.sleep(rng.uniform(0.01, 0.04))
+    started = time.monotonic()
+    deleted = client(ADMIN_KEY).delete("/v1/users/alice")
+    returned = time.monotonic()
+    time.sleep(0.02)
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    return answers, deleted, started, returned
+
+
+def test_an_add_in_flight_never_outlives_the_delete_of_its_user(store_factory: StoreFactory, tmp_path: Path) -> None:
+    memory = Memory(store_factory(), SlowEmbedder())
+    transport = SyncASGITransport(create_app(memory, admin_key=ADMIN_KEY))
+
+    def client(key: str) -> httpx.Client:
+        return httpx.Client(base_url=BASE_URL, transport=transport, headers={"Authorization": f"Bearer {key}"})
+
+    admin = client(ADMIN_KEY)
+    rng = random.Random(7)
+    statuses: set[int] = set()
+    try:
+        for rnd in range(ROUNDS):
+            assert admin.post("/v1/users", json={"user": "alice"}).status_code == 201
+            key = admin.post("/v1/users/alice/keys", json={}).json()["key"]
+            answers, deleted, started, returned = race_one_round(client, key, rnd, rng)
+            assert deleted.status_code == 200, deleted.text
+            assert deleted.json()["keys_deleted"] == 1
+            statuses |= {a.status for a in answers}
+            # In flight: landed first (201), or refused: 409 when the key was checked before the delete
+            # committed, 401 after. Never a 5xx, and never an add that survives (checked below).
+            assert {a.status for a in answers if a.began < started} <= {201, 401, 409}
+            # Begun after the delete returned: the key is dead, and no add recreates the user.
+            after = [a for a in answers if a.began > returned]
+            assert after and {a.status for a in after} == {401}
+            assert "alice" not in {u["user"] for u in admin.get("/v1/users").json()}
+            assert set(memory.store.user_row_counts("alice").values()) == {0}
+        assert {201, 401, 409} <= statuses, f"the rounds never raced an add against the delete: {statuses}"
+        # The name made again starts empty.
+        assert admin.post("/v1/users", json={"user": "alice"}).status_code == 201
+        fresh = admin.post("/v1/users/alice/keys", json={}).json()["key"]
+        assert client(fresh).get("/v1/memories").json() == []
+        assert memory.store.integrity_check() == []
+    finally:
+        transport.shutdown()
+        memory.close()
