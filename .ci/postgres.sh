@@ -91,15 +91,41 @@ as_owner() {
     if is_root; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+# The first port tried (then upwards). Ports in the kernel's range for outgoing connections are skipped: an
+# outgoing connection's socket may hold one at any time, which a connect probe cannot see and which makes the
+# server's bind fail ("could not bind IPv4 address ... Address already in use").
+PORT_BASE=${MEMLANE_PG_PORT_BASE:-15432}
+PORT_TRIES=200
+
+ephemeral_range() {
+    cat /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo "32768 60999"
+}
+
+can_bind() {
+    # What the server will do: bind 127.0.0.1:PORT with SO_REUSEADDR (so a TIME_WAIT socket does not count).
+    python3 -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))' "$1" 2>/dev/null
+}
+
 free_port() {
-    local p
-    for p in $(seq 55432 55632); do
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+    # The first of PORT_TRIES ports from $1 up that lies outside the ephemeral range and can be bound now.
+    local p=$1 tried=0 lo hi
+    read -r lo hi <<<"$(ephemeral_range)"
+    while [ "$p" -le 65535 ] && [ "$tried" -lt "$PORT_TRIES" ]; do
+        if [ "$p" -ge "$lo" ] && [ "$p" -le "$hi" ]; then
+            p=$((hi + 1))
+            continue
+        fi
+        if can_bind "$p"; then
             echo "$p"
             return
         fi
+        p=$((p + 1))
+        tried=$((tried + 1))
     done
-    log "no free port in 55432-55632"
+    log "no port from $1 up, outside the ephemeral range $lo-$hi, could be bound"
     exit 1
 }
 
@@ -111,23 +137,36 @@ start() {
     if is_root; then chown postgres: "$dir"; fi
     chmod 700 "$dir"
     as_owner "$PG_BIN/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 --no-locale --no-sync >/dev/null
-    port=$(free_port)
     # Settings live in the data folder, so a test can restart the server with `pg_ctl -D DATA start` alone.
     # fsync off is for speed only: commits still reach the kernel before they are acknowledged, so an
     # immediate shutdown (a server crash, not a power cut) loses nothing acknowledged.
     cat >>"$dir/data/postgresql.conf" <<EOF
-port = $port
+port = 0
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$dir'
 fsync = off
 max_connections = 200
 shared_buffers = 256MB
 EOF
-    if ! as_owner "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null; then
+    # A port free when probed may be taken before the server binds it (another start, a client socket):
+    # then the next one is tried.
+    local attempt next=$PORT_BASE
+    for attempt in 1 2 3 4 5; do
+        port=$(free_port "$next") || { stop "$dir"; exit 1; }
+        sed -i "s/^port = [0-9]*\$/port = $port/" "$dir/data/postgresql.conf"
+        rm -f "$dir/server.log"
+        if as_owner "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null; then
+            break
+        fi
+        if [ "$attempt" -lt 5 ] && grep -q "could not bind\|could not create any TCP/IP sockets" "$dir/server.log"; then
+            log "port $port was taken before the server could bind it; trying the next one"
+            next=$((port + 1))
+            continue
+        fi
         cat "$dir/server.log" >&2
         stop "$dir"
         exit 1
-    fi
+    done
     # A server that started but could not be set up is stopped again: nothing is left running.
     if ! as_owner "$PG_BIN/psql" -h "$dir" -p "$port" -U postgres -d postgres -qAt -v ON_ERROR_STOP=1 \
         -c "CREATE DATABASE $DB_NAME" >/dev/null ||
