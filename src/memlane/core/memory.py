@@ -115,16 +115,23 @@ class Memory:
 
     @classmethod
     def open(
-        cls, path: str | Path, *, embedder: str | Embedder = "minilm", durability: str = "full", create: bool = True
+        cls,
+        path: str | Path,
+        *,
+        embedder: str | Embedder = "minilm",
+        durability: str = "full",
+        create: bool = True,
+        server_timeout_s: float = 30.0,
     ) -> Memory:
         """Open (or create) a store with an embedder (by name or instance): a ``postgresql://`` URL opens the
         PostgreSQL store there; anything else is the path of the embedded SQLite store. ``create=False``
-        opens only an existing store: StoreNotFoundError, creating nothing, if there is none."""
+        opens only an existing store: StoreNotFoundError, creating nothing, if there is none.
+        ``server_timeout_s`` (PostgreSQL): how long an operation waits for the database before StoreError."""
         from memlane.core.store.postgres import is_postgres_url, open_postgres
         from memlane.core.store.sqlite import SqliteStore
 
         if is_postgres_url(path):
-            store: Store = open_postgres(str(path), durability=durability, create=create)
+            store: Store = open_postgres(str(path), durability=durability, create=create, timeout_s=server_timeout_s)
         else:
             store = SqliteStore(path, durability=durability, create=create)
         try:

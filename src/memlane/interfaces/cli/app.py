@@ -85,11 +85,19 @@ def call_log_path(store: str | Path, explicit: Path | None) -> Path:
     return path.with_name(path.name + ".calls.db")
 
 
-def open_memory(store: str | Path, embedder: str, llm: LLMChoice | None = None, *, create: bool = False) -> Memory:
+def open_memory(
+    store: str | Path,
+    embedder: str,
+    llm: LLMChoice | None = None,
+    *,
+    create: bool = False,
+    server_timeout_s: float = 30.0,
+) -> Memory:
     """The Memory a command works on; with ``llm``, the LLM is built lazily only for what needs it.
     ``create``: make the store if there is none (add, serve, mcp); otherwise StoreNotFoundError (exit 3)
-    and nothing is created, so a mistyped path is an error instead of an empty store."""
-    mem = Memory.open(store, embedder=embedder, create=create)
+    and nothing is created, so a mistyped path is an error instead of an empty store. ``server_timeout_s``:
+    how long an operation waits for a PostgreSQL server."""
+    mem = Memory.open(store, embedder=embedder, create=create, server_timeout_s=server_timeout_s)
     if llm is None:
         return mem
     try:

@@ -20,6 +20,9 @@ from memlane.interfaces.http.settings import DEFAULT_MAX_BODY_BYTES
 F = TypeVar("F", bound=Callable[..., Any])
 
 ADMIN_KEY_ENV = "MEMLANE_ADMIN_KEY"
+# A request waits this long for a PostgreSQL connection, then gets 503: while the database is down, callers
+# hear so within seconds instead of hanging (the pool keeps reconnecting in the background).
+SERVICE_SERVER_TIMEOUT_S = 5.0
 DEFAULT_KEYS_FILE = "memlane.keys.db"
 
 
@@ -62,7 +65,7 @@ def import_key_file(mem: Memory, store: str, explicit: Path | None) -> None:
 def service_memory(store: str, embedder: str, llm: LLMChoice | None) -> Memory:
     """The Memory of a long-running service. It always knows the LLM call log, even with no LLM of its own
     (workers in another process write it), so that deleting a user deletes their LLM calls too."""
-    mem = open_memory(store, embedder, llm, create=True)
+    mem = open_memory(store, embedder, llm, create=True, server_timeout_s=SERVICE_SERVER_TIMEOUT_S)
     if mem.call_log is None:
         mem.call_log = CallLog(call_log_path(store, llm.log if llm else None))
     return mem

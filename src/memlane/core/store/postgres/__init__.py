@@ -16,9 +16,10 @@ if TYPE_CHECKING:
 __all__ = ["PostgresStore", "is_postgres_url", "open_postgres", "redact"]
 
 
-def open_postgres(url: str, *, durability: str = "full", create: bool = True) -> PostgresStore:
+def open_postgres(url: str, *, durability: str = "full", create: bool = True, timeout_s: float = 30.0) -> PostgresStore:
     """Open the store at a ``postgresql://`` URL (``create=False``: only one whose tables exist);
-    ConfigError if the driver is not installed."""
+    ConfigError if the driver is not installed. ``timeout_s``: how long an operation waits for the server
+    (to connect, or for a connection of the pool) before it fails with StoreError."""
     from memlane.core.errors import ConfigError
 
     try:
@@ -27,7 +28,7 @@ def open_postgres(url: str, *, durability: str = "full", create: bool = True) ->
         raise ConfigError(
             f"a PostgreSQL store needs psycopg and psycopg-pool: pip install 'memlane[postgres]' ({exc})"
         ) from exc
-    return PostgresStore(url, durability=durability, create=create)
+    return PostgresStore(url, durability=durability, create=create, timeout_s=timeout_s)
 
 
 def __getattr__(name: str) -> object:

@@ -41,6 +41,10 @@ from memlane.core.store.terms import BM25_B, BM25_K1
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
 NOW = "extract(epoch FROM now())"  # the database's clock: leases compare times written by many machines
+# How long the pool keeps retrying a lost connection (with a backoff that doubles from 1 s) before it gives
+# up; the next operation then starts a new attempt at once. psycopg_pool's default (5 minutes) lets the
+# backoff grow so long that a store came back only minutes after its server did.
+RECONNECT_S = 10.0
 
 
 class PostgresStore:
@@ -93,6 +97,7 @@ class PostgresStore:
             # A pooled connection may predate a server restart: test it before lending it out.
             check=ConnectionPool.check_connection,
             timeout=timeout_s,
+            reconnect_timeout=RECONNECT_S,
             name="memlane",
         )
         try:
