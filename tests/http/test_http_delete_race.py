@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 from http_support import ADMIN_KEY, BASE_URL, chat
 from sync_asgi import SyncASGITransport
 
@@ -103,6 +104,52 @@ def test_an_add_in_flight_never_outlives_the_delete_of_its_user(store_factory: S
         fresh = admin.post("/v1/users/alice/keys", json={}).json()["key"]
         assert client(fresh).get("/v1/memories").json() == []
         assert memory.store.integrity_check() == []
+    finally:
+        transport.shutdown()
+        memory.close()
+
+
+class DeletingEmbedder(HashingEmbedder):
+    """Deletes the user in the middle of the add's embedding, once: the delete lands exactly in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memory: Memory | None = None
+        self.victim: str | None = None
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if self.memory is not None and self.victim is not None:
+            victim, self.victim = self.victim, None
+            self.memory.delete_user(victim)
+        return super().embed(texts)
+
+
+def test_an_add_whose_user_is_deleted_in_flight_is_a_409_and_the_clients_conflict_error(
+    store_factory: StoreFactory,
+) -> None:
+    from memlane.client import Client
+    from memlane.client.errors import ConflictError
+
+    embedder = DeletingEmbedder()
+    memory = Memory(store_factory(), embedder)
+    embedder.memory = memory
+    transport = SyncASGITransport(create_app(memory, admin_key=ADMIN_KEY))
+    try:
+        with Client(BASE_URL, ADMIN_KEY, transport=transport) as admin:
+            admin.create_user("alice")
+            key = admin.create_key("alice").key
+        embedder.victim = "alice"
+        with httpx.Client(base_url=BASE_URL, transport=transport, headers={"Authorization": f"Bearer {key}"}) as http:
+            resp = http.post("/v1/memories", json={"messages": chat("written while alice is deleted")})
+        assert resp.status_code == 409 and resp.json()["error"]["code"] == "conflict"
+        assert "deleted while this write was in flight" in resp.json()["error"]["message"]
+        assert memory.users() == [] and set(memory.store.user_row_counts("alice").values()) == {0}
+        with Client(BASE_URL, ADMIN_KEY, transport=transport) as admin:
+            admin.create_user("alice")
+            key = admin.create_key("alice").key
+        embedder.victim = "alice"
+        with Client(BASE_URL, key, transport=transport) as alice, pytest.raises(ConflictError):
+            alice.add(chat("again"))
     finally:
         transport.shutdown()
         memory.close()

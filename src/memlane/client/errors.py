@@ -8,6 +8,7 @@ MemlaneError
 ├── ConfigError (core)              400 config_error: the server is not set up for this (extract="sync"
 │                                   without an LLM)
 ├── LLMError (core)                 502: the server's LLM call failed
+├── ConflictError (core)            409: the user was deleted while the add was in flight (nothing stored)
 └── APIError                        any other failure; ``status`` (0 without a response) and ``code``
     ├── AuthenticationError         401: no key, or an unknown or revoked one
     ├── PermissionDeniedError       403: a valid key that may not do this (a user key on an admin route)
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from memlane.core.errors import (
     ConfigError,
+    ConflictError,
     LLMError,
     MemlaneError,
     NotFoundError,
@@ -29,6 +31,7 @@ __all__ = [
     "APIError",
     "AuthenticationError",
     "ConfigError",
+    "ConflictError",
     "LLMError",
     "MemlaneError",
     "NotFoundError",
@@ -83,6 +86,8 @@ def error_from_response(status: int, code: str, message: str, field: str | None)
         return NotFoundError(message)
     if code == "config_error":
         return ConfigError(message)
+    if code == "conflict" or status == 409:
+        return ConflictError(message)
     if code == "llm_error":
         return LLMError(message)
     kind: type[APIError] = {
