@@ -182,7 +182,8 @@ def search_cmd(
 @click.argument("user")
 @store_options
 def delete_user_cmd(user: str, store: Path, embedder: str) -> None:
-    """Delete USER and everything of theirs.
+    """Delete USER and everything of theirs, API keys included. Final: an add in flight for USER fails or
+    is deleted with them; a later add starts USER afresh.
 
     \b
     Example:
@@ -190,10 +191,10 @@ def delete_user_cmd(user: str, store: Path, embedder: str) -> None:
     """
     mem = open_memory(store, embedder)
     try:
-        n = mem.delete_user(user)
+        deleted = mem.delete_user_counts(user)
     finally:
         mem.close()
-    click.echo(f"deleted {user}: {n} blocks")
+    click.echo(f"deleted {user}: {deleted.blocks} blocks, {deleted.keys} API keys")
 
 
 @click.command("get")
