@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import statistics
 from pathlib import Path
@@ -14,7 +15,7 @@ from memlane.bench.datasets import load_dataset
 from memlane.bench.rankings import LocomoRanking, LongMemEvalRanking, read_rankings
 from memlane.bench.report import format_compare, load_results, write_reports
 from memlane.bench.retrieval import run_retrieval
-from memlane.bench.runlog import LOG_NAME, read_log
+from memlane.bench.runlog import LOG_NAME, read_log, unpack_log
 from memlane.core.errors import ConfigError
 
 REPORT_FILES = ("report.md", "results.json", "results.csv", "recall.png", "rankings.jsonl")
@@ -55,6 +56,7 @@ def test_longmemeval_run_writes_contract_rankings_and_reports(root: Path) -> Non
 def test_reports_pair_every_mode_with_the_headline_mode_question_by_question(root: Path) -> None:
     out = root / "run"
     run_retrieval(options(root), out, progress=False)
+    unpack_log(out / LOG_NAME)
     # Every mode finds everything in these small haystacks; make hybrid miss two test questions at @5.
     lines = (out / LOG_NAME).read_text().splitlines()
     lowered: list[str] = []
@@ -106,7 +108,13 @@ def test_run_resumes_from_an_incomplete_log(root: Path) -> None:
     out = root / "run"
     run_retrieval(options(root), out, progress=False)
     log = out / LOG_NAME
+    # A finished run's log is gzipped; every reader takes it as it is.
+    packed = out / (LOG_NAME + ".gz")
+    assert packed.is_file() and not log.exists()
+    assert packed.stat().st_size * 3 < len(gzip.decompress(packed.read_bytes()))
     full = read_log(log)
+    unpack_log(log)
+    assert log.is_file() and not packed.exists() and read_log(log) == full
     lines = log.read_text().splitlines(keepends=True)
     # Keep the header, the segment, the first calibration and four records; the fifth was being written
     # when the run died.

@@ -51,7 +51,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -62,18 +62,20 @@ from tqdm import tqdm
 from memlane.bench.datasets.model import Haystack, Sample, Session, Turn
 from memlane.bench.datasets.registry import DATASETS, DatasetStream, open_dataset
 from memlane.bench.history import LOCOMO, LONGMEMEVAL, HaystackIndex
-from memlane.bench.ingest import BENCH_DURABILITY, DatasetIdentity, default_bench_cache
+from memlane.bench.ingest import BENCH_DURABILITY, dataset_record, default_bench_cache
 from memlane.bench.plot import check_plotting
 from memlane.bench.report import write_reports
 from memlane.bench.retrieval_metrics import score_locomo, score_longmemeval
 from memlane.bench.runlog import (
     DEFAULT_EMBEDDER,
     DEFAULT_KS,
+    LOG_NAME,
     MIN_RANKING_LENGTH,
     QuestionRecord,
     RetrievalConfig,
     RunLog,
     new_header,
+    pack_log,
 )
 from memlane.bench.split import sample_splitter
 from memlane.core.embedding.protocol import CachedEmbedder, make_embedder
@@ -651,7 +653,7 @@ def run_baselines(options: BaselineOptions, run_dir: Path, *, progress: bool = T
             "namespaces": NONE,
             "blocks": NONE,
         }
-        header = new_header(config, asdict(DatasetIdentity.of(stream)), store_info)
+        header = new_header(config, dataset_record(stream), store_info)
         log = RunLog.open(Path(run_dir), header, {"baselines": [b.name for b in baselines]})
         written = 0
         already = len(log.done)
@@ -677,6 +679,7 @@ def run_baselines(options: BaselineOptions, run_dir: Path, *, progress: bool = T
         if cache_store is not None:
             cache_store.close()
     write_reports(Path(run_dir))
+    pack_log(Path(run_dir) / LOG_NAME)
     return BaselineOutcome(
         run_dir=Path(run_dir),
         written=written,

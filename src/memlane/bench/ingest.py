@@ -91,6 +91,13 @@ class DatasetIdentity:
         return cls(stream.name, stream.sha256(), ", ".join(p.name for p in stream.paths), dict(stream.params))
 
 
+def dataset_record(stream: DatasetStream) -> dict[str, object]:
+    """What a run log records of its data set: the identity, whether the file is the published one
+    (``matches``, ``differs`` or ``unlisted``) and which rule found it (``--data-dir``, ``MEMLANE_DATA``,
+    ``shipped``)."""
+    return asdict(DatasetIdentity.of(stream)) | {"published": stream.verification.status, "origin": stream.origin}
+
+
 def store_key(dataset: DatasetIdentity, settings: IngestSettings) -> str:
     """16 hex digits naming the store of (data set, settings)."""
     payload = {"dataset": asdict(dataset) | {"file": None}, "settings": settings.to_json()}
@@ -320,10 +327,19 @@ def ingest(
     started = time.perf_counter()
     manifest = bench.manifest
     if not manifest.complete:
-        family = DATASETS[bench.dataset.name].family
+        info = DATASETS[bench.dataset.name]
+        family = info.family
         present = {u.name for u in mem.users()}
         samples = 0
-        bar = tqdm(desc=f"ingest {bench.dataset.name}", unit="ns", disable=not progress, leave=False)
+        known = stream.verification.known
+        total = known.namespaces if known is not None and limit is None else None
+        bar = tqdm(
+            desc=f"ingest {bench.dataset.name} ({info.unit}s)",
+            unit=f" {info.unit}",
+            total=total,
+            disable=not progress,
+            leave=False,
+        )
         for haystack in _needed(stream, limit):
             samples += len(haystack.samples)
             bar.update(1)

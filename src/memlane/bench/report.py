@@ -252,6 +252,13 @@ def format_modes_table(results: RunResults, modes: dict[str, ModeResult] | None 
     return "\n".join(lines)
 
 
+_PUBLISHED = {
+    "matches": "the published file",
+    "differs": "NOT the published file: figures are not comparable with published ones",
+    "unlisted": "no published digest to check it against",
+}
+
+
 def _describe(results: RunResults) -> list[str]:
     header = results.contents.header
     c = header.config
@@ -259,6 +266,7 @@ def _describe(results: RunResults) -> list[str]:
     revisions = sorted({str(s.get("git_revision")) for s in results.contents.segments} | {header.git_revision})
     return [
         f"- data set: `{c.dataset}` (file `{ds.get('file')}`, sha256 `{ds.get('sha256')}`"
+        + (f", {_PUBLISHED[str(ds['published'])]}" if ds.get("published") in _PUBLISHED else "")
         + (f", params {c.dataset_params}" if c.dataset_params else "")
         + ")",
         f"- ingest: perspective `{c.perspective}`, embedder `{c.embedder}` (`{c.embedder_model_id}`), "
@@ -269,8 +277,8 @@ def _describe(results: RunResults) -> list[str]:
         f"- code: git {', '.join(revisions)}; memlane {header.packages.get('memlane')}, "
         f"onnxruntime {header.packages.get('onnxruntime')}, numpy {header.packages.get('numpy')}, "
         f"Python {header.packages.get('python')}",
-        f"- log: `{LOG_NAME}`, started {header.created_at}, {len(results.contents.segments)} segment(s), "
-        f"{len(results.contents.records)} records",
+        f"- log: `{LOG_NAME}` (gzipped once the run finished), started {header.created_at}, "
+        f"{len(results.contents.segments)} segment(s), {len(results.contents.records)} records",
     ]
 
 

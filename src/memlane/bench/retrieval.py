@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -38,6 +38,7 @@ from memlane.bench.ingest import (
     IngestReport,
     IngestSettings,
     OnBatch,
+    dataset_record,
     default_bench_cache,
     ingest,
 )
@@ -48,12 +49,14 @@ from memlane.bench.runlog import (
     CALIBRATE_EVERY,
     DEFAULT_EMBEDDER,
     DEFAULT_KS,
+    LOG_NAME,
     MIN_RANKING_LENGTH,
     QuestionRecord,
     RetrievalConfig,
     RunLog,
     calibrate,
     new_header,
+    pack_log,
 )
 from memlane.bench.split import sample_splitter
 from memlane.core.embedding.protocol import make_embedder
@@ -171,7 +174,13 @@ def evaluate_question(
     error = None
     try:
         hits = mem.search(
-            sample.namespace, sample.question, config.depth, mode=mode, before=before, at=sample.question_date
+            sample.namespace,
+            sample.question,
+            config.depth,
+            mode=mode,
+            before=before,
+            at=sample.question_date,
+            distinct=False,
         )
     except MemlaneError as exc:
         hits, error = [], f"{type(exc).__name__}: {exc}"
@@ -230,7 +239,7 @@ def run_retrieval(
         ingested = ingest(stream, bench, mem, limit=options.limit, progress=progress, on_batch=on_batch)
         config = resolve_config(options, stream, bench.settings)
         store_info: dict[str, object] = {"key": bench.key, "settings": bench.settings.to_json()}
-        header = new_header(config, asdict(bench.dataset), store_info | bench.manifest.totals())
+        header = new_header(config, dataset_record(stream), store_info | bench.manifest.totals())
         log = RunLog.open(Path(run_dir), header, {"ingest": ingested.to_json()})
         written = errors = 0
         already = len(log.done)
@@ -272,4 +281,5 @@ def run_retrieval(
     finally:
         bench.close()
     write_reports(Path(run_dir))
+    pack_log(Path(run_dir) / LOG_NAME)
     return RunOutcome(Path(run_dir), ingested, written, already, errors, time.perf_counter() - started)

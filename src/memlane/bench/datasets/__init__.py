@@ -12,28 +12,33 @@ from memlane.bench.datasets.longmemeval import iter_longmemeval, load_longmemeva
 from memlane.bench.datasets.model import Dataset, Haystack, Sample, Session, Turn, dataset_from_haystacks
 from memlane.bench.datasets.registry import (
     DATASETS,
+    DatasetNotFound,
     DatasetStream,
     dataset_path,
+    find_dataset,
     load_dataset,
     open_dataset,
-    resolve_data_dir,
+    verify_file,
 )
-from memlane.bench.datasets.source import file_sha256
+from memlane.bench.datasets.source import content_sha256, file_sha256
 
 __all__ = [
     "CATEGORY_NAMES",
     "DATASETS",
     "MEM0_CATEGORY_NAMES",
     "Dataset",
+    "DatasetNotFound",
     "DatasetStream",
     "Haystack",
     "Sample",
     "Session",
     "Turn",
+    "content_sha256",
     "dataset_from_haystacks",
     "dataset_path",
     "expand_haystacks",
     "file_sha256",
+    "find_dataset",
     "iter_locomo",
     "iter_longmemeval",
     "load_dataset",
@@ -42,5 +47,5 @@ __all__ = [
     "locomo_session_of",
     "longmemeval_turn_id",
     "open_dataset",
-    "resolve_data_dir",
+    "verify_file",
 ]

@@ -30,7 +30,7 @@ from memlane.bench.datasets.source import (
     as_answer,
     as_list,
     as_str,
-    file_sha256,
+    content_sha256,
     open_source,
     require,
     where,
@@ -205,10 +205,10 @@ def iter_longmemeval(path: Path) -> Iterator[Haystack]:
 
 
 def load_longmemeval(path: Path, *, name: str | None = None) -> Dataset:
-    """Load a LongMemEval file into a :class:`Dataset` (sha256 of the file bytes as stored).
+    """Load a LongMemEval file into a :class:`Dataset` (sha256 of the JSON content, decompressed).
 
     ``name`` defaults to the file name without its ``.json``/``.json.xz`` suffix.
     """
     path = Path(path)
     label = name or path.name.removesuffix(".xz").removesuffix(".json")
-    return dataset_from_haystacks(label, file_sha256(path), iter_longmemeval(path))
+    return dataset_from_haystacks(label, content_sha256(path), iter_longmemeval(path))

@@ -87,8 +87,8 @@ class Haystack:
 class Dataset:
     """A fully materialised data set.
 
-    ``sha256`` is the hex digest of the source file's bytes (for several files: of the lines
-    ``"<file name> <digest>\\n"`` in the given order). ``params`` records generation settings of derived
+    ``sha256`` is the hex digest of the source's JSON content (decompressed, so a compressed and a plain
+    copy of one file are the same data set). ``params`` records generation settings of derived
     sets (e.g. the seed and size of ``longmemeval-s-x500``). ``notes`` lists every data quirk that loading
     repaired or dropped, so nothing is silently changed.
     """

@@ -26,7 +26,7 @@ from tqdm import tqdm
 from memlane.bench.datasets.model import Haystack, Sample
 from memlane.bench.datasets.registry import DatasetStream, open_dataset
 from memlane.bench.history import HaystackIndex
-from memlane.bench.ingest import BenchStore, DatasetIdentity, IngestReport, ingest
+from memlane.bench.ingest import BenchStore, IngestReport, dataset_record, ingest
 from memlane.bench.qa.answering import Answerer
 from memlane.bench.qa.bleu import TOKENIZER_ID
 from memlane.bench.qa.judges import LLMJudge, make_judge
@@ -223,12 +223,12 @@ def run_qa(
             stream, bench, mem = open_bench(ropts)
             ingested = ingest(stream, bench, mem, limit=options.limit, progress=progress)
             retrieval = resolve_config(ropts, stream, bench.settings)
-            dataset: dict[str, object] = asdict(bench.dataset)
+            dataset: dict[str, object] = dataset_record(stream)
             totals: dict[str, object] = dict(bench.manifest.totals())
             store: dict[str, object] | None = {"key": bench.key, "settings": bench.settings.to_json()} | totals
         else:
             stream = open_dataset(options.dataset, options.data_dir)
-            dataset, store = asdict(DatasetIdentity.of(stream)), None
+            dataset, store = dataset_record(stream), None
         config = build_config(options, stages, llm, judge, retrieval)
         header = QAHeader.new(config.to_json(), dataset, store)
         segment: dict[str, object] = {
