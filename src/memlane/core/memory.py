@@ -21,7 +21,7 @@ from time import sleep
 from typing import Any
 
 from memlane.core.embedding.protocol import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
-from memlane.core.errors import ConfigError, ValidationError
+from memlane.core.errors import ConfigError, LLMError, LLMTransportError, ValidationError
 from memlane.core.exchanges import BlockDraft, draft_blocks, parse_messages, parse_mode
 from memlane.core.extraction.extractor import ExtractionPrompt, Extractor
 from memlane.core.extraction.worker import Worker, retry_delay, run_job
@@ -40,7 +40,17 @@ from memlane.core.model import (
     UserInfo,
     content_hash,
 )
-from memlane.core.retrieval import Position, SearchSettings, check_k, fuse, resolve_settings, top_k, with_candidates
+from memlane.core.retrieval import (
+    Position,
+    Scored,
+    SearchSettings,
+    check_k,
+    fuse,
+    resolve_settings,
+    score_kind,
+    top_k,
+    with_candidates,
+)
 from memlane.core.store.protocol import Store
 from memlane.core.time_phrases import time_windows
 from memlane.core.timefmt import annotate, coerce_time, now_utc, to_epoch
@@ -179,8 +189,7 @@ class Memory:
                 (self.embedder.model_id, cache_entries),
                 enqueue_attempts=0 if extract == "off" else self.max_attempts,
             )
-            if extract == "sync":
-                self.run_jobs(job_ids)
+            outcome = self.run_jobs(job_ids) if extract == "sync" else {}
             offset += len(blocks)
             results.append(
                 AddResult(
@@ -191,6 +200,8 @@ class Memory:
                     exchanges=exchanges,
                     skipped_system_messages=skipped,
                     jobs_enqueued=len(job_ids),
+                    jobs_done=sum(s is JobStatus.DONE for s in outcome.values()),
+                    jobs_failed=sum(s is JobStatus.DEAD for s in outcome.values()),
                 )
             )
         return results
@@ -246,19 +257,31 @@ class Memory:
     def run_jobs(self, job_ids: Sequence[int], *, retry_pause_s: float = 0.5) -> dict[int, JobStatus]:
         """Run the given jobs now, in this thread, with the same code as the workers (synchronous mode).
 
-        The LLM client already retries transport errors with backoff; a job that still fails is retried
-        here at once, up to its attempts, and ends ``dead`` with its error kept."""
+        A job whose reply was unusable is retried here at once, up to its attempts, and ends ``dead`` with
+        its error kept. A server that cannot be reached (the LLM client has already retried it with backoff)
+        ends the run: that job and the ones not run yet stay ``queued`` for a worker, and are left out of the
+        returned outcome."""
         extractor = self.extractor()
         owner = f"sync-{uuid.uuid4().hex[:12]}"
         outcome: dict[int, JobStatus] = {}
+        unreachable: list[LLMError] = []
+
+        def note(exc: LLMError) -> None:
+            if isinstance(exc, LLMTransportError):
+                unreachable.append(exc)
+
         pending = list(job_ids)
         pause = retry_pause_s
-        while pending:
-            for job in self.queue.claim(owner, len(pending), DEFAULT_LEASE_S, job_ids=pending):
-                status = run_job(job, self.queue, extractor, self.embedder, retry_in_s=0.0)
-                outcome[job.job_id] = status or JobStatus.DONE
+        while pending and not unreachable:
+            for job_id in pending:
+                for job in self.queue.claim(owner, 1, DEFAULT_LEASE_S, job_ids=[job_id]):
+                    status = run_job(job, self.queue, extractor, self.embedder, retry_in_s=0.0, on_failure=note)
+                    outcome[job.job_id] = status or JobStatus.DONE
+                if unreachable:
+                    outcome.pop(job_id, None)
+                    break
             pending = [j for j in pending if outcome.get(j) in (None, JobStatus.QUEUED)]
-            if pending:
+            if pending and not unreachable:
                 sleep(pause)
                 pause = min(pause * 2, 5.0)
         return outcome
@@ -298,16 +321,23 @@ class Memory:
         before: datetime | str | float | None = None,
         after: datetime | str | float | None = None,
         at: datetime | str | float | None = None,
+        distinct: bool = True,
     ) -> list[Hit]:
-        """The user's top-k blocks for ``query``; ``before``/``after`` bound the event time (exclusive,
+        """The user's top-k memories for ``query``; ``before``/``after`` bound the event time (exclusive,
         inclusive). ``mode`` is a preset name (vector, keyword, hybrid, ...) or :class:`SearchSettings`.
         ``at`` is when the question is asked (default: now): the query's time phrases ("two weeks ago",
-        "last month") are read against it, and the blocks they point at are preferred, not required."""
+        "last month") are read against it, and the blocks they point at are preferred, not required.
+
+        With ``distinct`` (the default) each exchange is returned once, as its best-scoring perspective,
+        with the ids of its other perspectives' matching blocks in ``Hit.other_perspectives``: k hits are k
+        different exchanges. ``distinct=False`` returns the k best blocks as they are (what the benchmarks
+        score). ``Hit.score_kind`` says what the scores are."""
         check_name(user, "user")
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("empty query", where="query")
         check_k(k)
-        settings = with_candidates(resolve_settings(mode), k)
+        # Folding perspectives needs up to two blocks per exchange among the candidates.
+        settings = with_candidates(resolve_settings(mode), 2 * k if distinct else k)
         b = coerce_time(before, where="before")
         a = coerce_time(after, where="after")
         asked = coerce_time(at, where="at") or now_utc()
@@ -332,9 +362,35 @@ class Memory:
             sessions = sorted({p.session for p in positions.values()})
             word_ranks = self.store.session_word_ranks(user, query, sessions)
         windows = time_windows(query, asked, tolerance=settings.time_tolerance) if settings.uses_time else ()
+        kind = score_kind(settings)
+        if distinct:
+            ranked = top_k(scored, positions, settings, len(scored), word_ranks, windows)
+            return self._distinct_hits(user, ranked, k, kind)
         top = top_k(scored, positions, settings, k, word_ranks, windows)
         blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in top])
-        return [Hit(block=blocks[ref], score=score, ranks=ranks) for ref, score, ranks in top if ref in blocks]
+        return [Hit(blocks[ref], score, ranks, kind) for ref, score, ranks in top if ref in blocks]
+
+    def _distinct_hits(self, user: str, ranked: Scored, k: int, kind: str) -> builtins.list[Hit]:
+        """The first k exchanges of ``ranked`` (best first), each as its first block, the later blocks of the
+        same exchange folded into it. Blocks are fetched 2k at a time: usually once."""
+        firsts: dict[tuple[str, str, int, str], tuple[MemoryBlock, float, dict[str, int], builtins.list[str]]] = {}
+        for start in range(0, len(ranked), 2 * k):
+            chunk = ranked[start : start + 2 * k]
+            blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in chunk])
+            for ref, score, ranks in chunk:
+                block = blocks.get(ref)
+                if block is None:  # deleted since it was ranked
+                    continue
+                # Perspectives of one exchange share its place and its text (a later add can restart
+                # exchange_index in the same session, so the place alone is not enough).
+                exchange = (block.conversation_id, block.session_id, block.exchange_index, block.content_hash)
+                if exchange in firsts:
+                    firsts[exchange][3].append(block.id)
+                elif len(firsts) < k:
+                    firsts[exchange] = (block, score, ranks, [])
+            if len(firsts) >= k:
+                break
+        return [Hit(b, score, ranks, kind, tuple(others)) for b, score, ranks, others in firsts.values()]
 
     def get_memory(
         self,
@@ -347,7 +403,7 @@ class Memory:
         after: datetime | str | float | None = None,
         at: datetime | str | float | None = None,
     ) -> list[Hit]:
-        """The seed system's name for :meth:`search`."""
+        """Another name of :meth:`search`, as some agent-memory APIs call it."""
         return self.search(user, query, k, mode=mode, before=before, after=after, at=at)
 
     # -- blocks and users --------------------------------------------------------------------------------

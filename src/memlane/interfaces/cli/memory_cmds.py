@@ -37,7 +37,13 @@ def block_json(b: MemoryBlock) -> dict[str, Any]:
 
 
 def hit_json(h: Hit) -> dict[str, Any]:
-    return {**block_json(h.block), "score": h.score, "ranks": h.ranks}
+    return {
+        **block_json(h.block),
+        "score": h.score,
+        "score_kind": h.score_kind,
+        "ranks": h.ranks,
+        "other_perspectives": list(h.other_perspectives),
+    }
 
 
 def _read_messages(file: Path | None) -> Any:
@@ -129,10 +135,27 @@ def add_cmd(
             "exchanges": res.exchanges,
             "skipped_system_messages": res.skipped_system_messages,
             "jobs_enqueued": res.jobs_enqueued,
+            "jobs_done": res.jobs_done,
+            "jobs_failed": res.jobs_failed,
         }
         click.echo(json.dumps(summary))
     else:
         click.echo(f"added {len(res.block_ids)} blocks from {res.exchanges} exchanges for {user}")
+        if extract == "sync":
+            click.echo(f"extraction: {res.jobs_done} of {res.jobs_enqueued} jobs done")
+    left = res.jobs_enqueued - res.jobs_done - res.jobs_failed if extract == "sync" else 0
+    if res.jobs_failed or left:
+        problems = []
+        if res.jobs_failed:
+            problems.append(f"{res.jobs_failed} failed for good")
+        if left:
+            problems.append(f"{left} stay queued for `memlane worker` (the LLM server could not be reached)")
+        click.echo(
+            f"error: extraction did not finish: {', '.join(problems)}. The blocks are stored and searchable "
+            "without a summary or facts; `memlane queue status` shows the errors.",
+            err=True,
+        )
+        sys.exit(1)
 
 
 @click.command("search")
@@ -159,7 +182,12 @@ def search_cmd(
     store: Path,
     embedder: str,
 ) -> None:
-    """Search USER's memory for QUERY.
+    """Search USER's memory for QUERY: the k best memories, best first, each exchange once.
+
+    Scores: higher is better. --mode vector gives cosine similarities (-1 to 1), --mode keyword BM25 scores
+    (0 and up); the hybrid modes give a fused score (each retriever's weighted margin plus context gains,
+    usually below 3) that orders the hits of one search and means nothing across searches. --json names it
+    in score_kind.
 
     \b
     Example:

@@ -13,7 +13,14 @@ from memlane.core.errors import ConfigError
 from memlane.core.llm import CallLog
 from memlane.core.memory import Memory
 from memlane.core.store.postgres import is_postgres_url
-from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, open_memory, store_options
+from memlane.interfaces.cli.app import (
+    LLMChoice,
+    call_log_path,
+    llm_config_problem,
+    llm_options,
+    open_memory,
+    store_options,
+)
 from memlane.interfaces.http.settings import DEFAULT_MAX_BODY_BYTES
 
 if TYPE_CHECKING:
@@ -130,13 +137,16 @@ def serve_cmd(
     admin_key = os.environ.get(ADMIN_KEY_ENV) or None
     check_admin_key(admin_key, insecure_dev=insecure_dev, host=host)
     llm = LLMChoice(llm_name, llm_log, llm_base_url, llm_model) if workers > 0 else None
-    try:
-        mem = service_memory(store, embedder, llm)
-    except ConfigError as exc:
-        if workers > 0:
-            hint = "the extraction workers need an LLM; if that is what is missing, --workers 0 runs without"
-            raise ConfigError(f"{exc} ({hint})") from exc
-        raise
+    problem = llm_config_problem(llm) if llm is not None else None
+    if problem is not None:
+        click.echo(
+            "memlane: extraction is off until an LLM is configured (MEMLANE_LLM_BASE_URL, MEMLANE_LLM_MODEL, "
+            f"MEMLANE_LLM_API_KEY; here: {problem}). The API serves adds and searches; an add with extract=sync "
+            "gets 400 config_error, and jobs queued by extract=async wait for a `memlane worker` with an LLM.",
+            err=True,
+        )
+        llm, workers = None, 0
+    mem = service_memory(store, embedder, llm)
     try:
         keys = KeyStore(key_store_path(store, keys_path))
     except BaseException:

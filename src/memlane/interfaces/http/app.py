@@ -19,6 +19,7 @@ from memlane.core.errors import ConfigError
 from memlane.core.memory import Memory
 from memlane.core.store.sqlite import SqliteStore
 from memlane.interfaces.http.errors import install_error_handlers
+from memlane.interfaces.http.json_body import JsonBodyMiddleware
 from memlane.interfaces.http.keys import KeyStore
 from memlane.interfaces.http.limits import BodyLimitMiddleware
 from memlane.interfaces.http.metrics import Metrics, MetricsMiddleware
@@ -86,6 +87,7 @@ def create_app(
     app.include_router(ops.router)
     app.include_router(users.router)
     app.include_router(memories.router)
+    app.add_middleware(JsonBodyMiddleware)
     # Added last = outermost: the metrics see every response, the 413s of the limit included.
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics)

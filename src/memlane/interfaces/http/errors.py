@@ -129,7 +129,12 @@ def install_error_handlers(app: FastAPI) -> None:
             return error_response(422, "validation_error", "invalid request")
         first = errors[0]
         if first.get("type") == "json_invalid":
-            return error_response(400, "bad_request", f"body is not valid JSON: {first.get('msg')}", "body")
+            return error_response(
+                400,
+                "bad_request",
+                f"body is not valid JSON: {first.get('msg')} (send a JSON body, Content-Type: application/json)",
+                "body",
+            )
         where = field_path(first.get("loc", ()))
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")

@@ -148,8 +148,16 @@ class BlockOut(BaseModel):
 class HitOut(BlockOut):
     """A search hit, as ``memlane search --json`` prints it."""
 
-    score: float
-    ranks: dict[str, int]
+    score: float = Field(description="Higher is better; what it measures is in score_kind.")
+    score_kind: str = Field(
+        description="cosine (-1 to 1), bm25 (0 and up), or fusion / rrf: a fused hybrid score that only orders "
+        "the hits of one search."
+    )
+    ranks: dict[str, int] = Field(description="The block's 1-based rank in each retriever that found it.")
+    other_perspectives: list[str] = Field(
+        description="Ids of the same exchange's blocks from the other perspectives that also matched, folded "
+        "into this hit (each exchange is returned once)."
+    )
 
 
 class AddOut(BaseModel):
