@@ -1,8 +1,8 @@
 """Baseline retrievers, reproduced by the harness: simple rankers that work on a haystack directly.
 
-Issue 8 ("Retrieval quality") asks for memlane's figures next to those of simple retrievers measured in
-the same run. Each baseline is named, and a baseline run writes an ordinary retrieval run folder (mode
-name = baseline name), so ``memlane bench report`` and ``memlane bench compare`` read it unchanged.
+memlane's figures are read next to those of simple retrievers measured in the same run. Each baseline is
+named, and a baseline run writes an ordinary retrieval run folder (mode name = baseline name), so
+``memlane bench report`` and ``memlane bench compare`` read it unchanged.
 
 Baselines (no memlane store, no LLM):
 
@@ -16,8 +16,9 @@ Baselines (no memlane store, no LLM):
   LongMemEval: user turns, the official turn-level corpus);
 * ``bm25-sessions-user``, ``minilm-sessions-user``, ``rrf-sessions-user``: the same with a session's
   text made of its target turns only (LongMemEval: user turns, which is the official session corpus of
-  ``run_retrieval.py``; on LoCoMo identical to the plain ones). These reproduce the issue's table, whose
-  "BM25 on rounds" session figures are the official turn-to-session ones (``turn2session/...``).
+  ``run_retrieval.py``; on LoCoMo identical to the plain ones). These reproduce the reference table of
+  docs/bench/baselines.md, whose "BM25 on rounds" session figures are the official turn-to-session ones
+  (``turn2session/...``).
 
 Defaults (:data:`DEFAULT_BASELINES`): all eight on LongMemEval, the four plain ones on LoCoMo.
 
@@ -25,7 +26,7 @@ BM25 is the ``BM25Okapi`` of ``rank_bm25``, the library the official LongMemEval
 its defaults: k1 = 1.5, b = 0.75, and idf = ln((N - n + 0.5) / (n + 0.5)) where a negative idf (a term in
 more than half the documents) is replaced by epsilon (0.25) times the mean idf of the corpus vocabulary;
 every occurrence of a query term adds its term score. Tokens are lower-cased ``\\w+`` words, no stemming,
-no stop words (the official code splits on whitespace without lower-casing; the issue's table is
+no stop words (the official code splits on whitespace without lower-casing; the reference table is
 lower-cased). The corpus of a question is its own haystack, as in the official per-question retrieval.
 
 Rankings follow :mod:`memlane.bench.history`'s conventions:
@@ -34,7 +35,7 @@ Rankings follow :mod:`memlane.bench.history`'s conventions:
   cosine, every unit of either list for RRF; ties keep haystack order;
 * session rankings of round and turn baselines follow the units' sessions in rank order;
 * session baselines rank no turns: their turn ranking is empty and carries no turn metrics, so reports show
-  ``-`` (as the official session-granularity retrieval, and the issue's table, do). Expanding a session
+  ``-`` (as the official session-granularity retrieval, and the reference table, do). Expanding a session
   ranking into its turns in haystack order would only measure where evidence sits inside a session;
 * every list is cut at ``min_length`` (``max(50, max(k))``) and padded to it (or to the whole haystack)
   with the remaining sessions / target turns in haystack order, exactly as :func:`memlane.bench.history.rank`.
@@ -138,8 +139,8 @@ BASELINES: dict[str, Baseline] = {
         Baseline("bm25-turns", "bm25", "turn"),
     )
 }
-# LongMemEval: the issue's table was measured on the official session corpus (user turns only), so the
-# ``-user`` variants reproduce it; the all-turn ones are what the brief of this module named. On LoCoMo the
+# LongMemEval: the reference table was measured on the official session corpus (user turns only), so the
+# ``-user`` variants reproduce it; the all-turn ones are the plain variants. On LoCoMo the
 # ``-user`` variants equal the plain ones (both speakers are users).
 DEFAULT_BASELINES: dict[str, tuple[str, ...]] = {
     LONGMEMEVAL: (

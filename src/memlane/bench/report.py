@@ -42,7 +42,8 @@ LONGMEMEVAL_TYPES = (
 # LoCoMo papers mostly report categories 1-4 (adversarial questions have no answer to find).
 OVERALL_1_4 = "overall (1-4)"
 HEADLINE_MODE = "hybrid"
-# The figures issue 8's targets are read on: each mode's paired difference from the headline mode.
+# The figures memlane's retrieval targets are read on (docs/design/003-retrieval.md): each mode's paired
+# difference from the headline mode.
 PAIRED_METRICS: tuple[tuple[str, str], ...] = (
     ("session/recall_all@5", "session R_all@5"),
     ("session/recall_all@10", "session R_all@10"),

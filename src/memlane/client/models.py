@@ -93,6 +93,8 @@ def add_result_from_json(d: Mapping[str, Any]) -> AddResult:
         exchanges=int(d["exchanges"]),
         skipped_system_messages=int(d["skipped_system_messages"]),
         jobs_enqueued=int(d["jobs_enqueued"]),
+        jobs_done=int(d.get("jobs_done", 0)),
+        jobs_failed=int(d.get("jobs_failed", 0)),
     )
 
 

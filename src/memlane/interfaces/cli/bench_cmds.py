@@ -20,6 +20,7 @@ from memlane.bench.runlog import DEFAULT_EMBEDDER, DEFAULT_KS
 from memlane.core.embedding.protocol import make_embedder
 from memlane.core.retrieval import PRESETS
 from memlane.core.store.postgres import is_postgres_url
+from memlane.interfaces.cli.dataset_cmds import data_dir_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 DATASET_CHOICE = click.Choice(sorted(DATASETS))
@@ -122,13 +123,7 @@ def ingest_options(func: F) -> F:
             help="Where bench stores and the shared embedding cache live; default "
             "<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench. [env MEMLANE_BENCH_CACHE]",
         ),
-        click.option(
-            "--data-dir",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=None,
-            envvar="MEMLANE_DATA",
-            help="Folder with locomo/ and longmemeval/; default ../shared/datasets. [env MEMLANE_DATA]",
-        ),
+        data_dir_option,
     ]
     for option in options:
         func = option(func)

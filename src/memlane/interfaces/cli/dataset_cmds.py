@@ -15,7 +15,8 @@ data_dir_option = click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help=f"Folder with the data sets. [env {ENV_VAR}; default: only the copies shipped with memlane]",
+    help=f"Folder with the data sets (locomo/, longmemeval/): it replaces ${ENV_VAR}; the copies that ship "
+    f"with memlane (LoCoMo) are used when it lacks one. [env {ENV_VAR}]",
 )
 
 

@@ -168,6 +168,8 @@ class AddOut(BaseModel):
     exchanges: int
     skipped_system_messages: int
     jobs_enqueued: int
+    jobs_done: int = Field(default=0, description="extract=sync: jobs that finished.")
+    jobs_failed: int = Field(default=0, description="extract=sync: jobs that failed for good (their blocks are kept).")
 
 
 class UserOut(BaseModel):
@@ -269,6 +271,8 @@ def add_out(res: AddResult) -> AddOut:
         exchanges=res.exchanges,
         skipped_system_messages=res.skipped_system_messages,
         jobs_enqueued=res.jobs_enqueued,
+        jobs_done=res.jobs_done,
+        jobs_failed=res.jobs_failed,
     )
 
 
