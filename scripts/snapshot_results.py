@@ -9,6 +9,7 @@ LLM as reader and judge, at two retrieval settings. Each output file is digested
 rankings, the answers) or after dropping what varies from run to run (times, latencies, git revision,
 package versions: the run logs and results). It runs the ``memlane`` command of the current environment, so
 the same script measures code before and after a change (check the old code out in a worktree, run there).
+``rehash`` recomputes the digests of a folder already run (after a change of this script).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ PRESETS = (
     "hybrid-messages",
 )
 VOLATILE = re.compile(
-    r"^latency|_ms$|_s$|^seconds$|_at$|^at$|^git_revision$|^packages$|^warm$|^ingest$|^calibrations?$|^segments$"
+    r"^latency|_ms$|_s$|_p50$|_p95$|^seconds$|_at$|^at$|^git_revision$|^packages$|^warm$|^ingest$|"
+    r"^calibrations?$|^segments$|^call_id$"
 )
 RUN_RECORDS = ("segment", "calibration")  # one per invocation and every hundred questions: not results
 
@@ -68,7 +70,8 @@ def digest_file(path: Path) -> str:
         lines = data.decode("utf-8").splitlines() if "jsonl" in path.name else [data.decode("utf-8")]
         records = [json.loads(line) for line in lines if line.strip()]
         kept = [json.dumps(stable(r), sort_keys=True) for r in records if r.get("type") not in RUN_RECORDS]
-        data = "\n".join(kept).encode()
+        # Concurrent QA workers log in the order questions finish: compare the set of records.
+        data = "\n".join(sorted(kept)).encode()
     return hashlib.sha256(data).hexdigest()
 
 
@@ -120,12 +123,17 @@ def main() -> int:
     r.add_argument("out", type=Path)
     r.add_argument("--cache-dir", type=Path, default=None, help="bench stores (default: memlane's bench cache)")
     r.add_argument("--fresh", action="store_true", help="delete OUT first")
+    h = sub.add_parser("rehash")
+    h.add_argument("out", type=Path)
     c = sub.add_parser("compare")
     c.add_argument("old", type=Path)
     c.add_argument("new", type=Path)
     args = parser.parse_args()
     if args.command == "compare":
         return compare(args.old, args.new)
+    if args.command == "rehash":
+        (args.out / "digests.json").write_text(json.dumps(digests(args.out), indent=1, sort_keys=True) + "\n")
+        return 0
     if args.fresh and args.out.exists():
         shutil.rmtree(args.out)
     run(args.out, args.cache_dir)
