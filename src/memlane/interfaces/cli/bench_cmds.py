@@ -340,6 +340,37 @@ def compare_cmd(run_a: Path, run_b: Path, categories: bool) -> None:
     click.echo(format_compare(load_results(run_a), load_results(run_b), categories=categories))
 
 
+@bench_group.command("view")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The HTML file to write; default view.html in the first run's folder.",
+)
+@click.option("--open", "open_it", is_flag=True, help="Open the page in the default web browser.")
+@data_dir_option
+def view_cmd(runs: tuple[Path, ...], out: Path | None, open_it: bool, data_dir: Path | None) -> None:
+    """Write one self-contained HTML page (no server, no network) to look through RUNS: retrieval and QA run
+    folders, any mix. It shows each run's config, data set hash and figures by category with its plot, and
+    the questions, which filter by category, hit or miss and text; a question opens its gold evidence and each
+    chosen system's hits, evidence marked and the question's words highlighted. Choose a second system to
+    see the questions one gets and the other misses. Turn texts come from the data set (--data-dir).
+
+    \b
+    Example:
+      memlane bench view runs/locomo-a runs/locomo-b --open
+    """
+    from memlane.bench.viewer import write_view
+
+    path = write_view(list(runs), out or runs[0] / "view.html", data_dir=data_dir)
+    click.echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    if open_it:
+        import webbrowser
+
+        webbrowser.open(path.resolve().as_uri())
+
+
 def register(group: click.Group) -> None:
     group.add_command(bench_group)
     from memlane.interfaces.cli.baseline_cmds import register as register_baselines
