@@ -13,7 +13,7 @@ from bench_runs import make_data_dir, options
 from memlane.bench import retrieval
 from memlane.bench.datasets import load_dataset
 from memlane.bench.rankings import LocomoRanking, LongMemEvalRanking, read_rankings
-from memlane.bench.report import format_compare, load_results, write_reports
+from memlane.bench.report import format_compare, load_results, per_question, write_reports
 from memlane.bench.retrieval import run_retrieval
 from memlane.bench.runlog import LOG_NAME, read_log, unpack_log
 from memlane.core.errors import ConfigError
@@ -194,3 +194,27 @@ def test_compare_puts_two_runs_side_by_side(root: Path) -> None:
         line for line in text.splitlines() if line.startswith("| keyword | overall | session R_all@10 |")
     )
     assert keyword_row.endswith("| - |")
+
+
+def test_compare_reads_only_the_shared_questions_by_default(root: Path) -> None:
+    # A full run against a --limit run: the unpaired difference of their means says nothing.
+    run_retrieval(options(root, modes=("keyword",)), root / "full", progress=False)
+    run_retrieval(options(root, modes=("keyword",), limit=4), root / "part", progress=False)
+    full, part = load_results(root / "full"), load_results(root / "part")
+    metric = "session/recall_all@5"
+    qa = per_question(full, "keyword", "overall", metric)
+    qb = per_question(part, "keyword", "overall", metric)
+    assert qa is not None and qb is not None and len(qb) < len(qa)
+    shared = qa.keys() & qb.keys()
+    row = next(
+        line
+        for line in format_compare(full, part).splitlines()
+        if line.startswith("| keyword | overall | session R_all@5 |")
+    )
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:6] == [str(len(qa)), str(len(qb)), str(len(shared))]
+    assert float(cells[6]) == pytest.approx(sum(qa[q] for q in shared) / len(shared), abs=5e-4)
+    assert cells[8] == "+0.000"  # the same questions in the same mode: no difference
+    assert "the questions both runs scored" in format_compare(full, part)
+    unpaired = format_compare(full, part, all_questions=True)
+    assert "unpaired" in unpaired

@@ -329,15 +329,24 @@ def report_cmd(run_dir: Path) -> None:
     envvar="MEMLANE_BENCH_COMPARE_CATEGORIES",
     help="Also compare every category, not only overall. [env MEMLANE_BENCH_COMPARE_CATEGORIES]",
 )
-def compare_cmd(run_a: Path, run_b: Path, categories: bool) -> None:
-    """Put two runs side by side: each key figure per mode in A, in B, and B - A, with the paired
-    difference over the questions both scored (95% bootstrap interval, questions better / worse, sign test).
+@click.option(
+    "--all-questions",
+    is_flag=True,
+    help="Show each run's means over its own questions instead of over the questions both runs scored.",
+)
+def compare_cmd(run_a: Path, run_b: Path, categories: bool, all_questions: bool) -> None:
+    """Put two runs side by side: each key figure per mode in A, in B, and B - A, with how many questions
+    each run scored and the paired difference over the questions both scored (95% bootstrap interval,
+    questions better / worse, sign test). A and B are means over the shared questions unless
+    --all-questions.
 
     \b
     Example:
       memlane bench compare runs/lme-s-minilm runs/lme-s-minilm-128 --categories
     """
-    click.echo(format_compare(load_results(run_a), load_results(run_b), categories=categories))
+    click.echo(
+        format_compare(load_results(run_a), load_results(run_b), categories=categories, all_questions=all_questions)
+    )
 
 
 @bench_group.command("view")
