@@ -1,4 +1,4 @@
-"""Baseline retrievers (``memlane.bench.baselines``) and ``memlane bench baselines``."""
+"""Baseline retrievers (``memlane.bench.retrieval.baselines``) and ``memlane bench baselines``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from bench_runs import make_data_dir
 from bench_runs import options as bench_options
 from click.testing import CliRunner
 
-from memlane.bench.baselines import (
+from memlane.bench.datasets.model import Haystack, Sample, Session, Turn
+from memlane.bench.reports.report import load_results
+from memlane.bench.retrieval.baselines import (
     BASELINES,
     BaselineOptions,
     HaystackRanker,
@@ -28,12 +30,10 @@ from memlane.bench.baselines import (
     session_units,
     tokenize,
 )
-from memlane.bench.datasets.model import Haystack, Sample, Session, Turn
-from memlane.bench.history import LOCOMO, LONGMEMEVAL, HaystackIndex
-from memlane.bench.rankings import read_rankings
-from memlane.bench.report import load_results
-from memlane.bench.retrieval import run_retrieval
-from memlane.bench.runlog import QuestionRecord, RetrievalConfig, read_log
+from memlane.bench.retrieval.history import LOCOMO, LONGMEMEVAL, HaystackIndex
+from memlane.bench.retrieval.rankings import read_rankings
+from memlane.bench.retrieval.run import run_retrieval
+from memlane.bench.retrieval.runlog import QuestionRecord, RetrievalConfig, read_log
 from memlane.bench.split import question_split
 from memlane.core.embedding.protocol import CachedEmbedder, Vectors, make_embedder
 from memlane.core.errors import ConfigError

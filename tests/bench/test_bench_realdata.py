@@ -9,7 +9,7 @@ import pytest
 from bench_synth import real_data_dir
 
 from memlane.bench.datasets import expand_haystacks, load_dataset
-from memlane.bench.retrieval_metrics import aggregate, score_locomo, score_longmemeval
+from memlane.bench.retrieval.metrics import aggregate, score_locomo, score_longmemeval
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from memlane.bench.datasets import Sample
-from memlane.bench.retrieval_metrics import (
+from memlane.bench.retrieval.metrics import (
     OVERALL,
     TASK_AVERAGE,
     aggregate,

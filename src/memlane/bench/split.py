@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Literal
 
 from memlane.bench.datasets.model import Sample
-from memlane.bench.history import LOCOMO
+from memlane.bench.retrieval.history import LOCOMO
 
 Split = Literal["dev", "test"]
 SPLITS: tuple[Split, ...] = ("dev", "test")

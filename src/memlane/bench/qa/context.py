@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memlane.bench.datasets.model import Haystack, Session
-from memlane.bench.history import session_messages
 from memlane.bench.qa.tokens import DEFAULT_COUNTER, TokenCounter
+from memlane.bench.retrieval.history import session_messages
 from memlane.core.model import Hit, MemoryBlock
 from memlane.core.timefmt import annotate, to_utc
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from memlane.bench.datasets.model import Haystack, Sample
-from memlane.bench.history import HaystackIndex
 from memlane.bench.qa.answering import Answer, Answerer, adversarial_question, resolve_choice
 from memlane.bench.qa.bleu import bleu1
 from memlane.bench.qa.context import ContextEntry, full_context, history_end, render_context, retrieved_entries
@@ -24,8 +23,9 @@ from memlane.bench.qa.qalog import AnswerRecord
 from memlane.bench.qa.records import CallUsage, Failure
 from memlane.bench.qa.scoring import locomo_f1, mem0_f1, token_f1
 from memlane.bench.qa.tokens import DEFAULT_COUNTER
-from memlane.bench.retrieval import evaluate_question
-from memlane.bench.runlog import RetrievalConfig
+from memlane.bench.retrieval.history import HaystackIndex
+from memlane.bench.retrieval.run import evaluate_question
+from memlane.bench.retrieval.runlog import RetrievalConfig
 from memlane.core.errors import LLMError, MemlaneError
 from memlane.core.extraction.extractor import ExtractionPrompt, Extractor
 from memlane.core.llm import LLM, ChatMessage, JSONSchema, LLMResult

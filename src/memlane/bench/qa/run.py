@@ -4,9 +4,9 @@
 
     outcome = run_qa(QAOptions("locomo", k=10, mode="hybrid"), Path("runs/qa"), llm=llm, judge_llm=judge_llm)
 
-The retrieval stage is the retrieval benchmark's own (:func:`memlane.bench.retrieval.open_bench`,
-:func:`~memlane.bench.ingest.ingest`, :func:`~memlane.bench.retrieval.evaluate_question`): same bench store,
-same depth, same retrieval scores, logged next to each answer. The store is searched from the main thread;
+The retrieval stage is the retrieval benchmark's own (:func:`memlane.bench.retrieval.run.open_bench`,
+:func:`~memlane.bench.retrieval.ingest.ingest`, :func:`~memlane.bench.retrieval.run.evaluate_question`): same
+bench store, same depth, same retrieval scores, logged next to each answer. The store is searched from the main thread;
 the LLM calls of up to ``concurrency`` questions run in worker threads, and each finished question is
 appended to the log at once. An interrupted run resumes from its log (questions already logged are not
 asked again) and, with a call log kept by the LLM client, calls that completed before the interruption
@@ -25,8 +25,6 @@ from tqdm import tqdm
 
 from memlane.bench.datasets.model import Haystack, Sample
 from memlane.bench.datasets.registry import DatasetStream, open_dataset
-from memlane.bench.history import HaystackIndex
-from memlane.bench.ingest import BenchStore, IngestReport, dataset_record, ingest
 from memlane.bench.qa.answering import Answerer
 from memlane.bench.qa.bleu import TOKENIZER_ID
 from memlane.bench.qa.judges import LLMJudge, make_judge
@@ -43,8 +41,10 @@ from memlane.bench.qa.runconfig import (
     check_options,
 )
 from memlane.bench.qa.tokens import DEFAULT_COUNTER
-from memlane.bench.retrieval import open_bench, resolve_config
-from memlane.bench.runlog import RetrievalConfig
+from memlane.bench.retrieval.history import HaystackIndex
+from memlane.bench.retrieval.ingest import BenchStore, IngestReport, dataset_record, ingest
+from memlane.bench.retrieval.run import open_bench, resolve_config
+from memlane.bench.retrieval.runlog import RetrievalConfig
 from memlane.core.extraction.extractor import ExtractionPrompt
 from memlane.core.llm import LLM
 from memlane.core.memory import Memory

@@ -23,8 +23,8 @@ from memlane.bench.qa.aggregate import BootstrapSettings
 from memlane.bench.qa.costs import ModelPrice
 from memlane.bench.qa.judges import JUDGES
 from memlane.bench.qa.prompts import PromptKind, get_prompt
-from memlane.bench.retrieval import RetrievalOptions
-from memlane.bench.runlog import DEFAULT_EMBEDDER
+from memlane.bench.retrieval.run import RetrievalOptions
+from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER
 from memlane.core.errors import ConfigError
 from memlane.core.retrieval import MAX_K, resolve_settings
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from memlane.bench.baselines import BASELINES, DEFAULT_BASELINES, BaselineOptions, run_baselines
-from memlane.bench.report import format_mode_table, format_modes_table, load_results
-from memlane.bench.runlog import DEFAULT_EMBEDDER
+from memlane.bench.reports.report import format_mode_table, format_modes_table, load_results
+from memlane.bench.retrieval.baselines import BASELINES, DEFAULT_BASELINES, BaselineOptions, run_baselines
+from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER
 from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, baseline_names, ks_option
 from memlane.interfaces.cli.dataset_cmds import data_dir_option
 

@@ -10,13 +10,19 @@ from typing import Any, TypeVar
 
 import click
 
-from memlane.bench.baselines import BASELINES, DEFAULT_BASELINES
 from memlane.bench.datasets.registry import DATASETS
-from memlane.bench.ingest import ingest
 from memlane.bench.perf import PerfSettings, format_report, run_perf
-from memlane.bench.report import format_compare, format_mode_table, format_modes_table, load_results, write_reports
-from memlane.bench.retrieval import DEFAULT_MODES, RetrievalOptions, open_bench, run_retrieval
-from memlane.bench.runlog import DEFAULT_EMBEDDER, DEFAULT_KS
+from memlane.bench.reports.report import (
+    format_compare,
+    format_mode_table,
+    format_modes_table,
+    load_results,
+    write_reports,
+)
+from memlane.bench.retrieval.baselines import BASELINES, DEFAULT_BASELINES
+from memlane.bench.retrieval.ingest import ingest
+from memlane.bench.retrieval.run import DEFAULT_MODES, RetrievalOptions, open_bench, run_retrieval
+from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER, DEFAULT_KS
 from memlane.core.embedding.protocol import make_embedder
 from memlane.core.retrieval import PRESETS
 from memlane.core.store.postgres import is_postgres_url

@@ -17,11 +17,18 @@ from pathlib import Path
 
 from memlane.bench.datasets.locomo import CATEGORY_NAMES, MEM0_CATEGORY_NAMES
 from memlane.bench.datasets.registry import DATASETS
-from memlane.bench.history import LOCOMO
-from memlane.bench.paired import PairedDiff, format_diff, paired_diff
-from memlane.bench.rankings import LocomoRanking, LongMemEvalRanking, Ranking, write_rankings
-from memlane.bench.retrieval_metrics import OVERALL, TASK_AVERAGE, GroupSummary, aggregate
-from memlane.bench.runlog import CALIBRATE_EVERY, CALIBRATION_TEXTS, LOG_NAME, LogContents, QuestionRecord, read_log
+from memlane.bench.retrieval.history import LOCOMO
+from memlane.bench.retrieval.metrics import OVERALL, TASK_AVERAGE, GroupSummary, aggregate
+from memlane.bench.retrieval.paired import PairedDiff, format_diff, paired_diff
+from memlane.bench.retrieval.rankings import LocomoRanking, LongMemEvalRanking, Ranking, write_rankings
+from memlane.bench.retrieval.runlog import (
+    CALIBRATE_EVERY,
+    CALIBRATION_TEXTS,
+    LOG_NAME,
+    LogContents,
+    QuestionRecord,
+    read_log,
+)
 from memlane.bench.split import SPLITS
 
 KEY_METRICS: tuple[tuple[str, str], ...] = (
@@ -447,7 +454,7 @@ class ReportFiles:
 
 def write_reports(run_dir: Path) -> ReportFiles:
     """(Re)generate every report file of ``run_dir`` from its ``log.jsonl``."""
-    from memlane.bench.plot import write_recall_plot
+    from memlane.bench.reports.plot import write_recall_plot
 
     run_dir = Path(run_dir)
     results = compute_results(read_log(run_dir / LOG_NAME))

@@ -29,7 +29,7 @@ every occurrence of a query term adds its term score. Tokens are lower-cased ``\
 no stop words (the official code splits on whitespace without lower-casing; the reference table is
 lower-cased). The corpus of a question is its own haystack, as in the official per-question retrieval.
 
-Rankings follow :mod:`memlane.bench.history`'s conventions:
+Rankings follow :mod:`memlane.bench.retrieval.history`'s conventions:
 
 * *retrieved* units are the ones a ranker scores: BM25 units with a positive score, every unit for the
   cosine, every unit of either list for RRF; ties keep haystack order;
@@ -38,7 +38,7 @@ Rankings follow :mod:`memlane.bench.history`'s conventions:
   ``-`` (as the official session-granularity retrieval, and the reference table, do). Expanding a session
   ranking into its turns in haystack order would only measure where evidence sits inside a session;
 * every list is cut at ``min_length`` (``max(50, max(k))``) and padded to it (or to the whole haystack)
-  with the remaining sessions / target turns in haystack order, exactly as :func:`memlane.bench.history.rank`.
+  with the remaining sessions / target turns in haystack order, exactly as :func:`memlane.bench.retrieval.history.rank`.
 
 Logged config: ``perspective`` is ``none`` (nothing is ingested), ``depth`` = ``min_length`` (units kept per
 question), ``embedder``/``embedder_model_id`` name the embedder when a cosine baseline runs, else ``none``;
@@ -62,12 +62,12 @@ from tqdm import tqdm
 
 from memlane.bench.datasets.model import Haystack, Sample, Session, Turn
 from memlane.bench.datasets.registry import DATASETS, DatasetStream, open_dataset
-from memlane.bench.history import LOCOMO, LONGMEMEVAL, HaystackIndex
-from memlane.bench.ingest import BENCH_DURABILITY, dataset_record, default_bench_cache
-from memlane.bench.plot import check_plotting
-from memlane.bench.report import write_reports
-from memlane.bench.retrieval_metrics import score_locomo, score_longmemeval
-from memlane.bench.runlog import (
+from memlane.bench.reports.plot import check_plotting
+from memlane.bench.reports.report import write_reports
+from memlane.bench.retrieval.history import LOCOMO, LONGMEMEVAL, HaystackIndex
+from memlane.bench.retrieval.ingest import BENCH_DURABILITY, dataset_record, default_bench_cache
+from memlane.bench.retrieval.metrics import score_locomo, score_longmemeval
+from memlane.bench.retrieval.runlog import (
     DEFAULT_EMBEDDER,
     DEFAULT_KS,
     LOG_NAME,

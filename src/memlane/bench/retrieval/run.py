@@ -4,7 +4,7 @@ For each question the namespace is searched once per mode with the question text
 ``max(ks)`` exchanges (``max(ks)`` blocks in single mode, twice that where an exchange yields two
 blocks). With the default 50 fusion candidates that makes every prefix of the ranking identical to what a
 product search with ``k`` equal to that prefix's length would return. Every k is computed from that one
-ranking. Blocks map to turns and sessions as :mod:`memlane.bench.history` describes; the scores are the
+ranking. Blocks map to turns and sessions as :mod:`memlane.bench.retrieval.history` describes; the scores are the
 official LongMemEval metrics (session, turn, turn-to-session; abstention skipped) or LoCoMo evidence recall
 (turn and session level, per category).
 
@@ -21,7 +21,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from memlane.bench.baselines import (
+from memlane.bench.datasets.model import Haystack, Sample
+from memlane.bench.datasets.registry import DATASETS, DatasetStream, open_dataset
+from memlane.bench.reports.plot import check_plotting
+from memlane.bench.reports.report import write_reports
+from memlane.bench.retrieval.baselines import (
     BASELINES,
     HaystackRanker,
     TermCache,
@@ -29,10 +33,8 @@ from memlane.bench.baselines import (
     check_baselines,
     evaluate_baseline,
 )
-from memlane.bench.datasets.model import Haystack, Sample
-from memlane.bench.datasets.registry import DATASETS, DatasetStream, open_dataset
-from memlane.bench.history import LOCOMO, HaystackIndex, blocks_per_exchange, rank, resolve_perspective
-from memlane.bench.ingest import (
+from memlane.bench.retrieval.history import LOCOMO, HaystackIndex, blocks_per_exchange, rank, resolve_perspective
+from memlane.bench.retrieval.ingest import (
     BenchStore,
     DatasetIdentity,
     IngestReport,
@@ -42,10 +44,8 @@ from memlane.bench.ingest import (
     default_bench_cache,
     ingest,
 )
-from memlane.bench.plot import check_plotting
-from memlane.bench.report import write_reports
-from memlane.bench.retrieval_metrics import score_locomo, score_longmemeval
-from memlane.bench.runlog import (
+from memlane.bench.retrieval.metrics import score_locomo, score_longmemeval
+from memlane.bench.retrieval.runlog import (
     CALIBRATE_EVERY,
     DEFAULT_EMBEDDER,
     DEFAULT_KS,
@@ -75,7 +75,7 @@ class RetrievalOptions:
     ``before_question_date`` bounds the search to sessions dated before the end of the question's day:
     day, not minute, because LongMemEval_S orders sessions within a day arbitrarily (44 questions have an
     evidence session timed later on the question's own day).
-    ``baselines`` (names from :data:`memlane.bench.baselines.BASELINES`) are ranked in the same run, over the
+    ``baselines`` (names from :data:`memlane.bench.retrieval.baselines.BASELINES`) are ranked in the same run, over the
     same questions, as extra modes of the log: the reference figures sit next to memlane's in one report.
     """
 

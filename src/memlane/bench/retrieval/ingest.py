@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from memlane.bench.datasets.model import Haystack
 from memlane.bench.datasets.registry import DATASETS, DatasetStream
-from memlane.bench.history import INGEST_FORMAT, haystack_requests
+from memlane.bench.retrieval.history import INGEST_FORMAT, haystack_requests
 from memlane.core.embedding.minilm import default_cache_dir
 from memlane.core.embedding.protocol import Embedder
 from memlane.core.errors import ConfigError, ValidationError
