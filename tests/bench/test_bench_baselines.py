@@ -14,22 +14,20 @@ from bench_runs import options as bench_options
 from click.testing import CliRunner
 
 from memlane.bench.datasets.model import Haystack, Sample, Session, Turn
-from memlane.bench.reports.report import load_results
+from memlane.bench.reports.results import load_results
 from memlane.bench.retrieval.baselines import (
     BASELINES,
     BaselineOptions,
     HaystackRanker,
     TermCache,
-    Vocabulary,
-    bm25_scores,
     evaluate_baseline,
     rankings_of,
     resolve_baselines,
     rrf,
     run_baselines,
     session_units,
-    tokenize,
 )
+from memlane.bench.retrieval.bm25 import Vocabulary, bm25_scores, tokenize
 from memlane.bench.retrieval.history import LOCOMO, LONGMEMEVAL, HaystackIndex
 from memlane.bench.retrieval.rankings import read_rankings
 from memlane.bench.retrieval.run import run_retrieval

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memlane.bench.reports.report import load_results
+from memlane.bench.reports.results import load_results
 from memlane.bench.retrieval.rankings import LocomoRanking, read_rankings
 from memlane.bench.retrieval.run import RetrievalOptions, run_retrieval
 

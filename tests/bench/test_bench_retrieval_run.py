@@ -11,7 +11,9 @@ import pytest
 from bench_runs import make_data_dir, options
 
 from memlane.bench.datasets import load_dataset
-from memlane.bench.reports.report import format_compare, load_results, write_reports
+from memlane.bench.reports.compare import format_compare
+from memlane.bench.reports.report import write_reports
+from memlane.bench.reports.results import load_results
 from memlane.bench.retrieval import run as retrieval_run
 from memlane.bench.retrieval.rankings import LocomoRanking, LongMemEvalRanking, read_rankings
 from memlane.bench.retrieval.run import run_retrieval

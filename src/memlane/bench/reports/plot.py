@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 from pathlib import Path
 
-from memlane.bench.reports.report import RunResults
+from memlane.bench.reports.results import RunResults
 from memlane.bench.retrieval.metrics import OVERALL
 from memlane.core.errors import ConfigError
 

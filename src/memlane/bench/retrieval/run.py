@@ -29,10 +29,10 @@ from memlane.bench.retrieval.baselines import (
     BASELINES,
     HaystackRanker,
     TermCache,
-    Vocabulary,
     check_baselines,
     evaluate_baseline,
 )
+from memlane.bench.retrieval.bm25 import Vocabulary
 from memlane.bench.retrieval.history import LOCOMO, HaystackIndex, blocks_per_exchange, rank, resolve_perspective
 from memlane.bench.retrieval.ingest import (
     BenchStore,

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from memlane.bench.reports.report import format_mode_table, format_modes_table, load_results
+from memlane.bench.reports.report import format_mode_table, format_modes_table
+from memlane.bench.reports.results import load_results
 from memlane.bench.retrieval.baselines import BASELINES, DEFAULT_BASELINES, BaselineOptions, run_baselines
 from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER
 from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, baseline_names, ks_option

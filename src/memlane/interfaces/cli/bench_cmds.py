@@ -12,13 +12,9 @@ import click
 
 from memlane.bench.datasets.registry import DATASETS
 from memlane.bench.perf import PerfSettings, format_report, run_perf
-from memlane.bench.reports.report import (
-    format_compare,
-    format_mode_table,
-    format_modes_table,
-    load_results,
-    write_reports,
-)
+from memlane.bench.reports.compare import format_compare
+from memlane.bench.reports.report import format_mode_table, format_modes_table, write_reports
+from memlane.bench.reports.results import load_results
 from memlane.bench.retrieval.baselines import BASELINES, DEFAULT_BASELINES
 from memlane.bench.retrieval.ingest import ingest
 from memlane.bench.retrieval.run import DEFAULT_MODES, RetrievalOptions, open_bench, run_retrieval
