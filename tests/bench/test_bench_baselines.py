@@ -13,6 +13,7 @@ from bench_runs import make_data_dir
 from bench_runs import options as bench_options
 from click.testing import CliRunner
 
+from memlane.bench.datasets.families import LOCOMO, LONGMEMEVAL
 from memlane.bench.datasets.model import Haystack, Sample, Session, Turn
 from memlane.bench.reports.results import load_results
 from memlane.bench.retrieval.baselines import (
@@ -28,7 +29,7 @@ from memlane.bench.retrieval.baselines import (
     session_units,
 )
 from memlane.bench.retrieval.bm25 import Vocabulary, bm25_scores, tokenize
-from memlane.bench.retrieval.history import LOCOMO, LONGMEMEVAL, HaystackIndex
+from memlane.bench.retrieval.history import HaystackIndex
 from memlane.bench.retrieval.rankings import read_rankings
 from memlane.bench.retrieval.run import run_retrieval
 from memlane.bench.retrieval.runlog import QuestionRecord, RetrievalConfig, read_log

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from bench_runs import make_data_dir, options
 
-from memlane.bench.datasets import load_dataset
+from memlane.bench.datasets.registry import load_dataset
 from memlane.bench.reports.compare import format_compare
 from memlane.bench.reports.report import write_reports
 from memlane.bench.reports.results import load_results

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from memlane.bench.datasets import Sample
+from memlane.bench.datasets.model import Sample
 from memlane.bench.retrieval.metrics import (
     OVERALL,
     TASK_AVERAGE,

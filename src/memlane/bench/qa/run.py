@@ -35,7 +35,6 @@ from memlane.bench.qa.runconfig import (
     ADVERSARIAL_PROMPT,
     CONTEXT_FULL,
     CONTEXT_RETRIEVED,
-    METRICS,
     QAConfig,
     QAOptions,
     check_options,
@@ -73,7 +72,7 @@ def build_config(
     retrieved = options.context == CONTEXT_RETRIEVED
     return QAConfig(
         dataset=options.dataset,
-        family=options.family,
+        family=options.family.name,
         context=options.context,
         k=options.k if retrieved else None,
         mode=options.mode if retrieved else None,
@@ -88,7 +87,7 @@ def build_config(
         full_context_budget=None if retrieved else options.full_context_budget,
         token_counter=DEFAULT_COUNTER.name,
         bleu_tokenizer=TOKENIZER_ID,
-        metrics=METRICS[options.family],
+        metrics=options.family.qa_metrics,
         retrieval=asdict(retrieval) if retrieval is not None else None,
     )
 
@@ -129,7 +128,7 @@ class _Loop:
         self.log = log
         self.mem = mem
         self.retrieval = retrieval
-        self.metrics = METRICS[options.family]
+        self.metrics = options.family.qa_metrics
         self.on_record = on_record
         self.tally = _Tally()
         total = options.limit

@@ -4,13 +4,13 @@ paired question by question."""
 from __future__ import annotations
 
 from memlane.bench.reports.report import KEY_METRICS, format_cell
-from memlane.bench.reports.results import RunResults, headline_group, per_question
+from memlane.bench.reports.results import RunResults, per_question
 from memlane.bench.retrieval.paired import format_diff, paired_diff
 
 
 def format_compare(a: RunResults, b: RunResults, *, categories: bool = False) -> str:
     """Two runs side by side: per mode (present in either) and group, each key figure in A, in B, B - A."""
-    groups = [headline_group(a.family)]
+    groups = [a.family.headline_row]
     if categories:
         for run in (a, b):
             for result in run.modes.values():

@@ -13,29 +13,25 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from memlane.bench.datasets.locomo import CATEGORY_NAMES, MEM0_CATEGORY_NAMES
 from memlane.bench.reports.plot import write_recall_plot
 from memlane.bench.reports.results import (
     PAIRED_METRICS,
     ModeResult,
     RunResults,
     compute_results,
-    headline_group,
     headline_mode,
     paired_against_headline,
     results_to_json,
     write_csv,
 )
-from memlane.bench.retrieval.history import LOCOMO
 from memlane.bench.retrieval.metrics import GroupSummary
 from memlane.bench.retrieval.paired import format_diff
-from memlane.bench.retrieval.rankings import LocomoRanking, LongMemEvalRanking, Ranking, write_rankings
+from memlane.bench.retrieval.rankings import write_rankings
 from memlane.bench.retrieval.runlog import (
     CALIBRATE_EVERY,
     CALIBRATION_TEXTS,
     LOG_NAME,
     LogContents,
-    QuestionRecord,
     read_log,
 )
 
@@ -61,7 +57,7 @@ def format_paired(results: RunResults, split: str | None = None) -> list[str]:
     base = headline_mode(results)
     labels = " | ".join(label for _, label in PAIRED_METRICS)
     lines = [
-        f"Each mode against `{base}` on the same questions ({headline_group(results.family)}): mean of mode - "
+        f"Each mode against `{base}` on the same questions ({results.family.headline_row}): mean of mode - "
         f"{base} with its 95% bootstrap interval, questions where the mode is better / worse, and the two-sided "
         "sign test's p over the questions where they differ.",
         "",
@@ -71,15 +67,6 @@ def format_paired(results: RunResults, split: str | None = None) -> list[str]:
     for mode, row in paired.items():
         lines.append(f"| {mode} | " + " | ".join(format_diff(row.get(m)) for m, _ in PAIRED_METRICS) + " |")
     return [*lines, ""]
-
-
-def group_label(results: RunResults, group: str) -> str:
-    """LoCoMo categories carry their official number and the label mem0-lineage tables give them."""
-    if results.family == LOCOMO:
-        for number, name in CATEGORY_NAMES.items():
-            if name == group:
-                return f"{number} {name} [mem0: {MEM0_CATEGORY_NAMES[number]}]"
-    return group
 
 
 def format_cell(summary: GroupSummary | None, metric: str) -> str:
@@ -98,14 +85,14 @@ def format_mode_table(results: RunResults, mode: str, result: ModeResult | None 
     ]
     for group, summary in result.groups.items():
         cells = " | ".join(format_cell(summary, m) for m, _ in KEY_METRICS)
-        lines.append(f"| {group_label(results, group)} | {summary.n} | {summary.skipped} | {cells} |")
+        lines.append(f"| {results.family.category_label(group)} | {summary.n} | {summary.skipped} | {cells} |")
     return "\n".join(lines)
 
 
 def format_modes_table(results: RunResults, modes: dict[str, ModeResult] | None = None) -> str:
     """Markdown table: the headline group's key figures of every mode side by side, with search latency
     (``modes``: one split's results instead of the whole run's)."""
-    group = headline_group(results.family)
+    group = results.family.headline_row
     labels = " | ".join(label for _, label in KEY_METRICS)
     lines = [
         f"| mode ({group}) | n | errors | {labels} | search p50 ms | p95 ms |",
@@ -212,20 +199,15 @@ def format_report(results: RunResults) -> str:
     return "\n".join(out)
 
 
-def _ranking(record: QuestionRecord, family: str) -> Ranking:
-    if family == LOCOMO:
-        return LocomoRanking(record.sample.sample_id, record.ranked_turn_ids, record.ranked_session_ids)
-    return LongMemEvalRanking(record.sample.sample_id, record.ranked_session_ids, record.ranked_turn_ids)
-
-
 def write_rankings_files(results: RunResults, run_dir: Path) -> list[Path]:
     """``rankings.<mode>.jsonl`` per mode and ``rankings.jsonl`` (the headline mode: hybrid, else the first)."""
     targets = [(mode, run_dir / f"rankings.{mode}.jsonl") for mode in results.modes]
     if results.modes:
         targets.append((headline_mode(results), run_dir / "rankings.jsonl"))
+    ranking = results.family.ranking
     for mode, path in targets:
         records = (r for r in results.contents.records if r.mode == mode)
-        write_rankings(path, (_ranking(r, results.family) for r in records))
+        write_rankings(path, (ranking(r.sample.sample_id, r.ranked_session_ids, r.ranked_turn_ids) for r in records))
     return [path for _, path in targets]
 
 

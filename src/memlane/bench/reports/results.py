@@ -10,24 +10,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from memlane.bench.datasets.locomo import CATEGORY_NAMES
+from memlane.bench.datasets.families import Family
 from memlane.bench.datasets.registry import DATASETS
-from memlane.bench.retrieval.history import LOCOMO
 from memlane.bench.retrieval.metrics import OVERALL, TASK_AVERAGE, GroupSummary, aggregate
 from memlane.bench.retrieval.paired import PairedDiff, paired_diff
 from memlane.bench.retrieval.runlog import LOG_NAME, LogContents, QuestionRecord, read_log
 from memlane.bench.split import SPLITS
 
-LONGMEMEVAL_TYPES = (
-    "single-session-user",
-    "single-session-assistant",
-    "single-session-preference",
-    "multi-session",
-    "knowledge-update",
-    "temporal-reasoning",
-)
-# LoCoMo papers mostly report categories 1-4 (adversarial questions have no answer to find).
-OVERALL_1_4 = "overall (1-4)"
 HEADLINE_MODE = "hybrid"
 # The figures memlane's retrieval targets are read on (docs/design/003-retrieval.md): each mode's paired
 # difference from the headline mode.
@@ -57,7 +46,7 @@ class RunResults:
     """Everything a report shows, computed from one log."""
 
     contents: LogContents
-    family: str
+    family: Family
     modes: dict[str, ModeResult]
     splits: dict[str, dict[str, ModeResult]] = field(default_factory=dict)
 
@@ -73,21 +62,17 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _group_order(family: str, seen: Sequence[str]) -> list[str]:
-    known = [CATEGORY_NAMES[n] for n in sorted(CATEGORY_NAMES)] if family == LOCOMO else list(LONGMEMEVAL_TYPES)
-    ordered = [c for c in known if c in seen] + [c for c in seen if c not in known]
-    tail = [OVERALL, OVERALL_1_4] if family == LOCOMO else [OVERALL, TASK_AVERAGE]
-    return ordered + tail
-
-
-def _mode_result(mode: str, records: list[QuestionRecord], family: str) -> ModeResult:
+def _mode_result(mode: str, records: list[QuestionRecord], family: Family) -> ModeResult:
     pairs = [(r.sample.category, r.scores) for r in records]
     groups = aggregate(pairs)
-    if family == LOCOMO:
-        main = aggregate((c, s) for c, s in pairs if c != CATEGORY_NAMES[5])
-        groups[OVERALL_1_4] = main[OVERALL]
-        groups.pop(TASK_AVERAGE, None)
-    order = _group_order(family, [c for c in groups if c not in (OVERALL, TASK_AVERAGE, OVERALL_1_4)])
+    headline = family.headline_row
+    if headline != OVERALL:  # a mean over some of the categories (LoCoMo's "overall (1-4)")
+        keep = family.row_filter(headline)
+        assert keep is not None
+        groups[headline] = aggregate((c, s) for c, s in pairs if keep(c))[OVERALL]
+    seen = [c for c in groups if c not in (OVERALL, TASK_AVERAGE, *family.summary_rows)]
+    known = family.categories
+    order = [c for c in known if c in seen] + [c for c in seen if c not in known] + list(family.summary_rows)
     search_ms = [r.latency_ms.get("search", 0.0) for r in records]
     return ModeResult(
         mode=mode,
@@ -126,16 +111,14 @@ def per_question(
 ) -> dict[str, float] | None:
     """``metric`` of every question of ``group`` that ``mode`` scored, by sample id (``split``: only that
     side's questions); None for the task average, which is not a mean over questions."""
-    if group == TASK_AVERAGE:
+    members = results.family.row_filter(group)
+    if members is None:
         return None
     out: dict[str, float] = {}
     for r in results.contents.records:
         if r.mode != mode or r.scores is None or metric not in r.scores or (split and r.split != split):
             continue
-        category = r.sample.category
-        if group == OVERALL_1_4 and category == CATEGORY_NAMES[5]:
-            continue
-        if group not in (OVERALL, OVERALL_1_4) and category != group:
+        if not members(r.sample.category):
             continue
         out[r.sample.sample_id] = r.scores[metric]
     return out
@@ -145,7 +128,7 @@ def paired_against_headline(results: RunResults, split: str | None = None) -> di
     """Each other mode against the headline mode on the headline group's questions (``split``: one side),
     per :data:`PAIRED_METRICS` that both carry."""
     base = headline_mode(results)
-    group = headline_group(results.family)
+    group = results.family.headline_row
     modes = results.modes if split is None else results.splits.get(split, {})
     reference = {metric: per_question(results, base, group, metric, split) for metric, _ in PAIRED_METRICS}
     out: dict[str, dict[str, PairedDiff]] = {}
@@ -161,11 +144,6 @@ def paired_against_headline(results: RunResults, split: str | None = None) -> di
                 row[metric] = diff
         out[mode] = row
     return out
-
-
-def headline_group(family: str) -> str:
-    """The overall row tables lead with: LoCoMo categories 1-4 (what papers report), else all questions."""
-    return OVERALL_1_4 if family == LOCOMO else OVERALL
 
 
 def _mode_json(r: ModeResult, *, whole_run: bool) -> dict[str, object]:
@@ -201,7 +179,7 @@ def results_to_json(results: RunResults) -> dict[str, object]:
         },
         "paired": {
             "against": headline_mode(results) if results.modes else None,
-            "group": headline_group(results.family),
+            "group": results.family.headline_row,
             "splits": {
                 split: {
                     mode: {metric: asdict(d) for metric, d in row.items()}

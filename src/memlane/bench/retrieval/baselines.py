@@ -20,7 +20,7 @@ Baselines (no memlane store, no LLM):
   docs/bench/baselines.md, whose "BM25 on rounds" session figures are the official turn-to-session ones
   (``turn2session/...``).
 
-Defaults (:data:`DEFAULT_BASELINES`): all eight on LongMemEval, the four plain ones on LoCoMo.
+Defaults (``Family.baselines``): all eight on LongMemEval, the four plain ones on LoCoMo.
 
 BM25 (:mod:`.bm25`) is the ``BM25Okapi`` of ``rank_bm25``, the library the official LongMemEval ``flat-bm25``
 uses, with its defaults: k1 = 1.5, b = 0.75, and idf = ln((N - n + 0.5) / (n + 0.5)) where a negative idf (a term in
@@ -59,6 +59,7 @@ import numpy as np
 import numpy.typing as npt
 from tqdm import tqdm
 
+from memlane.bench.datasets.families import LOCOMO, LONGMEMEVAL, Family
 from memlane.bench.datasets.model import Haystack, Sample, Session, Turn
 from memlane.bench.datasets.registry import DATASETS, DatasetStream, open_dataset
 from memlane.bench.reports.plot import check_plotting
@@ -73,9 +74,8 @@ from memlane.bench.retrieval.bm25 import (
     Vocabulary,
     tokenize,
 )
-from memlane.bench.retrieval.history import LOCOMO, LONGMEMEVAL, HaystackIndex
+from memlane.bench.retrieval.history import HaystackIndex
 from memlane.bench.retrieval.ingest import BENCH_DURABILITY, dataset_record, default_bench_cache
-from memlane.bench.retrieval.metrics import score_locomo, score_longmemeval
 from memlane.bench.retrieval.runlog import (
     DEFAULT_EMBEDDER,
     DEFAULT_KS,
@@ -110,7 +110,7 @@ class Baseline:
     unit: Unit
     session_text: SessionText = "all"
     fuses: tuple[str, ...] = ()
-    families: tuple[str, ...] = (LOCOMO, LONGMEMEVAL)
+    families: tuple[Family, ...] = (LOCOMO, LONGMEMEVAL)
 
     def settings(self) -> dict[str, object]:
         """What the run log records for this baseline (``search_settings``)."""
@@ -139,36 +139,9 @@ BASELINES: dict[str, Baseline] = {
         Baseline("bm25-turns", "bm25", "turn"),
     )
 }
-# LongMemEval: the reference table was measured on the official session corpus (user turns only), so the
-# ``-user`` variants reproduce it; the all-turn ones are the plain variants. On LoCoMo the
-# ``-user`` variants equal the plain ones (both speakers are users).
-DEFAULT_BASELINES: dict[str, tuple[str, ...]] = {
-    LONGMEMEVAL: (
-        "bm25-sessions",
-        "minilm-sessions",
-        "rrf-sessions",
-        "bm25-sessions-user",
-        "minilm-sessions-user",
-        "rrf-sessions-user",
-        "bm25-rounds",
-        "bm25-turns",
-    ),
-    LOCOMO: ("bm25-sessions", "minilm-sessions", "rrf-sessions", "bm25-turns"),
-}
 
 
 # ----------------------------------------------------------------------------------------- corpora
-
-
-def turn_text(turn: Turn, family: str) -> str:
-    """A turn's text; LoCoMo image turns get the official caption rendering (as the bench ingest does)."""
-    if family == LOCOMO and turn.image_caption:
-        return f"{turn.content} and shared {turn.image_caption}." if turn.content.strip() else turn.image_caption
-    return turn.content
-
-
-def _is_target(turn: Turn, family: str) -> bool:
-    return family == LOCOMO or turn.role == "user"
 
 
 @dataclass(frozen=True)
@@ -181,26 +154,26 @@ class UnitDoc:
     text: str
 
 
-def session_units(session: Session, family: str, unit: Unit, session_text: SessionText = "all") -> list[UnitDoc]:
+def session_units(session: Session, family: Family, unit: Unit, session_text: SessionText = "all") -> list[UnitDoc]:
     """The units of one session (see the module doc)."""
     sid = session.session_id
     if unit == "session":
-        turns = [t for t in session.turns if session_text == "all" or _is_target(t, family)]
-        targets = tuple(t.turn_id for t in session.turns if _is_target(t, family))
-        return [UnitDoc(sid, sid, targets, "\n".join(turn_text(t, family) for t in turns))]
+        turns = [t for t in session.turns if session_text == "all" or family.is_target(t)]
+        targets = tuple(t.turn_id for t in session.turns if family.is_target(t))
+        return [UnitDoc(sid, sid, targets, "\n".join(family.turn_text(t) for t in turns))]
     if unit == "turn":
         return [
-            UnitDoc(t.turn_id, sid, (t.turn_id,), turn_text(t, family)) for t in session.turns if _is_target(t, family)
+            UnitDoc(t.turn_id, sid, (t.turn_id,), family.turn_text(t)) for t in session.turns if family.is_target(t)
         ]
-    if family == LOCOMO:
-        raise ConfigError("rounds (user turn + reply) are LongMemEval units; use bm25-turns on LoCoMo")
+    if not family.user_assistant:
+        raise ConfigError(f"rounds (user turn + reply) need user and assistant turns; {family.name} has none")
     rounds: list[UnitDoc] = []
     current: list[Turn] = []
     for t in (*session.turns, None):
         if t is None or t.role == "user":
             if current:
                 head = current[0]
-                text = "\n".join(turn_text(x, family) for x in current)
+                text = "\n".join(family.turn_text(x) for x in current)
                 rounds.append(UnitDoc(head.turn_id, sid, (head.turn_id,), text))
             current = [t] if t is not None else []
         elif current:
@@ -220,7 +193,7 @@ class TermCache:
         self.hits = 0
         self.misses = 0
 
-    def units(self, session: Session, family: str, unit: Unit, session_text: SessionText) -> list[TermCounts]:
+    def units(self, session: Session, family: Family, unit: Unit, session_text: SessionText) -> list[TermCounts]:
         fingerprint = hash(tuple((t.turn_id, t.role, t.content, t.image_caption) for t in session.turns))
         key = (f"{unit}/{session_text}", session.session_id, fingerprint)
         found = self._cache.get(key)
@@ -269,7 +242,7 @@ class HaystackRanker:
     """Ranks one haystack's units for a question with every baseline; builds each index on first use."""
 
     def __init__(
-        self, haystack: Haystack, family: str, terms: TermCache, embedder: CachedEmbedder | None = None
+        self, haystack: Haystack, family: Family, terms: TermCache, embedder: CachedEmbedder | None = None
     ) -> None:
         self.haystack = haystack
         self.family = family
@@ -415,10 +388,7 @@ def evaluate_baseline(
     ranked = time.perf_counter()
     units = ranker.units(baseline.unit, baseline.session_text)
     out = rankings_of(ranking, units, index, baseline.unit, config.min_length)
-    if DATASETS[config.dataset].family == LOCOMO:
-        scores = score_locomo(sample, out.turn_ids, out.session_ids, config.ks)
-    else:
-        scores = score_longmemeval(sample, out.session_ids, out.turn_ids, config.ks)
+    scores = DATASETS[config.dataset].family.score(sample, out.session_ids, out.turn_ids, config.ks)
     done = time.perf_counter()
     index_ms = (ranker.index_seconds - index_before) * 1000
     return QuestionRecord(
@@ -445,7 +415,7 @@ def evaluate_baseline(
 
 @dataclass(frozen=True)
 class BaselineOptions:
-    """What a caller asks for. ``baselines`` empty = the family's defaults (:data:`DEFAULT_BASELINES`)."""
+    """What a caller asks for. ``baselines`` empty = the family's defaults (``Family.baselines``)."""
 
     dataset: str
     baselines: tuple[str, ...] = ()
@@ -469,12 +439,12 @@ class BaselineOutcome:
 
 
 def check_baselines(dataset: str, names: Sequence[str]) -> tuple[Baseline, ...]:
-    """Baselines by name (empty = the family's defaults, :data:`DEFAULT_BASELINES`), checked against the
-    data set's family."""
+    """Baselines by name (empty = the family's defaults, ``Family.baselines``), checked against the data set's
+    family."""
     if dataset not in DATASETS:
         raise ConfigError(f"unknown data set {dataset!r}; known: {', '.join(DATASETS)}")
     family = DATASETS[dataset].family
-    names = tuple(names) or DEFAULT_BASELINES[family]
+    names = tuple(names) or family.baselines
     if len(set(names)) != len(names):
         raise ConfigError(f"baselines repeat: {names}")
     out = []
@@ -483,7 +453,7 @@ def check_baselines(dataset: str, names: Sequence[str]) -> tuple[Baseline, ...]:
             raise ConfigError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
         baseline = BASELINES[name]
         if family not in baseline.families:
-            raise ConfigError(f"baseline {name!r} does not apply to {dataset} ({family})")
+            raise ConfigError(f"baseline {name!r} does not apply to {dataset} ({family.name})")
         out.append(baseline)
     return tuple(out)
 
@@ -572,7 +542,7 @@ def run_baselines(options: BaselineOptions, run_dir: Path, *, progress: bool = T
         already = len(log.done)
         index_seconds = 0.0
         terms = TermCache(Vocabulary())
-        split_of = sample_splitter(family, (h.namespace for h in stream) if family == LOCOMO else ())
+        split_of = sample_splitter(family, (h.namespace for h in stream))
         bar = tqdm(desc=f"baselines {options.dataset}", unit="q", total=options.limit, disable=not progress)
         try:
             for haystack, samples in _questions(stream, options.limit):

@@ -22,32 +22,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memlane.bench.datasets.model import Haystack, Session, Turn
+from memlane.bench.datasets.model import Haystack, Session
 from memlane.core.exchanges import MAX_MESSAGE_BYTES
 from memlane.core.memory import AddRequest
 from memlane.core.model import MemoryBlock, PerspectiveMode
 
+if TYPE_CHECKING:
+    # Only for annotations: the families import the QA context, which imports this module.
+    from memlane.bench.datasets.families import Family
+
 # Bump when the way histories become add requests changes: stores built the old way are then not reused.
 INGEST_FORMAT = 1
 
-LOCOMO = "locomo"
-LONGMEMEVAL = "longmemeval"
 
-# Harness defaults with extraction off. The perspectives of an exchange then share one text, so dual
-# and speakers mode only store each exchange twice; single mode stores it once. LoCoMo's turns carry
-# speaker names, which only speakers mode accepts.
-DEFAULT_PERSPECTIVE: dict[str, PerspectiveMode] = {
-    LOCOMO: PerspectiveMode.SPEAKERS,
-    LONGMEMEVAL: PerspectiveMode.SINGLE,
-}
-
-
-def resolve_perspective(family: str, perspective: str) -> PerspectiveMode:
-    """``auto`` -> the family's default (see :data:`DEFAULT_PERSPECTIVE`), otherwise the named mode."""
+def resolve_perspective(family: Family, perspective: str) -> PerspectiveMode:
+    """``auto`` -> the family's default (:attr:`Family.perspective`), otherwise the named mode."""
     if perspective == "auto":
-        return DEFAULT_PERSPECTIVE[family]
+        return family.perspective
     return PerspectiveMode(perspective)
 
 
@@ -56,23 +49,17 @@ def blocks_per_exchange(mode: PerspectiveMode) -> int:
     return 1 if mode is PerspectiveMode.SINGLE else 2
 
 
-def _content(turn: Turn, family: str) -> str:
-    if family == LOCOMO and turn.image_caption:
-        return f"{turn.content} and shared {turn.image_caption}." if turn.content.strip() else turn.image_caption
-    return turn.content
-
-
 def _fit(text: str) -> str:
     """Cut to the core's per-message limit without splitting a UTF-8 character."""
     return text.encode("utf-8")[:MAX_MESSAGE_BYTES].decode("utf-8", errors="ignore")
 
 
-def session_messages(session: Session, family: str, where: str) -> tuple[list[dict[str, Any]], list[str]]:
+def session_messages(session: Session, family: Family, where: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The session's turns as message dicts (role, content, id), with a note per dropped or cut turn."""
     messages: list[dict[str, Any]] = []
     notes: list[str] = []
     for turn in session.turns:
-        text = _content(turn, family)
+        text = family.turn_text(turn)
         if not text.strip():
             notes.append(f"{where}: empty turn {turn.turn_id} dropped")
             continue
@@ -91,7 +78,7 @@ def _split_leading_assistant(messages: list[dict[str, Any]]) -> list[list[dict[s
 
 
 def haystack_requests(
-    haystack: Haystack, family: str, perspective: PerspectiveMode
+    haystack: Haystack, family: Family, perspective: PerspectiveMode
 ) -> tuple[list[AddRequest], list[str]]:
     """Add requests for the whole history of ``haystack`` (see the module doc), and the notes."""
     requests: list[AddRequest] = []
@@ -103,7 +90,7 @@ def haystack_requests(
             notes.append(f"{haystack.namespace}/{session.session_id}: no turns left, session skipped")
             continue
         parts = [messages]
-        if family == LONGMEMEVAL and perspective is not PerspectiveMode.DUAL:
+        if family.user_assistant and perspective is not PerspectiveMode.DUAL:
             parts = _split_leading_assistant(messages)
         for part in parts:
             requests.append(
@@ -128,9 +115,9 @@ class HaystackIndex:
     turn_ids: tuple[str, ...]
 
     @classmethod
-    def of(cls, haystack: Haystack, family: str) -> HaystackIndex:
-        """Target turns: user turns for LongMemEval, every turn for LoCoMo (see the module doc)."""
-        turns = [t for s in haystack.sessions for t in s.turns if family == LOCOMO or t.role == "user"]
+    def of(cls, haystack: Haystack, family: Family) -> HaystackIndex:
+        """Target turns: user turns for LongMemEval, every turn for LoCoMo (:meth:`Family.is_target`)."""
+        turns = [t for s in haystack.sessions for t in s.turns if family.is_target(t)]
         return cls(
             namespace=haystack.namespace,
             session_ids=tuple(s.session_id for s in haystack.sessions),

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from memlane.bench.datasets.families import Family
 from memlane.bench.datasets.model import Haystack
 from memlane.bench.datasets.registry import DATASETS, DatasetStream
 from memlane.bench.retrieval.history import INGEST_FORMAT, haystack_requests
@@ -283,7 +284,7 @@ def _needed(stream: DatasetStream, limit: int | None) -> Iterator[Haystack]:
 
 
 def _ingest_namespace(
-    mem: Memory, haystack: Haystack, family: str, settings: IngestSettings, batch: int, on_batch: OnBatch | None
+    mem: Memory, haystack: Haystack, family: Family, settings: IngestSettings, batch: int, on_batch: OnBatch | None
 ) -> tuple[NamespaceStats, list[str]]:
     requests, notes = haystack_requests(haystack, family, settings.perspective)
     start = time.perf_counter()
@@ -327,15 +328,14 @@ def ingest(
     started = time.perf_counter()
     manifest = bench.manifest
     if not manifest.complete:
-        info = DATASETS[bench.dataset.name]
-        family = info.family
+        family = DATASETS[bench.dataset.name].family
         present = {u.name for u in mem.users()}
         samples = 0
         known = stream.verification.known
         total = known.namespaces if known is not None and limit is None else None
         bar = tqdm(
-            desc=f"ingest {bench.dataset.name} ({info.unit}s)",
-            unit=f" {info.unit}",
+            desc=f"ingest {bench.dataset.name} ({family.unit}s)",
+            unit=f" {family.unit}",
             total=total,
             disable=not progress,
             leave=False,

@@ -33,7 +33,7 @@ from memlane.bench.retrieval.baselines import (
     evaluate_baseline,
 )
 from memlane.bench.retrieval.bm25 import Vocabulary
-from memlane.bench.retrieval.history import LOCOMO, HaystackIndex, blocks_per_exchange, rank, resolve_perspective
+from memlane.bench.retrieval.history import HaystackIndex, blocks_per_exchange, rank, resolve_perspective
 from memlane.bench.retrieval.ingest import (
     BenchStore,
     DatasetIdentity,
@@ -44,7 +44,6 @@ from memlane.bench.retrieval.ingest import (
     default_bench_cache,
     ingest,
 )
-from memlane.bench.retrieval.metrics import score_locomo, score_longmemeval
 from memlane.bench.retrieval.runlog import (
     CALIBRATE_EVERY,
     DEFAULT_EMBEDDER,
@@ -186,10 +185,7 @@ def evaluate_question(
         hits, error = [], f"{type(exc).__name__}: {exc}"
     searched = time.perf_counter()
     rankings = rank((h.block for h in hits), index, config.min_length)
-    if DATASETS[config.dataset].family == LOCOMO:
-        scores = score_locomo(sample, rankings.turn_ids, rankings.session_ids, config.ks)
-    else:
-        scores = score_longmemeval(sample, rankings.session_ids, rankings.turn_ids, config.ks)
+    scores = DATASETS[config.dataset].family.score(sample, rankings.session_ids, rankings.turn_ids, config.ks)
     done = time.perf_counter()
     return QuestionRecord(
         mode=mode,
@@ -246,7 +242,7 @@ def run_retrieval(
         total = options.limit or bench.manifest.samples
         bar = tqdm(desc=f"retrieval {options.dataset}", unit="q", total=total, disable=not progress, leave=False)
         family = DATASETS[options.dataset].family
-        split_of = sample_splitter(family, (h.namespace for h in stream) if family == LOCOMO else ())
+        split_of = sample_splitter(family, (h.namespace for h in stream))
         # resolve_config checked the baselines and appended them to the modes.
         baselines = {mode: BASELINES[mode] for mode in config.modes if mode in BASELINES}
         terms = TermCache(Vocabulary())

@@ -21,9 +21,10 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 
+from memlane.bench.datasets.families import LOCOMO
 from memlane.bench.datasets.model import Sample
 from memlane.bench.datasets.registry import DATASETS
-from memlane.bench.retrieval.history import LOCOMO, HaystackIndex, Rankings, blocks_per_exchange, rank
+from memlane.bench.retrieval.history import HaystackIndex, Rankings, blocks_per_exchange, rank
 from memlane.bench.retrieval.ingest import ingest
 from memlane.bench.retrieval.metrics import score_locomo, score_longmemeval
 from memlane.bench.retrieval.paired import PairedDiff, paired_diff

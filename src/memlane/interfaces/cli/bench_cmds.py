@@ -15,7 +15,7 @@ from memlane.bench.perf import PerfSettings, format_report, run_perf
 from memlane.bench.reports.compare import format_compare
 from memlane.bench.reports.report import format_mode_table, format_modes_table, write_reports
 from memlane.bench.reports.results import load_results
-from memlane.bench.retrieval.baselines import BASELINES, DEFAULT_BASELINES
+from memlane.bench.retrieval.baselines import BASELINES
 from memlane.bench.retrieval.ingest import ingest
 from memlane.bench.retrieval.run import DEFAULT_MODES, RetrievalOptions, open_bench, run_retrieval
 from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER, DEFAULT_KS
@@ -155,7 +155,7 @@ def baseline_names(value: str | None, dataset: str | None = None) -> tuple[str, 
         return ()
     names = tuple(dict.fromkeys(n.strip() for n in value.replace(" ", ",").split(",") if n.strip()))
     if dataset is not None and names == ("default",):
-        return DEFAULT_BASELINES[DATASETS[dataset].family]
+        return DATASETS[dataset].family.baselines
     unknown = [n for n in names if n not in BASELINES]
     if unknown:
         raise click.BadParameter(
