@@ -16,14 +16,14 @@ are served from the cache rather than sent again.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tqdm import tqdm
 
-from memlane.bench.datasets.model import Haystack, Sample
+from memlane.bench.datasets.model import Haystack, Sample, questions
 from memlane.bench.datasets.registry import DatasetStream, open_dataset
 from memlane.bench.qa.answering import Answerer
 from memlane.bench.qa.bleu import TOKENIZER_ID
@@ -92,16 +92,6 @@ def build_config(
     )
 
 
-def _questions(stream: DatasetStream, limit: int | None) -> Iterator[tuple[Haystack, Sample]]:
-    asked = 0
-    for haystack in stream:
-        for sample in haystack.samples:
-            if limit is not None and asked >= limit:
-                return
-            asked += 1
-            yield haystack, sample
-
-
 @dataclass
 class _Tally:
     written: int = 0
@@ -155,7 +145,8 @@ class _Loop:
         pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="qa")
         hindex: HaystackIndex | None = None
         try:
-            for index, (haystack, sample) in enumerate(_questions(stream, self.options.limit)):
+            asked = ((h, s) for h, samples in questions(stream, self.options.limit) for s in samples)
+            for index, (haystack, sample) in enumerate(asked):
                 if sample.sample_id in self.log.done:
                     self.tally.already += 1
                     self.bar.update(1)

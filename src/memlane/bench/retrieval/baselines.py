@@ -50,7 +50,7 @@ tokenizing or embedding plus scoring).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -60,7 +60,7 @@ import numpy.typing as npt
 from tqdm import tqdm
 
 from memlane.bench.datasets.families import LOCOMO, LONGMEMEVAL, Family
-from memlane.bench.datasets.model import Haystack, Sample, Session, Turn
+from memlane.bench.datasets.model import Haystack, Sample, Session, Turn, questions
 from memlane.bench.datasets.registry import DATASETS, DatasetStream, open_dataset
 from memlane.bench.reports.plot import check_plotting
 from memlane.bench.reports.report import write_reports
@@ -74,7 +74,7 @@ from memlane.bench.retrieval.bm25 import (
     Vocabulary,
     tokenize,
 )
-from memlane.bench.retrieval.history import HaystackIndex
+from memlane.bench.retrieval.history import HaystackIndex, pad
 from memlane.bench.retrieval.ingest import BENCH_DURABILITY, dataset_record, default_bench_cache
 from memlane.bench.retrieval.runlog import (
     DEFAULT_EMBEDDER,
@@ -322,19 +322,6 @@ class HaystackRanker:
         return result
 
 
-def _pad(ranked: Sequence[str], pool: Sequence[str], length: int) -> tuple[str, ...]:
-    """Cut ``ranked`` at ``length`` and pad it with ``pool`` items in order (as history.rank pads)."""
-    out = list(ranked[:length])
-    seen = set(out)
-    for item in pool:
-        if len(out) >= length:
-            break
-        if item not in seen:
-            out.append(item)
-            seen.add(item)
-    return tuple(out)
-
-
 @dataclass(frozen=True)
 class BaselineRankings:
     """Exported rankings of one question (``turn_ids`` is ``None`` for session baselines)."""
@@ -353,7 +340,10 @@ def rankings_of(
     if unit == "session":
         sessions = list(ranking.ids)
         return BaselineRankings(
-            _pad(sessions, index.session_ids, session_length), None, min(len(sessions), session_length), 0
+            pad(sessions[:session_length], index.session_ids, session_length),
+            None,
+            min(len(sessions), session_length),
+            0,
         )
     by_id = {u.unit_id: u for u in units}
     sessions_seen: dict[str, None] = {}
@@ -365,8 +355,8 @@ def rankings_of(
             turns_seen.setdefault(t)
     turn_length = min(min_length, len(index.turn_ids))
     return BaselineRankings(
-        session_ids=_pad(list(sessions_seen), index.session_ids, session_length),
-        turn_ids=_pad(list(turns_seen), index.turn_ids, turn_length),
+        session_ids=pad(list(sessions_seen)[:session_length], index.session_ids, session_length),
+        turn_ids=pad(list(turns_seen)[:turn_length], index.turn_ids, turn_length),
         retrieved_sessions=min(len(sessions_seen), session_length),
         retrieved_turns=min(len(turns_seen), turn_length),
     )
@@ -498,17 +488,6 @@ def baseline_config(
     )
 
 
-def _questions(stream: DatasetStream, limit: int | None) -> Iterator[tuple[Haystack, list[Sample]]]:
-    """Haystacks with their samples, up to ``limit`` questions in all (as the retrieval run counts)."""
-    asked = 0
-    for haystack in stream:
-        if limit is not None and asked >= limit:
-            return
-        samples = list(haystack.samples if limit is None else haystack.samples[: limit - asked])
-        asked += len(samples)
-        yield haystack, samples
-
-
 def run_baselines(options: BaselineOptions, run_dir: Path, *, progress: bool = True) -> BaselineOutcome:
     """Rank every pending (question, baseline), write the log and the reports of a standard run folder."""
     _check(options)
@@ -545,7 +524,7 @@ def run_baselines(options: BaselineOptions, run_dir: Path, *, progress: bool = T
         split_of = sample_splitter(family, (h.namespace for h in stream))
         bar = tqdm(desc=f"baselines {options.dataset}", unit="q", total=options.limit, disable=not progress)
         try:
-            for haystack, samples in _questions(stream, options.limit):
+            for haystack, samples in questions(stream, options.limit):
                 pending = [(s, b) for s in samples for b in baselines if (b.name, s.sample_id) not in log.done]
                 if pending:
                     ranker = HaystackRanker(haystack, family, terms, embedder)

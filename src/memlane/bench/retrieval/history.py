@@ -136,11 +136,10 @@ class Rankings:
     retrieved_turns: int
 
 
-def _pad(ranked: list[str], pool: Sequence[str], length: int) -> tuple[str, ...]:
-    if len(ranked) >= length:
-        return tuple(ranked)
-    seen = set(ranked)
+def pad(ranked: Sequence[str], pool: Sequence[str], length: int) -> tuple[str, ...]:
+    """``ranked`` (kept whole), then the items of ``pool`` it lacks, in pool order, until ``length`` items."""
     out = list(ranked)
+    seen = set(out)
     for item in pool:
         if len(out) >= length:
             break
@@ -171,8 +170,8 @@ def rank(blocks: Iterable[MemoryBlock], index: HaystackIndex, min_length: int) -
                 seen_turns.add(turn_id)
                 turns.append(turn_id)
     return Rankings(
-        session_ids=_pad(sessions, index.session_ids, min(min_length, len(index.session_ids))),
-        turn_ids=_pad(turns, index.turn_ids, min(min_length, len(index.turn_ids))),
+        session_ids=pad(sessions, index.session_ids, min(min_length, len(index.session_ids))),
+        turn_ids=pad(turns, index.turn_ids, min(min_length, len(index.turn_ids))),
         retrieved_sessions=len(sessions),
         retrieved_turns=len(turns),
     )

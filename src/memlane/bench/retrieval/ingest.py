@@ -22,14 +22,14 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
 
 from memlane.bench.datasets.families import Family
-from memlane.bench.datasets.model import Haystack
+from memlane.bench.datasets.model import Haystack, questions
 from memlane.bench.datasets.registry import DATASETS, DatasetStream
 from memlane.bench.retrieval.history import INGEST_FORMAT, haystack_requests
 from memlane.core.embedding.minilm import default_cache_dir
@@ -273,16 +273,6 @@ class BenchStore:
 OnBatch = Callable[[str, int], None]
 
 
-def _needed(stream: DatasetStream, limit: int | None) -> Iterator[Haystack]:
-    """Haystacks holding the first ``limit`` questions (all of them without a limit)."""
-    seen = 0
-    for haystack in stream:
-        if limit is not None and seen >= limit:
-            return
-        seen += len(haystack.samples)
-        yield haystack
-
-
 def _ingest_namespace(
     mem: Memory, haystack: Haystack, family: Family, settings: IngestSettings, batch: int, on_batch: OnBatch | None
 ) -> tuple[NamespaceStats, list[str]]:
@@ -340,7 +330,7 @@ def ingest(
             disable=not progress,
             leave=False,
         )
-        for haystack in _needed(stream, limit):
+        for haystack, _ in questions(stream, limit):
             samples += len(haystack.samples)
             bar.update(1)
             if bench.is_complete(haystack.namespace):

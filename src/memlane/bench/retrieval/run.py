@@ -14,14 +14,13 @@ Modes are swept against the same bench store, so adding a mode never re-ingests.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from tqdm import tqdm
 
-from memlane.bench.datasets.model import Haystack, Sample
+from memlane.bench.datasets.model import Sample, questions
 from memlane.bench.datasets.registry import DATASETS, DatasetStream, open_dataset
 from memlane.bench.reports.plot import check_plotting
 from memlane.bench.reports.report import write_reports
@@ -202,16 +201,6 @@ def evaluate_question(
     )
 
 
-def _questions(stream: DatasetStream, limit: int | None) -> Iterator[tuple[Haystack, list[Sample]]]:
-    asked = 0
-    for haystack in stream:
-        if limit is not None and asked >= limit:
-            return
-        samples = list(haystack.samples if limit is None else haystack.samples[: limit - asked])
-        asked += len(samples)
-        yield haystack, samples
-
-
 def open_bench(options: RetrievalOptions) -> tuple[DatasetStream, BenchStore, Memory]:
     """Open the data set, its bench store for the options' ingest settings, and a Memory on it
     (close it with ``BenchStore.close``)."""
@@ -249,7 +238,7 @@ def run_retrieval(
         asked = 0
         try:
             log.calibrate(calibrate(mem.embedder.inner))
-            for haystack, samples in _questions(stream, options.limit):
+            for haystack, samples in questions(stream, options.limit):
                 index = HaystackIndex.of(haystack, family)
                 ranker: HaystackRanker | None = None
                 for sample in samples:
