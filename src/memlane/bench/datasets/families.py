@@ -42,7 +42,6 @@ class Family(ABC):
 
     name: str
     """What logs record (a QA run's ``family``) and reports and errors print."""
-    title: str
     unit: str
     """What one namespace is (one memory): ``conversation`` or ``question``."""
     id_key: str
@@ -54,7 +53,7 @@ class Family(ABC):
     categories: tuple[str, ...]
     """The question categories, in the order report rows show them."""
     headline_row: str
-    """The overall row tables lead with, compare modes on and tune for."""
+    """The overall row tables lead with and modes are compared on."""
     headline_excludes: frozenset[str] = frozenset()
     """Categories the headline row leaves out."""
     summary_rows: tuple[str, ...]
@@ -64,7 +63,9 @@ class Family(ABC):
     qa_metrics: tuple[str, ...]
     """The QA scores, headline first."""
     answer_prompt: str
+    """The answer prompt ``--answer-prompt auto`` picks."""
     judge: str
+    """The judge ``--judge-prompts auto`` picks."""
     adversarial_category: int | None = None
     """A category asked as the official two-option question (LoCoMo's false premises)."""
     hypotheses_file: bool = False
@@ -150,7 +151,6 @@ class LoCoMoFamily(Family):
     """LoCoMo: ten long two-person conversations; questions in five numbered categories."""
 
     name = "locomo"
-    title = "LoCoMo"
     unit = "conversation"
     id_key = "qa_id"
     user_assistant = False
@@ -235,7 +235,6 @@ class LongMemEvalFamily(Family):
     """LongMemEval (S, M, oracle and the x500 expansion): one haystack per question, six question types."""
 
     name = "longmemeval"
-    title = "LongMemEval"
     unit = "question"
     id_key = "question_id"
     user_assistant = True

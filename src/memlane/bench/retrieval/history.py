@@ -4,18 +4,19 @@ Ingest (one :class:`AddRequest` per session, user = the namespace, time = the se
 
 * message ids are the data set's turn ids (LoCoMo ``dia_id``, LongMemEval ``<session_id>_<i>``), so every
   block carries the ids of the turns it holds (``MemoryBlock.message_ids``);
-* LoCoMo turns with a shared image get the official rendering of the caption appended
-  (``<text> and shared <blip_caption>.``): the caption is often the only place the fact is stated;
+* a turn's text is its family's (:meth:`~memlane.bench.datasets.families.Family.turn_text`): LoCoMo turns
+  with a shared image get the official rendering of the caption appended (``<text> and shared
+  <blip_caption>.``), the caption often being the only place the fact is stated;
 * empty turns are dropped and turns over the core's size limit truncated (both noted): the core rejects
   them, and one bad turn must not keep a whole session out of the store;
-* LongMemEval in ``single``/``speakers`` mode: the core pairs turns greedily from the first one, so a session
-  that opens with assistant turns would pair every user turn with the *preceding* assistant turn. Those
-  leading assistant turns go in a request of their own, which gives the exchange boundaries of dual mode
-  (an exchange starts at a user turn).
+* turns with the roles user and assistant (LongMemEval) in ``single``/``speakers`` mode: the core pairs turns
+  greedily from the first one, so a session that opens with assistant turns would pair every user turn with
+  the *preceding* assistant turn. Those leading assistant turns go in a request of their own, which gives the
+  exchange boundaries of dual mode (an exchange starts at a user turn).
 
-Rankings: a block's turn ids are filtered to the *target* turns of the data set (LongMemEval: user turns,
-the official corpus of turn-level retrieval; LoCoMo: every dia_id, both speakers being users), then
-de-duplicated in rank order. Session rankings follow the blocks' sessions in rank order.
+Rankings: a block's turn ids are filtered to the *target* turns of the family (``Family.is_target``:
+LongMemEval's user turns, the official corpus of turn-level retrieval; LoCoMo's every dia_id, both speakers
+being users), then de-duplicated in rank order. Session rankings follow the blocks' sessions in rank order.
 """
 
 from __future__ import annotations
