@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from bench_synth import real_data_dir
 
-from memlane.bench.datasets import expand_haystacks, load_dataset
-from memlane.bench.retrieval_metrics import aggregate, score_locomo, score_longmemeval
+from memlane.bench.datasets.expansion import expand_haystacks
+from memlane.bench.datasets.registry import load_dataset
+from memlane.bench.retrieval.metrics import aggregate, score_locomo, score_longmemeval
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memlane.bench.rankings import LocomoRanking, read_rankings
-from memlane.bench.report import load_results
-from memlane.bench.retrieval import RetrievalOptions, run_retrieval
+from memlane.bench.reports.results import load_results
+from memlane.bench.retrieval.rankings import LocomoRanking, read_rankings
+from memlane.bench.retrieval.run import RetrievalOptions, run_retrieval
 
 pytestmark = pytest.mark.slow
 

@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 from bench_runs import make_data_dir, options
 
-from memlane.bench import retrieval
-from memlane.bench.datasets import load_dataset
-from memlane.bench.rankings import LocomoRanking, LongMemEvalRanking, read_rankings
-from memlane.bench.report import format_compare, load_results, per_question, write_reports
-from memlane.bench.retrieval import run_retrieval
-from memlane.bench.runlog import LOG_NAME, read_log, unpack_log
+from memlane.bench.datasets.registry import load_dataset
+from memlane.bench.reports.compare import format_compare
+from memlane.bench.reports.report import write_reports
+from memlane.bench.reports.results import load_results, per_question
+from memlane.bench.retrieval import run as retrieval_run
+from memlane.bench.retrieval.rankings import LocomoRanking, LongMemEvalRanking, read_rankings
+from memlane.bench.retrieval.run import run_retrieval
+from memlane.bench.retrieval.runlog import LOG_NAME, read_log, unpack_log
 from memlane.core.errors import ConfigError
 
 REPORT_FILES = ("report.md", "results.json", "results.csv", "recall.png", "rankings.jsonl")
@@ -138,7 +140,7 @@ def test_run_resumes_from_an_incomplete_log(root: Path) -> None:
 def test_calibrations_are_logged_every_hundred_questions_and_reported(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(retrieval, "CALIBRATE_EVERY", 4)
+    monkeypatch.setattr(retrieval_run, "CALIBRATE_EVERY", 4)
     out = root / "run"
     run_retrieval(options(root, modes=("hybrid", "keyword")), out, progress=False)
     contents = read_log(out / LOG_NAME)

@@ -11,8 +11,9 @@ import pytest
 from bench_synth import FIXTURES
 from click.testing import CliRunner
 
-from memlane.bench.datasets import open_dataset, registry, verify_file
+from memlane.bench.datasets import registry
 from memlane.bench.datasets.catalog import CATALOG, SHIPPED_DIR
+from memlane.bench.datasets.registry import open_dataset, verify_file
 from memlane.core.errors import ValidationError
 from memlane.interfaces.cli.app import cli, register_all
 

@@ -7,16 +7,16 @@ from pathlib import Path
 import pytest
 from bench_synth import FIXTURES, make_questions, write_json
 
-from memlane.bench.datasets import (
+from memlane.bench.datasets.catalog import SHIPPED_DIR
+from memlane.bench.datasets.registry import (
     DATASETS,
     DatasetNotFound,
+    data_dirs,
     dataset_path,
     find_dataset,
     load_dataset,
     open_dataset,
 )
-from memlane.bench.datasets.catalog import SHIPPED_DIR
-from memlane.bench.datasets.registry import data_dirs
 from memlane.core.errors import ConfigError, NotFoundError
 
 

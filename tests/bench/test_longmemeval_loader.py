@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from bench_synth import FIXTURES, make_questions, write_json
 
-from memlane.bench.datasets import Dataset, iter_longmemeval, load_longmemeval
+from memlane.bench.datasets.longmemeval import iter_longmemeval, load_longmemeval
+from memlane.bench.datasets.model import Dataset
 from memlane.core.errors import ValidationError
 
 

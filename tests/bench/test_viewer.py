@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from memlane.bench.viewer import build_model
+from memlane.bench.reports.viewer import build_model
 from memlane.interfaces.cli.app import cli, register_all
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

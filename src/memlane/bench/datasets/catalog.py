@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from memlane.bench.datasets.families import LOCOMO, LONGMEMEVAL, Family
+
 ENV_VAR = "MEMLANE_DATA"
 SHIPPED_DIR = Path(__file__).resolve().parent / "data"
 
@@ -37,11 +39,12 @@ class KnownFile:
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """One named data set: where its file is looked for, what it is, under which licence, from where."""
+    """One named data set: its family (:mod:`memlane.bench.datasets.families`: how it is read, scored and
+    reported), where its file is looked for, what it is, under which licence, from where."""
 
     name: str
     title: str
-    family: str
+    family: Family
     subdir: str
     files: tuple[KnownFile, ...]
     licence: str
@@ -50,7 +53,6 @@ class DatasetInfo:
     shipped: str | None = None  # file name under SHIPPED_DIR/<subdir>, when memlane ships a copy
     expanded: bool = False
     description: str = ""
-    unit: str = "question"  # what one namespace of the data set is, for progress bars
 
     @property
     def filenames(self) -> tuple[str, ...]:
@@ -84,7 +86,7 @@ CATALOG: dict[str, DatasetInfo] = {
         DatasetInfo(
             name="locomo",
             title="LoCoMo",
-            family="locomo",
+            family=LOCOMO,
             subdir="locomo",
             files=(
                 KnownFile(
@@ -108,12 +110,11 @@ CATALOG: dict[str, DatasetInfo] = {
             url="https://github.com/snap-research/LoCoMo",
             shipped="locomo10.json.xz",
             description="10 long two-person conversations, 1,986 questions",
-            unit="conversation",
         ),
         DatasetInfo(
             name="longmemeval-s",
             title="LongMemEval S",
-            family="longmemeval",
+            family=LONGMEMEVAL,
             subdir="longmemeval",
             files=_S_FILES,
             licence=_LME_LICENCE,
@@ -124,7 +125,7 @@ CATALOG: dict[str, DatasetInfo] = {
         DatasetInfo(
             name="longmemeval-oracle",
             title="LongMemEval oracle",
-            family="longmemeval",
+            family=LONGMEMEVAL,
             subdir="longmemeval",
             files=(
                 KnownFile(
@@ -144,7 +145,7 @@ CATALOG: dict[str, DatasetInfo] = {
         DatasetInfo(
             name="longmemeval-m",
             title="LongMemEval M",
-            family="longmemeval",
+            family=LONGMEMEVAL,
             subdir="longmemeval",
             files=(
                 KnownFile("longmemeval_m_cleaned.json", note="the official file (about 2.7 GB)", namespaces=500),
@@ -158,7 +159,7 @@ CATALOG: dict[str, DatasetInfo] = {
         DatasetInfo(
             name="longmemeval-s-x500",
             title="LongMemEval S, x500 expansion",
-            family="longmemeval",
+            family=LONGMEMEVAL,
             subdir="longmemeval",
             files=_S_FILES,
             licence=_LME_LICENCE,

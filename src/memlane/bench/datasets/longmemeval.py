@@ -38,16 +38,15 @@ from memlane.bench.datasets.source import (
 from memlane.core.errors import ValidationError
 from memlane.core.timefmt import parse_time
 
-QUESTION_TYPES = frozenset(
-    {
-        "single-session-user",
-        "single-session-assistant",
-        "single-session-preference",
-        "temporal-reasoning",
-        "knowledge-update",
-        "multi-session",
-    }
+QUESTION_TYPES: tuple[str, ...] = (
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "knowledge-update",
+    "temporal-reasoning",
 )
+"""The question types, in the order of the data set's README (the order report rows follow)."""
 _ROLES = frozenset({"user", "assistant"})
 
 
@@ -78,6 +77,11 @@ class _HeadCheckedReader:
 def longmemeval_turn_id(session_id: str, index0: int) -> str:
     """Official turn id: ``<session_id>_<i>`` with ``i`` 1-based, counting both roles."""
     return f"{session_id}_{index0 + 1}"
+
+
+def longmemeval_session_of(turn_id: str) -> str:
+    """``"<session_id>_<i>"`` -> ``"<session_id>"`` (drops the last ``_`` component, as the official code)."""
+    return turn_id.rsplit("_", 1)[0]
 
 
 def _parse_turns(path: Path, item: str, sid: str, j: int, raw: object) -> tuple[Turn, ...]:

@@ -19,8 +19,6 @@ from typing import Literal
 
 from memlane.bench.datasets.catalog import CATALOG, ENV_VAR, SHIPPED_DIR, DatasetInfo, KnownFile
 from memlane.bench.datasets.expansion import DEFAULT_SEED, DEFAULT_SIZE, expand_haystacks
-from memlane.bench.datasets.locomo import iter_locomo
-from memlane.bench.datasets.longmemeval import iter_longmemeval
 from memlane.bench.datasets.model import Dataset, Haystack, dataset_from_haystacks
 from memlane.bench.datasets.source import content_sha256, file_sha256
 from memlane.core.errors import ConfigError, NotFoundError, ValidationError
@@ -214,17 +212,16 @@ def open_dataset(
                 f"{check.content_sha256}, expected {check.expected}; reinstall memlane",
                 where=str(path),
             )
-    if info.family == "locomo":
-        return DatasetStream(name, (path,), lambda: iter_locomo(path), origin=found.origin)
+    read = info.family.read
     if info.expanded:
         return DatasetStream(
             name,
             (path,),
-            lambda: expand_haystacks(iter_longmemeval(path), size=size, seed=seed),
+            lambda: expand_haystacks(read(path), size=size, seed=seed),
             {"size": size, "seed": seed},
             origin=found.origin,
         )
-    return DatasetStream(name, (path,), lambda: iter_longmemeval(path), origin=found.origin)
+    return DatasetStream(name, (path,), lambda: read(path), origin=found.origin)
 
 
 def load_dataset(

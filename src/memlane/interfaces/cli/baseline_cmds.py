@@ -6,9 +6,11 @@ from pathlib import Path
 
 import click
 
-from memlane.bench.baselines import BASELINES, DEFAULT_BASELINES, BaselineOptions, run_baselines
-from memlane.bench.report import format_mode_table, format_modes_table, load_results
-from memlane.bench.runlog import DEFAULT_EMBEDDER
+from memlane.bench.datasets.families import LOCOMO, LONGMEMEVAL
+from memlane.bench.reports.report import format_mode_table, format_modes_table
+from memlane.bench.reports.results import load_results
+from memlane.bench.retrieval.baselines import BASELINES, BaselineOptions, run_baselines
+from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER
 from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, baseline_names, ks_option
 from memlane.interfaces.cli.dataset_cmds import data_dir_option
 
@@ -40,7 +42,7 @@ def _ks(value: str) -> tuple[int, ...]:
     default=None,
     envvar="MEMLANE_BENCH_BASELINES",
     help=f"Comma-separated baselines of {', '.join(BASELINES)}. Default: "
-    f"{','.join(DEFAULT_BASELINES['longmemeval'])} on LongMemEval, {','.join(DEFAULT_BASELINES['locomo'])} "
+    f"{','.join(LONGMEMEVAL.baselines)} on LongMemEval, {','.join(LOCOMO.baselines)} "
     "on LoCoMo. [env MEMLANE_BENCH_BASELINES]",
 )
 @ks_option

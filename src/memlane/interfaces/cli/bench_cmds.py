@@ -10,13 +10,15 @@ from typing import Any, TypeVar
 
 import click
 
-from memlane.bench.baselines import BASELINES, DEFAULT_BASELINES
 from memlane.bench.datasets.registry import DATASETS
-from memlane.bench.ingest import ingest
 from memlane.bench.perf import PerfSettings, format_report, run_perf
-from memlane.bench.report import format_compare, format_mode_table, format_modes_table, load_results, write_reports
-from memlane.bench.retrieval import DEFAULT_MODES, RetrievalOptions, open_bench, run_retrieval
-from memlane.bench.runlog import DEFAULT_EMBEDDER, DEFAULT_KS
+from memlane.bench.reports.compare import format_compare
+from memlane.bench.reports.report import format_mode_table, format_modes_table, write_reports
+from memlane.bench.reports.results import load_results
+from memlane.bench.retrieval.baselines import BASELINES
+from memlane.bench.retrieval.ingest import ingest
+from memlane.bench.retrieval.run import DEFAULT_MODES, RetrievalOptions, open_bench, run_retrieval
+from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER, DEFAULT_KS
 from memlane.core.embedding.protocol import make_embedder
 from memlane.core.retrieval import PRESETS
 from memlane.core.store.postgres import is_postgres_url
@@ -153,7 +155,7 @@ def baseline_names(value: str | None, dataset: str | None = None) -> tuple[str, 
         return ()
     names = tuple(dict.fromkeys(n.strip() for n in value.replace(" ", ",").split(",") if n.strip()))
     if dataset is not None and names == ("default",):
-        return DEFAULT_BASELINES[DATASETS[dataset].family]
+        return DATASETS[dataset].family.baselines
     unknown = [n for n in names if n not in BASELINES]
     if unknown:
         raise click.BadParameter(
@@ -370,7 +372,7 @@ def view_cmd(runs: tuple[Path, ...], out: Path | None, open_it: bool, data_dir: 
     Example:
       memlane bench view runs/locomo-a runs/locomo-b --open
     """
-    from memlane.bench.viewer import write_view
+    from memlane.bench.reports.viewer import write_view
 
     path = write_view(list(runs), out or runs[0] / "view.html", data_dir=data_dir)
     click.echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from memlane.bench.paired import format_diff
-from memlane.bench.retrieval import RetrievalOptions
-from memlane.bench.runlog import DEFAULT_EMBEDDER
-from memlane.bench.tune import (
+from memlane.bench.retrieval.paired import format_diff
+from memlane.bench.retrieval.run import RetrievalOptions
+from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER
+from memlane.bench.retrieval.tune import (
     DEFAULT_METRICS,
     TUNABLE,
     GridResult,

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from memlane.bench.viewer.model import build_model
+from memlane.bench.reports.viewer.model import build_model
 
 __all__ = ["build_model", "render_page", "write_view"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from importlib.util import find_spec
 from pathlib import Path
 
-from memlane.bench.report import RunResults
-from memlane.bench.retrieval_metrics import OVERALL
+from memlane.bench.reports.results import RunResults
+from memlane.bench.retrieval.metrics import OVERALL
 from memlane.core.errors import ConfigError
 
 LEVELS = ("session", "turn")

@@ -21,7 +21,7 @@ from typing import Any
 from memlane.bench.datasets.model import Haystack, Sample
 from memlane.bench.datasets.registry import DatasetNotFound, open_dataset
 from memlane.bench.qa.qalog import QA_LOG_FORMAT, QA_LOG_NAME, AnswerRecord, read_qa_log
-from memlane.bench.runlog import LOG_FORMAT, LOG_NAME, QuestionRecord, log_file, read_lines, read_log
+from memlane.bench.retrieval.runlog import LOG_FORMAT, LOG_NAME, QuestionRecord, log_file, read_lines, read_log
 from memlane.core.errors import MemlaneError, ValidationError
 
 TOP = 10  # hits shown per system and question
