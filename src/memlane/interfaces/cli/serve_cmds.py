@@ -219,7 +219,7 @@ def mcp_cmd(
         raise ConfigError("stdio needs --user (or MEMLANE_MCP_USER): whose memory the tools use")
     if transport == "http" and user is not None:
         raise ConfigError("--user is for stdio; over HTTP each request's API key names the user")
-    from memlane.core.memory import check_name
+    from memlane.core.names import check_name
     from memlane.interfaces.http.keys import KeyStore
     from memlane.interfaces.mcp.server import build_server
 

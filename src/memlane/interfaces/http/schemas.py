@@ -94,8 +94,12 @@ class SearchIn(Strict):
 
 
 class UserIn(Strict):
-    # A "/" could not be addressed in /v1/users/{user}/... paths.
-    user: Annotated[Name, Field(pattern=r"^[^/]+$", description="The user's name (no '/').")]
+    # A "/" could not be addressed in /v1/users/{user}/... paths. The rest of the name rule is the core's
+    # (memlane.core.names), so that every interface applies the same one.
+    user: Annotated[
+        Name,
+        Field(pattern=r"^[^/]+$", description="The user's name: printable, NFC, no space at either end, no '/'."),
+    ]
 
 
 class KeyIn(Strict):
