@@ -298,6 +298,11 @@ class Memory:
     def queue_status(self, *, recent_errors: int = 5) -> QueueStatus:
         return self.queue.status(recent_errors=recent_errors)
 
+    def probe_write(self, timeout_s: float = 5.0) -> None:
+        """Raise StoreError (with a ``reason``) unless the store can take a write now: one small real
+        write, committed (see :meth:`Store.probe_write`)."""
+        self.store.probe_write(timeout_s)
+
     # -- search ------------------------------------------------------------------------------------------
 
     def search(

@@ -113,6 +113,9 @@ class ErrorDetail(BaseModel):
     code: str = Field(description="Stable: validation_error, not_found, unauthorized, forbidden, ...")
     message: str
     field: str | None = Field(default=None, description="The offending input, e.g. messages[0].content.")
+    request_id: str | None = Field(
+        default=None, description="Also the X-Request-ID header; the server log's lines about the request carry it."
+    )
 
 
 class ErrorOut(BaseModel):
