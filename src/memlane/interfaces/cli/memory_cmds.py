@@ -60,7 +60,8 @@ def _read_messages(file: Path | None) -> Any:
     "--time",
     "time_",
     default=None,
-    help="Session time: ISO 8601, '1:56 pm on 8 May, 2023' or '2023/04/10 (Mon) 23:07'. Default: now.",
+    help="Session time: ISO 8601, '1:56 pm on 8 May, 2023' or '2023/04/10 (Mon) 23:07', from year 1 to "
+    "9999 in UTC. Default: now.",
 )
 @click.option(
     "--perspective",
@@ -103,6 +104,10 @@ def add_cmd(
     llm_model: str | None,
 ) -> None:
     """Add a JSON list of messages ({"role"|"speaker", "content", "time"?, "id"?}) to USER's memory.
+
+    USER, --conversation and --session are names: printable Unicode in NFC, no space at either end (a
+    look-alike such as a right-to-left override is refused). Times run from 0001-01-01T00:00:00Z to
+    9999-12-31T23:59:59Z in UTC. Input that is not UTF-8 or not JSON exits 2 naming the line and column.
 
     \b
     Example:
