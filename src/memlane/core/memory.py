@@ -40,6 +40,7 @@ from memlane.core.model import (
     UserInfo,
     content_hash,
 )
+from memlane.core.names import check_name, check_stored_name, check_text
 from memlane.core.retrieval import (
     Position,
     Scored,
@@ -55,7 +56,6 @@ from memlane.core.store.protocol import Store
 from memlane.core.time_phrases import time_windows
 from memlane.core.timefmt import annotate, coerce_time, now_utc, to_epoch
 
-MAX_NAME_CHARS = 256
 DEFAULT_CONVERSATION = "default"
 DEFAULT_SESSION = "default"
 
@@ -70,17 +70,6 @@ class AddRequest:
     session_id: str = DEFAULT_SESSION
     time: datetime | str | float | None = None
     perspective: str | PerspectiveMode = PerspectiveMode.DUAL
-
-
-def check_name(value: str, field: str) -> str:
-    """A user, conversation or session id: non-empty text without control characters."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError("must be non-empty text", where=field)
-    if len(value) > MAX_NAME_CHARS:
-        raise ValidationError(f"longer than {MAX_NAME_CHARS} characters", where=field)
-    if any(ord(c) < 32 for c in value):
-        raise ValidationError("contains control characters", where=field)
-    return value
 
 
 def new_block_id() -> str:
@@ -309,6 +298,11 @@ class Memory:
     def queue_status(self, *, recent_errors: int = 5) -> QueueStatus:
         return self.queue.status(recent_errors=recent_errors)
 
+    def probe_write(self, timeout_s: float = 5.0) -> None:
+        """Raise StoreError (with a ``reason``) unless the store can take a write now: one small real
+        write, committed (see :meth:`Store.probe_write`)."""
+        self.store.probe_write(timeout_s)
+
     # -- search ------------------------------------------------------------------------------------------
 
     def search(
@@ -332,9 +326,10 @@ class Memory:
         with the ids of its other perspectives' matching blocks in ``Hit.other_perspectives``: k hits are k
         different exchanges. ``distinct=False`` returns the k best blocks as they are (what the benchmarks
         score). ``Hit.score_kind`` says what the scores are."""
-        check_name(user, "user")
+        check_stored_name(user, "user")
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("empty query", where="query")
+        check_text(query, "query")
         check_k(k)
         # Folding perspectives needs up to two blocks per exchange among the candidates.
         settings = with_candidates(resolve_settings(mode), 2 * k if distinct else k)
@@ -410,7 +405,7 @@ class Memory:
 
     def get(self, user: str, block_id: str) -> MemoryBlock:
         """One block of ``user``; NotFoundError if it does not exist or belongs to someone else."""
-        return self.store.get_block(check_name(user, "user"), block_id)
+        return self.store.get_block(check_stored_name(user, "user"), check_text(block_id, "block_id"))
 
     def list(
         self,
@@ -427,21 +422,21 @@ class Memory:
         if offset < 0:
             raise ValidationError("must not be negative", where="offset")
         return self.store.list_blocks(
-            check_name(user, "user"),
-            conversation_id=conversation_id,
-            session_id=session_id,
+            check_stored_name(user, "user"),
+            conversation_id=None if conversation_id is None else check_stored_name(conversation_id, "conversation_id"),
+            session_id=None if session_id is None else check_stored_name(session_id, "session_id"),
             limit=limit,
             offset=offset,
         )
 
     def delete(self, user: str, block_id: str) -> None:
         """Delete one block of ``user``."""
-        self.store.delete_block(check_name(user, "user"), block_id)
+        self.store.delete_block(check_stored_name(user, "user"), check_text(block_id, "block_id"))
 
     def delete_user(self, user: str) -> int:
         """Delete the user and everything of theirs (blocks, keys, vectors, jobs, and their LLM calls when
         the call log is known); returns the number of blocks removed."""
-        n = self.store.delete_user(check_name(user, "user"))
+        n = self.store.delete_user(check_stored_name(user, "user"))
         if self.call_log is not None:
             self.call_log.delete_namespace(user)
         return n

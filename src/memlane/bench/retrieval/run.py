@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from tqdm import tqdm
@@ -151,8 +151,11 @@ def resolve_config(options: RetrievalOptions, stream: DatasetStream, settings: I
     )
 
 
-def _end_of_day(dt: datetime) -> datetime:
-    return dt.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+def end_of_day(dt: datetime) -> datetime | None:
+    """The start of the next day: the exclusive bound of "before the end of the question's day". None
+    (no bound) on the last day a time can have, 31 December 9999, whose next day does not exist."""
+    start = dt.replace(hour=0, minute=0, second=0, microsecond=0)
+    return None if start.date() == date.max else start + timedelta(days=1)
 
 
 def evaluate_question(
@@ -167,7 +170,7 @@ def evaluate_question(
     logged as an error with padding-only rankings (scored like any ranking: it counts, it is not skipped)."""
     before = None
     if config.before_question_date and sample.question_date is not None:
-        before = _end_of_day(sample.question_date)
+        before = end_of_day(sample.question_date)
     started = time.perf_counter()
     error = None
     try:

@@ -11,7 +11,9 @@ import click
 
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.model import Hit, MemoryBlock
+from memlane.core.names import shown
 from memlane.interfaces.cli.app import DEFAULT_STORE, LLMChoice, llm_options, open_memory, store_options
+from memlane.interfaces.cli.jsoninput import read_json
 
 
 def block_json(b: MemoryBlock) -> dict[str, Any]:
@@ -47,12 +49,7 @@ def hit_json(h: Hit) -> dict[str, Any]:
 
 
 def _read_messages(file: Path | None) -> Any:
-    where = str(file) if file else "stdin"
-    text = file.read_text(encoding="utf-8") if file else sys.stdin.read()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", where=where) from None
+    return read_json(file, sys.stdin.buffer)
 
 
 @click.command("add")
@@ -63,7 +60,8 @@ def _read_messages(file: Path | None) -> Any:
     "--time",
     "time_",
     default=None,
-    help="Session time: ISO 8601, '1:56 pm on 8 May, 2023' or '2023/04/10 (Mon) 23:07'. Default: now.",
+    help="Session time: ISO 8601, '1:56 pm on 8 May, 2023' or '2023/04/10 (Mon) 23:07', from year 1 to "
+    "9999 in UTC. Default: now.",
 )
 @click.option(
     "--perspective",
@@ -107,14 +105,19 @@ def add_cmd(
 ) -> None:
     """Add a JSON list of messages ({"role"|"speaker", "content", "time"?, "id"?}) to USER's memory.
 
+    USER, --conversation and --session are names: printable Unicode in NFC, no space at either end (a
+    look-alike such as a right-to-left override is refused). Times run from 0001-01-01T00:00:00Z to
+    9999-12-31T23:59:59Z in UTC. Input that is not UTF-8 or not JSON exits 2 naming the line and column.
+
     \b
     Example:
       echo '[{"role":"user","content":"My sister is Ana."},{"role":"assistant","content":"Noted."}]' \\
         | memlane add alice --session s1 --time "1:56 pm on 8 May, 2023"
     """
+    source = str(file) if file else "stdin"
     messages = _read_messages(file)
     if not isinstance(messages, list):
-        raise ValidationError("expected a JSON list of messages", where=str(file) if file else "stdin")
+        raise ValidationError("expected a JSON list of messages", where=source)
     llm = LLMChoice(llm_name, llm_log, llm_base_url, llm_model) if extract == "sync" else None
     mem = open_memory(store, embedder, llm)
     try:
@@ -127,6 +130,11 @@ def add_cmd(
             perspective=perspective,
             extract=extract,  # type: ignore[arg-type]  # click.Choice guarantees the literal
         )
+    except ValidationError as exc:
+        if exc.where and exc.where.startswith("messages"):
+            # The core names the message; the reader also needs to know which input held it.
+            raise ValidationError(str(exc), where=source) from None
+        raise
     finally:
         mem.close()
     if as_json:
@@ -298,7 +306,8 @@ def users_cmd(as_json: bool, store: Path, embedder: str) -> None:
         click.echo(json.dumps(rows))
         return
     for u in users:
-        click.echo(f"{u.name}\t{u.blocks}")
+        # A name stored before the name rule may hold a right-to-left override: printed escaped.
+        click.echo(f"{shown(u.name)}\t{u.blocks}")
 
 
 @click.command("compact")
