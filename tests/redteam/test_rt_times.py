@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from redteam_support import assert_clean_refusal, run_cli, store_content
 
 from mcp import Client
-from memlane.bench.retrieval import end_of_day
+from memlane.bench.retrieval.run import end_of_day
 from memlane.core.errors import ValidationError
 from memlane.core.memory import Memory
 from memlane.core.store.sqlite import SqliteStore
