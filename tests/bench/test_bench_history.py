@@ -7,9 +7,11 @@ from datetime import UTC, datetime
 
 from bench_synth import FIXTURES
 
-from memlane.bench.datasets import iter_locomo, iter_longmemeval
+from memlane.bench.datasets.families import LOCOMO, LONGMEMEVAL
+from memlane.bench.datasets.locomo import iter_locomo
+from memlane.bench.datasets.longmemeval import iter_longmemeval
 from memlane.bench.datasets.model import Haystack, Session, Turn
-from memlane.bench.history import LOCOMO, LONGMEMEVAL, HaystackIndex, haystack_requests, rank, resolve_perspective
+from memlane.bench.retrieval.history import HaystackIndex, haystack_requests, rank, resolve_perspective
 from memlane.core.exchanges import MAX_MESSAGE_BYTES
 from memlane.core.memory import Memory
 from memlane.core.model import MemoryBlock, PerspectiveMode

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from bench_runs import make_data_dir, options
 
-from memlane.bench.ingest import BenchStore, ingest
-from memlane.bench.retrieval import open_bench
+from memlane.bench.retrieval.ingest import BenchStore, ingest
+from memlane.bench.retrieval.run import open_bench
 
 
 class Interrupted(Exception):

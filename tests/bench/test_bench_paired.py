@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from memlane.bench.paired import format_diff, paired_diff, sign_test
+from memlane.bench.retrieval.paired import format_diff, paired_diff, sign_test
 
 
 def test_sign_test_exact_values() -> None:

@@ -1,4 +1,4 @@
-"""Documented counts of the real data sets (skipped when ../shared/datasets is absent)."""
+"""Documented counts of the real data sets: LoCoMo (shipped) always; LongMemEval with MEMLANE_DATA."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 from bench_synth import real_data_dir
 
-from memlane.bench.datasets import expand_haystacks, load_dataset
-from memlane.bench.retrieval_metrics import aggregate, score_locomo, score_longmemeval
-
-pytestmark = pytest.mark.realdata
+from memlane.bench.datasets.expansion import expand_haystacks
+from memlane.bench.datasets.registry import load_dataset
+from memlane.bench.retrieval.metrics import aggregate, score_locomo, score_longmemeval
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +21,8 @@ def data_dir() -> Path:
 # From the data sets' READMEs.
 LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
 ORACLE_SHA256 = "821a2034d219ab45846873dd14c14f12cfe7776e73527a483f9dac095d38620c"
-S_XZ_SHA256 = "3ae6b60ef81e321cca4e1b39bd55ec8c3d64f0163fbe4fe161c59b18b2385eb3"
+# The partial S file's content, decompressed (its .xz bytes hash to 3ae6b60e...).
+S_SHA256 = "48351ae4a5d965880de574a8a6ed975ecfd73a40725a42e70713842d2995595a"
 TYPE_COUNTS = {
     "single-session-user": 70,
     "single-session-assistant": 56,
@@ -33,8 +33,8 @@ TYPE_COUNTS = {
 }
 
 
-def test_locomo_counts(data_dir: Path) -> None:
-    ds = load_dataset("locomo", data_dir)
+def test_locomo_counts() -> None:
+    ds = load_dataset("locomo")
     assert ds.sha256 == LOCOMO_SHA256
     assert len(ds.histories) == 10
     assert len(ds.samples) == 1986
@@ -61,6 +61,7 @@ def test_locomo_counts(data_dir: Path) -> None:
     assert overall.means["turn/recall_all@50"] == 1.0 and overall.means["session/recall_all@50"] == 1.0
 
 
+@pytest.mark.realdata
 def test_longmemeval_oracle_counts(data_dir: Path) -> None:
     ds = load_dataset("longmemeval-oracle", data_dir)
     assert ds.sha256 == ORACLE_SHA256
@@ -91,9 +92,10 @@ def test_longmemeval_oracle_counts(data_dir: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.realdata
 def test_longmemeval_s_counts_and_x500(data_dir: Path) -> None:
     s_ds = load_dataset("longmemeval-s", data_dir)
-    assert s_ds.sha256 == S_XZ_SHA256
+    assert s_ds.sha256 == S_SHA256
     assert len(s_ds.samples) == 499
     assert "gpt4_7a0daae1" not in s_ds.histories
     expected = dict(TYPE_COUNTS, **{"temporal-reasoning": 132})

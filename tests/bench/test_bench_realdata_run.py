@@ -1,24 +1,21 @@
-"""The retrieval run on the real LoCoMo file (skipped without ../shared/datasets): the deterministic embedder
-keeps it fast; the real figures come from ``make bench``."""
+"""The retrieval run on the real LoCoMo file (the copy shipped with memlane): the deterministic embedder keeps
+it fast; the real figures come from ``make bench``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from bench_synth import real_data_dir
 
-from memlane.bench.rankings import LocomoRanking, read_rankings
-from memlane.bench.report import load_results
-from memlane.bench.retrieval import RetrievalOptions, run_retrieval
+from memlane.bench.reports.results import load_results
+from memlane.bench.retrieval.rankings import LocomoRanking, read_rankings
+from memlane.bench.retrieval.run import RetrievalOptions, run_retrieval
 
-pytestmark = [pytest.mark.realdata, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 
 def test_locomo_retrieval_on_real_data(tmp_path: Path) -> None:
-    options = RetrievalOptions(
-        dataset="locomo", embedder="hashing", data_dir=real_data_dir(), cache_dir=tmp_path / "cache", limit=40
-    )
+    options = RetrievalOptions(dataset="locomo", embedder="hashing", cache_dir=tmp_path / "cache", limit=40)
     outcome = run_retrieval(options, tmp_path / "run", progress=False)
     assert outcome.ingest.ingested == 1  # conv-26 holds the first 199 questions
     assert (outcome.written, outcome.errors) == (120, 0)

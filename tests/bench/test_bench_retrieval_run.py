@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import statistics
 from pathlib import Path
@@ -9,12 +10,14 @@ from pathlib import Path
 import pytest
 from bench_runs import make_data_dir, options
 
-from memlane.bench import retrieval
-from memlane.bench.datasets import load_dataset
-from memlane.bench.rankings import LocomoRanking, LongMemEvalRanking, read_rankings
-from memlane.bench.report import format_compare, load_results, write_reports
-from memlane.bench.retrieval import run_retrieval
-from memlane.bench.runlog import LOG_NAME, read_log
+from memlane.bench.datasets.registry import load_dataset
+from memlane.bench.reports.compare import format_compare
+from memlane.bench.reports.report import write_reports
+from memlane.bench.reports.results import load_results, per_question
+from memlane.bench.retrieval import run as retrieval_run
+from memlane.bench.retrieval.rankings import LocomoRanking, LongMemEvalRanking, read_rankings
+from memlane.bench.retrieval.run import run_retrieval
+from memlane.bench.retrieval.runlog import LOG_NAME, read_log, unpack_log
 from memlane.core.errors import ConfigError
 
 REPORT_FILES = ("report.md", "results.json", "results.csv", "recall.png", "rankings.jsonl")
@@ -55,6 +58,7 @@ def test_longmemeval_run_writes_contract_rankings_and_reports(root: Path) -> Non
 def test_reports_pair_every_mode_with_the_headline_mode_question_by_question(root: Path) -> None:
     out = root / "run"
     run_retrieval(options(root), out, progress=False)
+    unpack_log(out / LOG_NAME)
     # Every mode finds everything in these small haystacks; make hybrid miss two test questions at @5.
     lines = (out / LOG_NAME).read_text().splitlines()
     lowered: list[str] = []
@@ -106,7 +110,13 @@ def test_run_resumes_from_an_incomplete_log(root: Path) -> None:
     out = root / "run"
     run_retrieval(options(root), out, progress=False)
     log = out / LOG_NAME
+    # A finished run's log is gzipped; every reader takes it as it is.
+    packed = out / (LOG_NAME + ".gz")
+    assert packed.is_file() and not log.exists()
+    assert packed.stat().st_size * 3 < len(gzip.decompress(packed.read_bytes()))
     full = read_log(log)
+    unpack_log(log)
+    assert log.is_file() and not packed.exists() and read_log(log) == full
     lines = log.read_text().splitlines(keepends=True)
     # Keep the header, the segment, the first calibration and four records; the fifth was being written
     # when the run died.
@@ -130,7 +140,7 @@ def test_run_resumes_from_an_incomplete_log(root: Path) -> None:
 def test_calibrations_are_logged_every_hundred_questions_and_reported(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(retrieval, "CALIBRATE_EVERY", 4)
+    monkeypatch.setattr(retrieval_run, "CALIBRATE_EVERY", 4)
     out = root / "run"
     run_retrieval(options(root, modes=("hybrid", "keyword")), out, progress=False)
     contents = read_log(out / LOG_NAME)
@@ -186,3 +196,27 @@ def test_compare_puts_two_runs_side_by_side(root: Path) -> None:
         line for line in text.splitlines() if line.startswith("| keyword | overall | session R_all@10 |")
     )
     assert keyword_row.endswith("| - |")
+
+
+def test_compare_reads_only_the_shared_questions_by_default(root: Path) -> None:
+    # A full run against a --limit run: the unpaired difference of their means says nothing.
+    run_retrieval(options(root, modes=("keyword",)), root / "full", progress=False)
+    run_retrieval(options(root, modes=("keyword",), limit=4), root / "part", progress=False)
+    full, part = load_results(root / "full"), load_results(root / "part")
+    metric = "session/recall_all@5"
+    qa = per_question(full, "keyword", "overall", metric)
+    qb = per_question(part, "keyword", "overall", metric)
+    assert qa is not None and qb is not None and len(qb) < len(qa)
+    shared = qa.keys() & qb.keys()
+    row = next(
+        line
+        for line in format_compare(full, part).splitlines()
+        if line.startswith("| keyword | overall | session R_all@5 |")
+    )
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:6] == [str(len(qa)), str(len(qb)), str(len(shared))]
+    assert float(cells[6]) == pytest.approx(sum(qa[q] for q in shared) / len(shared), abs=5e-4)
+    assert cells[8] == "+0.000"  # the same questions in the same mode: no difference
+    assert "the questions both runs scored" in format_compare(full, part)
+    unpaired = format_compare(full, part, all_questions=True)
+    assert "unpaired" in unpaired

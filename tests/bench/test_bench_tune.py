@@ -1,4 +1,4 @@
-"""``memlane.bench.tune`` and ``memlane bench tune``: offline grid scoring equals real retrieval runs."""
+"""``memlane.bench.retrieval.tune`` and ``memlane bench tune``: offline grid scoring equals real retrieval runs."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from bench_runs import make_data_dir, options
 from click.testing import CliRunner
 
-from memlane.bench.retrieval import run_retrieval
-from memlane.bench.runlog import read_log
-from memlane.bench.tune import (
+from memlane.bench.retrieval.run import run_retrieval
+from memlane.bench.retrieval.runlog import read_log
+from memlane.bench.retrieval.tune import (
     collect,
     evaluate,
     grid_points,

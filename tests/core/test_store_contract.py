@@ -189,7 +189,7 @@ def test_delete_user_leaves_nothing(memory: Memory) -> None:
     assert memory.store.integrity_check() == []  # the keyword index holds no rows of deleted keys
     assert memory.search("alice", "knitting") == []
     assert "alice" not in {u.name for u in memory.users()}
-    assert len(memory.search("bob", "knitting", k=50)) == 6
+    assert len(memory.search("bob", "knitting", k=50, distinct=False)) == 6
     with pytest.raises(NotFoundError):
         memory.delete_user("alice")
 
@@ -254,9 +254,9 @@ def test_search_caches_see_writes_from_another_connection(store_factory: StoreFa
     assert isinstance(first.store, SqliteStore)
     second = Memory(SqliteStore(first.store.path), HashingEmbedder())
     add_sample(first, "alice", "violin", n=1)
-    assert len(second.search("alice", "violin", k=10, mode=mode)) == 2
+    assert len(second.search("alice", "violin", k=10, mode=mode, distinct=False)) == 2
     add_sample(second, "alice", "cello", n=1)
-    hits = first.search("alice", "cello number 0", k=10, mode=mode)
+    hits = first.search("alice", "cello number 0", k=10, mode=mode, distinct=False)
     assert len(hits) == 4 and "cello" in hits[0].block.message
     second.delete_user("alice")
     assert first.search("alice", "cello", k=10, mode=mode) == []
@@ -270,4 +270,4 @@ def test_a_shared_embedding_cache_serves_several_stores(store_factory: StoreFact
     first.add("alice", chat("a text both stores see"))
     second.add("alice", chat("a text both stores see"))
     assert emb.texts_embedded == 1
-    assert len(second.search("alice", "text both", k=5)) == 2
+    assert len(second.search("alice", "text both", k=5, distinct=False)) == 2

@@ -21,6 +21,7 @@ from memlane.core.llm import CallLog, ChatMessage, ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.store.sqlite import SqliteStore
 from memlane.interfaces.http import create_app
+from memlane.interfaces.http.hosts import allowed_hosts
 from memlane.interfaces.http.settings import HttpSettings
 
 ADMIN_KEY = "admin-key-for-tests-0123456789"
@@ -35,6 +36,8 @@ CLI = (
 )
 STARTED = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 BASE_URL = "http://memlane.test"
+# The service is configured with the names its tests call it by (schemathesis's ASGI client: testserver).
+TEST_HOSTS = allowed_hosts(["memlane.test", "testserver"])
 MAX_BODY = 64 * 1024
 
 
@@ -88,7 +91,7 @@ def make_service(folder: Path, name: str = "http", **app_kwargs: Any) -> Service
         llm=ScriptedLLM(extraction_reply, call_log=log),
         call_log=log,
     )
-    app_kwargs.setdefault("settings", HttpSettings(max_body_bytes=MAX_BODY))
+    app_kwargs.setdefault("settings", HttpSettings(max_body_bytes=MAX_BODY, allowed_hosts=TEST_HOSTS))
     app = create_app(memory, admin_key=ADMIN_KEY, **app_kwargs)
     return Service(app, memory, log, SyncASGITransport(app))
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from http_support import ADMIN_KEY, BASE_URL, chat
+from fastapi import FastAPI
+from http_support import ADMIN_KEY, BASE_URL, TEST_HOSTS, chat
 from sync_asgi import SyncASGITransport
 
 from memlane.core.embedding.fake import HashingEmbedder
@@ -22,6 +23,7 @@ from memlane.core.embedding.protocol import Vectors
 from memlane.core.memory import Memory
 from memlane.core.store.protocol import Store
 from memlane.interfaces.http import create_app
+from memlane.interfaces.http.settings import HttpSettings
 
 StoreFactory = Callable[[], Store]
 ROUNDS = 15
@@ -32,6 +34,10 @@ class SlowEmbedder(HashingEmbedder):
     def embed(self, texts: Sequence[str]) -> Vectors:
         time.sleep(0.004)  # about MiniLM's time for a short text: adds spend it in flight
         return super().embed(texts)
+
+
+def app_over(memory: Memory) -> FastAPI:
+    return create_app(memory, admin_key=ADMIN_KEY, settings=HttpSettings(allowed_hosts=TEST_HOSTS))
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,7 @@ def race_one_round(
 
 def test_an_add_in_flight_never_outlives_the_delete_of_its_user(store_factory: StoreFactory, tmp_path: Path) -> None:
     memory = Memory(store_factory(), SlowEmbedder())
-    transport = SyncASGITransport(create_app(memory, admin_key=ADMIN_KEY))
+    transport = SyncASGITransport(app_over(memory))
 
     def client(key: str) -> httpx.Client:
         return httpx.Client(base_url=BASE_URL, transport=transport, headers={"Authorization": f"Bearer {key}"})
@@ -133,7 +139,7 @@ def test_an_add_whose_user_is_deleted_in_flight_is_a_409_and_the_clients_conflic
     embedder = DeletingEmbedder()
     memory = Memory(store_factory(), embedder)
     embedder.memory = memory
-    transport = SyncASGITransport(create_app(memory, admin_key=ADMIN_KEY))
+    transport = SyncASGITransport(app_over(memory))
     try:
         with Client(BASE_URL, ADMIN_KEY, transport=transport) as admin:
             admin.create_user("alice")

@@ -23,7 +23,9 @@ def test_add_search_get_list_delete(service: Service) -> None:
     assert added["user"] == "alice" and added["exchanges"] == 1 and len(added["block_ids"]) == 2
 
     hits = alice.post("/v1/search", json={"query": "Where does Ana live?", "k": 3}).json()
-    assert len(hits) == 2 and "Lisbon" in hits[0]["message"]
+    # One exchange, one hit: the assistant's perspective is folded into the user's.
+    assert len(hits) == 1 and "Lisbon" in hits[0]["message"] and hits[0]["score_kind"] == "fusion"
+    assert {hits[0]["block_id"], *hits[0]["other_perspectives"]} == set(added["block_ids"])
     assert hits[0]["time"].startswith("2023-05-08T13:56") and hits[0]["time_annotation"] == "1:56 pm on 8 May, 2023"
 
     block_id = added["block_ids"][0]
@@ -168,3 +170,17 @@ def test_a_search_before_the_first_add_does_not_break_the_add(service: Service) 
     alice = service.client(service.new_user("alice"))
     assert alice.post("/v1/search", json={"query": "anything"}).json() == []
     assert alice.post("/v1/memories", json={"messages": ANA}).status_code == 201
+
+
+@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded", "text/plain; charset=utf-8"])
+def test_a_json_body_is_read_whatever_content_type_it_declares(service: Service, content_type: str) -> None:
+    # What `curl -d '{...}'` sends: a JSON body labelled as a form.
+    alice = service.client(service.new_user("alice"))
+    body = json.dumps({"messages": chat("I moved to Ghent.", "Nice!")})
+    resp = alice.post("/v1/memories", content=body, headers={"Content-Type": content_type})
+    assert resp.status_code == 201, resp.text
+    resp = alice.post("/v1/search", content='{"query": "Ghent"}', headers={"Content-Type": content_type})
+    assert resp.status_code == 200 and len(resp.json()) == 1
+    resp = alice.post("/v1/search", content="query=Ghent", headers={"Content-Type": content_type})
+    assert resp.status_code == 400
+    assert "Content-Type: application/json" in resp.json()["error"]["message"]

@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from click.testing import CliRunner
 from http_support import ADMIN_KEY, CLI, chat, wait_for_port
 
 from memlane.client import Client
+from memlane.client.errors import ConfigError
 from memlane.interfaces.cli.app import cli, register_all
 from memlane.interfaces.cli.serve_cmds import register
 
@@ -26,38 +29,57 @@ def the_cli() -> object:
     return cli
 
 
-def test_serve_runs_the_api_and_the_workers_and_stops_on_sigterm(tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "MEMLANE_ADMIN_KEY": ADMIN_KEY,
-        "MEMLANE_STORE": str(tmp_path / "served.db"),
-        "MEMLANE_EMBEDDER": "hashing",
-        "MEMLANE_LLM": "scripted",
-    }
-    args = [sys.executable, "-c", CLI, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "2"]
-    proc = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+@contextmanager
+def served(env: dict[str, str], *args: str) -> Iterator[tuple[str, str, list[str]]]:
+    """`memlane serve ARGS` on a free loopback port: (its URL, a key of the user alice, its log lines). Stopped
+    with SIGTERM at the end, which must exit 0."""
+    cmd = [sys.executable, "-c", CLI, "serve", "--host", "127.0.0.1", "--port", "0", *args]
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     lines: list[str] = []
     try:
-        port = wait_for_port(proc, lines)
-        base = f"http://127.0.0.1:{port}"
+        base = f"http://127.0.0.1:{wait_for_port(proc, lines)}"
         with Client(base, ADMIN_KEY, timeout=10) as admin:
             assert admin.health().ok
             admin.create_user("alice")
             key = admin.create_key("alice").key
-        with Client(base, key, timeout=10) as alice:
-            added = alice.add(chat("I adopted a cat named Miso.", "Lovely!"), extract="async")
-            deadline = time.monotonic() + 15
-            while alice.queue_status().done < 2 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert [alice.get(b).extraction_status.value for b in added.block_ids] == ["done", "done"]
-            assert alice.search("cat", k=1)[0].block.contexts  # the worker's facts are there
+        yield base, key, lines
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0, "".join(lines)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def serve_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_LLM")}
+    return {**base, "MEMLANE_ADMIN_KEY": ADMIN_KEY, "MEMLANE_STORE": str(tmp_path / "served.db"),
+            "MEMLANE_EMBEDDER": "hashing", **extra}  # fmt: skip
+
+
+def test_serve_runs_the_api_and_the_workers_and_stops_on_sigterm(tmp_path: Path) -> None:
+    env = serve_env(tmp_path, MEMLANE_LLM="scripted")
+    with served(env, "--workers", "2") as (base, key, lines), Client(base, key, timeout=10) as alice:
+        added = alice.add(chat("I adopted a cat named Miso.", "Lovely!"), extract="async")
+        deadline = time.monotonic() + 15
+        while alice.queue_status().done < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [alice.get(b).extraction_status.value for b in added.block_ids] == ["done", "done"]
+        assert alice.search("cat", k=1)[0].block.contexts  # the worker's facts are there
     assert any("Finished server process" in line for line in lines)
+
+
+def test_serve_without_an_llm_starts_with_extraction_off(tmp_path: Path) -> None:
+    # The default --workers 1 runs extraction, which needs an LLM that is not configured here.
+    with served(serve_env(tmp_path)) as (base, key, lines), Client(base, key, timeout=10) as alice:
+        alice.add(chat("I adopted a cat named Miso.", "Lovely!"))
+        assert alice.search("cat", k=1)[0].block.message.startswith("user: I adopted")
+        with pytest.raises(ConfigError, match="needs an LLM"):  # the server's 400 config_error
+            alice.add(chat("And a dog.", "Nice!"), extract="sync")
+        queued = alice.add(chat("And a bird.", "Nice!"), extract="async")
+        assert queued.jobs_enqueued == 2 and alice.queue_status().queued == 2  # waiting for a worker
+    notices = [line for line in lines if "extraction is off" in line]
+    assert len(notices) == 1 and "MEMLANE_LLM_MODEL" in notices[0]
 
 
 @pytest.mark.parametrize(
@@ -65,7 +87,6 @@ def test_serve_runs_the_api_and_the_workers_and_stops_on_sigterm(tmp_path: Path)
     [
         (["serve", "--workers", "0"], {}, "MEMLANE_ADMIN_KEY"),
         (["serve", "--insecure-dev", "--host", "0.0.0.0", "--workers", "0"], {}, "loopback"),
-        (["serve", "--workers", "1"], {"MEMLANE_ADMIN_KEY": ADMIN_KEY, "MEMLANE_LLM": "openai"}, "--workers 0"),
         (["mcp"], {}, "--user"),
         (["mcp", "--transport", "http", "--user", "alice"], {}, "API key"),
     ],

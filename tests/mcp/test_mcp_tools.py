@@ -66,7 +66,8 @@ def test_tools_in_process(memory: Memory) -> None:
             added = result(await client.call_tool("add_memory", {"messages": ANA, "time": "2023-05-08T13:56:00Z"}))
             assert added["user"] == "alice" and len(added["block_ids"]) == 2
             hits = result(await client.call_tool("search_memory", {"query": "Where does Ana live?", "k": 5}))
-            assert [h["user"] for h in hits] == ["alice", "alice"] and "Lisbon" in hits[0]["message"]
+            assert [h["user"] for h in hits] == ["alice"] and "Lisbon" in hits[0]["message"]
+            assert {hits[0]["block_id"], *hits[0]["other_perspectives"]} == set(added["block_ids"])
             assert hits[0]["time_annotation"] == "1:56 pm on 8 May, 2023"
             asked = {"query": "what did I hear two days ago", "k": 1, "at": "2023-05-10T12:00:00Z"}
             assert result(await client.call_tool("search_memory", asked))[0]["time_annotation"].endswith("8 May, 2023")

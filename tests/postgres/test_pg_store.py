@@ -60,9 +60,9 @@ def test_two_stores_on_one_schema_see_each_others_writes(new_store: NewStore) ->
     first = Memory(store, HashingEmbedder())
     second = Memory(new_store(schema=store.schema), HashingEmbedder())
     first.add("alice", chat("alice plays the violin", "nice"), time=T0)
-    assert len(second.search("alice", "violin", k=10, mode="vector")) == 2
+    assert len(second.search("alice", "violin", k=10, mode="vector", distinct=False)) == 2
     second.add("alice", chat("alice plays the cello", "lovely"), time=T0)
-    hits = first.search("alice", "cello", k=10, mode="hybrid")
+    hits = first.search("alice", "cello", k=10, mode="hybrid", distinct=False)
     assert len(hits) == 4 and "cello" in hits[0].block.message
     second.delete_user("alice")
     assert first.search("alice", "cello", k=10) == []

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memlane.bench.datasets.catalog import SHIPPED_DIR
 from memlane.bench.datasets.locomo import CATEGORY_NAMES, MEM0_CATEGORY_NAMES
 from memlane.bench.datasets.model import Sample
 from memlane.core.model import MemoryBlock, PerspectiveMode
@@ -15,12 +16,14 @@ from memlane.core.timefmt import annotate
 
 
 def shared_readme(family: str) -> str:
-    """The data set README (``locomo`` or ``longmemeval``) from the shared folder; skips when absent."""
+    """The data set's README: LoCoMo's ships with memlane; LongMemEval's is read from ``$MEMLANE_DATA``
+    (skips when it is not set)."""
+    if family == "locomo":
+        return (SHIPPED_DIR / "locomo" / "README.md").read_text(encoding="utf-8")
     env = os.environ.get("MEMLANE_DATA")
-    base = Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"
-    path = base / family / "README.md"
-    if not path.is_file():
-        pytest.skip(f"{family} README not available (../shared/datasets or MEMLANE_DATA)")
+    path = Path(env) / family / "README.md" if env else None
+    if path is None or not path.is_file():
+        pytest.skip(f"the {family} README is not shipped: set MEMLANE_DATA to the data folder that holds it")
     return path.read_text(encoding="utf-8")
 
 

@@ -14,10 +14,13 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from memlane.bench.datasets.model import Sample
-from memlane.bench.history import LOCOMO
+
+if TYPE_CHECKING:
+    # Only for annotations: each family points at the rule it follows here.
+    from memlane.bench.datasets.families import Family
 
 Split = Literal["dev", "test"]
 SPLITS: tuple[Split, ...] = ("dev", "test")
@@ -46,10 +49,8 @@ def conversation_split(conversation_id: str, dev: frozenset[str]) -> Split:
     return "dev" if conversation_id in dev else "test"
 
 
-def sample_splitter(family: str, namespaces: Iterable[str]) -> Callable[[Sample], Split]:
-    """The split of each sample of a data set of ``family`` whose namespaces are ``namespaces`` (only LoCoMo
-    needs them: its split is by conversation, and the namespace of a LoCoMo sample is its conversation)."""
-    if family == LOCOMO:
-        dev = dev_conversations(namespaces)
-        return lambda sample: conversation_split(sample.namespace, dev)
-    return lambda sample: question_split(sample.sample_id)
+def sample_splitter(family: Family, namespaces: Iterable[str]) -> Callable[[Sample], Split]:
+    """The split of each sample of a data set of ``family`` whose namespaces are ``namespaces``: the rule
+    above that the family follows (:meth:`Family.splitter`; only LoCoMo reads the namespaces, its split
+    being by conversation, so pass a generator)."""
+    return family.splitter(namespaces)

@@ -75,7 +75,13 @@ def block_from_json(d: Mapping[str, Any]) -> MemoryBlock:
 
 
 def hit_from_json(d: Mapping[str, Any]) -> Hit:
-    return Hit(block=block_from_json(d), score=float(d["score"]), ranks={str(k): int(v) for k, v in d["ranks"].items()})
+    return Hit(
+        block=block_from_json(d),
+        score=float(d["score"]),
+        ranks={str(k): int(v) for k, v in d["ranks"].items()},
+        score_kind=str(d.get("score_kind", "fusion")),
+        other_perspectives=tuple(d.get("other_perspectives", ())),
+    )
 
 
 def add_result_from_json(d: Mapping[str, Any]) -> AddResult:
@@ -87,6 +93,8 @@ def add_result_from_json(d: Mapping[str, Any]) -> AddResult:
         exchanges=int(d["exchanges"]),
         skipped_system_messages=int(d["skipped_system_messages"]),
         jobs_enqueued=int(d["jobs_enqueued"]),
+        jobs_done=int(d.get("jobs_done", 0)),
+        jobs_failed=int(d.get("jobs_failed", 0)),
     )
 
 

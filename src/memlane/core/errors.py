@@ -53,7 +53,12 @@ class UserDeletedError(ConflictError):
 
 
 class StoreError(MemlaneError):
-    """The storage engine failed."""
+    """The storage engine failed. ``reason`` is a short cause that is safe to show to anyone ("disk full",
+    "read-only", "locked"): the message itself may name files, hosts and SQL, and is for logs."""
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        self.reason = reason
+        super().__init__(message)
 
 
 class EmbedderError(MemlaneError):

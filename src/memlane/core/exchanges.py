@@ -10,8 +10,9 @@ Defined behaviour for the awkward cases (each is tested):
 * **Dual mode**: an exchange starts at a user turn and takes the assistant turn after it; an assistant turn
   with no user turn before it (a greeting) is an exchange of its own.
 * **Speakers and single mode**: turns pair greedily, the first speaker opens each exchange.
-* **Empty content**, an empty list, an unknown role, more than two speakers in speakers mode, or a message
-  over the size limit: :class:`ValidationError` naming ``messages[i].field``. Nothing is stored then.
+* **Empty content**, an empty list, an unknown role, more than two speakers in speakers mode, a message
+  over the size limit, or text that is not valid Unicode (a lone surrogate): :class:`ValidationError`
+  naming ``messages[i].field``. Nothing is stored then.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from memlane.core.model import (
     PerspectiveMode,
     Turn,
 )
+from memlane.core.names import check_text
 from memlane.core.timefmt import coerce_time
 
 MAX_MESSAGE_BYTES = 64 * 1024
@@ -85,8 +87,11 @@ def _message_from_mapping(item: Mapping[str, Any], at: str) -> Message:
     if not isinstance(content, str):
         raise ValidationError("must be text", where=f"{at}.content")
     msg_id = item.get("id")
-    if msg_id is not None and not isinstance(msg_id, str | int):
+    if msg_id is not None and (not isinstance(msg_id, str | int) or isinstance(msg_id, bool)):
         raise ValidationError("must be text", where=f"{at}.id")
+    if isinstance(msg_id, int) and msg_id.bit_length() > 64:
+        # str() of an int of thousands of digits is slow, or refused (sys.get_int_max_str_digits).
+        raise ValidationError("a number id must fit in 64 bits; send long ids as text", where=f"{at}.id")
     return Message(
         role=role,
         content=content,
@@ -96,6 +101,10 @@ def _message_from_mapping(item: Mapping[str, Any], at: str) -> Message:
 
 
 def _check_message(msg: Message, at: str) -> None:
+    check_text(msg.role, f"{at}.role")
+    check_text(msg.content, f"{at}.content")
+    if msg.id is not None:
+        check_text(msg.id, f"{at}.id")
     if not msg.role.strip():
         raise ValidationError("empty role", where=f"{at}.role")
     if len(msg.role) > MAX_ID_CHARS:

@@ -21,7 +21,7 @@ from time import sleep
 from typing import Any
 
 from memlane.core.embedding.protocol import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
-from memlane.core.errors import ConfigError, ValidationError
+from memlane.core.errors import ConfigError, LLMError, LLMTransportError, ValidationError
 from memlane.core.exchanges import BlockDraft, draft_blocks, parse_messages, parse_mode
 from memlane.core.extraction.extractor import ExtractionPrompt, Extractor
 from memlane.core.extraction.worker import Worker, retry_delay, run_job
@@ -41,12 +41,22 @@ from memlane.core.model import (
     UserInfo,
     content_hash,
 )
-from memlane.core.retrieval import Position, SearchSettings, check_k, fuse, resolve_settings, top_k, with_candidates
+from memlane.core.names import check_name, check_stored_name, check_text
+from memlane.core.retrieval import (
+    Position,
+    Scored,
+    SearchSettings,
+    check_k,
+    fuse,
+    resolve_settings,
+    score_kind,
+    top_k,
+    with_candidates,
+)
 from memlane.core.store.protocol import Store
 from memlane.core.time_phrases import time_windows
 from memlane.core.timefmt import annotate, coerce_time, now_utc, to_epoch
 
-MAX_NAME_CHARS = 256
 DEFAULT_CONVERSATION = "default"
 DEFAULT_SESSION = "default"
 
@@ -61,17 +71,6 @@ class AddRequest:
     session_id: str = DEFAULT_SESSION
     time: datetime | str | float | None = None
     perspective: str | PerspectiveMode = PerspectiveMode.DUAL
-
-
-def check_name(value: str, field: str) -> str:
-    """A user, conversation or session id: non-empty text without control characters."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError("must be non-empty text", where=field)
-    if len(value) > MAX_NAME_CHARS:
-        raise ValidationError(f"longer than {MAX_NAME_CHARS} characters", where=field)
-    if any(ord(c) < 32 for c in value):
-        raise ValidationError("contains control characters", where=field)
-    return value
 
 
 def new_block_id() -> str:
@@ -130,14 +129,22 @@ class Memory:
         from memlane.core.store.postgres import is_postgres_url, open_postgres
         from memlane.core.store.sqlite import SqliteStore
 
-        if is_postgres_url(path):
-            store: Store = open_postgres(str(path), durability=durability, create=create, timeout_s=server_timeout_s)
-        else:
-            store = SqliteStore(path, durability=durability, create=create)
+        def open_store() -> Store:
+            if is_postgres_url(path):
+                return open_postgres(str(path), durability=durability, create=create, timeout_s=server_timeout_s)
+            return SqliteStore(path, durability=durability, create=create)
+
+        # A store to be created waits for the embedder (a model that fails to load leaves no empty store
+        # behind); one that must exist is looked for first (no model is loaded to say it is missing).
+        store = None if create else open_store()
         try:
-            return cls(store, make_embedder(embedder) if isinstance(embedder, str) else embedder)
+            emb = make_embedder(embedder) if isinstance(embedder, str) else embedder
+            if store is None:
+                store = open_store()
+            return cls(store, emb)
         except BaseException:
-            store.close()
+            if store is not None:
+                store.close()
             raise
 
     def close(self) -> None:
@@ -207,8 +214,7 @@ class Memory:
                 enqueue_attempts=0 if extract == "off" else self.max_attempts,
                 epoch=since,
             )
-            if extract == "sync":
-                self.run_jobs(job_ids)
+            outcome = self.run_jobs(job_ids) if extract == "sync" else {}
             offset += len(blocks)
             results.append(
                 AddResult(
@@ -219,6 +225,8 @@ class Memory:
                     exchanges=exchanges,
                     skipped_system_messages=skipped,
                     jobs_enqueued=len(job_ids),
+                    jobs_done=sum(s is JobStatus.DONE for s in outcome.values()),
+                    jobs_failed=sum(s is JobStatus.DEAD for s in outcome.values()),
                 )
             )
         return results
@@ -274,18 +282,32 @@ class Memory:
     def run_jobs(self, job_ids: Sequence[int], *, retry_pause_s: float = 0.5) -> dict[int, JobStatus]:
         """Run the given jobs now, in this thread, with the same code as the workers (synchronous mode).
 
-        The LLM client already retries transport errors with backoff; a job that still fails is retried
-        here at once, up to its attempts, and ends ``dead`` with its error kept. A job a worker claimed
-        first is waited for; a job deleted with its user is left out of the answer."""
+        A job whose reply was unusable is retried here at once, up to its attempts, and ends ``dead`` with
+        its error kept. A server that cannot be reached (the LLM client has already retried it with backoff)
+        ends the run: that job and the ones not run yet stay ``queued`` for a worker, and are left out of the
+        returned outcome. A job a worker claimed first is waited for until it is done or dead; a job deleted
+        with its user meanwhile is left out too."""
         extractor = self.extractor()
         owner = f"sync-{uuid.uuid4().hex[:12]}"
         outcome: dict[int, JobStatus] = {}
+        unreachable: list[LLMError] = []
+
+        def note(exc: LLMError) -> None:
+            if isinstance(exc, LLMTransportError):
+                unreachable.append(exc)
+
         pending = list(job_ids)
         pause = retry_pause_s
-        while pending:
-            for job in self.queue.claim(owner, len(pending), DEFAULT_LEASE_S, job_ids=pending):
-                status = run_job(job, self.queue, extractor, self.embedder, retry_in_s=0.0)
-                outcome[job.job_id] = status or JobStatus.DONE
+        while pending and not unreachable:
+            for job_id in pending:
+                for job in self.queue.claim(owner, 1, DEFAULT_LEASE_S, job_ids=[job_id]):
+                    status = run_job(job, self.queue, extractor, self.embedder, retry_in_s=0.0, on_failure=note)
+                    outcome[job.job_id] = status or JobStatus.DONE
+                if unreachable:
+                    outcome.pop(job_id, None)
+                    break
+            if unreachable:
+                break
             waiting = [j for j in pending if outcome.get(j) in (None, JobStatus.QUEUED)]
             now = self.queue.statuses(waiting) if waiting else {}
             outcome.update({j: st for j, st in now.items() if st in (JobStatus.DONE, JobStatus.DEAD)})
@@ -319,6 +341,11 @@ class Memory:
     def queue_status(self, *, recent_errors: int = 5) -> QueueStatus:
         return self.queue.status(recent_errors=recent_errors)
 
+    def probe_write(self, timeout_s: float = 5.0) -> None:
+        """Raise StoreError (with a ``reason``) unless the store can take a write now: one small real
+        write, committed (see :meth:`Store.probe_write`)."""
+        self.store.probe_write(timeout_s)
+
     # -- search ------------------------------------------------------------------------------------------
 
     def search(
@@ -331,16 +358,24 @@ class Memory:
         before: datetime | str | float | None = None,
         after: datetime | str | float | None = None,
         at: datetime | str | float | None = None,
+        distinct: bool = True,
     ) -> list[Hit]:
-        """The user's top-k blocks for ``query``; ``before``/``after`` bound the event time (exclusive,
+        """The user's top-k memories for ``query``; ``before``/``after`` bound the event time (exclusive,
         inclusive). ``mode`` is a preset name (vector, keyword, hybrid, ...) or :class:`SearchSettings`.
         ``at`` is when the question is asked (default: now): the query's time phrases ("two weeks ago",
-        "last month") are read against it, and the blocks they point at are preferred, not required."""
-        check_name(user, "user")
+        "last month") are read against it, and the blocks they point at are preferred, not required.
+
+        With ``distinct`` (the default) each exchange is returned once, as its best-scoring perspective,
+        with the ids of its other perspectives' matching blocks in ``Hit.other_perspectives``: k hits are k
+        different exchanges. ``distinct=False`` returns the k best blocks as they are (what the benchmarks
+        score). ``Hit.score_kind`` says what the scores are."""
+        check_stored_name(user, "user")
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("empty query", where="query")
+        check_text(query, "query")
         check_k(k)
-        settings = with_candidates(resolve_settings(mode), k)
+        # Folding perspectives needs up to two blocks per exchange among the candidates.
+        settings = with_candidates(resolve_settings(mode), 2 * k if distinct else k)
         b = coerce_time(before, where="before")
         a = coerce_time(after, where="after")
         asked = coerce_time(at, where="at") or now_utc()
@@ -365,9 +400,35 @@ class Memory:
             sessions = sorted({p.session for p in positions.values()})
             word_ranks = self.store.session_word_ranks(user, query, sessions)
         windows = time_windows(query, asked, tolerance=settings.time_tolerance) if settings.uses_time else ()
+        kind = score_kind(settings)
+        if distinct:
+            ranked = top_k(scored, positions, settings, len(scored), word_ranks, windows)
+            return self._distinct_hits(user, ranked, k, kind)
         top = top_k(scored, positions, settings, k, word_ranks, windows)
         blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in top])
-        return [Hit(block=blocks[ref], score=score, ranks=ranks) for ref, score, ranks in top if ref in blocks]
+        return [Hit(blocks[ref], score, ranks, kind) for ref, score, ranks in top if ref in blocks]
+
+    def _distinct_hits(self, user: str, ranked: Scored, k: int, kind: str) -> builtins.list[Hit]:
+        """The first k exchanges of ``ranked`` (best first), each as its first block, the later blocks of the
+        same exchange folded into it. Blocks are fetched 2k at a time: usually once."""
+        firsts: dict[tuple[str, str, int, str], tuple[MemoryBlock, float, dict[str, int], builtins.list[str]]] = {}
+        for start in range(0, len(ranked), 2 * k):
+            chunk = ranked[start : start + 2 * k]
+            blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in chunk])
+            for ref, score, ranks in chunk:
+                block = blocks.get(ref)
+                if block is None:  # deleted since it was ranked
+                    continue
+                # Perspectives of one exchange share its place and its text (a later add can restart
+                # exchange_index in the same session, so the place alone is not enough).
+                exchange = (block.conversation_id, block.session_id, block.exchange_index, block.content_hash)
+                if exchange in firsts:
+                    firsts[exchange][3].append(block.id)
+                elif len(firsts) < k:
+                    firsts[exchange] = (block, score, ranks, [])
+            if len(firsts) >= k:
+                break
+        return [Hit(b, score, ranks, kind, tuple(others)) for b, score, ranks, others in firsts.values()]
 
     def get_memory(
         self,
@@ -380,14 +441,14 @@ class Memory:
         after: datetime | str | float | None = None,
         at: datetime | str | float | None = None,
     ) -> list[Hit]:
-        """The seed system's name for :meth:`search`."""
+        """Another name of :meth:`search`, as some agent-memory APIs call it."""
         return self.search(user, query, k, mode=mode, before=before, after=after, at=at)
 
     # -- blocks and users --------------------------------------------------------------------------------
 
     def get(self, user: str, block_id: str) -> MemoryBlock:
         """One block of ``user``; NotFoundError if it does not exist or belongs to someone else."""
-        return self.store.get_block(check_name(user, "user"), block_id)
+        return self.store.get_block(check_stored_name(user, "user"), check_text(block_id, "block_id"))
 
     def list(
         self,
@@ -404,16 +465,16 @@ class Memory:
         if offset < 0:
             raise ValidationError("must not be negative", where="offset")
         return self.store.list_blocks(
-            check_name(user, "user"),
-            conversation_id=conversation_id,
-            session_id=session_id,
+            check_stored_name(user, "user"),
+            conversation_id=None if conversation_id is None else check_stored_name(conversation_id, "conversation_id"),
+            session_id=None if session_id is None else check_stored_name(session_id, "session_id"),
             limit=limit,
             offset=offset,
         )
 
     def delete(self, user: str, block_id: str) -> None:
         """Delete one block of ``user``."""
-        self.store.delete_block(check_name(user, "user"), block_id)
+        self.store.delete_block(check_stored_name(user, "user"), check_text(block_id, "block_id"))
 
     def delete_user(self, user: str) -> int:
         """Delete the user and everything of theirs (blocks, search keys, vectors, jobs, API keys, and their
@@ -424,7 +485,7 @@ class Memory:
 
     def delete_user_counts(self, user: str) -> DeletedUser:
         """:meth:`delete_user`, answering how many blocks and API keys went."""
-        deleted = self.store.delete_user(check_name(user, "user"))
+        deleted = self.store.delete_user(check_stored_name(user, "user"))
         if self.call_log is not None:
             self.call_log.delete_namespace(user)
         return deleted

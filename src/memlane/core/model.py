@@ -125,11 +125,19 @@ class MemoryBlock:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One search result: the block, its fused score and each retriever's 1-based rank."""
+    """One search result: the block, its score and each retriever's 1-based rank.
+
+    ``score_kind`` says what the score is (see :func:`memlane.core.retrieval.score_kind`): ``cosine`` (-1 to 1)
+    or ``bm25`` (0 and up) for a single retriever, ``fusion`` or ``rrf`` for a fused hybrid score, which
+    orders the hits of one search and means nothing across searches. ``other_perspectives`` holds the ids of
+    the same exchange's blocks from the other perspectives (``dual``, ``speakers``) that also matched and were
+    folded into this hit."""
 
     block: MemoryBlock
     score: float
     ranks: dict[str, int]
+    score_kind: str = "fusion"
+    other_perspectives: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +151,9 @@ class AddResult:
     exchanges: int
     skipped_system_messages: int
     jobs_enqueued: int = 0
+    # Synchronous extraction only: how its jobs ended (a failed job is dead; its block is kept, unextracted).
+    jobs_done: int = 0
+    jobs_failed: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
+from typing import Literal
 
 from memlane.core.errors import ValidationError
 from memlane.core.model import SearchMode
@@ -201,6 +202,25 @@ def resolve_settings(mode: str | SearchMode | SearchSettings) -> SearchSettings:
         raise ValidationError(
             f"unknown search mode {mode!r}; expected one of {', '.join(PRESETS)}", where="mode"
         ) from None
+
+
+ScoreKind = Literal["cosine", "bm25", "rrf", "fusion"]
+SCORE_KINDS: dict[str, str] = {
+    "cosine": "cosine similarity of the query and the block's best-matching key, from -1 to 1",
+    "bm25": "BM25 score of the block's best-matching key, 0 and up (unbounded)",
+    "rrf": "weighted reciprocal rank fusion, the sum of weight / (rrf_k + rank) over the retrievers (small numbers)",
+    "fusion": "score fusion: the sum over the retrievers of weight x the block's margin above the retriever's "
+    "weakest candidate (each 0 to 1), plus the context gains (session, neighbours, session words, time); "
+    "0 and up, usually below 3",
+}
+
+
+def score_kind(settings: SearchSettings) -> ScoreKind:
+    """What a search's scores are (:data:`SCORE_KINDS`): a lone retriever without context keeps its own
+    scores (see :func:`fuse`); fused scores only order the hits of one search."""
+    if settings.mode is not SearchMode.HYBRID and not settings.uses_context:
+        return "cosine" if settings.mode is SearchMode.VECTOR else "bm25"
+    return "rrf" if settings.fusion is Fusion.RRF else "fusion"
 
 
 def check_k(k: int) -> int:

@@ -11,10 +11,18 @@ Accepted input formats:
 * ISO 8601: ``"2023-05-08T13:56:00Z"``, ``"2023-05-08 13:56"``, ``"2023-05-08"``, with or without an offset
 
 Rendered annotation: ``"1:10 pm on 27 March, 2023"`` (the LoCoMo style, with the full month name).
+
+Accepted range: from ``0001-01-01T00:00:00Z`` to ``9999-12-31T23:59:59Z`` once converted to UTC (epoch
+seconds from -62135596800 to 253402300799), the span a ``datetime`` holds. The upper end is a whole second:
+a time stores as epoch seconds in a double, which near year 9999 keeps about 30 microseconds, so
+``23:59:59.999999`` would round to the first second of year 10000 and could not be read back. Anything
+accepted can be annotated, stored, read back and used as a search bound; anything else (an offset that
+pushes a time past either end, ``NaN``, ``inf``, ``1e20``) is a :class:`ValidationError` naming the field.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 
@@ -68,6 +76,12 @@ _LME = re.compile(
     r"(?:(?P<h>\d{1,2}):(?P<m>\d{2}))?\s*$"
 )
 
+MIN_TIME = datetime(1, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+MIN_EPOCH = -62_135_596_800
+MAX_EPOCH = 253_402_300_799
+RANGE_TEXT = "times run from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z (epoch seconds -62135596800 to 253402300799)"
+
 
 def parse_time(text: str, *, where: str | None = None) -> datetime:
     """Parse a time in one of the supported formats into an aware UTC datetime.
@@ -76,7 +90,7 @@ def parse_time(text: str, *, where: str | None = None) -> datetime:
     no format or names an impossible date.
     """
     if not isinstance(text, str) or not text.strip():
-        raise ValidationError(f"empty or non-text time {text!r}", where=where)
+        raise ValidationError(f"empty or non-text time {_echo(text)}", where=where)
     try:
         m = _LOCOMO.match(text)
         if m:
@@ -92,9 +106,19 @@ def parse_time(text: str, *, where: str | None = None) -> datetime:
         m = _LME.match(text)
         if m:
             return datetime(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"] or 0), int(m["m"] or 0), tzinfo=UTC)
-        return _parse_iso(text.strip())
+        return check_range(_parse_iso(text.strip()), where=where)
+    except OverflowError:
+        raise ValidationError(f"{_echo(text)} is out of range: {RANGE_TEXT}", where=where) from None
     except ValueError as exc:
-        raise ValidationError(f"cannot parse time {text!r}: {exc}", where=where) from None
+        if isinstance(exc, ValidationError):
+            raise
+        raise ValidationError(f"cannot parse time {_echo(text)}: {exc}", where=where) from None
+
+
+def _echo(value: object) -> str:
+    """The input as an error message quotes it: a repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
 
 
 def _parse_iso(text: str) -> datetime:
@@ -114,17 +138,39 @@ def to_utc(dt: datetime) -> datetime:
     return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
 
 
+def check_range(dt: datetime, *, where: str | None = None) -> datetime:
+    """``dt`` in UTC, or a ValidationError when it falls outside the accepted range (see the module doc)."""
+    try:
+        utc = to_utc(dt)
+    except OverflowError:
+        raise ValidationError(f"{dt.isoformat()} is out of range: {RANGE_TEXT}", where=where) from None
+    if not MIN_TIME <= utc <= MAX_TIME:
+        raise ValidationError(f"{utc.isoformat()} is out of range: {RANGE_TEXT}", where=where)
+    return utc
+
+
 def coerce_time(value: datetime | str | float | int | None, *, where: str | None = None) -> datetime | None:
-    """Accept a datetime, a parseable string or epoch seconds; ``None`` stays ``None``."""
+    """Accept a datetime, a parseable string or epoch seconds inside the accepted range; ``None`` stays
+    ``None``. Anything else is a ValidationError naming ``where``."""
     if value is None:
         return None
     if isinstance(value, datetime):
-        return to_utc(value)
+        return check_range(value, where=where)
     if isinstance(value, bool):
         raise ValidationError(f"not a time: {value!r}", where=where)
     if isinstance(value, int | float):
+        # Compared before any conversion: a huge int does not fit a float, NaN compares false to all.
+        if not (MIN_EPOCH <= value <= MAX_EPOCH):
+            raise ValidationError(f"epoch seconds {_short(value)} out of range: {RANGE_TEXT}", where=where)
         return from_epoch(float(value))
     return parse_time(value, where=where)
+
+
+def _short(value: float) -> str:
+    # repr of an int of thousands of digits is slow, or refused (sys.get_int_max_str_digits).
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"{'-' if value < 0 else ''}(a {math.floor(value.bit_length() * math.log10(2)) + 1}-digit number)"
+    return repr(value)
 
 
 def annotate(dt: datetime) -> str:
@@ -141,8 +187,12 @@ def to_epoch(dt: datetime) -> float:
 
 
 def from_epoch(seconds: float) -> datetime:
-    """Aware UTC datetime from epoch seconds."""
-    return datetime.fromtimestamp(seconds, tz=UTC)
+    """Aware UTC datetime from epoch seconds (within the accepted range; see :func:`coerce_time` for input).
+
+    Values just past the end are read as the last accepted second: a store written before the range was
+    checked may hold ``253402300800.0`` (``23:59:59.999999`` on 31 December 9999, rounded), and that block
+    must stay readable."""
+    return datetime.fromtimestamp(min(max(seconds, MIN_EPOCH), MAX_EPOCH), tz=UTC)
 
 
 def now_utc() -> datetime:

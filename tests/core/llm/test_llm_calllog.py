@@ -33,6 +33,7 @@ def entry(**changes: Any) -> CallEntry:
         error=None,
         attempts=1,
         cached=False,
+        ignored_keys=0,
     )
     return replace(base, **changes)
 

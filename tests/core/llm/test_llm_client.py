@@ -147,9 +147,23 @@ def test_invalid_json_once_then_valid(fake_server: FakeChatServer, make_client: 
 
 def test_wrong_shape_is_rejected(fake_server: FakeChatServer, make_client: MakeClient) -> None:
     fake_server.default_content = '{"answer": 3, "extra": true}'
-    with pytest.raises(LLMResponseError, match=r"\$\.answer: expected string.*unexpected property 'extra'"):
+    with pytest.raises(LLMResponseError, match=r"\$\.answer: expected string") as caught:
         make_client(max_parse_retries=1).complete_json(ask(), schema=SCHEMA)
+    assert "extra" not in str(caught.value)  # only what was asked for is checked
     assert fake_server.count == 2
+
+
+def test_extra_keys_are_dropped_and_counted(
+    fake_server: FakeChatServer, make_client: MakeClient, call_log: CallLog
+) -> None:
+    # Local servers in JSON mode often add a key of their own: the reply is used, the key is counted.
+    fake_server.default_content = '{"answer": "ok", "confidence": 0.9, "note": "x"}'
+    result = make_client(call_log=call_log).complete_json(ask(), schema=SCHEMA)
+    assert result.parsed == {"answer": "ok"}
+    assert fake_server.count == 1
+    [row] = call_log.list(5)
+    assert row.error is None and row.ignored_keys == 2
+    assert call_log.stats().ignored_keys == 2
 
 
 def test_bad_schema_is_a_validation_error(make_client: MakeClient) -> None:

@@ -1,46 +1,11 @@
-"""Benchmark data sets: typed model, streaming loaders, the x500 haystack expansion, the registry."""
+"""Benchmark data sets.
 
-from memlane.bench.datasets.expansion import expand_haystacks
-from memlane.bench.datasets.locomo import (
-    CATEGORY_NAMES,
-    MEM0_CATEGORY_NAMES,
-    iter_locomo,
-    load_locomo,
-    locomo_session_of,
-)
-from memlane.bench.datasets.longmemeval import iter_longmemeval, load_longmemeval, longmemeval_turn_id
-from memlane.bench.datasets.model import Dataset, Haystack, Sample, Session, Turn, dataset_from_haystacks
-from memlane.bench.datasets.registry import (
-    DATASETS,
-    DatasetStream,
-    dataset_path,
-    load_dataset,
-    open_dataset,
-    resolve_data_dir,
-)
-from memlane.bench.datasets.source import file_sha256
+* :mod:`.model`: the typed, immutable model (haystacks of sessions of turns, and the questions asked);
+* :mod:`.locomo`, :mod:`.longmemeval`: the streaming loaders, with every data quirk they repair;
+* :mod:`.expansion`: the seeded x500 growth of LongMemEval S haystacks;
+* :mod:`.families`: one object per data set family (LoCoMo, LongMemEval) that knows everything the harness
+  treats differently between them: loader, ids, target turns, scores, split, categories, report rows;
+* :mod:`.catalog`, :mod:`.registry`: the named data sets, where their files are found, and their digests.
 
-__all__ = [
-    "CATEGORY_NAMES",
-    "DATASETS",
-    "MEM0_CATEGORY_NAMES",
-    "Dataset",
-    "DatasetStream",
-    "Haystack",
-    "Sample",
-    "Session",
-    "Turn",
-    "dataset_from_haystacks",
-    "dataset_path",
-    "expand_haystacks",
-    "file_sha256",
-    "iter_locomo",
-    "iter_longmemeval",
-    "load_dataset",
-    "load_locomo",
-    "load_longmemeval",
-    "locomo_session_of",
-    "longmemeval_turn_id",
-    "open_dataset",
-    "resolve_data_dir",
-]
+This package imports none of its modules, so that the scorers the families point at can import the model.
+"""

@@ -25,7 +25,7 @@ from memlane.bench.datasets.source import (
     as_answer,
     as_list,
     as_str,
-    file_sha256,
+    content_sha256,
     open_source,
     require,
     where,
@@ -214,6 +214,6 @@ def iter_locomo(path: Path) -> Iterator[Haystack]:
 
 
 def load_locomo(path: Path, *, name: str = "locomo") -> Dataset:
-    """Load LoCoMo into a :class:`Dataset` (sha256 of the file bytes)."""
+    """Load LoCoMo into a :class:`Dataset` (sha256 of the JSON content, decompressed)."""
     path = Path(path)
-    return dataset_from_haystacks(name, file_sha256(path), iter_locomo(path))
+    return dataset_from_haystacks(name, content_sha256(path), iter_locomo(path))

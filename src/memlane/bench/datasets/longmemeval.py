@@ -30,7 +30,7 @@ from memlane.bench.datasets.source import (
     as_answer,
     as_list,
     as_str,
-    file_sha256,
+    content_sha256,
     open_source,
     require,
     where,
@@ -38,16 +38,15 @@ from memlane.bench.datasets.source import (
 from memlane.core.errors import ValidationError
 from memlane.core.timefmt import parse_time
 
-QUESTION_TYPES = frozenset(
-    {
-        "single-session-user",
-        "single-session-assistant",
-        "single-session-preference",
-        "temporal-reasoning",
-        "knowledge-update",
-        "multi-session",
-    }
+QUESTION_TYPES: tuple[str, ...] = (
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "knowledge-update",
+    "temporal-reasoning",
 )
+"""The question types, in the order of the data set's README (the order report rows follow)."""
 _ROLES = frozenset({"user", "assistant"})
 
 
@@ -78,6 +77,11 @@ class _HeadCheckedReader:
 def longmemeval_turn_id(session_id: str, index0: int) -> str:
     """Official turn id: ``<session_id>_<i>`` with ``i`` 1-based, counting both roles."""
     return f"{session_id}_{index0 + 1}"
+
+
+def longmemeval_session_of(turn_id: str) -> str:
+    """``"<session_id>_<i>"`` -> ``"<session_id>"`` (drops the last ``_`` component, as the official code)."""
+    return turn_id.rsplit("_", 1)[0]
 
 
 def _parse_turns(path: Path, item: str, sid: str, j: int, raw: object) -> tuple[Turn, ...]:
@@ -205,10 +209,10 @@ def iter_longmemeval(path: Path) -> Iterator[Haystack]:
 
 
 def load_longmemeval(path: Path, *, name: str | None = None) -> Dataset:
-    """Load a LongMemEval file into a :class:`Dataset` (sha256 of the file bytes as stored).
+    """Load a LongMemEval file into a :class:`Dataset` (sha256 of the JSON content, decompressed).
 
     ``name`` defaults to the file name without its ``.json``/``.json.xz`` suffix.
     """
     path = Path(path)
     label = name or path.name.removesuffix(".xz").removesuffix(".json")
-    return dataset_from_haystacks(label, file_sha256(path), iter_longmemeval(path))
+    return dataset_from_haystacks(label, content_sha256(path), iter_longmemeval(path))

@@ -7,7 +7,7 @@ asked against it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -87,8 +87,8 @@ class Haystack:
 class Dataset:
     """A fully materialised data set.
 
-    ``sha256`` is the hex digest of the source file's bytes (for several files: of the lines
-    ``"<file name> <digest>\\n"`` in the given order). ``params`` records generation settings of derived
+    ``sha256`` is the hex digest of the source's JSON content (decompressed, so a compressed and a plain
+    copy of one file are the same data set). ``params`` records generation settings of derived
     sets (e.g. the seed and size of ``longmemeval-s-x500``). ``notes`` lists every data quirk that loading
     repaired or dropped, so nothing is silently changed.
     """
@@ -137,3 +137,15 @@ def dataset_from_haystacks(
         notes=tuple(notes),
         params=dict(params or {}),
     )
+
+
+def questions(haystacks: Iterable[Haystack], limit: int | None = None) -> Iterator[tuple[Haystack, tuple[Sample, ...]]]:
+    """Each haystack with its samples, up to ``limit`` samples in all (every sample without a limit): the
+    questions a run with that limit asks, and the namespaces it needs. No haystack after the limit is read."""
+    asked = 0
+    for haystack in haystacks:
+        if limit is not None and asked >= limit:
+            return
+        samples = haystack.samples if limit is None else haystack.samples[: limit - asked]
+        asked += len(samples)
+        yield haystack, samples

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import lzma
-from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
@@ -24,12 +23,19 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def sources_sha256(paths: Sequence[Path]) -> str:
-    """Digest of one file, or of the ``"<name> <digest>"`` lines of several files (order matters)."""
-    if len(paths) == 1:
-        return file_sha256(paths[0])
-    lines = "".join(f"{p.name} {file_sha256(p)}\n" for p in paths)
-    return hashlib.sha256(lines.encode()).hexdigest()
+def content_sha256(path: Path, stored: str | None = None) -> str:
+    """Hex sha256 of the file's content: of the decompressed bytes for ``.xz`` files, else of the bytes as
+    stored (``stored``, when the caller has it already, saves reading a plain file twice)."""
+    if not path.name.endswith(".xz"):
+        return stored or file_sha256(path)
+    digest = hashlib.sha256()
+    try:
+        with open_source(path) as f:
+            while chunk := f.read(_CHUNK):
+                digest.update(chunk)
+    except (lzma.LZMAError, EOFError) as exc:
+        raise ValidationError(f"corrupt xz archive: {exc}", where=str(path)) from None
+    return digest.hexdigest()
 
 
 def open_source(path: Path) -> IO[bytes]:

@@ -10,7 +10,6 @@ Quickstart::
 """
 
 from memlane.bench.qa.aggregate import (
-    LONGMEMEVAL_TYPES,
     BootstrapSettings,
     CategoryRow,
     MetricSummary,
@@ -62,7 +61,6 @@ __all__ = [
     "DEFAULT_COUNTER",
     "JUDGES",
     "LONGMEMEVAL_PROMPTS",
-    "LONGMEMEVAL_TYPES",
     "NOT_MENTIONED",
     "Answer",
     "Answerer",

@@ -20,22 +20,13 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memlane.bench.datasets.locomo import CATEGORY_NAMES, MEM0_CATEGORY_NAMES
+from memlane.bench.datasets.longmemeval import QUESTION_TYPES
 from memlane.bench.datasets.model import Sample
 from memlane.bench.qa.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci
 from memlane.bench.qa.bootstrap import stratified_bootstrap_ci as _stratified
 from memlane.bench.qa.costs import ModelPrice, StageCost, stage_costs, total_cost
 from memlane.bench.qa.records import CallUsage
 from memlane.core.errors import ValidationError
-
-LONGMEMEVAL_TYPES = (
-    "single-session-user",
-    "single-session-assistant",
-    "single-session-preference",
-    "multi-session",
-    "knowledge-update",
-    "temporal-reasoning",
-)
-"""Row order of LongMemEval reports (the order of the data set's README)."""
 
 
 @dataclass(frozen=True)
@@ -261,7 +252,7 @@ def longmemeval_report(
     """LongMemEval aggregates: per type, overall, task-averaged and abstention accuracy."""
     settings = settings or BootstrapSettings()
     by_type = _group(rows, lambda r: r.category)
-    order = [t for t in LONGMEMEVAL_TYPES if t in by_type] + sorted(set(by_type) - set(LONGMEMEVAL_TYPES))
+    order = [t for t in QUESTION_TYPES if t in by_type] + sorted(set(by_type) - set(QUESTION_TYPES))
     categories = tuple(CategoryRow(key=t, name=t, metrics=_summaries(by_type[t], metrics, settings, t)) for t in order)
     task_averaged: dict[str, MetricSummary] = {}
     for m in metrics:

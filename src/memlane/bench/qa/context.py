@@ -19,12 +19,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from memlane.bench.datasets.model import Haystack, Session
-from memlane.bench.history import session_messages
 from memlane.bench.qa.tokens import DEFAULT_COUNTER, TokenCounter
+from memlane.bench.retrieval.history import session_messages
 from memlane.core.model import Hit, MemoryBlock
 from memlane.core.timefmt import annotate, to_utc
+
+if TYPE_CHECKING:
+    # Only for annotations: the families import this package (its scorers and aggregates).
+    from memlane.bench.datasets.families import Family
 
 NO_CONTEXT = "(no memories)"
 """What the context reads when nothing was retrieved (or nothing fits the budget)."""
@@ -117,7 +122,7 @@ class FullContext:
         }
 
 
-def _session_lines(sessions: Sequence[Session], family: str, namespace: str) -> list[tuple[Session, list[str]]]:
+def _session_lines(sessions: Sequence[Session], family: Family, namespace: str) -> list[tuple[Session, list[str]]]:
     out: list[tuple[Session, list[str]]] = []
     for session in sessions:
         # The same text the bench store ingested (image captions, empty turns dropped, oversized cut).
@@ -140,7 +145,7 @@ def _entries(lines: list[tuple[Session, list[str]]], drop: int) -> list[ContextE
 
 def full_context(
     haystack: Haystack,
-    family: str,
+    family: Family,
     *,
     budget: int,
     before: datetime | None = None,
@@ -148,7 +153,7 @@ def full_context(
 ) -> FullContext:
     """The whole history of ``haystack`` (sessions in haystack order) within ``budget`` tokens.
 
-    ``family`` is ``locomo`` or ``longmemeval`` (how turns become text, as at ingest). Sessions that start
+    ``family`` says how turns become text, as at ingest. Sessions that start
     after ``before`` (the question date) are left out. The fewest oldest turns are dropped that make the
     rendered context fit (binary search: the size only shrinks as turns go).
     """

@@ -14,18 +14,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from memlane.bench.datasets.families import Family
 from memlane.bench.datasets.model import Haystack, Sample
-from memlane.bench.history import HaystackIndex
 from memlane.bench.qa.answering import Answer, Answerer, adversarial_question, resolve_choice
-from memlane.bench.qa.bleu import bleu1
 from memlane.bench.qa.context import ContextEntry, full_context, history_end, render_context, retrieved_entries
 from memlane.bench.qa.judges import LLMJudge
 from memlane.bench.qa.qalog import AnswerRecord
 from memlane.bench.qa.records import CallUsage, Failure
-from memlane.bench.qa.scoring import locomo_f1, mem0_f1, token_f1
 from memlane.bench.qa.tokens import DEFAULT_COUNTER
-from memlane.bench.retrieval import evaluate_question
-from memlane.bench.runlog import RetrievalConfig
+from memlane.bench.retrieval.history import HaystackIndex
+from memlane.bench.retrieval.run import evaluate_question
+from memlane.bench.retrieval.runlog import RetrievalConfig
 from memlane.core.errors import LLMError, MemlaneError
 from memlane.core.extraction.extractor import ExtractionPrompt, Extractor
 from memlane.core.llm import LLM, ChatMessage, JSONSchema, LLMResult
@@ -54,7 +53,7 @@ class Stages:
     """What answers and scores a question. ``adversarial`` asks LoCoMo category 5 (None: as any question);
     ``extract`` extracts summary and facts of the retrieved exchanges before answering."""
 
-    family: str
+    family: Family
     answerer: Answerer
     judge: LLMJudge
     adversarial: Answerer | None = None
@@ -129,7 +128,7 @@ def prepare_retrieved(
     )
 
 
-def prepare_full(index: int, sample: Sample, haystack: Haystack, family: str, budget: int) -> Prepared:
+def prepare_full(index: int, sample: Sample, haystack: Haystack, family: Family, budget: int) -> Prepared:
     """The full-context baseline: the history up to the question, newest turns kept within ``budget``."""
     ctx = full_context(haystack, family, budget=budget, before=sample.question_date)
     return Prepared(
@@ -211,20 +210,6 @@ class RecordingLLM:
         )
 
 
-def lexical_scores(family: str, sample: Sample, hypothesis: str) -> dict[str, float | None]:
-    """F1 and BLEU-1 of a hypothesis: LoCoMo's official per-category F1 (and mem0's token F1) for LoCoMo,
-    the same normalised token F1 without the category rules for LongMemEval."""
-    if family == "locomo":
-        if sample.category_number is None:
-            raise ValueError(f"LoCoMo question {sample.sample_id} has no category number")
-        return {
-            "f1": locomo_f1(hypothesis, sample.answer, sample.category_number),
-            "mem0_f1": mem0_f1(hypothesis, sample.answer),
-            "bleu1": bleu1(hypothesis, sample.answer),
-        }
-    return {"f1": token_f1(hypothesis, sample.answer), "bleu1": bleu1(hypothesis, sample.answer)}
-
-
 def _extract(
     prepared: Prepared, stages: Stages, errors: list[dict[str, object]]
 ) -> tuple[list[ContextEntry], list[tuple[str, CallUsage]]]:
@@ -286,7 +271,7 @@ def process(prepared: Prepared, stages: Stages, metrics: Sequence[str]) -> Answe
     shown = prepared.text if prepared.text is not None else render_context(entries)
 
     question, options, answerer = sample.question, None, stages.answerer
-    if stages.adversarial is not None and sample.category_number == 5:
+    if stages.adversarial is not None and sample.category_number == stages.family.adversarial_category:
         gold_premise = sample.adversarial_answer or sample.answer
         question, options = adversarial_question(sample.question, gold_premise, key=sample.sample_id)
         answerer = stages.adversarial
@@ -300,7 +285,7 @@ def process(prepared: Prepared, stages: Stages, metrics: Sequence[str]) -> Answe
     context["tokens"] = answer.context_tokens
     calls.append(("answer", answer.usage))
     hypothesis = resolve_choice(answer.text, options) if options is not None else answer.text
-    scores.update(lexical_scores(stages.family, sample, hypothesis))
+    scores.update(stages.family.lexical_scores(sample, hypothesis))
 
     started = time.perf_counter()
     verdict = stages.judge.judge(sample, hypothesis, namespace=sample.namespace)

@@ -24,7 +24,7 @@ from typing import IO
 
 from memlane.bench.datasets.model import Sample
 from memlane.bench.qa.records import CallUsage
-from memlane.bench.runlog import (
+from memlane.bench.retrieval.runlog import (
     git_revision,
     open_segment,
     package_versions,

@@ -15,9 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memlane.bench.datasets.families import Family, family_named
 from memlane.bench.qa.aggregate import BootstrapSettings, MetricSummary, QAReport, SampleScores
-from memlane.bench.qa.aggregate import locomo_report as _locomo_report
-from memlane.bench.qa.aggregate import longmemeval_report as _longmemeval_report
 from memlane.bench.qa.costs import ModelPrice
 from memlane.bench.qa.export import write_hypotheses
 from memlane.bench.qa.qalog import QA_LOG_NAME, AnswerRecord, QALogContents, read_qa_log
@@ -53,9 +52,8 @@ def build_report(
     config = contents.header.config
     metrics = _str_list(config.get("metrics"))
     rows = [sample_scores(r) for r in contents.records]
-    if config.get("family") == "locomo":
-        return _locomo_report(rows, metrics=metrics, settings=bootstrap, prices=prices)
-    return _longmemeval_report(rows, metrics=metrics, settings=bootstrap, prices=prices, dataset=str(config["dataset"]))
+    family = family_named(str(config.get("family")))
+    return family.qa_report(rows, metrics=metrics, settings=bootstrap, prices=prices, dataset=str(config["dataset"]))
 
 
 def failure_counts(records: Sequence[AnswerRecord]) -> dict[str, int]:
@@ -94,13 +92,11 @@ def judge_summary(contents: QALogContents) -> dict[str, object]:
     }
 
 
-def answer_line(record: AnswerRecord, family: str) -> dict[str, object]:
+def answer_line(record: AnswerRecord, family: Family) -> dict[str, object]:
     """One line of ``answers.jsonl``."""
     s = record.sample
-    line: dict[str, object] = {"question_id": s.sample_id} if family == "longmemeval" else {"qa_id": s.sample_id}
-    line |= {"question": s.question, "gold": s.answer, "answer": record.hypothesis, "category": s.category}
-    if family == "locomo":
-        line |= {"category_number": s.category_number, "category_mem0": s.category_mem0}
+    line: dict[str, object] = {family.id_key: s.sample_id, "question": s.question, "gold": s.answer}
+    line |= {"answer": record.hypothesis} | family.answer_fields(s)
     line |= dict(record.scores)
     line |= {
         "judge_prompt_id": record.verdict.get("prompt_id") if record.verdict else None,
@@ -283,11 +279,11 @@ def write_qa_reports(
     run_dir = Path(run_dir)
     contents = read_qa_log(run_dir / QA_LOG_NAME)
     computed = compute_results(contents, bootstrap=bootstrap, prices=prices)
-    family = str(contents.header.config.get("family"))
+    family = family_named(str(contents.header.config.get("family")))
     with (run_dir / "answers.jsonl").open("w", encoding="utf-8") as f:
         for r in contents.records:
             f.write(json.dumps(answer_line(r, family), ensure_ascii=False) + "\n")
-    if family == "longmemeval":
+    if family.hypotheses_file:
         pairs = [(r.sample.sample_id, r.hypothesis) for r in contents.records if r.hypothesis is not None]
         written = write_hypotheses(run_dir / "hypotheses.jsonl", pairs)
         computed.results["hypotheses"] = {"written": written, "left_out_failed": len(contents.records) - written}

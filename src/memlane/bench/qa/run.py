@@ -4,9 +4,9 @@
 
     outcome = run_qa(QAOptions("locomo", k=10, mode="hybrid"), Path("runs/qa"), llm=llm, judge_llm=judge_llm)
 
-The retrieval stage is the retrieval benchmark's own (:func:`memlane.bench.retrieval.open_bench`,
-:func:`~memlane.bench.ingest.ingest`, :func:`~memlane.bench.retrieval.evaluate_question`): same bench store,
-same depth, same retrieval scores, logged next to each answer. The store is searched from the main thread;
+The retrieval stage is the retrieval benchmark's own (:func:`memlane.bench.retrieval.run.open_bench`,
+:func:`~memlane.bench.retrieval.ingest.ingest`, :func:`~memlane.bench.retrieval.run.evaluate_question`): same
+bench store, same depth, same retrieval scores, logged next to each answer. The store is searched from the main thread;
 the LLM calls of up to ``concurrency`` questions run in worker threads, and each finished question is
 appended to the log at once. An interrupted run resumes from its log (questions already logged are not
 asked again) and, with a call log kept by the LLM client, calls that completed before the interruption
@@ -16,17 +16,15 @@ are served from the cache rather than sent again.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tqdm import tqdm
 
-from memlane.bench.datasets.model import Haystack, Sample
+from memlane.bench.datasets.model import Haystack, Sample, questions
 from memlane.bench.datasets.registry import DatasetStream, open_dataset
-from memlane.bench.history import HaystackIndex
-from memlane.bench.ingest import BenchStore, DatasetIdentity, IngestReport, ingest
 from memlane.bench.qa.answering import Answerer
 from memlane.bench.qa.bleu import TOKENIZER_ID
 from memlane.bench.qa.judges import LLMJudge, make_judge
@@ -37,14 +35,15 @@ from memlane.bench.qa.runconfig import (
     ADVERSARIAL_PROMPT,
     CONTEXT_FULL,
     CONTEXT_RETRIEVED,
-    METRICS,
     QAConfig,
     QAOptions,
     check_options,
 )
 from memlane.bench.qa.tokens import DEFAULT_COUNTER
-from memlane.bench.retrieval import open_bench, resolve_config
-from memlane.bench.runlog import RetrievalConfig
+from memlane.bench.retrieval.history import HaystackIndex
+from memlane.bench.retrieval.ingest import BenchStore, IngestReport, dataset_record, ingest
+from memlane.bench.retrieval.run import open_bench, resolve_config
+from memlane.bench.retrieval.runlog import RetrievalConfig
 from memlane.core.extraction.extractor import ExtractionPrompt
 from memlane.core.llm import LLM
 from memlane.core.memory import Memory
@@ -73,7 +72,7 @@ def build_config(
     retrieved = options.context == CONTEXT_RETRIEVED
     return QAConfig(
         dataset=options.dataset,
-        family=options.family,
+        family=options.family.name,
         context=options.context,
         k=options.k if retrieved else None,
         mode=options.mode if retrieved else None,
@@ -88,19 +87,9 @@ def build_config(
         full_context_budget=None if retrieved else options.full_context_budget,
         token_counter=DEFAULT_COUNTER.name,
         bleu_tokenizer=TOKENIZER_ID,
-        metrics=METRICS[options.family],
+        metrics=options.family.qa_metrics,
         retrieval=asdict(retrieval) if retrieval is not None else None,
     )
-
-
-def _questions(stream: DatasetStream, limit: int | None) -> Iterator[tuple[Haystack, Sample]]:
-    asked = 0
-    for haystack in stream:
-        for sample in haystack.samples:
-            if limit is not None and asked >= limit:
-                return
-            asked += 1
-            yield haystack, sample
 
 
 @dataclass
@@ -129,7 +118,7 @@ class _Loop:
         self.log = log
         self.mem = mem
         self.retrieval = retrieval
-        self.metrics = METRICS[options.family]
+        self.metrics = options.family.qa_metrics
         self.on_record = on_record
         self.tally = _Tally()
         total = options.limit
@@ -156,7 +145,8 @@ class _Loop:
         pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="qa")
         hindex: HaystackIndex | None = None
         try:
-            for index, (haystack, sample) in enumerate(_questions(stream, self.options.limit)):
+            asked = ((h, s) for h, samples in questions(stream, self.options.limit) for s in samples)
+            for index, (haystack, sample) in enumerate(asked):
                 if sample.sample_id in self.log.done:
                     self.tally.already += 1
                     self.bar.update(1)
@@ -223,12 +213,12 @@ def run_qa(
             stream, bench, mem = open_bench(ropts)
             ingested = ingest(stream, bench, mem, limit=options.limit, progress=progress)
             retrieval = resolve_config(ropts, stream, bench.settings)
-            dataset: dict[str, object] = asdict(bench.dataset)
+            dataset: dict[str, object] = dataset_record(stream)
             totals: dict[str, object] = dict(bench.manifest.totals())
             store: dict[str, object] | None = {"key": bench.key, "settings": bench.settings.to_json()} | totals
         else:
             stream = open_dataset(options.dataset, options.data_dir)
-            dataset, store = asdict(DatasetIdentity.of(stream)), None
+            dataset, store = dataset_record(stream), None
         config = build_config(options, stages, llm, judge, retrieval)
         header = QAHeader.new(config.to_json(), dataset, store)
         segment: dict[str, object] = {

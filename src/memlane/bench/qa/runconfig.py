@@ -1,12 +1,14 @@
 """What a QA run is asked to do (:class:`QAOptions`) and the resolved settings its log records (:class:`QAConfig`).
 
 A QA run = data set + context (retrieved blocks at ``k`` in one search ``mode``, or the full history under a
-token budget) + answer prompt + judge. ``auto`` picks the data set's defaults:
+token budget) + answer prompt + judge. ``auto`` picks the data set family's defaults
+(:mod:`memlane.bench.datasets.families`):
 
 * answer prompt: ``locomo-short-answer-v1`` (LoCoMo), ``lme-reader-con-v1`` (LongMemEval's Chain-of-Note
   reader, the paper's best reading setting);
 * judge: ``locomo-mem0`` (the "J" of the mem0-lineage tables) for LoCoMo, the official ``longmemeval``
-  judge for LongMemEval.
+  judge for LongMemEval;
+* metrics: LoCoMo's official F1 first (then mem0's F1, BLEU-1, J), LongMemEval's J first (then F1, BLEU-1).
 
 LoCoMo category 5 is asked as the official two-option question (``locomo-adversarial-v1``) unless
 ``adversarial`` is off, in which case it gets the run's answer prompt like any other question.
@@ -18,13 +20,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memlane.bench.datasets.families import Family
 from memlane.bench.datasets.registry import DATASETS
 from memlane.bench.qa.aggregate import BootstrapSettings
 from memlane.bench.qa.costs import ModelPrice
 from memlane.bench.qa.judges import JUDGES
 from memlane.bench.qa.prompts import PromptKind, get_prompt
-from memlane.bench.retrieval import RetrievalOptions
-from memlane.bench.runlog import DEFAULT_EMBEDDER
+from memlane.bench.retrieval.run import RetrievalOptions
+from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER
 from memlane.core.errors import ConfigError
 from memlane.core.retrieval import MAX_K, resolve_settings
 
@@ -39,13 +42,6 @@ DEFAULT_CONCURRENCY = 4
 # LongMemEval-S haystack (~115k) is cut to its newest part, within a 128k-context reader.
 DEFAULT_FULL_CONTEXT_BUDGET = 100_000
 ADVERSARIAL_PROMPT = "locomo-adversarial-v1"
-DEFAULT_ANSWER_PROMPTS: dict[str, str] = {"locomo": "locomo-short-answer-v1", "longmemeval": "lme-reader-con-v1"}
-DEFAULT_JUDGES: dict[str, str] = {"locomo": "locomo-mem0", "longmemeval": "longmemeval"}
-METRICS: dict[str, tuple[str, ...]] = {
-    "locomo": ("f1", "mem0_f1", "bleu1", "j"),
-    "longmemeval": ("j", "f1", "bleu1"),
-}
-"""Metrics of a run per data-set family; the first is the headline (LoCoMo's official F1, LongMemEval's J)."""
 
 
 @dataclass(frozen=True)
@@ -78,21 +74,21 @@ class QAOptions:
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)
 
     @property
-    def family(self) -> str:
-        """``locomo`` or ``longmemeval``."""
+    def family(self) -> Family:
+        """The data set's family."""
         return DATASETS[self.dataset].family
 
     def answer_prompt_id(self) -> str:
         """The answer prompt, ``auto`` resolved."""
-        return DEFAULT_ANSWER_PROMPTS[self.family] if self.answer_prompt == AUTO else self.answer_prompt
+        return self.family.answer_prompt if self.answer_prompt == AUTO else self.answer_prompt
 
     def judge_name(self) -> str:
         """The judge, ``auto`` resolved."""
-        return DEFAULT_JUDGES[self.family] if self.judge == AUTO else self.judge
+        return self.family.judge if self.judge == AUTO else self.judge
 
     def asks_adversarial(self) -> bool:
-        """Whether LoCoMo category 5 gets the official two-option question."""
-        return self.adversarial and self.family == "locomo"
+        """Whether the family's false-premise category (LoCoMo's 5) gets the official two-option question."""
+        return self.adversarial and self.family.adversarial_category is not None
 
     def retrieval_options(self) -> RetrievalOptions:
         """The retrieval stage's options: one mode, one k."""

@@ -32,8 +32,6 @@ from memlane.core.errors import ValidationError
 ADVERSARIAL_PHRASES = ("no information available", "not mentioned")
 """A category-5 prediction scores 1 iff its lower-cased text contains one of these (official rule)."""
 
-LOCOMO_CATEGORIES = frozenset({1, 2, 3, 4, 5})
-
 _PUNCTUATION = frozenset(string.punctuation)
 # The `regex` module, as in the official code: its word boundaries count combining marks as word characters,
 # where `re` does not, which changes the result on some non-ASCII text.

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from memlane.bench.datasets.families import FAMILIES, LOCOMO
 from memlane.bench.qa.run import QAOutcome, run_qa
 from memlane.bench.qa.runconfig import CONTEXT_FULL, CONTEXT_RETRIEVED, QAOptions
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.llm import LLM
 
 SWEEP_FORMAT = "memlane-bench-qa-sweep/1"
-HEADLINE = {"locomo": ("f1", "mem0_f1", "bleu1", "j"), "longmemeval": ("j", "f1", "bleu1")}
 
 
 @dataclass(frozen=True)
@@ -116,9 +116,9 @@ def _fmt(value: object, digits: int = 3) -> str:
 
 def format_sweep(rows: list[tuple[str, dict[str, object]]]) -> str:
     """The comparison table: one row per run, overall mean [CI] of each metric, failures, tokens, cost."""
-    family = str(_get(rows[0][1], "config", "family")) if rows else "locomo"
-    metrics = HEADLINE.get(family, ("j",))
-    extra = ["task-avg J"] if family == "longmemeval" else []
+    family = FAMILIES.get(str(_get(rows[0][1], "config", "family"))) if rows else LOCOMO
+    metrics = family.qa_metrics if family is not None else ("j",)
+    extra = ["task-avg J"] if family is not None and family.task_averaged else []
     head = ["run", "context", "k", "mode", "answer prompt", "n", "failed", *metrics, *extra]
     head += ["ctx tokens", "tokens", "cost"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 5 + ["---:"] * (len(head) - 5)) + "|"]

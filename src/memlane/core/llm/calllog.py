@@ -54,6 +54,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX llm_calls_cache ON llm_calls (cache_key) WHERE error IS NULL AND cached = 0",
         "CREATE INDEX llm_calls_namespace ON llm_calls (namespace)",
     ),
+    # How many properties of a JSON reply were outside the schema and dropped (the reply was kept).
+    ("ALTER TABLE llm_calls ADD COLUMN ignored_keys INTEGER NOT NULL DEFAULT 0",),
 )
 
 
@@ -94,6 +96,7 @@ class CallEntry:
     error: str | None
     attempts: int
     cached: bool
+    ignored_keys: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +117,7 @@ class CallStats:
     tokens_in: int
     tokens_out: int
     mean_latency_ms: float
+    ignored_keys: int = 0  # properties of JSON replies outside the schema, dropped (the replies were used)
 
 
 _ENTRY_COLUMNS = tuple(f.name for f in fields(CallEntry))
@@ -191,11 +195,12 @@ class CallLog:
         sql = """SELECT COUNT(*), COALESCE(SUM(cached), 0), COUNT(error),
                    COALESCE(SUM(CASE WHEN cached = 0 THEN tokens_in END), 0),
                    COALESCE(SUM(CASE WHEN cached = 0 THEN tokens_out END), 0),
-                   COALESCE(AVG(CASE WHEN cached = 0 THEN latency_ms END), 0.0)
+                   COALESCE(AVG(CASE WHEN cached = 0 THEN latency_ms END), 0.0),
+                   COALESCE(SUM(CASE WHEN cached = 0 THEN ignored_keys END), 0)
                  FROM llm_calls"""
         with self._guard("compute stats"):
-            calls, hits, errors, t_in, t_out, latency = self._db.execute(sql).fetchone()
-        return CallStats(int(calls), int(hits), int(errors), int(t_in), int(t_out), float(latency))
+            calls, hits, errors, t_in, t_out, latency, ignored = self._db.execute(sql).fetchone()
+        return CallStats(int(calls), int(hits), int(errors), int(t_in), int(t_out), float(latency), int(ignored))
 
     def close(self) -> None:
         """Close the connection."""

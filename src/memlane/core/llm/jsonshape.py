@@ -4,6 +4,10 @@ Supported keywords: ``type`` (``object``, ``array``, ``string``, ``number``, ``i
 ``null``, or a list of these), ``properties``, ``required``, ``items``, ``additionalProperties`` (``false``,
 ``true`` or a schema) and ``enum``. Other keywords (``description``, ``title``, ...) are accepted and
 ignored, so the same schema can be sent to a server that enforces more of it.
+
+A reply is read leniently where that loses nothing: properties that ``additionalProperties: false`` forbids
+are removed and reported (:func:`decode_json`), not refused, since models in JSON mode often add a key of
+their own beside the ones asked for. A missing or mistyped property is still an error.
 """
 
 from __future__ import annotations
@@ -138,17 +142,54 @@ def parse_json_reply(text: str) -> JSONValue:
     raise ValueError(f"not valid JSON: {first_error}")
 
 
-def decode_reply(text: str, schema: JSONSchema | None) -> JSONValue:
-    """Parse ``text`` and check it against ``schema``; raise LLMResponseError (with ``raw``) if it fails."""
+def strip_extra(value: JSONValue, schema: JSONSchema, path: str = "$") -> tuple[JSONValue, list[str]]:
+    """``value`` without the object properties that ``schema`` forbids (``additionalProperties: false``),
+    and the JSON paths of what was removed."""
+    removed: list[str] = []
+    if isinstance(value, dict) and _is_type(value, "object"):
+        props = schema.get("properties", {})
+        props = props if isinstance(props, Mapping) else {}
+        kept: dict[str, JSONValue] = {}
+        for name, item in value.items():
+            sub = props.get(name)
+            if isinstance(sub, Mapping):
+                kept[name], inner = strip_extra(item, sub, f"{path}.{name}")
+                removed += inner
+            elif schema.get("additionalProperties", True) is False:
+                removed.append(f"{path}.{name}")
+            else:
+                kept[name] = item
+        return kept, removed
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, Mapping):
+        out: list[JSONValue] = []
+        for i, item in enumerate(value):
+            stripped, inner = strip_extra(item, items, f"{path}[{i}]")
+            out.append(stripped)
+            removed += inner
+        return out, removed
+    return value, removed
+
+
+def decode_json(text: str, schema: JSONSchema | None) -> tuple[JSONValue, list[str]]:
+    """Parse ``text``, drop the properties ``schema`` forbids, check the rest against ``schema``; returns the
+    value and the paths of the dropped properties. Raises LLMResponseError (with ``raw``) if it fails."""
     try:
         value = parse_json_reply(text)
     except ValueError as exc:
         raise LLMResponseError(str(exc), raw=text) from None
-    if schema is not None:
-        errors = shape_errors(value, schema)
-        if errors:
-            raise LLMResponseError("reply has the wrong shape: " + "; ".join(errors), raw=text)
-    return value
+    if schema is None:
+        return value, []
+    value, extra = strip_extra(value, schema)
+    errors = shape_errors(value, schema)
+    if errors:
+        raise LLMResponseError("reply has the wrong shape: " + "; ".join(errors), raw=text)
+    return value, extra
+
+
+def decode_reply(text: str, schema: JSONSchema | None) -> JSONValue:
+    """:func:`decode_json` without the list of dropped properties."""
+    return decode_json(text, schema)[0]
 
 
 def json_instruction(schema: JSONSchema | None) -> str:

@@ -29,7 +29,7 @@ import httpx
 
 from memlane.core.errors import LLMError, LLMResponseError
 from memlane.core.llm.calllog import CallEntry, CallLog, cache_key, prompt_hash, request_json
-from memlane.core.llm.jsonshape import check_schema, decode_reply, json_instruction
+from memlane.core.llm.jsonshape import check_schema, decode_json, decode_reply, json_instruction
 from memlane.core.llm.openai_http import ChatEndpoint, ChatReply, ResponseFormatRejected, Tally
 from memlane.core.llm.protocol import ChatMessage, JSONSchema, JSONValue, LLMResult, check_messages
 from memlane.core.llm.settings import LLMSettings
@@ -183,7 +183,11 @@ class OpenAIChatClient:
             reply: ChatReply | None = None
             try:
                 reply = self._send(call, messages, tally)
-                return reply.text, decode_reply(reply.text, call.schema) if call.want_json else None
+                if not call.want_json:
+                    return reply.text, None
+                value, ignored = decode_json(reply.text, call.schema)
+                tally.ignored_keys = len(ignored)
+                return reply.text, value
             except LLMResponseError as exc:
                 last = exc
                 if reply is not None:
@@ -239,6 +243,7 @@ class OpenAIChatClient:
                 error=outcome.error,
                 attempts=outcome.tally.attempts,
                 cached=outcome.cached,
+                ignored_keys=outcome.tally.ignored_keys,
             )
             call_id = self.call_log.record(entry)
         return LLMResult(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 import threading
@@ -14,6 +15,8 @@ import httpx
 from memlane.core.errors import LLMResponseError, LLMTransportError
 from memlane.core.llm.backoff import Backoff, is_retryable_status, parse_retry_after
 from memlane.core.llm.settings import LLMSettings
+
+log = logging.getLogger("memlane.llm")
 
 EXCERPT_CHARS = 300
 CHAT_PATH = "chat/completions"
@@ -38,6 +41,7 @@ class Tally:
     attempts: int = 0
     tokens_in: int | None = None
     tokens_out: int | None = None
+    ignored_keys: int = 0  # properties of the reply that the schema forbids, dropped rather than refused
 
     def add_usage(self, tokens_in: int | None, tokens_out: int | None) -> None:
         """Add one exchange's usage; unreported counts stay ``None`` only if no exchange reported any."""
@@ -100,7 +104,9 @@ class ChatEndpoint:
         retry_after: float | None = None
         for attempt in range(self._max_retries + 1):
             if attempt:
-                self._sleep(self._backoff.delay(attempt - 1, self._rng, retry_after))
+                delay = self._backoff.delay(attempt - 1, self._rng, retry_after)
+                log.warning("LLM server: %s; retry %d of %d in %.1f s", last_error, attempt, self._max_retries, delay)
+                self._sleep(delay)
             retry_after = None
             tally.attempts += 1
             try:

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from memlane.core.errors import LLMError, LLMResponseError, LLMTransportError
 from memlane.core.llm.calllog import CallEntry, CallLog, cache_key, prompt_hash, request_json
-from memlane.core.llm.jsonshape import check_schema, decode_reply
+from memlane.core.llm.jsonshape import check_schema, decode_json
 from memlane.core.llm.protocol import ChatMessage, JSONSchema, JSONValue, LLMResult, check_messages
 from memlane.core.llm.settings import LLMSettings
 
@@ -123,12 +123,13 @@ class ScriptedLLM:
         tokens_in = sum(len(_WORD.findall(m["content"])) for m in messages)
         error: LLMError | None = None
         parsed: JSONValue = None
+        ignored: list[str] = []
         if failure == "transport":
             error = LLMTransportError(f"scripted transport failure on call {number}")
         else:
             text = INVALID_JSON if failure == "invalid_json" else text
             try:
-                parsed = decode_reply(text, schema) if want_json else None
+                parsed, ignored = decode_json(text, schema) if want_json else (None, [])
             except LLMResponseError as exc:
                 error = exc
         entry = CallEntry(
@@ -145,6 +146,7 @@ class ScriptedLLM:
             error=None if error is None else f"{type(error).__name__}: {error}",
             attempts=1,
             cached=False,
+            ignored_keys=len(ignored),
         )
         call_id = self.call_log.record(entry) if self.call_log is not None else None
         if error is not None:

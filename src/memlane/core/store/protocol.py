@@ -117,4 +117,10 @@ class Store(Protocol):
 
     def integrity_check(self) -> list[str]: ...
 
+    def probe_write(self, timeout_s: float = 5.0) -> None:
+        """Commit one small real write (a row of its own in ``meta``), waiting at most ``timeout_s`` for
+        other writers; raise :class:`StoreError` with a ``reason`` when the store cannot take writes now
+        (disk full, read-only, locked, unreachable). What a health check runs."""
+        ...
+
     def close(self) -> None: ...

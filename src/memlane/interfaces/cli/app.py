@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from memlane.core.errors import MemlaneError, NotFoundError, ValidationError
+from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, ValidationError
 from memlane.core.llm import CallLog, make_llm
 from memlane.core.memory import Memory
 from memlane.core.store.postgres import is_postgres_url
@@ -85,6 +86,24 @@ def call_log_path(store: str | Path, explicit: Path | None) -> Path:
     return path.with_name(path.name + ".calls.db")
 
 
+def _llm_overrides(llm: LLMChoice) -> dict[str, Any]:
+    # The offline fake takes no server settings, even when the environment carries them.
+    given = (("base_url", llm.base_url), ("model", llm.model)) if llm.name != "scripted" else ()
+    return {k: v for k, v in given if v}
+
+
+def llm_config_problem(llm: LLMChoice) -> str | None:
+    """Why ``llm`` cannot be built from the options and environment (a missing model or key, ...), or None."""
+    try:
+        model = make_llm(llm.name, **_llm_overrides(llm))
+    except ConfigError as exc:
+        return str(exc)
+    close = getattr(model, "close", None)
+    if callable(close):
+        close()
+    return None
+
+
 def open_memory(
     store: str | Path,
     embedder: str,
@@ -102,10 +121,7 @@ def open_memory(
         return mem
     try:
         log = CallLog(call_log_path(store, llm.log))
-        # The offline fake takes no server settings, even when the environment carries them.
-        given = (("base_url", llm.base_url), ("model", llm.model)) if llm.name != "scripted" else ()
-        overrides: dict[str, Any] = {k: v for k, v in given if v}
-        mem.llm = make_llm(llm.name, call_log=log, **overrides)
+        mem.llm = make_llm(llm.name, call_log=log, **_llm_overrides(llm))
     except BaseException:
         mem.close()
         raise
@@ -146,13 +162,27 @@ def cli() -> None:
     """
 
 
+def show_progress_messages() -> None:
+    """memlane's warnings (an LLM call being retried, an extraction job failing) go to stderr as one line
+    each, so that a long wait says what it is waiting for."""
+    logger = logging.getLogger("memlane")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("memlane: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.WARNING)
+        logger.propagate = False
+
+
 def main() -> None:
     register_all()
+    show_progress_messages()
     cli()
 
 
 def register_all() -> None:
     from memlane.interfaces.cli.bench_cmds import register as register_bench
+    from memlane.interfaces.cli.dataset_cmds import register as register_datasets
     from memlane.interfaces.cli.extract_cmds import register as register_extract
     from memlane.interfaces.cli.memory_cmds import register as register_memory
     from memlane.interfaces.cli.qa_cmds import register as register_qa
@@ -162,5 +192,6 @@ def register_all() -> None:
         register_memory(cli)
         register_extract(cli)
         register_bench(cli)
+        register_datasets(cli)
         register_qa(cli)
         register_serve(cli)

@@ -1,4 +1,4 @@
-"""``memlane bench baselines``: the simple retrievers issue 8 compares against, as a standard run folder."""
+"""``memlane bench baselines``: the simple retrievers memlane is compared against, as a standard run folder."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ from pathlib import Path
 
 import click
 
-from memlane.bench.baselines import BASELINES, DEFAULT_BASELINES, BaselineOptions, run_baselines
-from memlane.bench.report import format_mode_table, format_modes_table, load_results
-from memlane.bench.runlog import DEFAULT_EMBEDDER
+from memlane.bench.datasets.families import LOCOMO, LONGMEMEVAL
+from memlane.bench.reports.report import format_mode_table, format_modes_table
+from memlane.bench.reports.results import load_results
+from memlane.bench.retrieval.baselines import BASELINES, BaselineOptions, run_baselines
+from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER
 from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, baseline_names, ks_option
+from memlane.interfaces.cli.dataset_cmds import data_dir_option
 
 
 def _ks(value: str) -> tuple[int, ...]:
@@ -39,7 +42,7 @@ def _ks(value: str) -> tuple[int, ...]:
     default=None,
     envvar="MEMLANE_BENCH_BASELINES",
     help=f"Comma-separated baselines of {', '.join(BASELINES)}. Default: "
-    f"{','.join(DEFAULT_BASELINES['longmemeval'])} on LongMemEval, {','.join(DEFAULT_BASELINES['locomo'])} "
+    f"{','.join(LONGMEMEVAL.baselines)} on LongMemEval, {','.join(LOCOMO.baselines)} "
     "on LoCoMo. [env MEMLANE_BENCH_BASELINES]",
 )
 @ks_option
@@ -65,13 +68,7 @@ def _ks(value: str) -> tuple[int, ...]:
     help="Where the shared embedding cache (embeddings.db) lives; default "
     "<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench. [env MEMLANE_BENCH_CACHE]",
 )
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    envvar="MEMLANE_DATA",
-    help="Folder with locomo/ and longmemeval/; default ../shared/datasets. [env MEMLANE_DATA]",
-)
+@data_dir_option
 @click.option("--quiet", is_flag=True, envvar="MEMLANE_BENCH_QUIET", help="No progress bars. [env MEMLANE_BENCH_QUIET]")
 def baselines_cmd(
     dataset: str,

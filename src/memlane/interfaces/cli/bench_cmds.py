@@ -10,16 +10,19 @@ from typing import Any, TypeVar
 
 import click
 
-from memlane.bench.baselines import BASELINES, DEFAULT_BASELINES
 from memlane.bench.datasets.registry import DATASETS
-from memlane.bench.ingest import ingest
 from memlane.bench.perf import PerfSettings, format_report, run_perf
-from memlane.bench.report import format_compare, format_mode_table, format_modes_table, load_results, write_reports
-from memlane.bench.retrieval import DEFAULT_MODES, RetrievalOptions, open_bench, run_retrieval
-from memlane.bench.runlog import DEFAULT_EMBEDDER, DEFAULT_KS
+from memlane.bench.reports.compare import format_compare
+from memlane.bench.reports.report import format_mode_table, format_modes_table, write_reports
+from memlane.bench.reports.results import load_results
+from memlane.bench.retrieval.baselines import BASELINES
+from memlane.bench.retrieval.ingest import ingest
+from memlane.bench.retrieval.run import DEFAULT_MODES, RetrievalOptions, open_bench, run_retrieval
+from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER, DEFAULT_KS
 from memlane.core.embedding.protocol import make_embedder
 from memlane.core.retrieval import PRESETS
 from memlane.core.store.postgres import is_postgres_url
+from memlane.interfaces.cli.dataset_cmds import data_dir_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 DATASET_CHOICE = click.Choice(sorted(DATASETS))
@@ -122,13 +125,7 @@ def ingest_options(func: F) -> F:
             help="Where bench stores and the shared embedding cache live; default "
             "<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench. [env MEMLANE_BENCH_CACHE]",
         ),
-        click.option(
-            "--data-dir",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=None,
-            envvar="MEMLANE_DATA",
-            help="Folder with locomo/ and longmemeval/; default ../shared/datasets. [env MEMLANE_DATA]",
-        ),
+        data_dir_option,
     ]
     for option in options:
         func = option(func)
@@ -158,7 +155,7 @@ def baseline_names(value: str | None, dataset: str | None = None) -> tuple[str, 
         return ()
     names = tuple(dict.fromkeys(n.strip() for n in value.replace(" ", ",").split(",") if n.strip()))
     if dataset is not None and names == ("default",):
-        return DEFAULT_BASELINES[DATASETS[dataset].family]
+        return DATASETS[dataset].family.baselines
     unknown = [n for n in names if n not in BASELINES]
     if unknown:
         raise click.BadParameter(
@@ -334,15 +331,55 @@ def report_cmd(run_dir: Path) -> None:
     envvar="MEMLANE_BENCH_COMPARE_CATEGORIES",
     help="Also compare every category, not only overall. [env MEMLANE_BENCH_COMPARE_CATEGORIES]",
 )
-def compare_cmd(run_a: Path, run_b: Path, categories: bool) -> None:
-    """Put two runs side by side: each key figure per mode in A, in B, and B - A, with the paired
-    difference over the questions both scored (95% bootstrap interval, questions better / worse, sign test).
+@click.option(
+    "--all-questions",
+    is_flag=True,
+    help="Show each run's means over its own questions instead of over the questions both runs scored.",
+)
+def compare_cmd(run_a: Path, run_b: Path, categories: bool, all_questions: bool) -> None:
+    """Put two runs side by side: each key figure per mode in A, in B, and B - A, with how many questions
+    each run scored and the paired difference over the questions both scored (95% bootstrap interval,
+    questions better / worse, sign test). A and B are means over the shared questions unless
+    --all-questions.
 
     \b
     Example:
       memlane bench compare runs/lme-s-minilm runs/lme-s-minilm-128 --categories
     """
-    click.echo(format_compare(load_results(run_a), load_results(run_b), categories=categories))
+    click.echo(
+        format_compare(load_results(run_a), load_results(run_b), categories=categories, all_questions=all_questions)
+    )
+
+
+@bench_group.command("view")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The HTML file to write; default view.html in the first run's folder.",
+)
+@click.option("--open", "open_it", is_flag=True, help="Open the page in the default web browser.")
+@data_dir_option
+def view_cmd(runs: tuple[Path, ...], out: Path | None, open_it: bool, data_dir: Path | None) -> None:
+    """Write one self-contained HTML page (no server, no network) to look through RUNS: retrieval and QA run
+    folders, any mix. It shows each run's config, data set hash and figures by category with its plot, and
+    the questions, which filter by category, hit or miss and text; a question opens its gold evidence and each
+    chosen system's hits, evidence marked and the question's words highlighted. Choose a second system to
+    see the questions one gets and the other misses. Turn texts come from the data set (--data-dir).
+
+    \b
+    Example:
+      memlane bench view runs/locomo-a runs/locomo-b --open
+    """
+    from memlane.bench.reports.viewer import write_view
+
+    path = write_view(list(runs), out or runs[0] / "view.html", data_dir=data_dir)
+    click.echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    if open_it:
+        import webbrowser
+
+        webbrowser.open(path.resolve().as_uri())
 
 
 def register(group: click.Group) -> None:

@@ -132,7 +132,10 @@ def llm_group() -> None:
 )
 @store_options
 def llm_log_cmd(n: int, as_json: bool, llm_log: Path | None, store: Path, embedder: str) -> None:
-    """List the latest LLM calls: model, purpose, tokens, latency, cache hits, errors.
+    """List the latest LLM calls: model, purpose, tokens, latency, cache hits, ignored reply keys, errors.
+
+    ignored_keys counts the properties of a JSON reply that were not asked for and were dropped (the rest of
+    the reply was used).
 
     \b
     Example:
@@ -154,7 +157,17 @@ def llm_log_cmd(n: int, as_json: bool, llm_log: Path | None, store: Path, embedd
         click.echo(
             "  ".join(
                 f"{k}={d[k]}"
-                for k in ("id", "model", "purpose", "tokens_in", "tokens_out", "latency_ms", "cached", "error")
+                for k in (
+                    "id",
+                    "model",
+                    "purpose",
+                    "tokens_in",
+                    "tokens_out",
+                    "latency_ms",
+                    "cached",
+                    "ignored_keys",
+                    "error",
+                )
                 if k in d
             )
         )

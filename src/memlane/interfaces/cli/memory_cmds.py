@@ -11,7 +11,9 @@ import click
 
 from memlane.core.errors import ConfigError, StoreNotFoundError, ValidationError
 from memlane.core.model import Hit, MemoryBlock
+from memlane.core.names import shown
 from memlane.interfaces.cli.app import DEFAULT_STORE, LLMChoice, llm_options, open_memory, store_options
+from memlane.interfaces.cli.jsoninput import read_json
 
 
 def block_json(b: MemoryBlock) -> dict[str, Any]:
@@ -37,16 +39,17 @@ def block_json(b: MemoryBlock) -> dict[str, Any]:
 
 
 def hit_json(h: Hit) -> dict[str, Any]:
-    return {**block_json(h.block), "score": h.score, "ranks": h.ranks}
+    return {
+        **block_json(h.block),
+        "score": h.score,
+        "score_kind": h.score_kind,
+        "ranks": h.ranks,
+        "other_perspectives": list(h.other_perspectives),
+    }
 
 
 def _read_messages(file: Path | None) -> Any:
-    where = str(file) if file else "stdin"
-    text = file.read_text(encoding="utf-8") if file else sys.stdin.read()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", where=where) from None
+    return read_json(file, sys.stdin.buffer)
 
 
 @click.command("add")
@@ -57,7 +60,8 @@ def _read_messages(file: Path | None) -> Any:
     "--time",
     "time_",
     default=None,
-    help="Session time: ISO 8601, '1:56 pm on 8 May, 2023' or '2023/04/10 (Mon) 23:07'. Default: now.",
+    help="Session time: ISO 8601, '1:56 pm on 8 May, 2023' or '2023/04/10 (Mon) 23:07', from year 1 to "
+    "9999 in UTC. Default: now.",
 )
 @click.option(
     "--perspective",
@@ -101,14 +105,19 @@ def add_cmd(
 ) -> None:
     """Add a JSON list of messages ({"role"|"speaker", "content", "time"?, "id"?}) to USER's memory.
 
+    USER, --conversation and --session are names: printable Unicode in NFC, no space at either end (a
+    look-alike such as a right-to-left override is refused). Times run from 0001-01-01T00:00:00Z to
+    9999-12-31T23:59:59Z in UTC. Input that is not UTF-8 or not JSON exits 2 naming the line and column.
+
     \b
     Example:
       echo '[{"role":"user","content":"My sister is Ana."},{"role":"assistant","content":"Noted."}]' \\
         | memlane add alice --session s1 --time "1:56 pm on 8 May, 2023"
     """
+    source = str(file) if file else "stdin"
     messages = _read_messages(file)
     if not isinstance(messages, list):
-        raise ValidationError("expected a JSON list of messages", where=str(file) if file else "stdin")
+        raise ValidationError("expected a JSON list of messages", where=source)
     llm = LLMChoice(llm_name, llm_log, llm_base_url, llm_model) if extract == "sync" else None
     mem = open_memory(store, embedder, llm, create=True)
     try:
@@ -121,6 +130,11 @@ def add_cmd(
             perspective=perspective,
             extract=extract,  # type: ignore[arg-type]  # click.Choice guarantees the literal
         )
+    except ValidationError as exc:
+        if exc.where and exc.where.startswith("messages"):
+            # The core names the message; the reader also needs to know which input held it.
+            raise ValidationError(str(exc), where=source) from None
+        raise
     finally:
         mem.close()
     if as_json:
@@ -129,10 +143,27 @@ def add_cmd(
             "exchanges": res.exchanges,
             "skipped_system_messages": res.skipped_system_messages,
             "jobs_enqueued": res.jobs_enqueued,
+            "jobs_done": res.jobs_done,
+            "jobs_failed": res.jobs_failed,
         }
         click.echo(json.dumps(summary))
     else:
         click.echo(f"added {len(res.block_ids)} blocks from {res.exchanges} exchanges for {user}")
+        if extract == "sync":
+            click.echo(f"extraction: {res.jobs_done} of {res.jobs_enqueued} jobs done")
+    left = res.jobs_enqueued - res.jobs_done - res.jobs_failed if extract == "sync" else 0
+    if res.jobs_failed or left:
+        problems = []
+        if res.jobs_failed:
+            problems.append(f"{res.jobs_failed} failed for good")
+        if left:
+            problems.append(f"{left} stay queued for `memlane worker` (the LLM server could not be reached)")
+        click.echo(
+            f"error: extraction did not finish: {', '.join(problems)}. The blocks are stored and searchable "
+            "without a summary or facts; `memlane queue status` shows the errors.",
+            err=True,
+        )
+        sys.exit(1)
 
 
 @click.command("search")
@@ -159,7 +190,12 @@ def search_cmd(
     store: Path,
     embedder: str,
 ) -> None:
-    """Search USER's memory for QUERY.
+    """Search USER's memory for QUERY: the k best memories, best first, each exchange once.
+
+    Scores: higher is better. --mode vector gives cosine similarities (-1 to 1), --mode keyword BM25 scores
+    (0 and up); the hybrid modes give a fused score (each retriever's weighted margin plus context gains,
+    usually below 3) that orders the hits of one search and means nothing across searches. --json names it
+    in score_kind.
 
     \b
     Example:
@@ -271,7 +307,8 @@ def users_cmd(as_json: bool, store: Path, embedder: str) -> None:
         click.echo(json.dumps(rows))
         return
     for u in users:
-        click.echo(f"{u.name}\t{u.blocks}")
+        # A name stored before the name rule may hold a right-to-left override: printed escaped.
+        click.echo(f"{shown(u.name)}\t{u.blocks}")
 
 
 @click.command("compact")

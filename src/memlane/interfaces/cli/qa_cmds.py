@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from memlane.bench.ingest import default_bench_cache
 from memlane.bench.qa.costs import ModelPrice
 from memlane.bench.qa.judges import JUDGES
 from memlane.bench.qa.llms import LLMOverrides, build_llm
@@ -26,6 +25,7 @@ from memlane.bench.qa.runconfig import (
     QAOptions,
 )
 from memlane.bench.qa.sweep import SweepGrid, run_sweep, write_sweep_report
+from memlane.bench.retrieval.ingest import default_bench_cache
 from memlane.core.llm import LLM, CallLog
 from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, F, bench_group, ingest_options
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,8 +15,15 @@ from memlane.core.errors import ConfigError, NotFoundError
 from memlane.core.llm import CallLog
 from memlane.core.memory import Memory
 from memlane.core.store.postgres import is_postgres_url
-from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, open_memory, store_options
-from memlane.interfaces.http.settings import DEFAULT_MAX_BODY_BYTES
+from memlane.interfaces.cli.app import (
+    LLMChoice,
+    call_log_path,
+    llm_config_problem,
+    llm_options,
+    open_memory,
+    store_options,
+)
+from memlane.interfaces.http.settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,6 +46,33 @@ def keys_option(func: F) -> F:
         f"(by default {DEFAULT_KEYS_FILE} beside a PostgreSQL store), then renames it FILE.imported. "
         "[env MEMLANE_HTTP_KEYS]",
     )(func)
+
+
+def guard_options(func: F) -> F:
+    """``--allowed-hosts`` and ``--read-timeout`` (shared by ``memlane serve`` and ``memlane mcp``)."""
+    func = click.option(
+        "--read-timeout",
+        envvar="MEMLANE_HTTP_READ_TIMEOUT",
+        type=click.FloatRange(min=0.1),
+        default=DEFAULT_READ_TIMEOUT_S,
+        show_default=True,
+        help="Seconds a client has to send a request's headers, and again its body; then 408 and the "
+        "connection is closed. [env MEMLANE_HTTP_READ_TIMEOUT]",
+    )(func)
+    func = click.option(
+        "--allowed-hosts",
+        envvar="MEMLANE_ALLOWED_HOSTS",
+        default="",
+        help="Host names requests may carry besides localhost, 127.0.0.1, [::1] and the --host address "
+        "(comma-separated; '*' for any): others get 421, against DNS rebinding. [env MEMLANE_ALLOWED_HOSTS]",
+    )(func)
+    return func
+
+
+def host_list(option: str, host: str) -> tuple[str, ...]:
+    from memlane.interfaces.http.hosts import allowed_hosts
+
+    return allowed_hosts([h for h in option.split(",") if h.strip()], host)
 
 
 def import_key_file(mem: Memory, store: str, explicit: Path | None) -> None:
@@ -113,6 +148,7 @@ def close_memory(mem: Memory) -> None:
     show_default=True,
     help="One log line per request. [env MEMLANE_ACCESS_LOG]",
 )
+@guard_options
 @keys_option
 @store_options
 @llm_options
@@ -124,6 +160,8 @@ def serve_cmd(
     insecure_dev: bool,
     log_level: str,
     access_log: bool,
+    allowed_hosts: str,
+    read_timeout: float,
     keys_path: Path | None,
     store: str,
     embedder: str,
@@ -134,7 +172,9 @@ def serve_cmd(
 ) -> None:
     """Serve the HTTP API (with the extraction workers) until SIGTERM or Ctrl-C.
 
-    The admin key is read from MEMLANE_ADMIN_KEY only (never an option: it would show in `ps`).
+    The admin key is read from MEMLANE_ADMIN_KEY only (never an option: it would show in `ps`); it must
+    be at least 16 printable ASCII characters after trimming. Requests must name this server in their Host
+    header (localhost, 127.0.0.1, [::1], the --host address, or --allowed-hosts).
 
     \b
     Example:
@@ -144,16 +184,19 @@ def serve_cmd(
     from memlane.interfaces.http.server import ServeOptions, check_admin_key, serve
     from memlane.interfaces.http.settings import HttpSettings
 
-    admin_key = os.environ.get(ADMIN_KEY_ENV) or None
-    check_admin_key(admin_key, insecure_dev=insecure_dev, host=host)
+    admin_key = check_admin_key(os.environ.get(ADMIN_KEY_ENV) or None, insecure_dev=insecure_dev, host=host)
+    hosts = host_list(allowed_hosts, host)
     llm = LLMChoice(llm_name, llm_log, llm_base_url, llm_model) if workers > 0 else None
-    try:
-        mem = service_memory(store, embedder, llm)
-    except ConfigError as exc:
-        if workers > 0:
-            hint = "the extraction workers need an LLM; if that is what is missing, --workers 0 runs without"
-            raise ConfigError(f"{exc} ({hint})") from exc
-        raise
+    problem = llm_config_problem(llm) if llm is not None else None
+    if problem is not None:
+        click.echo(
+            "memlane: extraction is off until an LLM is configured (MEMLANE_LLM_BASE_URL, MEMLANE_LLM_MODEL, "
+            f"MEMLANE_LLM_API_KEY; here: {problem}). The API serves adds and searches; an add with extract=sync "
+            "gets 400 config_error, and jobs queued by extract=async wait for a `memlane worker` with an LLM.",
+            err=True,
+        )
+        llm, workers = None, 0
+    mem = service_memory(store, embedder, llm)
     try:
         import_key_file(mem, store, keys_path)
         serve(
@@ -161,7 +204,7 @@ def serve_cmd(
             admin_key=admin_key,
             insecure_dev=insecure_dev,
             options=ServeOptions(host=host, port=port, workers=workers, log_level=log_level, access_log=access_log),
-            settings=HttpSettings(max_body_bytes=max_body),
+            settings=HttpSettings(max_body_bytes=max_body, allowed_hosts=hosts, read_timeout_s=read_timeout),
         )
     finally:
         close_memory(mem)
@@ -197,6 +240,7 @@ def serve_cmd(
 @click.option(
     "--log-level", envvar="MEMLANE_LOG_LEVEL", default="info", show_default=True, help="[env MEMLANE_LOG_LEVEL]"
 )
+@guard_options
 @keys_option
 @store_options
 def mcp_cmd(
@@ -205,6 +249,8 @@ def mcp_cmd(
     host: str,
     port: int,
     log_level: str,
+    allowed_hosts: str,
+    read_timeout: float,
     keys_path: Path | None,
     store: str,
     embedder: str,
@@ -220,30 +266,49 @@ def mcp_cmd(
         raise ConfigError("stdio needs --user (or MEMLANE_MCP_USER): whose memory the tools use")
     if transport == "http" and user is not None:
         raise ConfigError("--user is for stdio; over HTTP each request's API key names the user")
-    from memlane.core.memory import check_name
+    from memlane.core.names import check_stored_name
     from memlane.interfaces.mcp.server import build_server
 
+    # The rule of reads: a user named before the name rule can still read and delete through MCP; an add
+    # under a name the rule refuses is a tool error naming the user.
+    fixed_user = check_stored_name(user, "user") if user is not None else None
+    hosts = host_list(allowed_hosts, host)
     mem = service_memory(store, embedder, None)
     try:
-        if transport == "stdio":
-            build_server(mem, user=check_name(user or "", "user")).run("stdio")
+        if fixed_user is not None:
+            build_server(mem, user=fixed_user).run("stdio")
         else:
             import_key_file(mem, store, keys_path)
-            run_mcp_http(mem, ApiKeys(mem.store), host=host, port=port, log_level=log_level)
+            guards = HttpGuards(hosts, read_timeout)
+            run_mcp_http(mem, ApiKeys(mem.store), host=host, port=port, log_level=log_level, guards=guards)
     finally:
         close_memory(mem)
 
 
-def run_mcp_http(mem: Memory, keys: ApiKeys, *, host: str, port: int, log_level: str) -> None:
-    """The streamable HTTP transport under uvicorn at ``http://HOST:PORT/mcp``."""
+@dataclass(frozen=True, slots=True)
+class HttpGuards:
+    allowed_hosts: tuple[str, ...]
+    read_timeout_s: float
+
+
+def run_mcp_http(mem: Memory, keys: ApiKeys, *, host: str, port: int, log_level: str, guards: HttpGuards) -> None:
+    """The streamable HTTP transport under uvicorn at ``http://HOST:PORT/mcp``, with the HTTP service's
+    guards: the Host allowlist (and the SDK's Origin check against the same names), the read deadlines."""
     import uvicorn
 
-    from memlane.interfaces.http.server import run_uvicorn
-    from memlane.interfaces.mcp.server import build_server
+    from memlane.interfaces.http.server import configure_logging, run_uvicorn, uvicorn_config
+    from memlane.interfaces.mcp.server import build_server, guarded_http_app
 
+    configure_logging(log_level)
     url = f"http://{host}:{port}"
-    app = build_server(mem, keys=keys, server_url=url).streamable_http_app(host=host)
-    run_uvicorn(uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, server_header=False)))
+    app = guarded_http_app(
+        build_server(mem, keys=keys, server_url=url),
+        host=host,
+        allowed_hosts=guards.allowed_hosts,
+        read_timeout_s=guards.read_timeout_s,
+    )
+    config = uvicorn_config(app, host=host, port=port, log_level=log_level, read_timeout_s=guards.read_timeout_s)
+    run_uvicorn(uvicorn.Server(config))
 
 
 def register(group: click.Group) -> None:

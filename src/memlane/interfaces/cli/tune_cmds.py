@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from memlane.bench.paired import format_diff
-from memlane.bench.retrieval import RetrievalOptions
-from memlane.bench.runlog import DEFAULT_EMBEDDER
-from memlane.bench.tune import (
+from memlane.bench.retrieval.paired import format_diff
+from memlane.bench.retrieval.run import RetrievalOptions
+from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER
+from memlane.bench.retrieval.tune import (
     DEFAULT_METRICS,
     TUNABLE,
     GridResult,
@@ -23,6 +23,7 @@ from memlane.bench.tune import (
 from memlane.core.errors import ConfigError
 from memlane.core.retrieval import PRESETS
 from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE
+from memlane.interfaces.cli.dataset_cmds import data_dir_option
 
 
 def _grid(values: tuple[str, ...]) -> dict[str, list[float | str]]:
@@ -86,7 +87,7 @@ def _row(label: str, result: GridResult, names: list[str], terms: list[tuple[str
 @click.option(
     "--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, envvar="MEMLANE_BENCH_CACHE"
 )
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None, envvar="MEMLANE_DATA")
+@data_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print every grid point as one JSON object per line.")
 def tune_cmd(
     datasets: tuple[str, ...],

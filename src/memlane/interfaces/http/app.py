@@ -15,16 +15,22 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from memlane.core.apikeys import ApiKeys
-from memlane.core.errors import ConfigError
+from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.memory import Memory
 from memlane.interfaces.http.errors import install_error_handlers
+from memlane.interfaces.http.hosts import HostCheckMiddleware
+from memlane.interfaces.http.json_body import JsonBodyMiddleware
 from memlane.interfaces.http.limits import BodyLimitMiddleware
 from memlane.interfaces.http.metrics import Metrics, MetricsMiddleware
+from memlane.interfaces.http.requestid import RequestIdMiddleware
 from memlane.interfaces.http.routes import memories, ops, users
 from memlane.interfaces.http.services import Services
 from memlane.interfaces.http.settings import HttpSettings
+from memlane.interfaces.http.slow import ReadTimeoutMiddleware
 
 API_VERSION = "1"
+ADMIN_KEY_ENV = "MEMLANE_ADMIN_KEY"
+MIN_ADMIN_KEY_CHARS = 16
 
 
 def create_app(
@@ -44,8 +50,8 @@ def create_app(
     """
     if admin_key is None and not insecure_dev:
         raise ConfigError("the HTTP service needs an admin key (MEMLANE_ADMIN_KEY), or insecure dev mode")
-    if admin_key is not None and len(admin_key) < 16:
-        raise ConfigError("the admin key must be at least 16 characters")
+    if admin_key is not None:
+        admin_key = usable_admin_key(admin_key)
     settings = settings or HttpSettings()
     metrics = Metrics(lambda: memory.queue_status(recent_errors=0))
     svc = Services(
@@ -76,7 +82,28 @@ def create_app(
     app.include_router(ops.router)
     app.include_router(users.router)
     app.include_router(memories.router)
-    # Added last = outermost: the metrics see every response, the 413s of the limit included.
+    app.add_middleware(JsonBodyMiddleware)
+    # Added last = outermost. The request id first, so every answer carries one; the metrics next, so they
+    # count every response, the 421s, 408s and 413s of the guards below included.
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ReadTimeoutMiddleware, timeout_s=settings.read_timeout_s)
+    app.add_middleware(HostCheckMiddleware, allowed=settings.allowed_hosts)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(RequestIdMiddleware)
     return app
+
+
+def usable_admin_key(admin_key: str) -> str:
+    """The admin key without surrounding whitespace (a bearer token is read trimmed, so a key with it
+    could never be used), or a ValidationError naming MEMLANE_ADMIN_KEY when it is too short or holds
+    characters an Authorization header cannot carry."""
+    key = admin_key.strip()
+    if not key:
+        raise ValidationError("empty (or only whitespace); it must be at least 16 characters", where=ADMIN_KEY_ENV)
+    if len(key) < MIN_ADMIN_KEY_CHARS:
+        raise ValidationError(
+            f"{len(key)} characters after trimming; it must be at least {MIN_ADMIN_KEY_CHARS}", where=ADMIN_KEY_ENV
+        )
+    if not all(" " <= c <= "~" for c in key):
+        raise ValidationError("only printable ASCII characters can travel in an HTTP header", where=ADMIN_KEY_ENV)
+    return key

@@ -3,9 +3,12 @@
 Every error body has the same shape, whatever raised it (the core, request validation, auth, routing)::
 
     {"error": {"code": "validation_error", "message": "messages[0].content: empty content",
-               "field": "messages[0].content"}}
+               "field": "messages[0].content", "request_id": "5f0c..."}}
 
-``code`` is stable and what clients branch on; ``field`` names the offending input when there is one.
+``code`` is stable and what clients branch on; ``field`` names the offending input when there is one;
+``request_id`` is also the ``X-Request-ID`` response header. A 5xx body says what failed in general words
+only ("the store is unavailable: disk full"): the exception's own text names files, hosts and SQL, and goes
+to the server log, on a line that carries the same request id.
 
 ============================  ======  ======================
 raised                        status  code
@@ -18,6 +21,8 @@ ConfigError                   400     config_error
 no or unknown key             401     unauthorized
 key of the wrong scope        403     forbidden
 body over the limit           413     payload_too_large
+Host not allowed              421     misdirected_request
+body not sent in time         408     request_timeout
 LLMError                      502     llm_error
 StoreError, EmbedderError     503     unavailable
 anything else                 500     internal_error
@@ -45,6 +50,7 @@ from memlane.core.errors import (
     StoreError,
     ValidationError,
 )
+from memlane.interfaces.http.requestid import request_id_of
 
 log = logging.getLogger("memlane.http")
 
@@ -64,10 +70,18 @@ HTTP_CODES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     409: "conflict",
     413: "payload_too_large",
     415: "unsupported_media_type",
+    421: "misdirected_request",
     422: "validation_error",
+}
+# What a 5xx body says of each failure: general words, never the exception's text.
+PUBLIC_FAILURE = {
+    StoreError: "the store is unavailable",
+    EmbedderError: "the embedder is unavailable",
+    LLMError: "the LLM call failed",
 }
 
 
@@ -79,17 +93,34 @@ class AuthError(Exception):
         super().__init__(message)
 
 
-def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
+def error_body(code: str, message: str, field: str | None = None, *, request_id: str | None = None) -> dict[str, Any]:
     """The JSON body of every error response."""
     err: dict[str, Any] = {"code": code, "message": message}
     if field is not None:
         err["field"] = field
+    if request_id is not None:
+        err["request_id"] = request_id
     return {"error": err}
 
 
-def error_response(status: int, code: str, message: str, field: str | None = None) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(error_body(code, message, field), status_code=status, headers=headers)
+def error_response(
+    status: int, code: str, message: str, field: str | None = None, *, request: Request | None = None
+) -> JSONResponse:
+    rid = request_id_of(request) if request is not None else None
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    if rid is not None:
+        # Set here too: a 500 is answered from outside the middleware that adds the header.
+        headers["X-Request-ID"] = rid
+    return JSONResponse(error_body(code, message, field, request_id=rid), status_code=status, headers=headers)
+
+
+def public_message(exc: MemlaneError, request_id: str | None) -> str:
+    """What a 5xx body says of ``exc``: its kind of failure, a safe reason if it has one, where to look."""
+    text = next((m for kind, m in PUBLIC_FAILURE.items() if isinstance(exc, kind)), "internal error")
+    reason = getattr(exc, "reason", None)
+    if isinstance(reason, str) and reason:
+        text += f": {reason}"
+    return f"{text} (the server log has the details under request id {request_id})" if request_id else text
 
 
 def core_status(exc: MemlaneError) -> tuple[int, str]:
@@ -115,37 +146,46 @@ def install_error_handlers(app: FastAPI) -> None:
     """Route every exception through the table above."""
 
     @app.exception_handler(MemlaneError)
-    async def on_core_error(_: Request, exc: MemlaneError) -> JSONResponse:
+    async def on_core_error(request: Request, exc: MemlaneError) -> JSONResponse:
         status, code = core_status(exc)
         if status >= 500:
-            log.error("%s: %s", type(exc).__name__, exc)
+            rid = request_id_of(request)
+            log.error("request %s: %s %s: %s: %s", rid, request.method, request.url.path, type(exc).__name__, exc)
+            return error_response(status, code, public_message(exc, rid), request=request)
         where = exc.where if isinstance(exc, ValidationError) else None
-        return error_response(status, code, str(exc), where)
+        return error_response(status, code, str(exc), where, request=request)
 
     @app.exception_handler(AuthError)
-    async def on_auth_error(_: Request, exc: AuthError) -> JSONResponse:
-        return error_response(exc.status, HTTP_CODES[exc.status], str(exc))
+    async def on_auth_error(request: Request, exc: AuthError) -> JSONResponse:
+        return error_response(exc.status, HTTP_CODES[exc.status], str(exc), request=request)
 
     @app.exception_handler(RequestValidationError)
-    async def on_request_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def on_request_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = list(exc.errors())
         if not errors:
-            return error_response(422, "validation_error", "invalid request")
+            return error_response(422, "validation_error", "invalid request", request=request)
         first = errors[0]
         if first.get("type") == "json_invalid":
-            return error_response(400, "bad_request", f"body is not valid JSON: {first.get('msg')}", "body")
+            msg = f"body is not valid JSON: {first.get('msg')} (send a JSON body, Content-Type: application/json)"
+            return error_response(400, "bad_request", msg, "body", request=request)
         where = field_path(first.get("loc", ()))
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
-        return error_response(422, "validation_error", f"{where}: {msg}{more}", where)
+        return error_response(422, "validation_error", f"{where}: {msg}{more}", where, request=request)
 
     @app.exception_handler(StarletteHTTPException)
-    async def on_http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = HTTP_CODES.get(exc.status_code, "error")
-        return error_response(exc.status_code, code, str(exc.detail))
+        response = error_response(exc.status_code, code, str(exc.detail), request=request)
+        if exc.status_code in (408, 413):
+            # The client may still be sending the body that will not be read.
+            response.headers["Connection"] = "close"
+        return response
 
     @app.exception_handler(Exception)
-    async def on_unexpected(_: Request, exc: Exception) -> JSONResponse:
-        # A bug: logged with its traceback; the client gets no internals.
-        log.exception("unhandled error")
-        return error_response(500, "internal_error", "internal error")
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # A bug: logged with its traceback and the request id; the client gets no internals.
+        rid = request_id_of(request)
+        log.exception("request %s: %s %s: unhandled error", rid, request.method, request.url.path)
+        message = f"internal error (the server log has the details under request id {rid})"
+        return error_response(500, "internal_error", message, request=request)

@@ -15,11 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchem
 from memlane.core.jobs import QueueStatus
 from memlane.core.model import AddResult, Hit, MemoryBlock
 from memlane.core.retrieval import MAX_K, PRESETS
+from memlane.core.timefmt import MAX_EPOCH, MIN_EPOCH
 from memlane.interfaces.cli.memory_cmds import block_json, hit_json
 
-# Epoch seconds from year 1 to year 9999: what a datetime can hold.
-MIN_EPOCH = -62_135_596_800.0
-MAX_EPOCH = 253_402_300_799.0
 MAX_TEXT = 256
 MAX_QUERY_CHARS = 10_000
 MAX_OFFSET = 1_000_000_000
@@ -34,7 +32,7 @@ def _time_value(value: object) -> str | float:
         seconds = float(value)
         if math.isfinite(seconds) and MIN_EPOCH <= seconds <= MAX_EPOCH:
             return seconds
-        raise ValueError(f"epoch seconds must be from {MIN_EPOCH:.0f} to {MAX_EPOCH:.0f} (years 1 to 9999)")
+        raise ValueError(f"epoch seconds must be from {MIN_EPOCH} to {MAX_EPOCH} (years 1 to 9999)")
     raise ValueError("a time is a string or a number of epoch seconds")
 
 
@@ -44,7 +42,8 @@ TimeValue = Annotated[
     WithJsonSchema(
         {
             "anyOf": [{"type": "string"}, {"type": "number", "minimum": MIN_EPOCH, "maximum": MAX_EPOCH}],
-            "description": "ISO 8601, '1:56 pm on 8 May, 2023', '2023/04/10 (Mon) 23:07', or epoch seconds.",
+            "description": "ISO 8601, '1:56 pm on 8 May, 2023', '2023/04/10 (Mon) 23:07', or epoch seconds; "
+            "from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z once in UTC.",
             "examples": ["2023-05-08T13:56:00Z"],
         }
     ),
@@ -95,8 +94,12 @@ class SearchIn(Strict):
 
 
 class UserIn(Strict):
-    # A "/" could not be addressed in /v1/users/{user}/... paths.
-    user: Annotated[Name, Field(pattern=r"^[^/]+$", description="The user's name (no '/').")]
+    # A "/" could not be addressed in /v1/users/{user}/... paths. The rest of the name rule is the core's
+    # (memlane.core.names), so that every interface applies the same one.
+    user: Annotated[
+        Name,
+        Field(pattern=r"^[^/]+$", description="The user's name: printable, NFC, no space at either end, no '/'."),
+    ]
 
 
 class KeyIn(Strict):
@@ -110,6 +113,9 @@ class ErrorDetail(BaseModel):
     code: str = Field(description="Stable: validation_error, not_found, unauthorized, forbidden, ...")
     message: str
     field: str | None = Field(default=None, description="The offending input, e.g. messages[0].content.")
+    request_id: str | None = Field(
+        default=None, description="Also the X-Request-ID header; the server log's lines about the request carry it."
+    )
 
 
 class ErrorOut(BaseModel):
@@ -148,8 +154,16 @@ class BlockOut(BaseModel):
 class HitOut(BlockOut):
     """A search hit, as ``memlane search --json`` prints it."""
 
-    score: float
-    ranks: dict[str, int]
+    score: float = Field(description="Higher is better; what it measures is in score_kind.")
+    score_kind: str = Field(
+        description="cosine (-1 to 1), bm25 (0 and up), or fusion / rrf: a fused hybrid score that only orders "
+        "the hits of one search."
+    )
+    ranks: dict[str, int] = Field(description="The block's 1-based rank in each retriever that found it.")
+    other_perspectives: list[str] = Field(
+        description="Ids of the same exchange's blocks from the other perspectives that also matched, folded "
+        "into this hit (each exchange is returned once)."
+    )
 
 
 class AddOut(BaseModel):
@@ -160,6 +174,8 @@ class AddOut(BaseModel):
     exchanges: int
     skipped_system_messages: int
     jobs_enqueued: int
+    jobs_done: int = Field(default=0, description="extract=sync: jobs that finished.")
+    jobs_failed: int = Field(default=0, description="extract=sync: jobs that failed for good (their blocks are kept).")
 
 
 class UserOut(BaseModel):
@@ -261,6 +277,8 @@ def add_out(res: AddResult) -> AddOut:
         exchanges=res.exchanges,
         skipped_system_messages=res.skipped_system_messages,
         jobs_enqueued=res.jobs_enqueued,
+        jobs_done=res.jobs_done,
+        jobs_failed=res.jobs_failed,
     )
 
 

@@ -13,14 +13,16 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
+from typing import Any
 
 import uvicorn
 
 from memlane.core.errors import ConfigError
 from memlane.core.extraction.worker import Worker
 from memlane.core.memory import Memory
-from memlane.interfaces.http.app import create_app
+from memlane.interfaces.http.app import create_app, usable_admin_key
 from memlane.interfaces.http.settings import HttpSettings
+from memlane.interfaces.http.slow import guarded_protocol
 
 log = logging.getLogger("memlane.serve")
 
@@ -38,14 +40,44 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_admin_key(admin_key: str | None, *, insecure_dev: bool, host: str) -> None:
-    """No admin key is allowed only in insecure dev mode, and only on a loopback address."""
+def check_admin_key(admin_key: str | None, *, insecure_dev: bool, host: str) -> str | None:
+    """The admin key to use (trimmed; a ValidationError if it is too short: :func:`usable_admin_key`). No
+    admin key is allowed only in insecure dev mode, and only on a loopback address."""
     if admin_key:
-        return
+        return usable_admin_key(admin_key)
     if not insecure_dev:
         raise ConfigError("set MEMLANE_ADMIN_KEY (at least 16 characters), or --insecure-dev on a loopback host")
     if not is_loopback(host):
         raise ConfigError(f"--insecure-dev is refused on {host}: only on a loopback host (127.0.0.1, ::1)")
+    return None
+
+
+def configure_logging(level: str) -> None:
+    """memlane's own log lines (errors with their request id, the worker's summary) on stderr beside
+    uvicorn's, at ``level``; once per process."""
+    logger = logging.getLogger("memlane")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    logger.setLevel(level.upper())
+
+
+def uvicorn_config(
+    app: Any, *, host: str, port: int, log_level: str, read_timeout_s: float, **more: Any
+) -> uvicorn.Config:
+    """uvicorn's settings for a memlane service (the API or the MCP transport): its h11 protocol with a
+    deadline for request headers (:mod:`memlane.interfaces.http.slow`), no Server header."""
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        server_header=False,
+        http=guarded_protocol(read_timeout_s),
+        **more,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +131,9 @@ def serve(
 ) -> None:
     """Serve the API (and, with ``options.workers`` > 0, run extraction) until SIGTERM or Ctrl-C."""
     opts = options or ServeOptions()
-    check_admin_key(admin_key, insecure_dev=insecure_dev, host=opts.host)
+    settings = settings or HttpSettings()
+    configure_logging(opts.log_level)
+    admin_key = check_admin_key(admin_key, insecure_dev=insecure_dev, host=opts.host)
     runner = WorkerThread(memory.worker(concurrency=opts.workers, lease_s=opts.lease_s)) if opts.workers > 0 else None
     app = create_app(
         memory,
@@ -108,15 +142,16 @@ def serve(
         settings=settings,
         on_shutdown=runner.stop if runner else None,
     )
-    config = uvicorn.Config(
+    config = uvicorn_config(
         app,
         host=opts.host,
         port=opts.port,
         log_level=opts.log_level,
+        read_timeout_s=settings.read_timeout_s,
         access_log=opts.access_log,
         timeout_graceful_shutdown=GRACEFUL_TIMEOUT_S,
-        server_header=False,
     )
+    log.info("answering Host names: %s (--allowed-hosts)", ", ".join(settings.allowed_hosts))
     if runner:
         runner.start()
     try:

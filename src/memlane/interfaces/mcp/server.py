@@ -9,12 +9,19 @@ Who the tools act for:
   SDK's bearer middleware refuses requests without a valid key (401), and the tools act for the key's
   user. Sessions are bound to the key's user by the SDK, so another key cannot ride on them.
 
-The tools return the same JSON shapes as the HTTP API (``BlockOut``, ``HitOut``, ``AddOut``).
+The tools return the same JSON shapes as the HTTP API (``BlockOut``, ``HitOut``, ``AddOut``). A tool
+error says what was wrong with the input; a failure of the store, the embedder or the LLM is told in
+general words with a request id, and its detail (paths, SQL) goes to the server log under that id.
+
+Over HTTP the transport has the HTTP service's guards (:func:`guarded_http_app`): the ``Host`` allowlist,
+the SDK's ``Origin`` check against the same names (a browser page of another site gets 403), and the
+deadlines for slow clients.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 from typing import Annotated, Literal, TypeVar
 
 import anyio.to_thread
@@ -23,11 +30,16 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl, Field
+from starlette.types import ASGIApp
 
 from memlane.core.apikeys import ApiKeys
-from memlane.core.errors import MemlaneError
+from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, ValidationError
 from memlane.core.memory import Memory
+from memlane.interfaces.http.errors import public_message
+from memlane.interfaces.http.hosts import ANY_HOST, HostCheckMiddleware
+from memlane.interfaces.http.requestid import RequestIdMiddleware, new_request_id
 from memlane.interfaces.http.schemas import (
     MAX_OFFSET,
     AddOut,
@@ -39,8 +51,10 @@ from memlane.interfaces.http.schemas import (
     block_out,
     hit_out,
 )
+from memlane.interfaces.http.slow import ReadTimeoutMiddleware
 
 T = TypeVar("T")
+log = logging.getLogger("memlane.mcp")
 # The token's claim carrying the store's deletion epoch read with the key (see memlane.core.apikeys).
 EPOCH_CLAIM = "memlane_deletion_epoch"
 INSTRUCTIONS = (
@@ -89,8 +103,12 @@ class MemoryTools:
         """Run a core call in a worker thread; core errors become tool errors the model can read."""
         try:
             return await anyio.to_thread.run_sync(fn)
-        except MemlaneError as exc:
+        except (ValidationError, NotFoundError, ConfigError) as exc:
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+        except MemlaneError as exc:
+            rid = new_request_id()
+            log.error("request %s: MCP tool failed: %s: %s", rid, type(exc).__name__, exc)
+            raise ToolError(f"{type(exc).__name__}: {public_message(exc, rid)}") from exc
 
     async def add_memory(
         self,
@@ -156,6 +174,25 @@ class MemoryTools:
         user = self.user()
         await self.run(lambda: self.memory.delete(user, block_id))
         return f"deleted {block_id}"
+
+
+def transport_security(allowed: Sequence[str]) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding settings for the allowlist: each name with any port as ``Host``, and as the
+    ``Origin`` of a page (http or https). ``"*"`` turns the check off (a proxy in front checks names)."""
+    if ANY_HOST in allowed:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    hosts = [h for name in allowed for h in (name, f"{name}:*")]
+    origins = [f"{scheme}://{h}" for scheme in ("http", "https") for h in hosts]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def guarded_http_app(server: MCPServer, *, host: str, allowed_hosts: Sequence[str], read_timeout_s: float) -> ASGIApp:
+    """The streamable HTTP app of ``server`` behind the HTTP service's guards: request ids, the Host
+    allowlist (421 before authentication), the body deadline; the SDK checks ``Origin`` (403)."""
+    app: ASGIApp = server.streamable_http_app(host=host, transport_security=transport_security(allowed_hosts))
+    app = ReadTimeoutMiddleware(app, timeout_s=read_timeout_s)
+    app = HostCheckMiddleware(app, allowed=allowed_hosts, exempt=frozenset())
+    return RequestIdMiddleware(app)
 
 
 def build_server(

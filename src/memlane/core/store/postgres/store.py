@@ -33,6 +33,7 @@ from memlane.core.store.postgres.blocks import (
     take_session_terms,
 )
 from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys, next_ids
+from memlane.core.store.postgres.probe import postgres_reason, probe_write
 from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.schema import migrate, prepare_database, store_exists
 from memlane.core.store.postgres.url import redact
@@ -437,6 +438,15 @@ class PostgresStore:
         )
 
     # -- diagnostics -------------------------------------------------------------------------------------
+
+    def probe_write(self, timeout_s: float = 5.0) -> None:
+        """One committed row (:mod:`memlane.core.store.postgres.probe`); StoreError with a reason when the
+        database cannot take a write now."""
+        try:
+            with self._pool.connection(timeout=timeout_s) as conn:
+                probe_write(conn, timeout_s)
+        except psycopg.Error as exc:
+            raise StoreError(f"write probe failed on {self._where}: {exc}", reason=postgres_reason(exc)) from exc
 
     def user_row_counts(self, user: str) -> dict[str, int]:
         """Rows each table holds for ``user``: for deletion checks."""

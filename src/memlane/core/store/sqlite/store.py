@@ -26,6 +26,7 @@ from memlane.core.store.cache import UserCache
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite import accounts
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index
+from memlane.core.store.sqlite.probe import probe_write
 from memlane.core.store.sqlite.schema import migrate
 from memlane.core.store.sqlite.terms import TermIds, corpus_problems, query_weights
 from memlane.core.store.terms import BM25_B, BM25_K1, UserTerms, bm25_top_blocks, session_word_ranks
@@ -582,6 +583,11 @@ class SqliteStore:
         out["key_vectors"] = out["key_terms"] = keys
         out["users"] = int(self._read("SELECT count(*) FROM users WHERE name = ?", (user,))[0][0])
         return out
+
+    def probe_write(self, timeout_s: float = 5.0) -> None:
+        """Free space, then one committed row (:mod:`memlane.core.store.sqlite.probe`); StoreError with a
+        reason when the store cannot take a write."""
+        probe_write(self._conn(), self.path, timeout_s, BUSY_TIMEOUT_MS)
 
     def integrity_check(self) -> list[str]:
         """SQLite's integrity check, then the keyword index against the keys (counts, totals, every

@@ -2,48 +2,76 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from memlane.core.errors import MemlaneError
+from memlane.core.memory import Memory
 from memlane.interfaces.http.auth import Admin
+from memlane.interfaces.http.requestid import request_id_of
 from memlane.interfaces.http.schemas import ComponentOut, HealthOut, error_responses
 from memlane.interfaces.http.services import services
 
 router = APIRouter(tags=["operations"])
 PROBE_TEXT = "memlane health probe"
+log = logging.getLogger("memlane.http")
 
 
-@router.get("/healthz", response_model=HealthOut, responses={503: {"model": HealthOut}})
-def healthz(request: Request) -> JSONResponse:
-    """Store, embedder and queue, each probed now; 503 if any fails. No key needed; no user data shown."""
-    memory = services(request).memory
+def _elapsed_ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 2)
+
+
+def _failed(component: str, exc: MemlaneError, rid: str | None) -> ComponentOut:
+    """A failed component: a safe reason in the body, the exception's text (paths, SQL) in the log."""
+    log.error("request %s: health: %s failed: %s: %s", rid, component, type(exc).__name__, exc)
+    reason = getattr(exc, "reason", None) or f"{component} unavailable"
+    return ComponentOut(ok=False, detail={"reason": reason, "request_id": rid})
+
+
+def store_health(memory: Memory, timeout_s: float, rid: str | None) -> ComponentOut:
+    start = time.perf_counter()
+    try:
+        memory.probe_write(timeout_s)
+    except MemlaneError as exc:
+        failed = _failed("store", exc, rid)
+        failed.detail["writable"] = False
+        return failed
+    return ComponentOut(ok=True, detail={"writable": True, "probe_ms": _elapsed_ms(start)})
+
+
+def queue_health(memory: Memory, rid: str | None) -> ComponentOut:
     try:
         st = memory.queue_status(recent_errors=0)
-        store = ComponentOut(ok=True)
-        queue = ComponentOut(
-            ok=True,
-            detail={"queued": st.queued, "running": st.running, "dead": st.dead, "oldest_s": st.oldest_queued_age_s},
-        )
     except MemlaneError as exc:
-        store = ComponentOut(ok=False, detail={"error": str(exc)})
-        queue = ComponentOut(ok=False, detail={"error": "store unavailable"})
+        return _failed("queue", exc, rid)
+    detail = {"queued": st.queued, "running": st.running, "done": st.done, "dead": st.dead}
+    return ComponentOut(ok=True, detail={**detail, "oldest_s": st.oldest_queued_age_s})
+
+
+def embedder_health(memory: Memory, rid: str | None) -> ComponentOut:
     start = time.perf_counter()
     try:
         # The model itself, not the cache in front of it: this is what a search runs first.
         memory.embedder.inner.embed([PROBE_TEXT])
-        embedder = ComponentOut(
-            ok=True,
-            detail={
-                "model_id": memory.embedder.model_id,
-                "dim": memory.embedder.dim,
-                "probe_ms": round((time.perf_counter() - start) * 1000, 2),
-            },
-        )
     except MemlaneError as exc:
-        embedder = ComponentOut(ok=False, detail={"error": str(exc)})
+        return _failed("embedder", exc, rid)
+    detail = {"model_id": memory.embedder.model_id, "dim": memory.embedder.dim, "probe_ms": _elapsed_ms(start)}
+    return ComponentOut(ok=True, detail=detail)
+
+
+@router.get("/healthz", response_model=HealthOut, responses={503: {"model": HealthOut}})
+def healthz(request: Request) -> JSONResponse:
+    """The store (a real write, committed: 503 when one would fail, with the reason: disk full, read-only,
+    locked, unreachable), the queue (its counts) and the embedder (one short text through the model), each
+    probed now; 503 if any fails. No key needed; no user data shown."""
+    svc = services(request)
+    rid = request_id_of(request)
+    store = store_health(svc.memory, svc.settings.health_write_timeout_s, rid)
+    queue = queue_health(svc.memory, rid)
+    embedder = embedder_health(svc.memory, rid)
     ok = store.ok and embedder.ok and queue.ok
     health = HealthOut(status="ok" if ok else "unhealthy", store=store, embedder=embedder, queue=queue)
     return JSONResponse(health.model_dump(), status_code=200 if ok else 503)

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Request, Response
 
 from memlane.core.errors import NotFoundError
+from memlane.core.names import check_label
 from memlane.interfaces.http.auth import Admin, AdminOrSelf
 from memlane.interfaces.http.schemas import (
     MAX_TEXT,
@@ -54,7 +55,8 @@ def list_users(_: Admin, request: Request) -> list[UserOut]:
 def create_key(user: UserPath, _: Admin, request: Request, body: KeyIn | None = None) -> KeyCreated:
     """A new API key for the user, shown this once (only its hash is stored); 404 if there is no such user.
     Admin key."""
-    new = services(request).keys.create(user, body.label if body else "")
+    label = check_label(body.label, "label") if body else ""
+    new = services(request).keys.create(user, label)
     return KeyCreated(key=new.key, key_id=new.record.key_id, user=user, label=new.record.label)
 
 

@@ -22,15 +22,16 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
 
-from memlane.bench.datasets.model import Haystack
+from memlane.bench.datasets.families import Family
+from memlane.bench.datasets.model import Haystack, questions
 from memlane.bench.datasets.registry import DATASETS, DatasetStream
-from memlane.bench.history import INGEST_FORMAT, haystack_requests
+from memlane.bench.retrieval.history import INGEST_FORMAT, haystack_requests
 from memlane.core.embedding.minilm import default_cache_dir
 from memlane.core.embedding.protocol import Embedder
 from memlane.core.errors import ConfigError, ValidationError
@@ -89,6 +90,13 @@ class DatasetIdentity:
     def of(cls, stream: DatasetStream) -> DatasetIdentity:
         """Identity of an opened data set (hashes the source file)."""
         return cls(stream.name, stream.sha256(), ", ".join(p.name for p in stream.paths), dict(stream.params))
+
+
+def dataset_record(stream: DatasetStream) -> dict[str, object]:
+    """What a run log records of its data set: the identity, whether the file is the published one
+    (``matches``, ``differs`` or ``unlisted``) and which rule found it (``--data-dir``, ``MEMLANE_DATA``,
+    ``shipped``)."""
+    return asdict(DatasetIdentity.of(stream)) | {"published": stream.verification.status, "origin": stream.origin}
 
 
 def store_key(dataset: DatasetIdentity, settings: IngestSettings) -> str:
@@ -265,18 +273,8 @@ class BenchStore:
 OnBatch = Callable[[str, int], None]
 
 
-def _needed(stream: DatasetStream, limit: int | None) -> Iterator[Haystack]:
-    """Haystacks holding the first ``limit`` questions (all of them without a limit)."""
-    seen = 0
-    for haystack in stream:
-        if limit is not None and seen >= limit:
-            return
-        seen += len(haystack.samples)
-        yield haystack
-
-
 def _ingest_namespace(
-    mem: Memory, haystack: Haystack, family: str, settings: IngestSettings, batch: int, on_batch: OnBatch | None
+    mem: Memory, haystack: Haystack, family: Family, settings: IngestSettings, batch: int, on_batch: OnBatch | None
 ) -> tuple[NamespaceStats, list[str]]:
     requests, notes = haystack_requests(haystack, family, settings.perspective)
     start = time.perf_counter()
@@ -323,8 +321,16 @@ def ingest(
         family = DATASETS[bench.dataset.name].family
         present = {u.name for u in mem.users()}
         samples = 0
-        bar = tqdm(desc=f"ingest {bench.dataset.name}", unit="ns", disable=not progress, leave=False)
-        for haystack in _needed(stream, limit):
+        known = stream.verification.known
+        total = known.namespaces if known is not None and limit is None else None
+        bar = tqdm(
+            desc=f"ingest {bench.dataset.name} ({family.unit}s)",
+            unit=f" {family.unit}",
+            total=total,
+            disable=not progress,
+            leave=False,
+        )
+        for haystack, _ in questions(stream, limit):
             samples += len(haystack.samples)
             bar.update(1)
             if bench.is_complete(haystack.namespace):

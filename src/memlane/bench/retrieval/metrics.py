@@ -29,6 +29,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from memlane.bench.datasets.longmemeval import longmemeval_session_of
 from memlane.bench.datasets.model import Sample
 from memlane.core.errors import ValidationError
 
@@ -93,17 +94,12 @@ def ndcg_any_at_k(
     return dcg([1.0 if x in relevant else 0.0 for x in ranked[:k]], k) / ideal
 
 
-def longmemeval_session_of_turn(turn_id: str) -> str:
-    """``"<session_id>_<i>"`` -> ``"<session_id>"`` (drops the last ``_`` component, as the official code)."""
-    return turn_id.rsplit("_", 1)[0]
-
-
 def turn_to_session_keys(ranked_turn_ids: Sequence[str], relevant_turn_ids: Collection[str]) -> list[str]:
     """Map a turn ranking to official session keys, position by position (see module doc)."""
-    relevant_sessions = {longmemeval_session_of_turn(t) for t in relevant_turn_ids}
+    relevant_sessions = {longmemeval_session_of(t) for t in relevant_turn_ids}
     keys = []
     for t in ranked_turn_ids:
-        session = longmemeval_session_of_turn(t)
+        session = longmemeval_session_of(t)
         if session in relevant_sessions and t not in relevant_turn_ids:
             session = _NOANS + session
         keys.append(session)
@@ -144,7 +140,7 @@ def turn_to_session_metrics(
     """Official session-level metrics of a turn ranking at the expanded k' (keys still say ``@k``)."""
     relevant = set(relevant_turn_ids)
     keys = turn_to_session_keys(ranked_turn_ids, relevant)
-    sessions = {longmemeval_session_of_turn(t) for t in relevant}
+    sessions = {longmemeval_session_of(t) for t in relevant}
     eff = effective_k(keys, k)
     return _three(keys, sessions, eff, n_relevant=len(relevant), label=k)
 
@@ -167,7 +163,7 @@ def score_longmemeval(
     if sample.is_abstention or not sample.user_evidence_turn_ids:
         return None
     relevant_turns = set(sample.user_evidence_turn_ids)
-    relevant_sessions = {longmemeval_session_of_turn(t) for t in relevant_turns}
+    relevant_sessions = {longmemeval_session_of(t) for t in relevant_turns}
     out: dict[str, float] = {}
     if ranked_session_ids is not None:
         _check_ranking(ranked_session_ids, f"{sample.sample_id}: ranked_session_ids")

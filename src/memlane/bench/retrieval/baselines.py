@@ -1,8 +1,8 @@
 """Baseline retrievers, reproduced by the harness: simple rankers that work on a haystack directly.
 
-Issue 8 ("Retrieval quality") asks for memlane's figures next to those of simple retrievers measured in
-the same run. Each baseline is named, and a baseline run writes an ordinary retrieval run folder (mode
-name = baseline name), so ``memlane bench report`` and ``memlane bench compare`` read it unchanged.
+memlane's figures are read next to those of simple retrievers measured in the same run. Each baseline is
+named, and a baseline run writes an ordinary retrieval run folder (mode name = baseline name), so
+``memlane bench report`` and ``memlane bench compare`` read it unchanged.
 
 Baselines (no memlane store, no LLM):
 
@@ -16,28 +16,29 @@ Baselines (no memlane store, no LLM):
   LongMemEval: user turns, the official turn-level corpus);
 * ``bm25-sessions-user``, ``minilm-sessions-user``, ``rrf-sessions-user``: the same with a session's
   text made of its target turns only (LongMemEval: user turns, which is the official session corpus of
-  ``run_retrieval.py``; on LoCoMo identical to the plain ones). These reproduce the issue's table, whose
-  "BM25 on rounds" session figures are the official turn-to-session ones (``turn2session/...``).
+  ``run_retrieval.py``; on LoCoMo identical to the plain ones). These reproduce the reference table of
+  docs/bench/baselines.md, whose "BM25 on rounds" session figures are the official turn-to-session ones
+  (``turn2session/...``).
 
-Defaults (:data:`DEFAULT_BASELINES`): all eight on LongMemEval, the four plain ones on LoCoMo.
+Defaults (``Family.baselines``): all eight on LongMemEval, the four plain ones on LoCoMo.
 
-BM25 is the ``BM25Okapi`` of ``rank_bm25``, the library the official LongMemEval ``flat-bm25`` uses, with
-its defaults: k1 = 1.5, b = 0.75, and idf = ln((N - n + 0.5) / (n + 0.5)) where a negative idf (a term in
+BM25 (:mod:`.bm25`) is the ``BM25Okapi`` of ``rank_bm25``, the library the official LongMemEval ``flat-bm25``
+uses, with its defaults: k1 = 1.5, b = 0.75, and idf = ln((N - n + 0.5) / (n + 0.5)) where a negative idf (a term in
 more than half the documents) is replaced by epsilon (0.25) times the mean idf of the corpus vocabulary;
 every occurrence of a query term adds its term score. Tokens are lower-cased ``\\w+`` words, no stemming,
-no stop words (the official code splits on whitespace without lower-casing; the issue's table is
+no stop words (the official code splits on whitespace without lower-casing; the reference table is
 lower-cased). The corpus of a question is its own haystack, as in the official per-question retrieval.
 
-Rankings follow :mod:`memlane.bench.history`'s conventions:
+Rankings follow :mod:`memlane.bench.retrieval.history`'s conventions:
 
 * *retrieved* units are the ones a ranker scores: BM25 units with a positive score, every unit for the
   cosine, every unit of either list for RRF; ties keep haystack order;
 * session rankings of round and turn baselines follow the units' sessions in rank order;
 * session baselines rank no turns: their turn ranking is empty and carries no turn metrics, so reports show
-  ``-`` (as the official session-granularity retrieval, and the issue's table, do). Expanding a session
+  ``-`` (as the official session-granularity retrieval, and the reference table, do). Expanding a session
   ranking into its turns in haystack order would only measure where evidence sits inside a session;
 * every list is cut at ``min_length`` (``max(50, max(k))``) and padded to it (or to the whole haystack)
-  with the remaining sessions / target turns in haystack order, exactly as :func:`memlane.bench.history.rank`.
+  with the remaining sessions / target turns in haystack order, exactly as :func:`memlane.bench.retrieval.history.rank`.
 
 Logged config: ``perspective`` is ``none`` (nothing is ingested), ``depth`` = ``min_length`` (units kept per
 question), ``embedder``/``embedder_model_id`` name the embedder when a cosine baseline runs, else ``none``;
@@ -48,10 +49,9 @@ tokenizing or embedding plus scoring).
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -59,42 +59,45 @@ import numpy as np
 import numpy.typing as npt
 from tqdm import tqdm
 
-from memlane.bench.datasets.model import Haystack, Sample, Session, Turn
+from memlane.bench.datasets.families import LOCOMO, LONGMEMEVAL, Family
+from memlane.bench.datasets.model import Haystack, Sample, Session, Turn, questions
 from memlane.bench.datasets.registry import DATASETS, DatasetStream, open_dataset
-from memlane.bench.history import LOCOMO, LONGMEMEVAL, HaystackIndex
-from memlane.bench.ingest import BENCH_DURABILITY, DatasetIdentity, default_bench_cache
-from memlane.bench.plot import check_plotting
-from memlane.bench.report import write_reports
-from memlane.bench.retrieval_metrics import score_locomo, score_longmemeval
-from memlane.bench.runlog import (
+from memlane.bench.reports.plot import check_plotting
+from memlane.bench.reports.report import write_reports
+from memlane.bench.retrieval.bm25 import (
+    BM25,
+    BM25_B,
+    BM25_EPSILON,
+    BM25_K1,
+    FloatArray,
+    TermCounts,
+    Vocabulary,
+    tokenize,
+)
+from memlane.bench.retrieval.history import HaystackIndex, pad
+from memlane.bench.retrieval.ingest import BENCH_DURABILITY, dataset_record, default_bench_cache
+from memlane.bench.retrieval.runlog import (
     DEFAULT_EMBEDDER,
     DEFAULT_KS,
+    LOG_NAME,
     MIN_RANKING_LENGTH,
     QuestionRecord,
     RetrievalConfig,
     RunLog,
     new_header,
+    pack_log,
 )
 from memlane.bench.split import sample_splitter
 from memlane.core.embedding.protocol import CachedEmbedder, make_embedder
 from memlane.core.errors import ConfigError
 from memlane.core.store.sqlite import SqliteStore
 
-# rank_bm25.BM25Okapi defaults (the library of the official flat-bm25 baseline).
-BM25_K1 = 1.5
-BM25_B = 0.75
-BM25_EPSILON = 0.25
 RRF_K = 60
 NONE = "none"
 
 Retriever = Literal["bm25", "cosine", "rrf"]
 Unit = Literal["session", "round", "turn"]
 SessionText = Literal["all", "targets"]
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-
-_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ class Baseline:
     unit: Unit
     session_text: SessionText = "all"
     fuses: tuple[str, ...] = ()
-    families: tuple[str, ...] = (LOCOMO, LONGMEMEVAL)
+    families: tuple[Family, ...] = (LOCOMO, LONGMEMEVAL)
 
     def settings(self) -> dict[str, object]:
         """What the run log records for this baseline (``search_settings``)."""
@@ -136,124 +139,9 @@ BASELINES: dict[str, Baseline] = {
         Baseline("bm25-turns", "bm25", "turn"),
     )
 }
-# LongMemEval: the issue's table was measured on the official session corpus (user turns only), so the
-# ``-user`` variants reproduce it; the all-turn ones are what the brief of this module named. On LoCoMo the
-# ``-user`` variants equal the plain ones (both speakers are users).
-DEFAULT_BASELINES: dict[str, tuple[str, ...]] = {
-    LONGMEMEVAL: (
-        "bm25-sessions",
-        "minilm-sessions",
-        "rrf-sessions",
-        "bm25-sessions-user",
-        "minilm-sessions-user",
-        "rrf-sessions-user",
-        "bm25-rounds",
-        "bm25-turns",
-    ),
-    LOCOMO: ("bm25-sessions", "minilm-sessions", "rrf-sessions", "bm25-turns"),
-}
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased ``\\w+`` words (no stemming, no stop words)."""
-    return _WORD.findall(text.lower())
-
-
-# ---------------------------------------------------------------------------------------------- BM25
-
-
-class Vocabulary:
-    """Token -> integer id, shared by every corpus of a run."""
-
-    def __init__(self) -> None:
-        self._ids: dict[str, int] = {}
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def counts(self, tokens: Sequence[str]) -> tuple[IntArray, IntArray]:
-        """(sorted distinct term ids, their counts) of a document, adding new tokens."""
-        ids = self._ids
-        if not tokens:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        raw = np.fromiter((ids.setdefault(t, len(ids)) for t in tokens), dtype=np.int64, count=len(tokens))
-        terms, counts = np.unique(raw, return_counts=True)
-        return terms, counts.astype(np.int64)
-
-    def lookup(self, tokens: Sequence[str]) -> list[int]:
-        """Ids of known tokens (unknown ones appear in no document: their score is 0), repeats kept."""
-        return [self._ids[t] for t in tokens if t in self._ids]
-
-
-TermCounts = tuple[IntArray, IntArray]
-
-
-class BM25:
-    """Okapi BM25 over documents given as term counts; same scores as ``rank_bm25.BM25Okapi``."""
-
-    def __init__(
-        self, docs: Sequence[TermCounts], *, k1: float = BM25_K1, b: float = BM25_B, epsilon: float = BM25_EPSILON
-    ) -> None:
-        self.k1 = k1
-        self.b = b
-        self.n_docs = len(docs)
-        self.doc_len = np.array([int(c.sum()) for _, c in docs], dtype=np.float64)
-        lengths = np.array([len(t) for t, _ in docs], dtype=np.int64)
-        self._doc = np.repeat(np.arange(self.n_docs, dtype=np.int64), lengths)
-        self._term = np.concatenate([t for t, _ in docs]) if docs else np.zeros(0, dtype=np.int64)
-        self._tf = (np.concatenate([c for _, c in docs]) if docs else np.zeros(0, dtype=np.int64)).astype(np.float64)
-        self.avgdl = float(self.doc_len.mean()) if self.n_docs else 0.0
-        vocab, df = np.unique(self._term, return_counts=True)
-        idf = np.log(self.n_docs - df + 0.5) - np.log(df + 0.5)
-        if len(idf):
-            idf = np.where(idf < 0, epsilon * float(idf.mean()), idf)
-        self._vocab = vocab
-        self._idf = idf
-
-    def idf(self, term: int) -> float:
-        """The (floored) idf of a term id; 0 for a term in no document."""
-        i = int(np.searchsorted(self._vocab, term))
-        return float(self._idf[i]) if i < len(self._vocab) and self._vocab[i] == term else 0.0
-
-    def scores(self, query: Sequence[int]) -> FloatArray:
-        """BM25 score of every document for a query of term ids (each occurrence counts)."""
-        out = np.zeros(self.n_docs, dtype=np.float64)
-        if not query or self.n_docs == 0 or self.avgdl == 0:
-            return out
-        q_terms, q_counts = np.unique(np.asarray(query, dtype=np.int64), return_counts=True)
-        pos = np.searchsorted(self._vocab, q_terms)
-        known = (pos < len(self._vocab)) & (self._vocab[np.minimum(pos, len(self._vocab) - 1)] == q_terms)
-        q_terms, q_counts, pos = q_terms[known], q_counts[known], pos[known]
-        if not len(q_terms):
-            return out
-        mask = np.isin(self._term, q_terms)
-        term, tf, doc = self._term[mask], self._tf[mask], self._doc[mask]
-        at = np.searchsorted(q_terms, term)
-        weight = self._idf[pos][at] * q_counts[at]
-        norm = tf + self.k1 * (1 - self.b + self.b * self.doc_len[doc] / self.avgdl)
-        contrib = weight * tf * (self.k1 + 1) / norm
-        return np.bincount(doc, weights=contrib, minlength=self.n_docs).astype(np.float64)
-
-
-def bm25_scores(docs: Sequence[Sequence[str]], query: Sequence[str], **params: float) -> FloatArray:
-    """BM25 scores of tokenized documents for a tokenized query (a convenience for small inputs)."""
-    vocab = Vocabulary()
-    index = BM25([vocab.counts(d) for d in docs], **params)
-    return index.scores(vocab.lookup(query))
 
 
 # ----------------------------------------------------------------------------------------- corpora
-
-
-def turn_text(turn: Turn, family: str) -> str:
-    """A turn's text; LoCoMo image turns get the official caption rendering (as the bench ingest does)."""
-    if family == LOCOMO and turn.image_caption:
-        return f"{turn.content} and shared {turn.image_caption}." if turn.content.strip() else turn.image_caption
-    return turn.content
-
-
-def _is_target(turn: Turn, family: str) -> bool:
-    return family == LOCOMO or turn.role == "user"
 
 
 @dataclass(frozen=True)
@@ -266,26 +154,26 @@ class UnitDoc:
     text: str
 
 
-def session_units(session: Session, family: str, unit: Unit, session_text: SessionText = "all") -> list[UnitDoc]:
+def session_units(session: Session, family: Family, unit: Unit, session_text: SessionText = "all") -> list[UnitDoc]:
     """The units of one session (see the module doc)."""
     sid = session.session_id
     if unit == "session":
-        turns = [t for t in session.turns if session_text == "all" or _is_target(t, family)]
-        targets = tuple(t.turn_id for t in session.turns if _is_target(t, family))
-        return [UnitDoc(sid, sid, targets, "\n".join(turn_text(t, family) for t in turns))]
+        turns = [t for t in session.turns if session_text == "all" or family.is_target(t)]
+        targets = tuple(t.turn_id for t in session.turns if family.is_target(t))
+        return [UnitDoc(sid, sid, targets, "\n".join(family.turn_text(t) for t in turns))]
     if unit == "turn":
         return [
-            UnitDoc(t.turn_id, sid, (t.turn_id,), turn_text(t, family)) for t in session.turns if _is_target(t, family)
+            UnitDoc(t.turn_id, sid, (t.turn_id,), family.turn_text(t)) for t in session.turns if family.is_target(t)
         ]
-    if family == LOCOMO:
-        raise ConfigError("rounds (user turn + reply) are LongMemEval units; use bm25-turns on LoCoMo")
+    if not family.user_assistant:
+        raise ConfigError(f"rounds (user turn + reply) need user and assistant turns; {family.name} has none")
     rounds: list[UnitDoc] = []
     current: list[Turn] = []
     for t in (*session.turns, None):
         if t is None or t.role == "user":
             if current:
                 head = current[0]
-                text = "\n".join(turn_text(x, family) for x in current)
+                text = "\n".join(family.turn_text(x) for x in current)
                 rounds.append(UnitDoc(head.turn_id, sid, (head.turn_id,), text))
             current = [t] if t is not None else []
         elif current:
@@ -305,7 +193,7 @@ class TermCache:
         self.hits = 0
         self.misses = 0
 
-    def units(self, session: Session, family: str, unit: Unit, session_text: SessionText) -> list[TermCounts]:
+    def units(self, session: Session, family: Family, unit: Unit, session_text: SessionText) -> list[TermCounts]:
         fingerprint = hash(tuple((t.turn_id, t.role, t.content, t.image_caption) for t in session.turns))
         key = (f"{unit}/{session_text}", session.session_id, fingerprint)
         found = self._cache.get(key)
@@ -354,7 +242,7 @@ class HaystackRanker:
     """Ranks one haystack's units for a question with every baseline; builds each index on first use."""
 
     def __init__(
-        self, haystack: Haystack, family: str, terms: TermCache, embedder: CachedEmbedder | None = None
+        self, haystack: Haystack, family: Family, terms: TermCache, embedder: CachedEmbedder | None = None
     ) -> None:
         self.haystack = haystack
         self.family = family
@@ -434,19 +322,6 @@ class HaystackRanker:
         return result
 
 
-def _pad(ranked: Sequence[str], pool: Sequence[str], length: int) -> tuple[str, ...]:
-    """Cut ``ranked`` at ``length`` and pad it with ``pool`` items in order (as history.rank pads)."""
-    out = list(ranked[:length])
-    seen = set(out)
-    for item in pool:
-        if len(out) >= length:
-            break
-        if item not in seen:
-            out.append(item)
-            seen.add(item)
-    return tuple(out)
-
-
 @dataclass(frozen=True)
 class BaselineRankings:
     """Exported rankings of one question (``turn_ids`` is ``None`` for session baselines)."""
@@ -465,7 +340,10 @@ def rankings_of(
     if unit == "session":
         sessions = list(ranking.ids)
         return BaselineRankings(
-            _pad(sessions, index.session_ids, session_length), None, min(len(sessions), session_length), 0
+            pad(sessions[:session_length], index.session_ids, session_length),
+            None,
+            min(len(sessions), session_length),
+            0,
         )
     by_id = {u.unit_id: u for u in units}
     sessions_seen: dict[str, None] = {}
@@ -477,8 +355,8 @@ def rankings_of(
             turns_seen.setdefault(t)
     turn_length = min(min_length, len(index.turn_ids))
     return BaselineRankings(
-        session_ids=_pad(list(sessions_seen), index.session_ids, session_length),
-        turn_ids=_pad(list(turns_seen), index.turn_ids, turn_length),
+        session_ids=pad(list(sessions_seen)[:session_length], index.session_ids, session_length),
+        turn_ids=pad(list(turns_seen)[:turn_length], index.turn_ids, turn_length),
         retrieved_sessions=min(len(sessions_seen), session_length),
         retrieved_turns=min(len(turns_seen), turn_length),
     )
@@ -500,10 +378,7 @@ def evaluate_baseline(
     ranked = time.perf_counter()
     units = ranker.units(baseline.unit, baseline.session_text)
     out = rankings_of(ranking, units, index, baseline.unit, config.min_length)
-    if DATASETS[config.dataset].family == LOCOMO:
-        scores = score_locomo(sample, out.turn_ids, out.session_ids, config.ks)
-    else:
-        scores = score_longmemeval(sample, out.session_ids, out.turn_ids, config.ks)
+    scores = DATASETS[config.dataset].family.score(sample, out.session_ids, out.turn_ids, config.ks)
     done = time.perf_counter()
     index_ms = (ranker.index_seconds - index_before) * 1000
     return QuestionRecord(
@@ -530,7 +405,7 @@ def evaluate_baseline(
 
 @dataclass(frozen=True)
 class BaselineOptions:
-    """What a caller asks for. ``baselines`` empty = the family's defaults (:data:`DEFAULT_BASELINES`)."""
+    """What a caller asks for. ``baselines`` empty = the family's defaults (``Family.baselines``)."""
 
     dataset: str
     baselines: tuple[str, ...] = ()
@@ -554,12 +429,12 @@ class BaselineOutcome:
 
 
 def check_baselines(dataset: str, names: Sequence[str]) -> tuple[Baseline, ...]:
-    """Baselines by name (empty = the family's defaults, :data:`DEFAULT_BASELINES`), checked against the
-    data set's family."""
+    """Baselines by name (empty = the family's defaults, ``Family.baselines``), checked against the data set's
+    family."""
     if dataset not in DATASETS:
         raise ConfigError(f"unknown data set {dataset!r}; known: {', '.join(DATASETS)}")
     family = DATASETS[dataset].family
-    names = tuple(names) or DEFAULT_BASELINES[family]
+    names = tuple(names) or family.baselines
     if len(set(names)) != len(names):
         raise ConfigError(f"baselines repeat: {names}")
     out = []
@@ -568,7 +443,7 @@ def check_baselines(dataset: str, names: Sequence[str]) -> tuple[Baseline, ...]:
             raise ConfigError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
         baseline = BASELINES[name]
         if family not in baseline.families:
-            raise ConfigError(f"baseline {name!r} does not apply to {dataset} ({family})")
+            raise ConfigError(f"baseline {name!r} does not apply to {dataset} ({family.name})")
         out.append(baseline)
     return tuple(out)
 
@@ -613,17 +488,6 @@ def baseline_config(
     )
 
 
-def _questions(stream: DatasetStream, limit: int | None) -> Iterator[tuple[Haystack, list[Sample]]]:
-    """Haystacks with their samples, up to ``limit`` questions in all (as the retrieval run counts)."""
-    asked = 0
-    for haystack in stream:
-        if limit is not None and asked >= limit:
-            return
-        samples = list(haystack.samples if limit is None else haystack.samples[: limit - asked])
-        asked += len(samples)
-        yield haystack, samples
-
-
 def run_baselines(options: BaselineOptions, run_dir: Path, *, progress: bool = True) -> BaselineOutcome:
     """Rank every pending (question, baseline), write the log and the reports of a standard run folder."""
     _check(options)
@@ -651,16 +515,16 @@ def run_baselines(options: BaselineOptions, run_dir: Path, *, progress: bool = T
             "namespaces": NONE,
             "blocks": NONE,
         }
-        header = new_header(config, asdict(DatasetIdentity.of(stream)), store_info)
+        header = new_header(config, dataset_record(stream), store_info)
         log = RunLog.open(Path(run_dir), header, {"baselines": [b.name for b in baselines]})
         written = 0
         already = len(log.done)
         index_seconds = 0.0
         terms = TermCache(Vocabulary())
-        split_of = sample_splitter(family, (h.namespace for h in stream) if family == LOCOMO else ())
+        split_of = sample_splitter(family, (h.namespace for h in stream))
         bar = tqdm(desc=f"baselines {options.dataset}", unit="q", total=options.limit, disable=not progress)
         try:
-            for haystack, samples in _questions(stream, options.limit):
+            for haystack, samples in questions(stream, options.limit):
                 pending = [(s, b) for s in samples for b in baselines if (b.name, s.sample_id) not in log.done]
                 if pending:
                     ranker = HaystackRanker(haystack, family, terms, embedder)
@@ -677,6 +541,7 @@ def run_baselines(options: BaselineOptions, run_dir: Path, *, progress: bool = T
         if cache_store is not None:
             cache_store.close()
     write_reports(Path(run_dir))
+    pack_log(Path(run_dir) / LOG_NAME)
     return BaselineOutcome(
         run_dir=Path(run_dir),
         written=written,

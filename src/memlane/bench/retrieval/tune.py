@@ -21,14 +21,15 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 
+from memlane.bench.datasets.families import LOCOMO
 from memlane.bench.datasets.model import Sample
 from memlane.bench.datasets.registry import DATASETS
-from memlane.bench.history import LOCOMO, HaystackIndex, Rankings, blocks_per_exchange, rank
-from memlane.bench.ingest import ingest
-from memlane.bench.paired import PairedDiff, paired_diff
-from memlane.bench.retrieval import RetrievalOptions, open_bench
-from memlane.bench.retrieval_metrics import score_locomo, score_longmemeval
-from memlane.bench.runlog import MIN_RANKING_LENGTH
+from memlane.bench.retrieval.history import HaystackIndex, Rankings, blocks_per_exchange, rank
+from memlane.bench.retrieval.ingest import ingest
+from memlane.bench.retrieval.metrics import score_locomo, score_longmemeval
+from memlane.bench.retrieval.paired import PairedDiff, paired_diff
+from memlane.bench.retrieval.run import RetrievalOptions, open_bench
+from memlane.bench.retrieval.runlog import MIN_RANKING_LENGTH
 from memlane.bench.split import sample_splitter
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.model import MemoryBlock, SearchMode
@@ -243,7 +244,7 @@ def run_grid(
 
 def paired_against(dev: DevSet, base: SearchSettings, other: SearchSettings, metric: str) -> PairedDiff | None:
     """``other`` against ``base`` on ``dev``'s questions, question by question (see
-    :mod:`memlane.bench.paired`): is a grid point's lead more than a few questions' noise?"""
+    :mod:`memlane.bench.retrieval.paired`): is a grid point's lead more than a few questions' noise?"""
     a: dict[str, float] = {}
     b: dict[str, float] = {}
     for q in dev.questions:

@@ -4,50 +4,44 @@ Ingest (one :class:`AddRequest` per session, user = the namespace, time = the se
 
 * message ids are the data set's turn ids (LoCoMo ``dia_id``, LongMemEval ``<session_id>_<i>``), so every
   block carries the ids of the turns it holds (``MemoryBlock.message_ids``);
-* LoCoMo turns with a shared image get the official rendering of the caption appended
-  (``<text> and shared <blip_caption>.``): the caption is often the only place the fact is stated;
+* a turn's text is its family's (:meth:`~memlane.bench.datasets.families.Family.turn_text`): LoCoMo turns
+  with a shared image get the official rendering of the caption appended (``<text> and shared
+  <blip_caption>.``), the caption often being the only place the fact is stated;
 * empty turns are dropped and turns over the core's size limit truncated (both noted): the core rejects
   them, and one bad turn must not keep a whole session out of the store;
-* LongMemEval in ``single``/``speakers`` mode: the core pairs turns greedily from the first one, so a session
-  that opens with assistant turns would pair every user turn with the *preceding* assistant turn. Those
-  leading assistant turns go in a request of their own, which gives the exchange boundaries of dual mode
-  (an exchange starts at a user turn).
+* turns with the roles user and assistant (LongMemEval) in ``single``/``speakers`` mode: the core pairs turns
+  greedily from the first one, so a session that opens with assistant turns would pair every user turn with
+  the *preceding* assistant turn. Those leading assistant turns go in a request of their own, which gives the
+  exchange boundaries of dual mode (an exchange starts at a user turn).
 
-Rankings: a block's turn ids are filtered to the *target* turns of the data set (LongMemEval: user turns,
-the official corpus of turn-level retrieval; LoCoMo: every dia_id, both speakers being users), then
-de-duplicated in rank order. Session rankings follow the blocks' sessions in rank order.
+Rankings: a block's turn ids are filtered to the *target* turns of the family (``Family.is_target``:
+LongMemEval's user turns, the official corpus of turn-level retrieval; LoCoMo's every dia_id, both speakers
+being users), then de-duplicated in rank order. Session rankings follow the blocks' sessions in rank order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memlane.bench.datasets.model import Haystack, Session, Turn
+from memlane.bench.datasets.model import Haystack, Session
 from memlane.core.exchanges import MAX_MESSAGE_BYTES
 from memlane.core.memory import AddRequest
 from memlane.core.model import MemoryBlock, PerspectiveMode
 
+if TYPE_CHECKING:
+    # Only for annotations: the families import the QA context, which imports this module.
+    from memlane.bench.datasets.families import Family
+
 # Bump when the way histories become add requests changes: stores built the old way are then not reused.
 INGEST_FORMAT = 1
 
-LOCOMO = "locomo"
-LONGMEMEVAL = "longmemeval"
 
-# Harness defaults with extraction off. The perspectives of an exchange then share one text, so dual
-# and speakers mode only store each exchange twice; single mode stores it once. LoCoMo's turns carry
-# speaker names, which only speakers mode accepts.
-DEFAULT_PERSPECTIVE: dict[str, PerspectiveMode] = {
-    LOCOMO: PerspectiveMode.SPEAKERS,
-    LONGMEMEVAL: PerspectiveMode.SINGLE,
-}
-
-
-def resolve_perspective(family: str, perspective: str) -> PerspectiveMode:
-    """``auto`` -> the family's default (see :data:`DEFAULT_PERSPECTIVE`), otherwise the named mode."""
+def resolve_perspective(family: Family, perspective: str) -> PerspectiveMode:
+    """``auto`` -> the family's default (:attr:`Family.perspective`), otherwise the named mode."""
     if perspective == "auto":
-        return DEFAULT_PERSPECTIVE[family]
+        return family.perspective
     return PerspectiveMode(perspective)
 
 
@@ -56,23 +50,17 @@ def blocks_per_exchange(mode: PerspectiveMode) -> int:
     return 1 if mode is PerspectiveMode.SINGLE else 2
 
 
-def _content(turn: Turn, family: str) -> str:
-    if family == LOCOMO and turn.image_caption:
-        return f"{turn.content} and shared {turn.image_caption}." if turn.content.strip() else turn.image_caption
-    return turn.content
-
-
 def _fit(text: str) -> str:
     """Cut to the core's per-message limit without splitting a UTF-8 character."""
     return text.encode("utf-8")[:MAX_MESSAGE_BYTES].decode("utf-8", errors="ignore")
 
 
-def session_messages(session: Session, family: str, where: str) -> tuple[list[dict[str, Any]], list[str]]:
+def session_messages(session: Session, family: Family, where: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The session's turns as message dicts (role, content, id), with a note per dropped or cut turn."""
     messages: list[dict[str, Any]] = []
     notes: list[str] = []
     for turn in session.turns:
-        text = _content(turn, family)
+        text = family.turn_text(turn)
         if not text.strip():
             notes.append(f"{where}: empty turn {turn.turn_id} dropped")
             continue
@@ -91,7 +79,7 @@ def _split_leading_assistant(messages: list[dict[str, Any]]) -> list[list[dict[s
 
 
 def haystack_requests(
-    haystack: Haystack, family: str, perspective: PerspectiveMode
+    haystack: Haystack, family: Family, perspective: PerspectiveMode
 ) -> tuple[list[AddRequest], list[str]]:
     """Add requests for the whole history of ``haystack`` (see the module doc), and the notes."""
     requests: list[AddRequest] = []
@@ -103,7 +91,7 @@ def haystack_requests(
             notes.append(f"{haystack.namespace}/{session.session_id}: no turns left, session skipped")
             continue
         parts = [messages]
-        if family == LONGMEMEVAL and perspective is not PerspectiveMode.DUAL:
+        if family.user_assistant and perspective is not PerspectiveMode.DUAL:
             parts = _split_leading_assistant(messages)
         for part in parts:
             requests.append(
@@ -128,9 +116,9 @@ class HaystackIndex:
     turn_ids: tuple[str, ...]
 
     @classmethod
-    def of(cls, haystack: Haystack, family: str) -> HaystackIndex:
-        """Target turns: user turns for LongMemEval, every turn for LoCoMo (see the module doc)."""
-        turns = [t for s in haystack.sessions for t in s.turns if family == LOCOMO or t.role == "user"]
+    def of(cls, haystack: Haystack, family: Family) -> HaystackIndex:
+        """Target turns: user turns for LongMemEval, every turn for LoCoMo (:meth:`Family.is_target`)."""
+        turns = [t for s in haystack.sessions for t in s.turns if family.is_target(t)]
         return cls(
             namespace=haystack.namespace,
             session_ids=tuple(s.session_id for s in haystack.sessions),
@@ -149,11 +137,10 @@ class Rankings:
     retrieved_turns: int
 
 
-def _pad(ranked: list[str], pool: Sequence[str], length: int) -> tuple[str, ...]:
-    if len(ranked) >= length:
-        return tuple(ranked)
-    seen = set(ranked)
+def pad(ranked: Sequence[str], pool: Sequence[str], length: int) -> tuple[str, ...]:
+    """``ranked`` (kept whole), then the items of ``pool`` it lacks, in pool order, until ``length`` items."""
     out = list(ranked)
+    seen = set(out)
     for item in pool:
         if len(out) >= length:
             break
@@ -184,8 +171,8 @@ def rank(blocks: Iterable[MemoryBlock], index: HaystackIndex, min_length: int) -
                 seen_turns.add(turn_id)
                 turns.append(turn_id)
     return Rankings(
-        session_ids=_pad(sessions, index.session_ids, min(min_length, len(index.session_ids))),
-        turn_ids=_pad(turns, index.turn_ids, min(min_length, len(index.turn_ids))),
+        session_ids=pad(sessions, index.session_ids, min(min_length, len(index.session_ids))),
+        turn_ids=pad(turns, index.turn_ids, min(min_length, len(index.turn_ids))),
         retrieved_sessions=len(sessions),
         retrieved_turns=len(turns),
     )

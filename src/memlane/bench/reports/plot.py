@@ -5,8 +5,8 @@ from __future__ import annotations
 from importlib.util import find_spec
 from pathlib import Path
 
-from memlane.bench.report import RunResults
-from memlane.bench.retrieval_metrics import OVERALL
+from memlane.bench.reports.results import RunResults
+from memlane.bench.retrieval.metrics import OVERALL
 from memlane.core.errors import ConfigError
 
 LEVELS = ("session", "turn")
@@ -51,10 +51,20 @@ def write_recall_plot(results: RunResults, path: Path) -> None:
         ax.set_ylim(0, 1.02)
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel("recall (overall)")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=max(1, len(labels) // 2))
+    # One entry per mode (its colour) and one per line style, to the right of the plots: with the baselines a
+    # run has a dozen modes, and an entry per (mode, metric) pair would not fit under them.
+    from matplotlib.lines import Line2D
+
+    modes = [
+        Line2D([], [], color=f"C{i}", marker="o", markersize=3, label=mode) for i, mode in enumerate(results.modes)
+    ]
+    styles = [
+        Line2D([], [], color="0.3", linestyle="-", label="recall_all (solid)"),
+        Line2D([], [], color="0.3", linestyle="--", label="recall_any (dashed)"),
+    ]
+    fig.legend(handles=[*modes, *styles], fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     fig.suptitle(f"{results.dataset}: recall vs k ({results.contents.header.config.embedder})")
-    # Leave room below the plots for the legend.
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
-    fig.savefig(path, dpi=110)
+    fig.tight_layout()
+    # "tight" grows the canvas to hold the legend beside the plots instead of clipping it.
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)

@@ -4,7 +4,7 @@ For each question the namespace is searched once per mode with the question text
 ``max(ks)`` exchanges (``max(ks)`` blocks in single mode, twice that where an exchange yields two
 blocks). With the default 50 fusion candidates that makes every prefix of the ranking identical to what a
 product search with ``k`` equal to that prefix's length would return. Every k is computed from that one
-ranking. Blocks map to turns and sessions as :mod:`memlane.bench.history` describes; the scores are the
+ranking. Blocks map to turns and sessions as :mod:`memlane.bench.retrieval.history` describes; the scores are the
 official LongMemEval metrics (session, turn, turn-to-session; abstention skipped) or LoCoMo evidence recall
 (turn and session level, per category).
 
@@ -14,46 +14,47 @@ Modes are swept against the same bench store, so adding a mode never re-ingests.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from tqdm import tqdm
 
-from memlane.bench.baselines import (
+from memlane.bench.datasets.model import Sample, questions
+from memlane.bench.datasets.registry import DATASETS, DatasetStream, open_dataset
+from memlane.bench.reports.plot import check_plotting
+from memlane.bench.reports.report import write_reports
+from memlane.bench.retrieval.baselines import (
     BASELINES,
     HaystackRanker,
     TermCache,
-    Vocabulary,
     check_baselines,
     evaluate_baseline,
 )
-from memlane.bench.datasets.model import Haystack, Sample
-from memlane.bench.datasets.registry import DATASETS, DatasetStream, open_dataset
-from memlane.bench.history import LOCOMO, HaystackIndex, blocks_per_exchange, rank, resolve_perspective
-from memlane.bench.ingest import (
+from memlane.bench.retrieval.bm25 import Vocabulary
+from memlane.bench.retrieval.history import HaystackIndex, blocks_per_exchange, rank, resolve_perspective
+from memlane.bench.retrieval.ingest import (
     BenchStore,
     DatasetIdentity,
     IngestReport,
     IngestSettings,
     OnBatch,
+    dataset_record,
     default_bench_cache,
     ingest,
 )
-from memlane.bench.plot import check_plotting
-from memlane.bench.report import write_reports
-from memlane.bench.retrieval_metrics import score_locomo, score_longmemeval
-from memlane.bench.runlog import (
+from memlane.bench.retrieval.runlog import (
     CALIBRATE_EVERY,
     DEFAULT_EMBEDDER,
     DEFAULT_KS,
+    LOG_NAME,
     MIN_RANKING_LENGTH,
     QuestionRecord,
     RetrievalConfig,
     RunLog,
     calibrate,
     new_header,
+    pack_log,
 )
 from memlane.bench.split import sample_splitter
 from memlane.core.embedding.protocol import make_embedder
@@ -72,7 +73,7 @@ class RetrievalOptions:
     ``before_question_date`` bounds the search to sessions dated before the end of the question's day:
     day, not minute, because LongMemEval_S orders sessions within a day arbitrarily (44 questions have an
     evidence session timed later on the question's own day).
-    ``baselines`` (names from :data:`memlane.bench.baselines.BASELINES`) are ranked in the same run, over the
+    ``baselines`` (names from :data:`memlane.bench.retrieval.baselines.BASELINES`) are ranked in the same run, over the
     same questions, as extra modes of the log: the reference figures sit next to memlane's in one report.
     """
 
@@ -150,8 +151,11 @@ def resolve_config(options: RetrievalOptions, stream: DatasetStream, settings: I
     )
 
 
-def _end_of_day(dt: datetime) -> datetime:
-    return dt.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+def end_of_day(dt: datetime) -> datetime | None:
+    """The start of the next day: the exclusive bound of "before the end of the question's day". None
+    (no bound) on the last day a time can have, 31 December 9999, whose next day does not exist."""
+    start = dt.replace(hour=0, minute=0, second=0, microsecond=0)
+    return None if start.date() == date.max else start + timedelta(days=1)
 
 
 def evaluate_question(
@@ -166,21 +170,24 @@ def evaluate_question(
     logged as an error with padding-only rankings (scored like any ranking: it counts, it is not skipped)."""
     before = None
     if config.before_question_date and sample.question_date is not None:
-        before = _end_of_day(sample.question_date)
+        before = end_of_day(sample.question_date)
     started = time.perf_counter()
     error = None
     try:
         hits = mem.search(
-            sample.namespace, sample.question, config.depth, mode=mode, before=before, at=sample.question_date
+            sample.namespace,
+            sample.question,
+            config.depth,
+            mode=mode,
+            before=before,
+            at=sample.question_date,
+            distinct=False,
         )
     except MemlaneError as exc:
         hits, error = [], f"{type(exc).__name__}: {exc}"
     searched = time.perf_counter()
     rankings = rank((h.block for h in hits), index, config.min_length)
-    if DATASETS[config.dataset].family == LOCOMO:
-        scores = score_locomo(sample, rankings.turn_ids, rankings.session_ids, config.ks)
-    else:
-        scores = score_longmemeval(sample, rankings.session_ids, rankings.turn_ids, config.ks)
+    scores = DATASETS[config.dataset].family.score(sample, rankings.session_ids, rankings.turn_ids, config.ks)
     done = time.perf_counter()
     return QuestionRecord(
         mode=mode,
@@ -195,16 +202,6 @@ def evaluate_question(
         error=error,
         split=split,
     )
-
-
-def _questions(stream: DatasetStream, limit: int | None) -> Iterator[tuple[Haystack, list[Sample]]]:
-    asked = 0
-    for haystack in stream:
-        if limit is not None and asked >= limit:
-            return
-        samples = list(haystack.samples if limit is None else haystack.samples[: limit - asked])
-        asked += len(samples)
-        yield haystack, samples
 
 
 def open_bench(options: RetrievalOptions) -> tuple[DatasetStream, BenchStore, Memory]:
@@ -230,21 +227,21 @@ def run_retrieval(
         ingested = ingest(stream, bench, mem, limit=options.limit, progress=progress, on_batch=on_batch)
         config = resolve_config(options, stream, bench.settings)
         store_info: dict[str, object] = {"key": bench.key, "settings": bench.settings.to_json()}
-        header = new_header(config, asdict(bench.dataset), store_info | bench.manifest.totals())
+        header = new_header(config, dataset_record(stream), store_info | bench.manifest.totals())
         log = RunLog.open(Path(run_dir), header, {"ingest": ingested.to_json()})
         written = errors = 0
         already = len(log.done)
         total = options.limit or bench.manifest.samples
         bar = tqdm(desc=f"retrieval {options.dataset}", unit="q", total=total, disable=not progress, leave=False)
         family = DATASETS[options.dataset].family
-        split_of = sample_splitter(family, (h.namespace for h in stream) if family == LOCOMO else ())
+        split_of = sample_splitter(family, (h.namespace for h in stream))
         # resolve_config checked the baselines and appended them to the modes.
         baselines = {mode: BASELINES[mode] for mode in config.modes if mode in BASELINES}
         terms = TermCache(Vocabulary())
         asked = 0
         try:
             log.calibrate(calibrate(mem.embedder.inner))
-            for haystack, samples in _questions(stream, options.limit):
+            for haystack, samples in questions(stream, options.limit):
                 index = HaystackIndex.of(haystack, family)
                 ranker: HaystackRanker | None = None
                 for sample in samples:
@@ -272,4 +269,5 @@ def run_retrieval(
     finally:
         bench.close()
     write_reports(Path(run_dir))
+    pack_log(Path(run_dir) / LOG_NAME)
     return RunOutcome(Path(run_dir), ingested, written, already, errors, time.perf_counter() - started)

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# A stranger's install: build memlane's wheel, install it into a fresh virtual environment (its dependencies
+# come from PyPI), then run the README's Python and CLI quickstarts with the default embedder and no network
+# at all (a network namespace of their own, where the machine allows one).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/memlane-wheel.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# Built from a copy of the tracked files, so that nothing the build writes lands in the checkout.
+mkdir "$work/tree"
+git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$work/tree"
+python3 -m pip wheel -q --no-deps -w "$work/dist" "$work/tree" >&2
+wheel=$(ls "$work"/dist/memlane-*.whl)
+python3 - "$wheel" <<'PY'
+import sys, zipfile
+names = set(zipfile.ZipFile(sys.argv[1]).namelist())
+for needed in ("memlane/bench/datasets/data/locomo/locomo10.json.xz", "memlane/bench/datasets/data/locomo/README.md",
+               "memlane/core/embedding/minilm_tokenizer/tokenizer.json.xz", "memlane/py.typed"):
+    assert needed in names, f"the wheel lacks {needed}"
+PY
+python3 -m venv "$work/venv"
+"$work/venv/bin/python" -m pip install -q --upgrade pip >&2
+"$work/venv/bin/python" -m pip install -q "$wheel" >&2
+
+python3 .ci/readme_block.py README.md "Quickstart: Python" >"$work/quickstart.py"
+python3 .ci/readme_block.py README.md "Quickstart: CLI" >"$work/quickstart.sh"
+mkdir "$work/run"
+offline=()
+if unshare -n true 2>/dev/null; then
+    offline=(unshare -n)
+else
+    echo "wheel.sh: cannot make a network namespace here; running the quickstarts with the network" >&2
+fi
+cd "$work/run"
+# A fresh model cache: the int8 model is built from the installed package, nothing is fetched.
+export MEMLANE_CACHE_DIR="$work/cache" HF_HUB_OFFLINE=1
+unset MEMLANE_DATA MEMLANE_STORE MEMLANE_EMBEDDER
+echo "wheel.sh: Python quickstart" >&2
+"${offline[@]}" "$work/venv/bin/python" "$work/quickstart.py"
+echo "wheel.sh: CLI quickstart" >&2
+"${offline[@]}" env PATH="$work/venv/bin:$PATH" bash -euo pipefail "$work/quickstart.sh"
+echo "wheel.sh: memlane datasets" >&2
+"${offline[@]}" "$work/venv/bin/memlane" datasets verify
+cd "$repo"

@@ -1,0 +1,238 @@
+"""``report.md`` and the exported rankings of a retrieval run, computed from its log alone.
+
+``write_reports(run_dir)`` reads ``log.jsonl`` and writes ``report.md`` (a Markdown table per mode with a
+row per category, and the modes side by side), ``results.json``, ``results.csv`` (one row per mode,
+group and metric), ``recall.png`` (recall against k per mode) and the rankings: ``rankings.<mode>.jsonl``
+for every mode and ``rankings.jsonl`` for the headline mode (hybrid if it was run, else the first mode).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from memlane.bench.reports.plot import write_recall_plot
+from memlane.bench.reports.results import (
+    PAIRED_METRICS,
+    ModeResult,
+    RunResults,
+    compute_results,
+    headline_mode,
+    paired_against_headline,
+    results_to_json,
+    write_csv,
+)
+from memlane.bench.retrieval.metrics import GroupSummary
+from memlane.bench.retrieval.paired import format_diff
+from memlane.bench.retrieval.rankings import write_rankings
+from memlane.bench.retrieval.runlog import (
+    CALIBRATE_EVERY,
+    CALIBRATION_TEXTS,
+    LOG_NAME,
+    LogContents,
+    read_log,
+)
+
+KEY_METRICS: tuple[tuple[str, str], ...] = (
+    ("session/recall_all@5", "session R_all@5"),
+    ("session/recall_all@10", "session R_all@10"),
+    ("session/recall_any@5", "session R_any@5"),
+    ("turn/recall_all@10", "turn R_all@10"),
+    ("turn/recall_all@50", "turn R_all@50"),
+)
+
+SPLIT_NOTE = (
+    "Parameters are chosen on `dev` only; targets are read on `test` (the split rule is in "
+    "`memlane.bench.split`: LongMemEval by a hash of `question_id`, LoCoMo by conversation)."
+)
+
+
+def format_paired(results: RunResults, split: str | None = None) -> list[str]:
+    """Markdown lines: each mode's paired difference from the headline mode (empty with one mode)."""
+    paired = paired_against_headline(results, split)
+    if not paired:
+        return []
+    base = headline_mode(results)
+    labels = " | ".join(label for _, label in PAIRED_METRICS)
+    lines = [
+        f"Each mode against `{base}` on the same questions ({results.family.headline_row}): mean of mode - "
+        f"{base} with its 95% bootstrap interval, questions where the mode is better / worse, and the two-sided "
+        "sign test's p over the questions where they differ.",
+        "",
+        f"| mode - {base} | {labels} |",
+        "|---|" + "---|" * len(PAIRED_METRICS),
+    ]
+    for mode, row in paired.items():
+        lines.append(f"| {mode} | " + " | ".join(format_diff(row.get(m)) for m, _ in PAIRED_METRICS) + " |")
+    return [*lines, ""]
+
+
+def format_cell(summary: GroupSummary | None, metric: str) -> str:
+    if summary is None or metric not in summary.means:
+        return "-"
+    return f"{summary.means[metric]:.3f}"
+
+
+def format_mode_table(results: RunResults, mode: str, result: ModeResult | None = None) -> str:
+    """Markdown table of one mode: a row per category and the overall rows, the key figures as columns
+    (``result``: one split's figures of the mode instead of the whole run's)."""
+    result = results.modes[mode] if result is None else result
+    lines = [
+        "| group | n | skipped | " + " | ".join(label for _, label in KEY_METRICS) + " |",
+        "|---|---:|---:|" + "---:|" * len(KEY_METRICS),
+    ]
+    for group, summary in result.groups.items():
+        cells = " | ".join(format_cell(summary, m) for m, _ in KEY_METRICS)
+        lines.append(f"| {results.family.category_label(group)} | {summary.n} | {summary.skipped} | {cells} |")
+    return "\n".join(lines)
+
+
+def format_modes_table(results: RunResults, modes: dict[str, ModeResult] | None = None) -> str:
+    """Markdown table: the headline group's key figures of every mode side by side, with search latency
+    (``modes``: one split's results instead of the whole run's)."""
+    group = results.family.headline_row
+    labels = " | ".join(label for _, label in KEY_METRICS)
+    lines = [
+        f"| mode ({group}) | n | errors | {labels} | search p50 ms | p95 ms |",
+        "|---|---:|---:|" + "---:|" * (len(KEY_METRICS) + 2),
+    ]
+    for mode, result in (results.modes if modes is None else modes).items():
+        overall = result.groups.get(group)
+        cells = " | ".join(format_cell(overall, m) for m, _ in KEY_METRICS)
+        n = overall.n if overall else 0
+        lines.append(
+            f"| {mode} | {n} | {result.errors} | {cells} | {result.search_ms_p50:.1f} | {result.search_ms_p95:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+_PUBLISHED = {
+    "matches": "the published file",
+    "differs": "NOT the published file: figures are not comparable with published ones",
+    "unlisted": "no published digest to check it against",
+}
+
+
+def _describe(results: RunResults) -> list[str]:
+    header = results.contents.header
+    c = header.config
+    ds = header.dataset
+    revisions = sorted({str(s.get("git_revision")) for s in results.contents.segments} | {header.git_revision})
+    return [
+        f"- data set: `{c.dataset}` (file `{ds.get('file')}`, sha256 `{ds.get('sha256')}`"
+        + (f", {_PUBLISHED[str(ds['published'])]}" if ds.get("published") in _PUBLISHED else "")
+        + (f", params {c.dataset_params}" if c.dataset_params else "")
+        + ")",
+        f"- ingest: perspective `{c.perspective}`, embedder `{c.embedder}` (`{c.embedder_model_id}`), "
+        f"extraction `{c.extraction}`; bench store `{header.store.get('key')}` "
+        f"({header.store.get('namespaces')} namespaces, {header.store.get('blocks')} blocks)",
+        f"- search: modes {', '.join(c.modes)}; {c.depth} blocks per question; k = {', '.join(map(str, c.ks))}; "
+        f"before question date: {c.before_question_date}; limit: {c.limit}",
+        f"- code: git {', '.join(revisions)}; memlane {header.packages.get('memlane')}, "
+        f"onnxruntime {header.packages.get('onnxruntime')}, numpy {header.packages.get('numpy')}, "
+        f"Python {header.packages.get('python')}",
+        f"- log: `{LOG_NAME}` (gzipped once the run finished), started {header.created_at}, "
+        f"{len(results.contents.segments)} segment(s), {len(results.contents.records)} records",
+    ]
+
+
+def format_calibration(contents: LogContents) -> list[str]:
+    """The machine's reference timings through the run, beside each memlane mode's search p50 over the
+    records up to the next one (nothing for logs without calibrations)."""
+    cals = sorted(contents.calibrations, key=lambda c: c.records)
+    if not cals:
+        return []
+    config = contents.header.config
+    modes = [m for m in config.modes if "retriever" not in config.search_settings.get(m, {})]  # not baselines
+    lines = [
+        "## Machine calibration",
+        "",
+        f"The p50 of embedding {len(CALIBRATION_TEXTS)} fixed questions one at a time, taken before the first "
+        f"question and every {CALIBRATE_EVERY} questions, beside the search p50 of the records that followed. "
+        "Search times move with the machine; compare them across runs only where these reference times agree.",
+        "",
+        "| records | reference embed p50 ms | " + " | ".join(f"{m} search p50 ms" for m in modes) + " |",
+        "|---|---:|" + "---:|" * len(modes),
+    ]
+    for i, cal in enumerate(cals):
+        end = cals[i + 1].records if i + 1 < len(cals) else len(contents.records)
+        window = contents.records[cal.records : end]
+        cells = []
+        for m in modes:
+            times = [r.latency_ms["search"] for r in window if r.mode == m and "search" in r.latency_ms]
+            cells.append(f"{statistics.median(times):.1f}" if times else "-")
+        span = f"{cal.records + 1}-{end}" if end > cal.records else f"after {cal.records}"
+        lines.append(f"| {span} | {cal.embed_ms_p50:.2f} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def format_report(results: RunResults) -> str:
+    """The whole ``report.md``."""
+    out = [f"# Retrieval: {results.dataset}", "", *_describe(results), "", "## Modes", ""]
+    out += [format_modes_table(results), ""]
+    out += format_paired(results)
+    for mode, result in results.modes.items():
+        out += [f"## {mode}", "", format_mode_table(results, mode), ""]
+        out.append(
+            f"{result.questions} questions, {result.errors} errors; mean {result.mean_retrieved_turns:.1f} "
+            f"turns retrieved per question; {result.padded_turn_lists} turn rankings padded to the contract length."
+        )
+        out.append("")
+    out += format_calibration(results.contents)
+    for split, modes in results.splits.items():
+        out += [f"## Split: {split}", "", SPLIT_NOTE, "", format_modes_table(results, modes), ""]
+        out += format_paired(results, split)
+        for mode, result in modes.items():
+            out += [f"### {split}: {mode}", "", format_mode_table(results, mode, result), ""]
+    out += [
+        "Definitions: `session R_all@k` = every evidence session is among the top k sessions; `R_any@k` = at "
+        "least one is; `turn R_all@k` = every evidence turn (LongMemEval: user turns with `has_answer`; LoCoMo: "
+        "evidence dia_ids) is among the top k turns. n = questions scored; skipped = questions the official "
+        "scripts do not score (LongMemEval: `_abs` questions and those without a user turn marked `has_answer`, "
+        "which is most single-session-assistant ones; LoCoMo: no evidence). Every k is read from one ranking "
+        "per question. "
+        "`results.json` and `results.csv` hold every metric (with NDCG and the turn-to-session figures).",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def write_rankings_files(results: RunResults, run_dir: Path) -> list[Path]:
+    """``rankings.<mode>.jsonl`` per mode and ``rankings.jsonl`` (the headline mode: hybrid, else the first)."""
+    targets = [(mode, run_dir / f"rankings.{mode}.jsonl") for mode in results.modes]
+    if results.modes:
+        targets.append((headline_mode(results), run_dir / "rankings.jsonl"))
+    ranking = results.family.ranking
+    for mode, path in targets:
+        records = (r for r in results.contents.records if r.mode == mode)
+        write_rankings(path, (ranking(r.sample.sample_id, r.ranked_session_ids, r.ranked_turn_ids) for r in records))
+    return [path for _, path in targets]
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """The files :func:`write_reports` wrote, and the results they show."""
+
+    results: RunResults
+    report: Path
+    json: Path
+    csv: Path
+    plot: Path
+    rankings: list[Path]
+
+
+def write_reports(run_dir: Path) -> ReportFiles:
+    """(Re)generate every report file of ``run_dir`` from its ``log.jsonl``."""
+    run_dir = Path(run_dir)
+    results = compute_results(read_log(run_dir / LOG_NAME))
+    report = run_dir / "report.md"
+    report.write_text(format_report(results), encoding="utf-8")
+    json_path = run_dir / "results.json"
+    json_path.write_text(json.dumps(results_to_json(results), indent=2) + "\n", encoding="utf-8")
+    csv_path = run_dir / "results.csv"
+    write_csv(results, csv_path)
+    plot = run_dir / "recall.png"
+    write_recall_plot(results, plot)
+    return ReportFiles(results, report, json_path, csv_path, plot, write_rankings_files(results, run_dir))
