@@ -1,4 +1,4 @@
-"""Deletion epochs: why work in flight cannot bring a deleted user back (docs/design/004-user-lifecycle.md).
+"""Deletion epochs: why work in flight cannot bring a deleted user back (docs/design/005-user-lifecycle.md).
 
 Every store keeps a counter, the *deletion epoch*, raised by each ``delete_user`` in its own transaction,
 and a *tombstone* per deleted name: the SHA-256 of the name and the epoch of its last deletion. An add
