@@ -15,8 +15,8 @@ from store_downgrade import downgrade_to_v3, downgrade_to_v4
 from word_corpus import QUERIES, WORDS
 
 from memlane.core.embedding.fake import HashingEmbedder
-from memlane.core.exchanges import people_words
 from memlane.core.memory import Memory
+from memlane.core.ranking.session_words import people_words, session_word_ranks
 from memlane.core.store.sqlite import SqliteStore, segments
 from memlane.core.store.sqlite.keys import load_user_index
 from memlane.core.store.sqlite.schema import MIGRATIONS
@@ -128,7 +128,9 @@ def test_writes_merge_by_tier_and_deletes_rewrite_segments(small_tiers: None, me
         sessions = sorted({r[0] for r in fresh.query("SELECT session_id FROM blocks")})
         for q in QUERIES:
             assert mem.store.keyword_candidates(user, q, 5) == fresh.keyword_candidates(user, q, 5)
-            assert mem.store.session_word_ranks(user, q, sessions) == fresh.session_word_ranks(user, q, sessions)
+            assert session_word_ranks(mem.store.session_word_counts(user, q, sessions)) == session_word_ranks(
+                fresh.session_word_counts(user, q, sessions)
+            )
             vec = mem.embedder.embed([q])
             assert mem.store.vector_candidates(user, vec, 5) == fresh.vector_candidates(user, vec, 5)
         fresh.close()

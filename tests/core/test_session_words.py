@@ -18,16 +18,16 @@ from word_corpus import WORDS
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import ValidationError
-from memlane.core.exchanges import people_words
 from memlane.core.llm import ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.model import PerspectiveMode
+from memlane.core.ranking.bm25 import WORDS_B, WORDS_K1
+from memlane.core.ranking.session_words import people_words, ranks_of, session_word_ranks
 from memlane.core.retrieval import PRESETS, Position, SearchSettings, rescore
 from memlane.core.store.keyword import query_terms
 from memlane.core.store.sqlite import SqliteStore, segments
 from memlane.core.store.sqlite.schema import MIGRATIONS
 from memlane.core.store.sqlite.tokenizer import tokenize
-from memlane.core.store.terms import WORDS_B, WORDS_K1, ranks_of
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 QUERIES = [*CORPUS_QUERIES, "dog"]
@@ -120,15 +120,15 @@ def test_store_ranks_equal_the_reference_for_every_perspective(tmp_path: Path, m
     for query in QUERIES:
         expected = reference_ranks(mem, "alice", query)
         assert expected  # the queries do match something
-        assert mem.store.session_word_ranks("alice", query, sessions) == expected, query
-        assert mem.store.session_word_ranks("alice", query, sessions[:3]) == {
+        assert session_word_ranks(mem.store.session_word_counts("alice", query, sessions)) == expected, query
+        assert session_word_ranks(mem.store.session_word_counts("alice", query, sessions[:3])) == {
             s: r for s, r in expected.items() if s in sessions[:3]
         }
     # another user's sessions are never ranked for alice, and an unknown user has nothing
     bob_sessions = sorted({b.session_id for b in mem.list("bob", limit=10_000)})
-    assert mem.store.session_word_ranks("alice", "tomato", bob_sessions) == {}
-    assert mem.store.session_word_ranks("nobody", "tomato", sessions) == {}
-    assert mem.store.session_word_ranks("alice", "the of and", sessions) == {}
+    assert session_word_ranks(mem.store.session_word_counts("alice", "tomato", bob_sessions)) == {}
+    assert session_word_ranks(mem.store.session_word_counts("nobody", "tomato", sessions)) == {}
+    assert session_word_ranks(mem.store.session_word_counts("alice", "the of and", sessions)) == {}
     mem.close()
 
 
@@ -142,7 +142,7 @@ def test_only_the_users_words_rank_a_session(tmp_path: Path) -> None:
         perspective="single",
     )
     mem.add("u", chat("What should I cook?", "Try sushi"), session_id="other", perspective="single")
-    ranks = mem.store.session_word_ranks("u", "my dog", ["told", "tips", "other"])
+    ranks = session_word_ranks(mem.store.session_word_counts("u", "my dog", ["told", "tips", "other"]))
     assert ranks == {"told": 1}  # the assistant's "dog" in "tips" does not count
     mem.close()
 
@@ -165,7 +165,7 @@ def test_migration_gives_existing_segments_the_words_of_their_blocks(
     mem.delete("bob", mem.list("bob")[2].id)
     sessions = sorted({r[0] for r in mem.store.query("SELECT session_id FROM blocks")})  # type: ignore[attr-defined]
     users = ("alice", "bob", "carol")
-    before = {(u, q): mem.store.session_word_ranks(u, q, sessions) for u in users for q in QUERIES}
+    before = {(u, q): session_word_ranks(mem.store.session_word_counts(u, q, sessions)) for u in users for q in QUERIES}
     columns = "sessions, words_lengths, words_entries, words_term_ids, words_counts"
     stored = mem.store.query(f"SELECT id, {columns} FROM key_segments ORDER BY id")  # type: ignore[attr-defined]
     assert mem.store.query("SELECT count(*) FROM search_keys WHERE kind <> 'message'")[0][0] > 0  # type: ignore[attr-defined]
@@ -176,7 +176,9 @@ def test_migration_gives_existing_segments_the_words_of_their_blocks(
     assert store.query("PRAGMA user_version") == [(len(MIGRATIONS),)]
     assert store.integrity_check() == []
     assert store.query(f"SELECT id, {columns} FROM key_segments ORDER BY id") == stored
-    assert {(u, q): store.session_word_ranks(u, q, sessions) for u in users for q in QUERIES} == before
+    assert {
+        (u, q): session_word_ranks(store.session_word_counts(u, q, sessions)) for u in users for q in QUERIES
+    } == before
     assert any(before.values())
     store.close()
 

@@ -11,6 +11,7 @@ import pytest
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import NotFoundError, ValidationError
 from memlane.core.memory import Memory
+from memlane.core.ranking.session_words import session_word_ranks
 from memlane.core.retrieval import PRESETS, score_fusion
 from memlane.core.store.protocol import Store
 from memlane.core.timefmt import to_epoch
@@ -96,11 +97,13 @@ def test_sessions_rank_by_what_the_people_in_them_said(memory: Memory) -> None:
     sessions = [*said, "unknown"]
 
     def by_session(query: str) -> dict[str, int]:
-        return store.session_word_ranks("alice", query, sessions)
+        return session_word_ranks(store.session_word_counts("alice", query, sessions))
 
     assert by_session("violin") == {"violin": 1, "once": 2}  # three mentions in three turns beat one
     assert by_session("hiking") == {"hike": 1, "twin": 1, "once": 3}  # "hiking" and "hike" both count; a tie
-    assert store.session_word_ranks("alice", "violin", ["violin", "hike"]) == {"violin": 1}  # asked-for only
+    assert session_word_ranks(store.session_word_counts("alice", "violin", ["violin", "hike"])) == {
+        "violin": 1
+    }  # asked-for only
     memory.delete("alice", memory.list("alice", session_id="violin", limit=100)[0].id)
     assert by_session("violin") == {"violin": 1, "once": 2}
     assert by_session("strict teacher") == {"violin": 1}
@@ -145,9 +148,9 @@ def test_isolation_between_users(memory: Memory) -> None:
     assert sorted(p[:2] for p in positions.values()) == sorted((f"s{i}", 0) for i in range(3) for _ in range(2))
     # Both users have sessions s0-s2; only bob said "bob": the same session ids rank for him alone.
     sessions = [f"s{i}" for i in range(3)]
-    assert store.session_word_ranks("alice", "bob", sessions) == {}
-    assert store.session_word_ranks("bob", "bob", sessions) == dict.fromkeys(sessions, 1)
-    assert set(store.session_word_ranks("alice", "alice recipe", sessions)) == set(sessions)
+    assert session_word_ranks(store.session_word_counts("alice", "bob", sessions)) == {}
+    assert session_word_ranks(store.session_word_counts("bob", "bob", sessions)) == dict.fromkeys(sessions, 1)
+    assert set(session_word_ranks(store.session_word_counts("alice", "alice recipe", sessions))) == set(sessions)
 
 
 def test_randomized_cross_user_access_never_leaks(memory: Memory) -> None:

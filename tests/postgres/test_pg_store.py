@@ -15,8 +15,8 @@ import pytest
 from memlane.bench.perf import sentence
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import NotFoundError, StoreError
-from memlane.core.exchanges import people_words
 from memlane.core.memory import AddRequest, Memory
+from memlane.core.ranking.session_words import people_words, session_word_ranks
 from memlane.core.store.postgres import is_postgres_url, redact
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import MIGRATIONS
@@ -154,7 +154,11 @@ def test_migration_2_gives_existing_blocks_their_peoples_words(new_store: NewSto
     assert store.integrity_check() == []
     sessions = sorted({str(r[0]) for r in store.query("SELECT session_id FROM blocks")})
     queries = _queries()
-    before = {(u, q): store.session_word_ranks(u, q, sessions) for u in ("ann", "bo", "cy") for q in queries}
+    before = {
+        (u, q): session_word_ranks(store.session_word_counts(u, q, sessions))
+        for u in ("ann", "bo", "cy")
+        for q in queries
+    }
     words = store.query("SELECT pk, words, words_len FROM blocks ORDER BY pk")
     counts = store.query("SELECT * FROM session_terms ORDER BY user_id, lexeme, session_id")
     lengths = store.query("SELECT * FROM session_lengths ORDER BY user_id, session_id")
@@ -177,7 +181,11 @@ def test_migration_2_gives_existing_blocks_their_peoples_words(new_store: NewSto
     assert migrated.query("SELECT pk, words, words_len FROM blocks ORDER BY pk") == words
     assert migrated.query("SELECT * FROM session_terms ORDER BY user_id, lexeme, session_id") == counts
     assert migrated.query("SELECT * FROM session_lengths ORDER BY user_id, session_id") == lengths
-    assert {(u, q): migrated.session_word_ranks(u, q, sessions) for u in ("ann", "bo", "cy") for q in queries} == before
+    assert {
+        (u, q): session_word_ranks(migrated.session_word_counts(u, q, sessions))
+        for u in ("ann", "bo", "cy")
+        for q in queries
+    } == before
     assert migrated.integrity_check() == []
 
 
@@ -195,7 +203,7 @@ def test_migration_3_counts_the_sessions_lengths_of_an_existing_store(new_store:
     lengths = store.query("SELECT session_id, words FROM session_lengths ORDER BY session_id")
     assert [s for s, _ in lengths] == ["s0", "s1", "s2", "s3", "s5"] and store.integrity_check() == []
     sessions = [f"s{i}" for i in range(6)]
-    before = {q: store.session_word_ranks("ann", q, sessions) for q in _queries()}
+    before = {q: session_word_ranks(store.session_word_counts("ann", q, sessions)) for q in _queries()}
     with store.transaction() as conn:
         undo_migration_4(conn)
         conn.execute("DROP TABLE session_lengths")
@@ -203,7 +211,7 @@ def test_migration_3_counts_the_sessions_lengths_of_an_existing_store(new_store:
         conn.execute("DELETE FROM schema_migrations WHERE version = 3")
     migrated = new_store(schema=store.schema)
     assert migrated.query("SELECT session_id, words FROM session_lengths ORDER BY session_id") == lengths
-    assert {q: migrated.session_word_ranks("ann", q, sessions) for q in _queries()} == before
+    assert {q: session_word_ranks(migrated.session_word_counts("ann", q, sessions)) for q in _queries()} == before
     dropped = "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s"
     assert migrated.query(dropped, ("blocks_user_words",)) == [(0,)]
     assert migrated.integrity_check() == []
@@ -273,7 +281,11 @@ def test_rankings_match_the_sqlite_store(new_store: NewStore, tmp_path: Path) ->
     for q in queries:
         for user in ("user0", "user1"):
             best = [
-                {s for s, rank in mem.store.session_word_ranks(user, q, sessions).items() if rank == 1}
+                {
+                    s
+                    for s, rank in session_word_ranks(mem.store.session_word_counts(user, q, sessions)).items()
+                    if rank == 1
+                }
                 for mem in (pg, lite)
             ]
             first += best[0] == best[1] and bool(best[0])

@@ -202,25 +202,3 @@ def parse_mode(value: str | PerspectiveMode) -> PerspectiveMode:
     except ValueError:
         valid = ", ".join(m.value for m in PerspectiveMode)
         raise ValidationError(f"unknown perspective {value!r}; expected one of {valid}", where="perspective") from None
-
-
-def people_words(message: str, mode: PerspectiveMode | str, perspective: str) -> str:
-    """What the people in a block's exchange said, not an assistant: the text behind the session-words
-    ranking (:class:`memlane.core.retrieval.SearchSettings`), counted once per exchange.
-
-    * ``single`` and ``dual``: the user's turn, on the exchange's block (``single``) or its user block
-      (``dual``); an exchange opened by the assistant (a greeting) has none, and neither has a dual
-      assistant block. Replies are left out: an assistant's long answers drown what the user talked about.
-    * ``speakers``: both speakers' turns (two people, no assistant), on the first speaker's block.
-
-    Read from the stored message (``role: content`` lines, :meth:`memlane.core.model.Exchange.text`), so
-    stores written before the ranking existed get the same words. One case reads short: a user turn that
-    itself contains a line starting ``assistant: `` is cut there. The PostgreSQL store's migration 2 has
-    the same rule in SQL.
-    """
-    mode = PerspectiveMode(mode)
-    if mode is PerspectiveMode.SPEAKERS:
-        return message if message.startswith(f"{perspective}: ") else ""
-    if perspective not in (USER_ROLE, EXCHANGE_PERSPECTIVE) or not message.startswith(f"{USER_ROLE}: "):
-        return ""
-    return message[len(USER_ROLE) + 2 :].split(f"\n{ASSISTANT_ROLE}: ", 1)[0]

@@ -13,6 +13,7 @@ import builtins
 import secrets
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,18 +44,16 @@ from memlane.core.model import (
 )
 from memlane.core.names import check_name, check_stored_name, check_text
 from memlane.core.retrieval import (
-    Position,
-    Scored,
     SearchSettings,
     check_k,
-    fuse,
+    collect,
+    hits,
+    rank,
     resolve_settings,
     score_kind,
-    top_k,
     with_candidates,
 )
 from memlane.core.store.protocol import Store
-from memlane.core.time_phrases import time_windows
 from memlane.core.timefmt import annotate, coerce_time, now_utc, to_epoch
 
 DEFAULT_CONVERSATION = "default"
@@ -379,56 +378,17 @@ class Memory:
         b = coerce_time(before, where="before")
         a = coerce_time(after, where="after")
         asked = coerce_time(at, where="at") or now_utc()
-        window = {"before": to_epoch(b) if b else None, "after": to_epoch(a) if a else None}
-        kinds = settings.key_kinds()
-        rankings: dict[str, list[tuple[int, float]]] = {}
-        if settings.mode in (SearchMode.VECTOR, SearchMode.HYBRID):
-            qvec = self.embedder.inner.embed([query])[0]
-            rankings["vector"] = self.store.vector_candidates(user, qvec, settings.candidates, kinds=kinds, **window)
-        if settings.mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
-            rankings["keyword"] = self.store.keyword_candidates(
-                user, query, settings.candidates, kinds=kinds, k1=settings.bm25_k1, b=settings.bm25_b, **window
-            )
-        scored = fuse(rankings, settings)
-        positions: dict[int, Position] = {}
-        if settings.uses_context:
-            # Context rescoring reads every candidate's session and position; only the top k are fetched.
-            located = self.store.block_positions(user, [ref for ref, _, _ in scored])
-            positions = {ref: Position(*where) for ref, where in located.items()}
-        word_ranks: dict[str, int] = {}
-        if settings.uses_words and positions:
-            sessions = sorted({p.session for p in positions.values()})
-            word_ranks = self.store.session_word_ranks(user, query, sessions)
-        windows = time_windows(query, asked, tolerance=settings.time_tolerance) if settings.uses_time else ()
-        kind = score_kind(settings)
-        if distinct:
-            ranked = top_k(scored, positions, settings, len(scored), word_ranks, windows)
-            return self._distinct_hits(user, ranked, k, kind)
-        top = top_k(scored, positions, settings, k, word_ranks, windows)
-        blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in top])
-        return [Hit(blocks[ref], score, ranks, kind) for ref, score, ranks in top if ref in blocks]
-
-    def _distinct_hits(self, user: str, ranked: Scored, k: int, kind: str) -> builtins.list[Hit]:
-        """The first k exchanges of ``ranked`` (best first), each as its first block, the later blocks of the
-        same exchange folded into it. Blocks are fetched 2k at a time: usually once."""
-        firsts: dict[tuple[str, str, int, str], tuple[MemoryBlock, float, dict[str, int], builtins.list[str]]] = {}
-        for start in range(0, len(ranked), 2 * k):
-            chunk = ranked[start : start + 2 * k]
-            blocks = self.store.fetch_blocks(user, [ref for ref, _, _ in chunk])
-            for ref, score, ranks in chunk:
-                block = blocks.get(ref)
-                if block is None:  # deleted since it was ranked
-                    continue
-                # Perspectives of one exchange share its place and its text (a later add can restart
-                # exchange_index in the same session, so the place alone is not enough).
-                exchange = (block.conversation_id, block.session_id, block.exchange_index, block.content_hash)
-                if exchange in firsts:
-                    firsts[exchange][3].append(block.id)
-                elif len(firsts) < k:
-                    firsts[exchange] = (block, score, ranks, [])
-            if len(firsts) >= k:
-                break
-        return [Hit(b, score, ranks, kind, tuple(others)) for b, score, ranks, others in firsts.values()]
+        found = collect(
+            self.store,
+            self.embedder.inner,
+            user,
+            query,
+            settings,
+            after=to_epoch(a) if a else None,
+            before=to_epoch(b) if b else None,
+        )
+        ranked = rank(found, settings, asked=asked)
+        return hits(self.store, user, ranked, k, score_kind(settings), distinct=distinct)
 
     def get_memory(
         self,
@@ -441,7 +401,11 @@ class Memory:
         after: datetime | str | float | None = None,
         at: datetime | str | float | None = None,
     ) -> list[Hit]:
-        """Another name of :meth:`search`, as some agent-memory APIs call it."""
+        """Deprecated: another name of :meth:`search` (as some agent-memory APIs call it), kept for one
+        release; call :meth:`search`."""
+        warnings.warn(
+            "Memory.get_memory is deprecated and will be removed; call Memory.search", DeprecationWarning, stacklevel=2
+        )
         return self.search(user, query, k, mode=mode, before=before, after=after, at=at)
 
     # -- blocks and users --------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Choosing search settings on the dev split: a grid over :class:`SearchSettings`, scored offline.
 
-Each dev question is searched once for its candidates (each retriever's top ``candidates`` blocks, and the
-session and exchange position of every candidate); every grid point then re-ranks those candidates with
-the core's own :func:`memlane.core.retrieval.fuse` and :func:`memlane.core.retrieval.top_k`, the code
-``Memory.search`` runs, and scores the ranking with the harness's scorer. A point costs milliseconds per
+Each dev question is searched once for its candidates (:func:`memlane.core.retrieval.collect`: each
+retriever's top ``candidates`` blocks, with every candidate's place and its session's rank by people's
+words); every grid point then re-ranks those candidates with :func:`memlane.core.retrieval.rank`, the two
+steps ``Memory.search`` runs, and scores the ranking with the harness's scorer. A point costs milliseconds per
 question instead of a store round trip, and its figures equal a ``bench retrieval`` run with the same
 settings, provided ``candidates``, ``mode`` and the BM25 parameters stay at their collected values (the grid
 may not vary them: they change the candidates themselves).
@@ -31,11 +31,11 @@ from memlane.bench.retrieval.paired import PairedDiff, paired_diff
 from memlane.bench.retrieval.run import RetrievalOptions, open_bench
 from memlane.bench.retrieval.runlog import MIN_RANKING_LENGTH
 from memlane.bench.split import sample_splitter
+from memlane.core import retrieval
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.model import MemoryBlock, SearchMode
-from memlane.core.retrieval import MAX_K, Fusion, Position, SearchSettings, fuse, top_k, with_candidates
-from memlane.core.time_phrases import TimeWindow, time_windows
-from memlane.core.timefmt import now_utc, to_epoch
+from memlane.core.retrieval import MAX_K, Candidates, Fusion, SearchSettings, with_candidates
+from memlane.core.timefmt import now_utc
 
 DEFAULT_METRICS: tuple[str, ...] = ("turn/recall_all@10", "session/recall_all@5")
 # Fields a grid may vary: the ones applied after the candidates are collected (``fusion`` takes the names
@@ -51,10 +51,8 @@ class QuestionCandidates:
 
     sample: Sample
     index: HaystackIndex
-    rankings: dict[str, list[tuple[int, float]]]
-    positions: dict[int, Position]
+    candidates: Candidates  # with every candidate's context, whatever the settings read
     blocks: dict[int, MemoryBlock]
-    word_ranks: dict[str, int]  # the candidates' sessions' ranks by people's words (no setting changes them)
 
 
 @dataclass(frozen=True)
@@ -102,26 +100,18 @@ def collect(
         if candidates < depth:
             raise ConfigError(f"candidates ({candidates}) must cover the depth of the ranking ({depth})")
         split_of = sample_splitter(family, (h.namespace for h in stream) if family == LOCOMO else ())
-        store = mem.store
+        searched = SearchSettings(mode=SearchMode.HYBRID, candidates=candidates, bm25_k1=k1, bm25_b=b)
         out: list[QuestionCandidates] = []
         for haystack in stream:
             index = HaystackIndex.of(haystack, family)
             for sample in haystack.samples:
                 if split_of(sample) != split or (limit is not None and len(out) >= limit):
                     continue
-                qvec = mem.embedder.inner.embed([sample.question])[0]
-                rankings = {
-                    "vector": store.vector_candidates(sample.namespace, qvec, candidates),
-                    "keyword": store.keyword_candidates(sample.namespace, sample.question, candidates, k1=k1, b=b),
-                }
-                refs = sorted({ref for ranked in rankings.values() for ref, _ in ranked})
-                blocks = store.fetch_blocks(sample.namespace, refs)
-                positions = {
-                    ref: Position(b.session_id, b.exchange_index, to_epoch(b.event_time)) for ref, b in blocks.items()
-                }
-                sessions = sorted({p.session for p in positions.values()})
-                word_ranks = store.session_word_ranks(sample.namespace, sample.question, sessions)
-                out.append(QuestionCandidates(sample, index, rankings, positions, blocks, word_ranks))
+                found = retrieval.collect(
+                    mem.store, mem.embedder.inner, sample.namespace, sample.question, searched, all_context=True
+                )
+                blocks = mem.store.fetch_blocks(sample.namespace, sorted(found.positions))
+                out.append(QuestionCandidates(sample, index, found, blocks))
     finally:
         bench.close()
     return DevSet(dataset, tuple(out), depth, ks, candidates, (k1, b))
@@ -130,11 +120,8 @@ def collect(
 def question_rankings(dev: DevSet, q: QuestionCandidates, settings: SearchSettings) -> Rankings:
     """The session and turn rankings a retrieval run logs for one question under ``settings``."""
     settings = with_candidates(settings, dev.depth)  # as Memory.search fetches at that depth
-    windows: tuple[TimeWindow, ...] = ()
-    if settings.uses_time:
-        asked = q.sample.question_date or now_utc()  # what bench retrieval's searches read the phrases against
-        windows = time_windows(q.sample.question, asked, tolerance=settings.time_tolerance)
-    top = top_k(fuse(q.rankings, settings), q.positions, settings, dev.depth, q.word_ranks, windows)
+    asked = q.sample.question_date or now_utc()  # what bench retrieval's searches read the phrases against
+    top = retrieval.rank(q.candidates, settings, asked=asked)[: dev.depth]
     return rank((q.blocks[ref] for ref, _, _ in top), q.index, max(MIN_RANKING_LENGTH, max(dev.ks)))
 
 

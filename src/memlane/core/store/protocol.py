@@ -12,7 +12,8 @@ from typing import Protocol
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.jobs import JobQueue
 from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, UserInfo
-from memlane.core.store.terms import BM25_B, BM25_K1
+from memlane.core.ranking.bm25 import BM25_B, BM25_K1
+from memlane.core.ranking.session_words import SessionWordCounts
 
 
 class Store(Protocol):
@@ -102,11 +103,12 @@ class Store(Protocol):
         b: float = BM25_B,
     ) -> list[tuple[int, float]]: ...
 
-    def session_word_ranks(self, user: str, query: str, sessions: Sequence[str]) -> dict[str, int]:
-        """The rank (1 = best; ties share a rank) of each of the user's ``sessions`` (ids) among all the
-        user's sessions by BM25 over their people's words (what the people in the conversation said:
-        :func:`memlane.core.exchanges.people_words`) with the user's own statistics; sessions that match
-        no query term, or that the user does not have, are left out."""
+    def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:
+        """What the session-words ranking needs (:class:`memlane.core.ranking.session_words.SessionWordCounts`)
+        for ``query`` in the user's sessions' people's words (what the people in the conversation said:
+        :func:`memlane.core.ranking.session_words.people_words`), with the user's own statistics: the query
+        terms' counts per session, the sessions' lengths, their number and mean length, and the rows of those
+        of ``sessions`` (ids) the user has. None when nothing can match (no query term, no session)."""
         ...
 
     def get_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vectors]: ...

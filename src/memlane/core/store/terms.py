@@ -7,32 +7,25 @@ write, and each user's (key, term, count) rows are cached like the key vectors, 
 user's memory costs, not what the whole store costs.
 
 The statistics stay global (per file), as FTS5's were: measured, per-user document frequencies from a few
-hundred exchanges rank worse (docs/design/003-retrieval.md). The formula is FTS5's, idf = ln((N - n + 0.5) /
-(n + 0.5)) floored at 1e-6, with k1 and b as arguments (FTS5 fixed them at 1.2 and 0.75; the search presets
-choose them, :class:`memlane.core.retrieval.SearchSettings`).
+hundred exchanges rank worse (docs/design/003-retrieval.md). The formula is BM25's
+(:mod:`memlane.core.ranking.bm25`), with k1 and b as arguments (FTS5 fixed them at 1.2 and 0.75; the search
+presets choose them, :class:`memlane.core.retrieval.SearchSettings`). The same arrays give the
+session-words ranking its counts (:func:`session_word_counts`).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from memlane.core.ranking.bm25 import BM25_B, BM25_K1, term_scores
+from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.store.vectors import best_per_block, key_mask
-
-BM25_K1 = 1.2  # FTS5's, and the usual defaults
-BM25_B = 0.75
-IDF_FLOOR = 1e-6
-# BM25 over sessions' people's words (documents of a few hundred to a few thousand words, unlike the keys).
-WORDS_K1 = 1.5
-WORDS_B = 0.75
-
-K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -135,12 +128,6 @@ def encode_bag(bag: dict[int, int]) -> tuple[bytes, bytes]:
     return ids.tobytes(), counts.tobytes()
 
 
-def idf(df: npt.NDArray[np.float64], n_keys: int) -> npt.NDArray[np.float64]:
-    """FTS5's BM25 idf, floored so a term in most keys still counts a little (never negatively)."""
-    raw = np.log((n_keys - df + 0.5) / (df + 0.5))
-    return np.maximum(raw, IDF_FLOOR)
-
-
 def bm25_top_blocks(
     index: UserTerms,
     query: Sequence[tuple[int, float]],
@@ -172,8 +159,8 @@ def bm25_top_blocks(
     hit = np.flatnonzero(slots.astype(np.bool_))
     rows = np.searchsorted(index.offsets, hit, side="right") - 1
     tf = index.counts[hit].astype(np.float64)
-    norm = k1 * (1.0 - b + b * index.lengths[rows].astype(np.float64) / max(avgdl, 1e-9))
-    contrib = idf_of_slot[slots[hit]] * tf * (k1 + 1.0) / (tf + norm)
+    lengths = index.lengths[rows].astype(np.float64)
+    contrib = term_scores(idf_of_slot[slots[hit]], tf, lengths, max(avgdl, 1e-9), k1, b)
     totals = np.bincount(rows, weights=contrib, minlength=n)
     keep = np.zeros(n, dtype=np.bool_)
     keep[rows] = True
@@ -190,56 +177,30 @@ def session_code(session_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(session_id.encode(), digest_size=8).digest(), "little", signed=True)
 
 
-def ranks_of(scores: Mapping[K, float]) -> dict[K, int]:
-    """Each positive score's rank, 1 + how many scores are higher (ties share a rank, so the ranks of
-    both stores agree whatever order their sessions come in); scores of 0 or less get none."""
-    keys = list(scores)
-    ranks = rank_array(np.array([scores[k] for k in keys], dtype=np.float64))
-    return {k: int(r) for k, r in zip(keys, ranks.tolist(), strict=True) if r > 0}
-
-
-def rank_array(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-    """:func:`ranks_of` for an array: 0 where the score is not positive."""
-    ordered = np.sort(scores[scores > 0])
-    ranks = 1 + ordered.shape[0] - np.searchsorted(ordered, scores, side="right")
-    return np.where(scores > 0, ranks, 0)
-
-
-def session_word_ranks(
-    index: UserTerms, query: Sequence[int], sessions: Sequence[str], *, k1: float = WORDS_K1, b: float = WORDS_B
-) -> dict[str, int]:
-    """The rank of each of ``sessions`` (ids) when the user's sessions are ranked by BM25 over their
-    people's words for the query terms ``query`` (distinct term ids); sessions that match no term, or
-    that the user does not have, get none.
-
-    A session is the sum of its keys' word bags. Statistics are the user's own: N is the number of the
-    user's sessions with words, a term's document frequency the number of them holding it, idf FTS5's
-    (floored at 1e-6). The whole haystack of a session-level ranking is one user's sessions, so no other
-    user's text belongs in it (unlike the keys' BM25, whose per-user statistics measured worse).
-    """
+def session_word_counts(index: UserTerms, query: Sequence[int], sessions: Sequence[str]) -> SessionWordCounts | None:
+    """The counts the session-words ranking (:func:`memlane.core.ranking.session_words.session_word_ranks`)
+    needs for the query terms ``query`` (term ids) and the asked ``sessions`` (ids): every session of the
+    user is a row; None when nothing can match (no session, no query term the user's words hold)."""
     if not sessions or index.block_pks.shape[0] == 0:
-        return {}
+        return None
     layout = index.session_layout
     of_key, lengths, top = layout.of_key, layout.lengths, layout.max_term
     n_sessions = lengths.shape[0]
     present = sorted({t for t in query if 0 <= t <= top})
     if layout.n_with_words == 0 or not present:
-        return {}
+        return None
     slot = np.zeros(top + 1, dtype=np.uint16)
     slot[present] = np.arange(1, len(present) + 1, dtype=np.uint16)
     slots = np.take(slot, index.words_term_ids)
     hit = np.flatnonzero(slots.astype(np.bool_))
     if hit.size == 0:
-        return {}
+        return None
     keys = np.searchsorted(index.words_offsets, hit, side="right") - 1
     cell = of_key[keys] * len(present) + (slots[hit].astype(np.int64) - 1)
-    tf = np.bincount(cell, weights=index.words_counts[hit], minlength=n_sessions * len(present))
-    tf = tf.reshape(n_sessions, len(present))
-    weights = idf((tf > 0).sum(axis=0).astype(np.float64), layout.n_with_words)
-    norm = k1 * (1.0 - b + b * lengths / layout.avgdl)
-    scores = ((tf * (k1 + 1.0)) / (tf + norm[:, None]) * weights[None, :]).sum(axis=1)
-    rank = rank_array(scores)
+    counted = np.bincount(cell, weights=index.words_counts[hit], minlength=n_sessions * len(present))
+    tf = np.asarray(counted, dtype=np.float64)  # already float64 (weighted counts): no copy
     wanted = np.array([session_code(s) for s in sessions], dtype=np.int64)
     at = np.minimum(np.searchsorted(layout.codes, wanted), layout.codes.shape[0] - 1)
-    got = np.where(layout.codes[at] == wanted, rank[at], 0)
-    return {s: r for s, r in zip(sessions, got.tolist(), strict=True) if r > 0}
+    found = layout.codes[at] == wanted
+    rows = {s: int(row) for s, row, ok in zip(sessions, at.tolist(), found.tolist(), strict=True) if ok}
+    return SessionWordCounts(tf.reshape(n_sessions, len(present)), lengths, layout.n_with_words, layout.avgdl, rows)

@@ -18,7 +18,7 @@ from memlane.core.errors import StoreError
 # stopwords, so token counts and BM25 statistics match the SQLite store's unicode61 + porter tokenizer.
 TEXT_CONFIG = "memlane_english"
 
-# What the people in a block's exchange said, as memlane.core.exchanges.people_words reads it from the
+# What the people in a block's exchange said, as memlane.core.ranking.session_words.people_words reads it from the
 # stored message (the same rule; tests/postgres/test_pg_store.py checks that both agree), as a tsvector.
 _PEOPLE_WORDS = f"""to_tsvector('{TEXT_CONFIG}'::regconfig, CASE
         WHEN mode = 'speakers' THEN CASE WHEN starts_with(message, perspective || ': ') THEN message ELSE '' END

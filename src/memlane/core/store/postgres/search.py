@@ -6,8 +6,8 @@ cosine similarity the SQLite store computes, without pgvector's norm computation
 the storage research measured a global HNSW index with a per-user filter returning almost nothing.
 
 Keywords: the ``tsvector`` GIN index finds the user's matching keys; BM25 is then computed in SQL with
-FTS5's formula (idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6; k1 and b come from the search
-settings, FTS5's 1.2 and 0.75 by default), because core
+the formula of :mod:`memlane.core.ranking.bm25` (FTS5's idf; k1 and b come from the search settings,
+FTS5's 1.2 and 0.75 by default), written there as SQL too, because core
 PostgreSQL's ``ts_rank`` has no IDF. Term frequencies come from the matched tsvectors' positions; document
 frequencies are counted over the user's matching keys (every key holding a query term matches, so the
 count is exact); N and the average length are per-user counters kept by every write. Statistics are per
@@ -21,11 +21,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
+from memlane.core.ranking.bm25 import BM25_B, BM25_K1, sql_idf, sql_term_score
+from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.store.keyword import query_terms
 from memlane.core.store.postgres.adapt import PgVector
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import TEXT_CONFIG
-from memlane.core.store.terms import BM25_B, BM25_K1, WORDS_B, WORDS_K1, idf, ranks_of
 from memlane.core.store.vectors import KIND_CODES
 
 
@@ -106,8 +107,7 @@ WITH u AS (
     SELECT lexeme, count(*)::float8 AS n FROM t GROUP BY lexeme
 ), s AS (
     SELECT m.block_pk, sum(
-        greatest(ln((u.n - df.n + 0.5) / (df.n + 0.5)), 1e-6)
-        * t.tf * (%(k1)s::float8 + 1) / (t.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * m.dl / u.avgdl))
+        {sql_term_score(sql_idf("u.n", "df.n"), "t.tf", "m.dl", "u.avgdl", "%(k1)s::float8", "%(b)s::float8")}
     ) AS score
     FROM t JOIN df USING (lexeme) JOIN m USING (pk), u
     WHERE true {{filters}}
@@ -154,15 +154,14 @@ def bm25_top_blocks(
     return [(int(pk), float(score)) for pk, score in rows]
 
 
-# BM25 over sessions: a session is the people's words of its blocks together (``blocks.words``, migration 2).
-# Statistics are the user's own, as in the SQLite store: N = the user's sessions with words, df = those
-# holding the term; memlane.core.store.terms.session_word_ranks has the same formula in numpy. Two reads
-# (the query terms' per-session frequencies from ``session_terms``, and the sessions' lengths from
-# ``session_lengths``: both kept by every write, one row per session and term, one per session) and the
-# arithmetic here. A single statement over keys, blocks and per-session aggregates was planned into nested
-# loops over every session when statistics were stale (430 ms for a 10k-block user), unnesting the words of
-# every matching block cost 45-70 ms at 10k blocks, and summing the lengths of every block from an index
-# 13.5 ms until a VACUUM had set the visibility map (migration 3 replaced it).
+# The session-words ranking's counts (memlane.core.ranking.session_words): a session is the people's words of
+# its blocks together (``blocks.words``, migration 2). Two reads (the query terms' per-session frequencies from
+# ``session_terms``, and the sessions' lengths from ``session_lengths``: both kept by every write, one row per
+# session and term, one per session); the arithmetic is the ranking's. A single statement over keys, blocks
+# and per-session aggregates was planned into nested loops over every session when statistics were stale
+# (430 ms for a 10k-block user), unnesting the words of every matching block cost 45-70 ms at 10k blocks, and
+# summing the lengths of every block from an index 13.5 ms until a VACUUM had set the visibility map
+# (migration 3 replaced it).
 _SESSION_LENGTHS = "SELECT session_id, words FROM session_lengths WHERE user_id = %(user_id)s::bigint"
 _SESSION_TFS = f"""
 SELECT session_id, lexeme, tf FROM session_terms
@@ -171,29 +170,26 @@ WHERE user_id = %(user_id)s::bigint
 """
 
 
-def session_word_ranks(
-    conn: Conn, user: str, text: str, sessions: Sequence[str], *, k1: float = WORDS_K1, b: float = WORDS_B
-) -> dict[str, int]:
-    """The rank of each of the user's ``sessions`` by BM25 over the sessions' people's words (ties share
-    a rank: :func:`memlane.core.store.terms.ranks_of`); sessions matching nothing get none."""
+def session_word_counts(conn: Conn, user: str, text: str, sessions: Sequence[str]) -> SessionWordCounts | None:
+    """The query terms' counts in the user's sessions that hold any of them (one row each), the user's
+    session count and mean length, and the rows of the asked ``sessions``; None when no session holds a
+    query term."""
     terms = query_terms(text)
     user_id = _user_id(conn, user)
     if not terms or not sessions or user_id is None:
-        return {}
+        return None
     params: dict[str, object] = {"user_id": user_id, "text": " ".join(terms)}
     tfs = conn.execute(_SESSION_TFS, params).fetchall()
     if not tfs:  # no session holds a query word: the lengths are not needed
-        return {}
+        return None
     lengths = {str(s): float(n) for s, n in conn.execute(_SESSION_LENGTHS, params).fetchall()}
-    n_sessions, avgdl = len(lengths), sum(lengths.values()) / len(lengths)
-    df: dict[str, int] = {}
-    for _, lexeme, _ in tfs:
-        df[lexeme] = df.get(lexeme, 0) + 1
-    idfs = dict(zip(df, idf(np.array(list(df.values()), dtype=np.float64), n_sessions).tolist(), strict=True))
-    scores: dict[str, float] = {}
-    for session, lexeme, count in tfs:
-        tf = float(count)
-        norm = k1 * (1.0 - b + b * lengths[str(session)] / avgdl)
-        scores[str(session)] = scores.get(str(session), 0.0) + idfs[lexeme] * tf * (k1 + 1.0) / (tf + norm)
-    rank = ranks_of(scores)
-    return {s: rank[s] for s in sessions if s in rank}
+    rows: dict[str, int] = {}
+    columns: dict[str, int] = {}
+    cells = [(rows.setdefault(str(s), len(rows)), columns.setdefault(str(x), len(columns)), n) for s, x, n in tfs]
+    tf = np.zeros((len(rows), len(columns)), dtype=np.float64)
+    for row, column, count in cells:
+        tf[row, column] = float(count)
+    held = np.array([lengths[s] for s in rows], dtype=np.float64)
+    avgdl = sum(lengths.values()) / len(lengths)
+    wanted = {s: rows[s] for s in sessions if s in rows}
+    return SessionWordCounts(tf, held, len(lengths), avgdl, wanted)

@@ -24,6 +24,8 @@ from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import ConfigError, NotFoundError, StoreError, StoreNotFoundError
 from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, UserInfo
+from memlane.core.ranking.bm25 import BM25_B, BM25_K1
+from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.store.postgres import accounts, search
 from memlane.core.store.postgres.adapt import register_vector
 from memlane.core.store.postgres.blocks import (
@@ -38,7 +40,6 @@ from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.schema import migrate, prepare_database, store_exists
 from memlane.core.store.postgres.url import redact
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
-from memlane.core.store.terms import BM25_B, BM25_K1
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
 NOW = "extract(epoch FROM now())"  # the database's clock: leases compare times written by many machines
@@ -402,13 +403,13 @@ class PostgresStore:
         with self.transaction() as conn:
             return search.bm25_top_blocks(conn, user, query, k, kinds=kinds, after=after, before=before, k1=k1, b=b)
 
-    def session_word_ranks(self, user: str, query: str, sessions: Sequence[str]) -> dict[str, int]:
-        """The rank of each of the user's ``sessions`` by BM25 over the sessions' people's words
-        (:func:`memlane.core.store.postgres.search.session_word_ranks`)."""
+    def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:
+        """The query terms' counts in the user's sessions' people's words
+        (:func:`memlane.core.store.postgres.search.session_word_counts`); None when nothing can match."""
         if not sessions:
-            return {}
+            return None
         with self.transaction() as conn:
-            return search.session_word_ranks(conn, user, query, sessions)
+            return search.session_word_counts(conn, user, query, sessions)
 
     # -- embedding cache ---------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from memlane.core.store.terms import UserTerms, session_code
 from memlane.core.store.vectors import KIND_CODES, UserMatrix
 
 # (block pk, kind, text, content hash, event time as epoch seconds, session id, the block's people's words:
-# memlane.core.exchanges.people_words, "" for keys other than the message)
+# memlane.core.ranking.session_words.people_words, "" for keys other than the message)
 KeyRow = tuple[int, str, str, str, float, str, str]
 
 

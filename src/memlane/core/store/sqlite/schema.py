@@ -194,7 +194,8 @@ MIGRATIONS: list[Migration] = [
         "DROP TABLE key_segments_v4;",
     ),
     # 6: each key's session and the people's words of its block (message keys), for the session-words
-    # ranking (core/store/terms.py, session_word_ranks); existing segments get them from their blocks.
+    # ranking (core/ranking/session_words.py, counted by core/store/terms.py); existing segments get them
+    # from their blocks.
     (
         """
         ALTER TABLE key_segments ADD COLUMN sessions BLOB NOT NULL DEFAULT x'';        -- int64 code per key

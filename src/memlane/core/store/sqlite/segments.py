@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.core.errors import StoreError
-from memlane.core.exchanges import people_words
+from memlane.core.ranking.session_words import people_words
 from memlane.core.store.sqlite.terms import lookup_terms
 from memlane.core.store.sqlite.tokenizer import tokenize
 from memlane.core.store.terms import UserTerms, encode_bag, session_code
@@ -83,7 +83,7 @@ class Segment:
     vectors: npt.NDArray[np.int8]  # (n, dim), quantized: see the module's docstring
     scales: npt.NDArray[np.float32]  # (n,) per key
     # The key's session (memlane.core.store.terms.session_code) and the people's words of its block as a
-    # term bag like the key's own (only message keys have words: memlane.core.exchanges.people_words).
+    # term bag like the key's own (only message keys have words: memlane.core.ranking.session_words.people_words).
     sessions: npt.NDArray[np.int64]
     words_lengths: npt.NDArray[np.int32]
     words_entries: npt.NDArray[np.int32]

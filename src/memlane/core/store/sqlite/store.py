@@ -19,9 +19,10 @@ import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import ConfigError, NotFoundError, StoreError, StoreNotFoundError
-from memlane.core.exchanges import people_words
 from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, UserInfo
+from memlane.core.ranking.bm25 import BM25_B, BM25_K1
+from memlane.core.ranking.session_words import SessionWordCounts, people_words
 from memlane.core.store.cache import UserCache
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite import accounts
@@ -29,7 +30,7 @@ from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_i
 from memlane.core.store.sqlite.probe import probe_write
 from memlane.core.store.sqlite.schema import migrate
 from memlane.core.store.sqlite.terms import TermIds, corpus_problems, query_weights
-from memlane.core.store.terms import BM25_B, BM25_K1, UserTerms, bm25_top_blocks, session_word_ranks
+from memlane.core.store.terms import UserTerms, bm25_top_blocks, session_word_counts
 from memlane.core.store.vectors import KIND_CODES, UserMatrix, top_blocks
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
@@ -192,12 +193,6 @@ class SqliteStore:
     def _user_row(self, user: str) -> tuple[int, int] | None:
         rows = self._read("SELECT id, version FROM users WHERE name = ?", (user,))
         return (int(rows[0][0]), int(rows[0][1])) if rows else None
-
-    def _require_user(self, user: str) -> int:
-        row = self._user_row(user)
-        if row is None:
-            raise NotFoundError(f"user {user!r} not found")
-        return row[0]
 
     def create_user(self, user: str) -> bool:
         """Create a namespace; returns False if it already existed."""
@@ -501,16 +496,16 @@ class SqliteStore:
         codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
         return bm25_top_blocks(index, weights, avgdl, k, kinds=codes, after=after, before=before, k1=k1, b=b)
 
-    def session_word_ranks(self, user: str, query: str, sessions: Sequence[str]) -> dict[str, int]:
-        """The rank of each of the user's ``sessions`` by BM25 over the sessions' people's words
-        (:func:`memlane.core.store.terms.session_word_ranks`); sessions matching nothing get none."""
+    def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:
+        """The query terms' counts in the user's sessions' people's words
+        (:func:`memlane.core.store.terms.session_word_counts`); None when nothing can match."""
         row = self._user_row(user)
         if row is None or not sessions:
-            return {}
+            return None
         weights, _ = self._query_weights(query)
         if not weights:
-            return {}
-        return session_word_ranks(self._user_terms(*row), [term for term, _ in weights], sessions)
+            return None
+        return session_word_counts(self._user_terms(*row), [term for term, _ in weights], sessions)
 
     def _query_weights(self, query: str) -> tuple[list[tuple[int, float]], float]:
         """:func:`query_weights`, remembered for this thread's last query while the database is unchanged:

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from memlane.core.ranking.bm25 import idf
 from memlane.core.store.keyword import query_terms
 from memlane.core.store.sqlite.tokenizer import tokenize
-from memlane.core.store.terms import encode_bag, idf
+from memlane.core.store.terms import encode_bag
 
 _IN_CHUNK = 500
 BACKFILL_BATCH = 5000  # keys migration 3 reads at a time

@@ -1,31 +1,17 @@
-"""Search settings, named presets, score and rank fusion, and context rescoring.
-
-A search runs in two stages (docs/design/003-retrieval.md has the measurements behind each choice):
-
-1. *Candidates.* Each retriever (exact cosine over the user's key vectors, BM25 over the user's keys)
-   ranks the user's blocks and hands its top ``candidates`` to fusion.
-2. *Fusion and rescoring.* Score fusion adds up each retriever's score margins (how far a candidate is
-   above the retriever's lowest candidate, relative to its best), or weighted reciprocal rank fusion turns
-   ranks into scores; then each block may borrow evidence from its context: from the best blocks of its
-   own session (a session that answers a question tends to answer it in several exchanges) and from its
-   neighbouring exchanges. Both use only what the user's memory holds (session ids and exchange order),
-   never anything about the question set.
-
-Every mechanism is a typed field of :class:`SearchSettings`, so benchmarks can sweep it; presets are named
-settings, and ``hybrid`` (the default mode) is the best preset on the benchmarks' dev splits.
+"""Search settings and named presets: every mechanism of a search is a typed field of
+:class:`SearchSettings`, so benchmarks can sweep it; presets are named settings, and ``hybrid`` (the default
+mode) is the best preset on the benchmarks' dev splits (docs/design/003-retrieval.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Literal
 
 from memlane.core.errors import ValidationError
 from memlane.core.model import SearchMode
-from memlane.core.store.terms import BM25_B, BM25_K1
-from memlane.core.time_phrases import TimeWindow
+from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 
 RRF_K = 60
 MAX_K = 1000
@@ -232,153 +218,3 @@ def check_k(k: int) -> int:
 def with_candidates(settings: SearchSettings, k: int) -> SearchSettings:
     """Each retriever must bring at least k candidates for fusion to be able to fill k slots."""
     return settings if settings.candidates >= k else replace(settings, candidates=k)
-
-
-def rrf(
-    rankings: Mapping[str, Sequence[int]],
-    rrf_k: int = RRF_K,
-    weights: Mapping[str, float] | None = None,
-) -> list[tuple[int, float, dict[str, int]]]:
-    """Weighted reciprocal rank fusion: score = sum over retrievers of weight / (rrf_k + rank), rank 1-based
-    (weight 1 where ``weights`` does not name the retriever).
-
-    Returns (reference, score, ranks by retriever), best first; ties keep the first retriever's order.
-    """
-    scores: dict[int, float] = {}
-    ranks: dict[int, dict[str, int]] = {}
-    for name, refs in rankings.items():
-        weight = 1.0 if weights is None else weights.get(name, 1.0)
-        for rank, ref in enumerate(refs, start=1):
-            scores[ref] = scores.get(ref, 0.0) + weight / (rrf_k + rank)
-            ranks.setdefault(ref, {})[name] = rank
-    order = sorted(scores, key=lambda r: -scores[r])
-    return [(r, scores[r], ranks[r]) for r in order]
-
-
-Scored = list[tuple[int, float, dict[str, int]]]
-
-
-def fuse(rankings: Mapping[str, Sequence[tuple[int, float]]], settings: SearchSettings) -> Scored:
-    """One scored list, best first, from each retriever's (reference, score) candidates: a lone retriever
-    without context keeps its own scores (cosine, BM25: the most informative ones to return); otherwise
-    weighted RRF or score fusion (``settings.fusion``). Each entry carries the reference's rank in every
-    retriever that found it."""
-    if len(rankings) == 1 and not settings.uses_context:
-        ((name, ranked),) = rankings.items()
-        return [(ref, score, {name: i}) for i, (ref, score) in enumerate(ranked, start=1)]
-    weights = {"vector": settings.vector_weight, "keyword": settings.keyword_weight}
-    if settings.fusion is Fusion.SCORE:
-        return score_fusion(rankings, weights, settings.candidates)
-    return rrf({name: [ref for ref, _ in ranked] for name, ranked in rankings.items()}, settings.rrf_k, weights)
-
-
-def score_fusion(
-    rankings: Mapping[str, Sequence[tuple[int, float]]],
-    weights: Mapping[str, float] | None = None,
-    depth: int | None = None,
-) -> Scored:
-    """Weighted sum of each retriever's margins: a candidate's score above the retriever's floor, divided by
-    its best candidate's score (negative scores count as 0). The floor is the lowest candidate's score when
-    the retriever returned ``depth`` candidates (others it did not return may score just below), and 0 when
-    it returned fewer (it returned every block it could score; None: always the lowest candidate's). So the
-    scale of a retriever's scores drops out, a retriever whose candidates all score alike (a flat list:
-    little evidence either way) weighs less, and a reference a retriever did not return gets 0 from it.
-    Unlike RRF the margins survive: a block far ahead on BM25 (a rare name) stays far ahead. Weight 1 where
-    ``weights`` does not name the retriever.
-
-    Returns (reference, score, ranks by retriever), best first; ties keep the first retriever's order.
-    """
-    scores: dict[int, float] = {}
-    ranks: dict[int, dict[str, int]] = {}
-    for name, ranked in rankings.items():
-        weight = 1.0 if weights is None else weights.get(name, 1.0)
-        clipped = [max(score, 0.0) for _, score in ranked]
-        top = max(clipped, default=0.0)
-        floor = min(clipped) if clipped and (depth is None or len(clipped) >= depth) else 0.0
-        for rank, ((ref, _), score) in enumerate(zip(ranked, clipped, strict=True), start=1):
-            margin = (score - floor) / top if top > 0 else 0.0
-            scores[ref] = scores.get(ref, 0.0) + weight * margin
-            ranks.setdefault(ref, {})[name] = rank
-    order = sorted(scores, key=lambda r: -scores[r])
-    return [(r, scores[r], ranks[r]) for r in order]
-
-
-def top_k(
-    scored: Scored,
-    positions: Mapping[int, Position],
-    settings: SearchSettings,
-    k: int,
-    word_ranks: Mapping[str, int] | None = None,
-    windows: Sequence[TimeWindow] = (),
-) -> Scored:
-    """The k best after context rescoring (only references with a position take part: the others are gone
-    from the store); without context, the first k as they are."""
-    if not settings.uses_context:
-        return scored[:k]
-    rescored = rescore({ref: score for ref, score, _ in scored}, positions, settings, word_ranks, windows)
-    kept = ((ref, rescored[ref], ranks) for ref, _, ranks in scored if ref in positions)
-    return sorted(kept, key=lambda h: -h[1])[:k]
-
-
-@dataclass(frozen=True, slots=True)
-class Position:
-    """Where a block sits in the user's history: its session, its exchange's index in the session and its
-    event time (epoch seconds; None where the caller did not read it)."""
-
-    session: str
-    exchange: int
-    time: float | None = None
-
-
-def rescore(
-    scores: Mapping[int, float],
-    positions: Mapping[int, Position],
-    settings: SearchSettings,
-    word_ranks: Mapping[str, int] | None = None,
-    windows: Sequence[TimeWindow] = (),
-) -> dict[int, float]:
-    """Add session, neighbour, session-words and time context to fused scores (see :class:`SearchSettings`);
-    ``word_ranks`` holds the candidates' sessions' ranks by people's words (the store's
-    ``session_word_ranks``), needed when ``settings.words_weight`` > 0; ``windows`` the query's time
-    windows (:func:`memlane.core.time_phrases.time_windows`), read when ``settings.time_weight`` > 0 against
-    the positions' event times.
-
-    Context is computed from the *fused* scores of the candidates only, so a block's gain never depends on
-    another block's gain, and the result does not depend on the order of ``scores``. Blocks without a
-    position keep their score.
-    """
-    if not settings.uses_context:
-        return dict(scores)
-    ranks = word_ranks or {}
-    best = max(scores.values(), default=0.0)
-    words_unit = settings.words_weight * best * (settings.words_k + 1)
-    time_gain = settings.time_weight * best if windows else 0.0
-    by_session: dict[str, list[float]] = {}
-    by_exchange: dict[tuple[str, int], float] = {}
-    for ref, score in scores.items():
-        pos = positions.get(ref)
-        if pos is None:
-            continue
-        by_session.setdefault(pos.session, []).append(score)
-        key = (pos.session, pos.exchange)
-        by_exchange[key] = max(by_exchange.get(key, 0.0), score)
-    session_gain = {s: sum(sorted(v, reverse=True)[: settings.session_top]) for s, v in by_session.items()}
-    out: dict[int, float] = {}
-    for ref, score in scores.items():
-        pos = positions.get(ref)
-        if pos is None:
-            out[ref] = score
-            continue
-        gain = settings.session_weight * session_gain[pos.session]
-        if settings.neighbour_weight > 0:
-            near = 0.0
-            for d in range(1, settings.neighbour_span + 1):
-                near = max(near, by_exchange.get((pos.session, pos.exchange - d), 0.0))
-                near = max(near, by_exchange.get((pos.session, pos.exchange + d), 0.0))
-            gain += settings.neighbour_weight * near
-        if words_unit > 0 and pos.session in ranks:
-            gain += words_unit / (settings.words_k + ranks[pos.session])
-        if time_gain > 0 and pos.time is not None and any(w.holds(pos.time) for w in windows):
-            gain += time_gain
-        out[ref] = score + gain
-    return out

@@ -1,0 +1,1 @@
+"""Scoring formulas shared by the stores, the search pipeline and the benchmarks' baselines."""

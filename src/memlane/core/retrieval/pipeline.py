@@ -1,0 +1,170 @@
+"""The search pipeline in two steps anyone can call: :func:`collect` the candidates, then :func:`rank` them.
+
+1. *Candidates* (:func:`collect`). Each retriever ranks the user's blocks and hands its top ``candidates``
+   with their raw scores: the vector stage (:func:`vector_stage`: cosine over the user's key vectors) and
+   the keyword stage (:func:`keyword_stage`: BM25 over the user's keys). When the settings use context,
+   collect also reads each candidate's place (session, exchange, event time) and, for the session-words
+   gain, the rank of each candidate's session by its people's words
+   (:func:`memlane.core.ranking.session_words.session_word_ranks`).
+2. *Ranking* (:func:`rank`). Fusion (:func:`memlane.core.retrieval.fusion.fuse`), then context rescoring
+   (:func:`memlane.core.retrieval.context.rescore`: session and neighbour gains, session words, the
+   query's time phrases), then the final order.
+
+``Memory.search`` is these two steps and :func:`hits`; ``memlane bench tune`` collects each question's
+candidates once and ranks them under many settings, which is why the steps are separate: every setting
+but ``mode``, ``candidates``, ``fact_keys`` and the BM25 parameters applies in :func:`rank`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from memlane.core.embedding.protocol import Embedder
+from memlane.core.model import Hit, MemoryBlock, SearchMode
+from memlane.core.ranking.session_words import session_word_ranks
+from memlane.core.retrieval.context import Position, rescore
+from memlane.core.retrieval.fusion import Scored, fuse
+from memlane.core.retrieval.settings import ScoreKind, SearchSettings
+from memlane.core.store.protocol import Store
+from memlane.core.time_phrases import time_windows
+
+Ranked = list[tuple[int, float]]
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What one query's retrievers found, before any ranking: each retriever's (block reference, raw
+    score) list in its own order (``rankings``: ``vector`` first, then ``keyword``), the candidates'
+    places (``positions``, where context was read) and their sessions' ranks by people's words
+    (``word_ranks``, where the session-words gain was read)."""
+
+    query: str
+    rankings: dict[str, Ranked]
+    positions: dict[int, Position]
+    word_ranks: dict[str, int]
+
+
+def vector_stage(
+    store: Store,
+    embedder: Embedder,
+    user: str,
+    query: str,
+    settings: SearchSettings,
+    *,
+    after: float | None = None,
+    before: float | None = None,
+) -> Ranked:
+    """The vector retriever: the query's embedding against the user's key vectors, the top
+    ``settings.candidates`` blocks by cosine similarity (a block scores as its best key)."""
+    qvec = embedder.embed([query])[0]
+    return store.vector_candidates(
+        user, qvec, settings.candidates, kinds=settings.key_kinds(), after=after, before=before
+    )
+
+
+def keyword_stage(
+    store: Store,
+    user: str,
+    query: str,
+    settings: SearchSettings,
+    *,
+    after: float | None = None,
+    before: float | None = None,
+) -> Ranked:
+    """The keyword retriever: the top ``settings.candidates`` blocks by BM25 over the user's keys, with
+    the settings' k1 and b."""
+    return store.keyword_candidates(
+        user,
+        query,
+        settings.candidates,
+        kinds=settings.key_kinds(),
+        after=after,
+        before=before,
+        k1=settings.bm25_k1,
+        b=settings.bm25_b,
+    )
+
+
+def collect(
+    store: Store,
+    embedder: Embedder,
+    user: str,
+    query: str,
+    settings: SearchSettings,
+    *,
+    after: float | None = None,
+    before: float | None = None,
+    all_context: bool = False,
+) -> Candidates:
+    """The candidates of ``query`` in ``user``'s memory under ``settings`` (its ``mode``, ``candidates``,
+    ``fact_keys`` and BM25 parameters), with event times in [``after``, ``before``) (epoch seconds).
+
+    Context (the candidates' places, their sessions' ranks by people's words) is read when the settings
+    use it, or always with ``all_context``: for callers that rank the same candidates under other
+    settings. ``embedder`` embeds the query (uncached: a query is rarely asked twice)."""
+    rankings: dict[str, Ranked] = {}
+    if settings.mode in (SearchMode.VECTOR, SearchMode.HYBRID):
+        rankings["vector"] = vector_stage(store, embedder, user, query, settings, after=after, before=before)
+    if settings.mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
+        rankings["keyword"] = keyword_stage(store, user, query, settings, after=after, before=before)
+    positions: dict[int, Position] = {}
+    if settings.uses_context or all_context:
+        # Context reads every candidate's session and place, not its text: only the top k are fetched.
+        refs = list(dict.fromkeys(ref for ranked in rankings.values() for ref, _ in ranked))
+        positions = {ref: Position(*where) for ref, where in store.block_positions(user, refs).items()}
+    word_ranks: dict[str, int] = {}
+    if (settings.uses_words or all_context) and positions:
+        sessions = sorted({p.session for p in positions.values()})
+        word_ranks = session_word_ranks(store.session_word_counts(user, query, sessions))
+    return Candidates(query, rankings, positions, word_ranks)
+
+
+def rank(candidates: Candidates, settings: SearchSettings, *, asked: datetime) -> Scored:
+    """Every candidate in its final order under ``settings``, best first, as (reference, score, ranks by
+    retriever): fusion, then context rescoring (only candidates with a place take part then: the others
+    are gone from the store). The query's time phrases are read against ``asked``, when the question is
+    asked. ``settings`` must be those the candidates were collected with, but for the settings that apply
+    here (fusion, weights, context); fusion reads ``settings.candidates`` as the retrievers' depth."""
+    scored = fuse(candidates.rankings, settings)
+    if not settings.uses_context:
+        return scored
+    windows = time_windows(candidates.query, asked, tolerance=settings.time_tolerance) if settings.uses_time else ()
+    positions = candidates.positions
+    rescored = rescore({ref: score for ref, score, _ in scored}, positions, settings, candidates.word_ranks, windows)
+    kept = ((ref, rescored[ref], ranks) for ref, _, ranks in scored if ref in positions)
+    return sorted(kept, key=lambda h: -h[1])
+
+
+def hits(store: Store, user: str, ranked: Scored, k: int, kind: ScoreKind, *, distinct: bool) -> list[Hit]:
+    """The first k of ``ranked`` as hits, their blocks fetched: k blocks, or with ``distinct`` k
+    exchanges, each as its best block with its other perspectives' matching blocks folded into it
+    (:meth:`memlane.core.memory.Memory.search`). Blocks deleted since they were ranked are passed over."""
+    if distinct:
+        return _distinct_hits(store, user, ranked, k, kind)
+    top = ranked[:k]
+    blocks = store.fetch_blocks(user, [ref for ref, _, _ in top])
+    return [Hit(blocks[ref], score, ranks, kind) for ref, score, ranks in top if ref in blocks]
+
+
+def _distinct_hits(store: Store, user: str, ranked: Scored, k: int, kind: ScoreKind) -> list[Hit]:
+    """The first k exchanges of ``ranked`` (best first), each as its first block, the later blocks of the
+    same exchange folded into it. Blocks are fetched 2k at a time: usually once."""
+    firsts: dict[tuple[str, str, int, str], tuple[MemoryBlock, float, dict[str, int], list[str]]] = {}
+    for start in range(0, len(ranked), 2 * k):
+        chunk = ranked[start : start + 2 * k]
+        blocks = store.fetch_blocks(user, [ref for ref, _, _ in chunk])
+        for ref, score, ranks in chunk:
+            block = blocks.get(ref)
+            if block is None:  # deleted since it was ranked
+                continue
+            # Perspectives of one exchange share its place and its text (a later add can restart
+            # exchange_index in the same session, so the place alone is not enough).
+            exchange = (block.conversation_id, block.session_id, block.exchange_index, block.content_hash)
+            if exchange in firsts:
+                firsts[exchange][3].append(block.id)
+            elif len(firsts) < k:
+                firsts[exchange] = (block, score, ranks, [])
+        if len(firsts) >= k:
+            break
+    return [Hit(b, score, ranks, kind, tuple(others)) for b, score, ranks, others in firsts.values()]
