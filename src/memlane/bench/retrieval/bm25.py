@@ -3,7 +3,9 @@
 
 k1 = 1.5, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)) where a negative idf (a term in more than half the
 documents) is replaced by epsilon (0.25) times the mean idf of the corpus vocabulary; every occurrence of a
-query term adds its term score. Tokens are lower-cased ``\\w+`` words, no stemming, no stop words.
+query term adds its term score (:func:`memlane.core.ranking.bm25.okapi_idf` and
+:func:`memlane.core.ranking.bm25.term_scores`: memlane's one BM25 formula). Tokens are lower-cased ``\\w+``
+words, no stemming, no stop words.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
+
+from memlane.core.ranking.bm25 import okapi_idf, term_scores
 
 # rank_bm25.BM25Okapi defaults (the library of the official flat-bm25 baseline).
 BM25_K1 = 1.5
@@ -75,11 +79,8 @@ class BM25:
         self._tf = (np.concatenate([c for _, c in docs]) if docs else np.zeros(0, dtype=np.int64)).astype(np.float64)
         self.avgdl = float(self.doc_len.mean()) if self.n_docs else 0.0
         vocab, df = np.unique(self._term, return_counts=True)
-        idf = np.log(self.n_docs - df + 0.5) - np.log(df + 0.5)
-        if len(idf):
-            idf = np.where(idf < 0, epsilon * float(idf.mean()), idf)
         self._vocab = vocab
-        self._idf = idf
+        self._idf = okapi_idf(df, self.n_docs, epsilon)
 
     def idf(self, term: int) -> float:
         """The (floored) idf of a term id; 0 for a term in no document."""
@@ -101,8 +102,7 @@ class BM25:
         term, tf, doc = self._term[mask], self._tf[mask], self._doc[mask]
         at = np.searchsorted(q_terms, term)
         weight = self._idf[pos][at] * q_counts[at]
-        norm = tf + self.k1 * (1 - self.b + self.b * self.doc_len[doc] / self.avgdl)
-        contrib = weight * tf * (self.k1 + 1) / norm
+        contrib = term_scores(weight, tf, self.doc_len[doc], self.avgdl, self.k1, self.b)
         return np.bincount(doc, weights=contrib, minlength=self.n_docs).astype(np.float64)
 
 
