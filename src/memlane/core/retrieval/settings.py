@@ -43,9 +43,10 @@ class SearchSettings:
       ``b`` = 0.5 (FTS5 and most BM25s use 0.75) was chosen on both dev splits: exchanges with long
       replies are penalised less for their length.
     * ``words_weight``, ``words_k``: the user's sessions are ranked by BM25 over what the people in them
-      said (the user's turns, not the assistant's replies: :func:`memlane.core.exchanges.people_words`),
-      and each candidate of a session ranked ``r`` gains ``words_weight`` x the best fused score x
-      ``(words_k + 1) / (words_k + r)``; candidates of sessions matching no query word gain nothing.
+      said (the user's turns, not the assistant's replies:
+      :func:`memlane.core.ranking.session_words.people_words`), and each candidate of a session ranked
+      ``r`` gains ``words_weight`` x the best fused score x ``(words_k + 1) / (words_k + r)``; candidates
+      of sessions matching no query word gain nothing.
     * ``time_weight``, ``time_tolerance``: the query's time phrases ("two weeks ago", "last month", "in the
       past three months": :func:`memlane.core.time_phrases.time_windows`, read against the time the question
       is asked, with ``time_tolerance``) name windows of time, and each candidate whose event time falls in

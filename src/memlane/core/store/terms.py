@@ -55,8 +55,9 @@ class UserTerms:
     offsets: npt.NDArray[np.int64]  # (n + 1,) where each key's entries start
     term_ids: npt.NDArray[np.int32]  # (m,) per (key, term) entry
     counts: npt.NDArray[np.uint16]
-    # The people's words of each key's block (only on message keys, :func:`memlane.core.exchanges.people_words`),
-    # as bags the same way, and each key's session as a code (:func:`session_code`).
+    # The people's words of each key's block (only on message keys,
+    # :func:`memlane.core.ranking.session_words.people_words`), as bags the same way, and each key's session
+    # as a code (:func:`session_code`).
     sessions: npt.NDArray[np.int64]
     words_lengths: npt.NDArray[np.float32]
     words_offsets: npt.NDArray[np.int64]
