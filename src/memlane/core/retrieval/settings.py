@@ -23,7 +23,7 @@ class Fusion(StrEnum):
     """How a hybrid search turns its retrievers' candidates into one score."""
 
     RRF = "rrf"  # weighted reciprocal rank fusion: ranks only
-    SCORE = "score"  # weighted sum of each retriever's score margins (see score_fusion)
+    SCORE = "score"  # weighted sum of each retriever's score margins (see memlane.core.retrieval.fusion.score_fusion)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ class SearchSettings:
 
     * ``candidates``: how many blocks each retriever hands to fusion (at least k are always used);
     * ``fact_keys``: the extracted summary and facts of a block act as search keys besides its message;
-    * ``fusion``: ``rrf`` (weighted reciprocal rank fusion) or ``score`` (see :func:`fuse`);
+    * ``fusion``: ``rrf`` (weighted reciprocal rank fusion) or ``score`` (see :func:`memlane.core.retrieval.fuse`);
     * ``rrf_k``, ``vector_weight``, ``keyword_weight``: weighted RRF, score = sum of weight / (rrf_k + rank);
       with score fusion, score = sum of weight x (score - the retriever's floor) / its best score;
     * ``session_weight``, ``session_top``: each block gains ``session_weight`` times the sum of the
@@ -204,7 +204,7 @@ SCORE_KINDS: dict[str, str] = {
 
 def score_kind(settings: SearchSettings) -> ScoreKind:
     """What a search's scores are (:data:`SCORE_KINDS`): a lone retriever without context keeps its own
-    scores (see :func:`fuse`); fused scores only order the hits of one search."""
+    scores (see :func:`memlane.core.retrieval.fusion.fuse`); fused scores only order the hits of one search."""
     if settings.mode is not SearchMode.HYBRID and not settings.uses_context:
         return "cosine" if settings.mode is SearchMode.VECTOR else "bm25"
     return "rrf" if settings.fusion is Fusion.RRF else "fusion"
