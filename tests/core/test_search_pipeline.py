@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memlane.core.embedding.fake import HashingEmbedder
+from memlane.core.errors import ValidationError
 from memlane.core.memory import Memory
 from memlane.core.model import SearchMode
 from memlane.core.ranking.session_words import session_word_ranks
@@ -140,6 +141,13 @@ def test_collect_reads_context_only_when_the_settings_use_it(mem: Memory) -> Non
     words = collect(mem.store, mem.embedder.inner, "alice", "Ana bread", PRESETS["hybrid"])
     assert words.positions and words.word_ranks
     assert set(words.word_ranks) <= {p.session for p in words.positions.values()}
+    with pytest.raises(ValidationError, match="all_context") as caught:
+        rank(plain, PRESETS["hybrid"], asked=ASKED)  # would drop every candidate for want of a place
+    assert caught.value.where == "settings"
+    no_words = collect(mem.store, mem.embedder.inner, "alice", "Ana bread", PRESETS["hybrid-no-words"])
+    assert no_words.positions and no_words.word_ranks == {}
+    with pytest.raises(ValidationError, match="context"):
+        rank(no_words, PRESETS["hybrid"], asked=ASKED)
     keyword = collect(mem.store, mem.embedder.inner, "alice", "Ana bread", PRESETS["keyword"])
     assert set(keyword.rankings) == {"keyword"}
     # positions carry the event times the time gain reads

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memlane.core.embedding.protocol import Embedder
+from memlane.core.errors import ValidationError
 from memlane.core.model import Hit, MemoryBlock, SearchMode
 from memlane.core.ranking.session_words import session_word_ranks
 from memlane.core.retrieval.context import Position, rescore
@@ -36,13 +37,15 @@ Ranked = list[tuple[int, float]]
 class Candidates:
     """What one query's retrievers found, before any ranking: each retriever's (block reference, raw
     score) list in its own order (``rankings``: ``vector`` first, then ``keyword``), the candidates'
-    places (``positions``, where context was read) and their sessions' ranks by people's words
-    (``word_ranks``, where the session-words gain was read)."""
+    places (``positions``, read when ``context``) and their sessions' ranks by people's words
+    (``word_ranks``, read when ``words``)."""
 
     query: str
     rankings: dict[str, Ranked]
     positions: dict[int, Position]
     word_ranks: dict[str, int]
+    context: bool = False
+    words: bool = False
 
 
 def vector_stage(
@@ -108,16 +111,18 @@ def collect(
         rankings["vector"] = vector_stage(store, embedder, user, query, settings, after=after, before=before)
     if settings.mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
         rankings["keyword"] = keyword_stage(store, user, query, settings, after=after, before=before)
+    context = settings.uses_context or all_context
+    words = settings.uses_words or all_context
     positions: dict[int, Position] = {}
-    if settings.uses_context or all_context:
+    if context:
         # Context reads every candidate's session and place, not its text: only the top k are fetched.
         refs = list(dict.fromkeys(ref for ranked in rankings.values() for ref, _ in ranked))
         positions = {ref: Position(*where) for ref, where in store.block_positions(user, refs).items()}
     word_ranks: dict[str, int] = {}
-    if (settings.uses_words or all_context) and positions:
+    if words and positions:
         sessions = sorted({p.session for p in positions.values()})
         word_ranks = session_word_ranks(store.session_word_counts(user, query, sessions))
-    return Candidates(query, rankings, positions, word_ranks)
+    return Candidates(query, rankings, positions, word_ranks, context, words)
 
 
 def rank(candidates: Candidates, settings: SearchSettings, *, asked: datetime) -> Scored:
@@ -125,7 +130,14 @@ def rank(candidates: Candidates, settings: SearchSettings, *, asked: datetime) -
     retriever): fusion, then context rescoring (only candidates with a place take part then: the others
     are gone from the store). The query's time phrases are read against ``asked``, when the question is
     asked. ``settings`` must be those the candidates were collected with, but for the settings that apply
-    here (fusion, weights, context); fusion reads ``settings.candidates`` as the retrievers' depth."""
+    here (fusion, weights, context); fusion reads ``settings.candidates`` as the retrievers' depth.
+    Settings whose context the candidates were collected without are refused (ValidationError)."""
+    if (settings.uses_context and not candidates.context) or (settings.uses_words and not candidates.words):
+        raise ValidationError(
+            "these settings rescore by context the candidates were collected without; collect them with "
+            "these settings or with all_context=True",
+            where="settings",
+        )
     scored = fuse(candidates.rankings, settings)
     if not settings.uses_context:
         return scored
