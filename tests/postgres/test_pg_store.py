@@ -291,3 +291,22 @@ def test_rankings_match_the_sqlite_store(new_store: NewStore, tmp_path: Path) ->
             first += best[0] == best[1] and bool(best[0])
     print(f"session-words parity: the same first session on {first} of {n} queries")
     assert first / n >= 0.9
+
+
+def test_recluster_rewrites_the_tables_and_changes_no_search(new_store: NewStore) -> None:
+    """``PostgresStore.recluster`` (docs/scaling.md: maintenance, off-peak) keeps every row and every ranking."""
+    store = new_store()
+    mem = Memory(store, HashingEmbedder())
+    mem.add_many(_corpus(60))
+    queries = _queries()[:5]
+    before = {
+        (u, q): [(h.block.id, h.score) for h in mem.search(u, q, k=5)] for u in ("user0", "user1") for q in queries
+    }
+    counts = store.user_row_counts("user0")
+    store.recluster()
+    assert store.integrity_check() == []
+    assert store.user_row_counts("user0") == counts
+    after = {
+        (u, q): [(h.block.id, h.score) for h in mem.search(u, q, k=5)] for u in ("user0", "user1") for q in queries
+    }
+    assert after == before and any(before.values())
