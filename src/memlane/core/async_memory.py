@@ -115,6 +115,7 @@ class AsyncMemory:
         perspective: str | PerspectiveMode = PerspectiveMode.DUAL,
         extract: ExtractMode = "off",
         epoch: int | None = None,
+        annotations: Mapping[str, str] | None = None,
     ) -> AddResult:
         """See :meth:`Memory.add`."""
         return await self._run(
@@ -127,6 +128,7 @@ class AsyncMemory:
             perspective=perspective,
             extract=extract,
             epoch=epoch,
+            annotations=annotations,
         )
 
     async def add_many(
