@@ -9,15 +9,16 @@ How items map onto memlane (memlane stores blocks of conversation, not key/value
   JSON by default; ``index=[...]`` or ``fields`` pick fields; ``index=False`` indexes the key only);
 * the value itself (any JSON object) and its creation time ride in the block's annotations.
 
-Blocks are written once, so ``put`` on an existing key writes a new block, then deletes the older blocks of
-that key: a reader in between sees the newer one (blocks ids are time-ordered), and two concurrent puts
-leave exactly one value, the later one's. Searches with a query rank by cosine similarity (memlane's
+Blocks are written once, so ``put`` on an existing key writes a new block, then deletes every block of that
+key but the newest (block ids are time-ordered): a reader in between sees the newest, and concurrent puts of
+one key leave exactly one value, the newest. Searches with a query rank by cosine similarity (memlane's
 ``vector`` mode, whose scores can be compared across namespaces) and report it as ``score``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -39,7 +40,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from memlane.core.errors import ValidationError
+from memlane.core.errors import NotFoundError, ValidationError
 from memlane.core.memory import AddRequest, Memory
 from memlane.core.model import MemoryBlock
 from memlane.core.names import check_name
@@ -130,30 +131,32 @@ class MemlaneStore(BaseStore):
 
     def _apply_puts(self, puts: list[PutOp]) -> None:
         requests: list[AddRequest] = []
-        replaced: list[tuple[str, list[MemoryBlock]]] = []
+        written: list[tuple[tuple[str, ...], str]] = []
         for op in puts:
             check_name(op.key, "key")
             old = self._blocks(op.namespace, op.key)
-            user = self._user(op.namespace)
             if op.value is None:
-                for block in old:
-                    self.memory.delete(user, block.id)
+                self._drop(self._user(op.namespace), old)
                 continue
             value = _json_object(op.value)
             now = datetime.now().astimezone().isoformat()
             created = old[0].annotations.get(A_CREATED, now) if old else now
-            text = self._text(op, value)
             annotations = {A_VALUE: json.dumps(value), A_CREATED: created}
-            message = [{"role": "user", "content": text}]
-            requests.append(AddRequest(user, message, CONVERSATION, op.key, None, "single", annotations))
-            replaced.append((user, old))
-        added = self.memory.add_many(requests)
-        for result, (user, old) in zip(added, replaced, strict=True):
-            newest = max(result.block_ids)
-            for block in old:
-                # Only older blocks: a concurrent put's newer block stays (the later put wins).
-                if block.id < newest:
-                    self.memory.delete(user, block.id)
+            message = [{"role": "user", "content": self._text(op, value)}]
+            requests.append(
+                AddRequest(self._user(op.namespace), message, CONVERSATION, op.key, None, "single", annotations)
+            )
+            written.append((op.namespace, op.key))
+        self.memory.add_many(requests)
+        for namespace, key in written:
+            # Listed after our write: every block of the key but the newest goes, ours too if a concurrent put
+            # wrote a newer one. Whichever put lists last sees all the blocks, so one block is left: the newest.
+            self._drop(self._user(namespace), self._blocks(namespace, key)[1:])
+
+    def _drop(self, user: str, blocks: Sequence[MemoryBlock]) -> None:
+        for block in blocks:
+            with contextlib.suppress(NotFoundError):  # a concurrent put or delete took it first
+                self.memory.delete(user, block.id)
 
     def _text(self, op: PutOp, value: dict[str, Any]) -> str:
         if op.index is False:
