@@ -3,6 +3,7 @@ call returns mem0's shapes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memlane.compat.mem0 import Memory, read_config
+from memlane.compat.mem0 import AsyncMemory, Memory, read_config
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.llm import ChatMessage, ScriptedLLM
 from memlane.core.memory import Memory as CoreMemory
@@ -207,3 +208,28 @@ def test_from_config_maps_what_it_can_and_warns_about_the_rest(tmp_path: Path) -
     )
     with pytest.raises(ValueError, match=r"config\.vector_store"):
         read_config({"vector_store": "qdrant"})
+
+
+def test_async_memory_concurrent_users(tmp_path: Path) -> None:
+    core = CoreMemory(SqliteStore(tmp_path / "m.db"), HashingEmbedder())
+
+    async def main() -> None:
+        async with AsyncMemory(memory=core) as mem:
+
+            async def one(i: int) -> None:
+                user = f"u{i}"
+                added = await mem.add(f"{user} parks in bay {i}.", user_id=user, infer=False)
+                found = await mem.search("which bay do I park in?", filters={"user_id": user})
+                assert [r["id"] for r in found["results"]] == [added["results"][0]["id"]]
+                assert (await mem.get(added["results"][0]["id"]) or {})["memory"] == f"{user} parks in bay {i}."
+
+            await asyncio.gather(*(one(i) for i in range(20)))
+            assert len((await mem.get_all(user_id="u3"))["results"]) == 1
+            moved = await mem.update((await mem.get_all(user_id="u3"))["results"][0]["id"], text="Bay 9 now.")
+            assert [h["event"] for h in await mem.history(moved["id"])] == ["ADD", "UPDATE"]
+            await mem.delete(moved["id"])
+            await mem.delete_all(user_id="u4")
+            await mem.reset()
+            assert (await mem.get_all(user_id="u5"))["results"] == []
+
+    asyncio.run(main())
