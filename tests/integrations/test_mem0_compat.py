@@ -175,6 +175,13 @@ def test_bad_input_is_a_clear_value_error(mem: Memory) -> None:
         mem.add("x", user_id="a", metadata={"when": object()})
     with pytest.raises(ValueError, match="text or metadata"):
         mem.update("whatever")
+    with pytest.raises(ValueError, match="query"):
+        mem.search("  ", user_id="nobody")
+    assert mem.add([{"role": "system", "content": "Be brief."}], user_id="a") == {"results": []}
+    kept = mem.add("Keep me.", user_id="a", infer=False)["results"][0]["id"]
+    with pytest.raises(ValueError, match="content"):
+        mem.update(kept, text="")
+    assert mem.get(kept) is not None  # a refused update loses nothing
 
 
 def test_from_config_maps_what_it_can_and_warns_about_the_rest(tmp_path: Path) -> None:

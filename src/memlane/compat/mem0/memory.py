@@ -110,6 +110,8 @@ class Memory:
         scope = _scope(user_id, agent_id, run_id, where="add")
         user = _namespace(scope)
         msgs = _messages(messages)
+        if msgs and all(m.get("role") == "system" for m in msgs):
+            return {"results": []}  # as mem0: system messages are not memories
         base = _annotations(scope, metadata)
         conversation = scope.get("run_id", "default")
         if infer:
@@ -218,6 +220,8 @@ class Memory:
         the memory's metadata. ``threshold`` drops hits scoring below it (memlane's hybrid scores)."""
         if rerank:
             warnings.warn("memlane's hybrid search has no separate reranker; rerank is ignored", stacklevel=2)
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("Invalid query: must be a non-empty string", where="query")
         scope, meta_filters = _filters(filters, user_id, agent_id, run_id, where="search")
         k = _limit(top_k, limit, DEFAULT_TOP_K)
         if k == 0:
