@@ -169,7 +169,9 @@ def test_loop_keeps_ticking_while_searches_run(store_factory: Callable[[], Store
         assert all(found)
         # 40 real-model searches take far longer than one tick: the ticker must keep ticking throughout.
         assert elapsed > 10 * TICK_S, elapsed
-        assert ticks >= max(5, int(0.2 * elapsed / TICK_S)), (ticks, elapsed)
+        # Generous for a loaded machine: threads' Python work competes for the GIL (scripts/bench_async.py
+        # measured 22-33% of the possible ticks on 2 busy cores; blocking the loop gives none).
+        assert ticks >= max(5, int(0.05 * elapsed / TICK_S)), (ticks, elapsed)
         assert gap < min(1.0, elapsed / 2), (gap, elapsed)
 
     run(memory, body, max_workers=4)
