@@ -1,4 +1,5 @@
-"""The rings: the core imports neither the harness nor the interfaces; the harness no interface."""
+"""The rings: the core imports neither the harness nor the interfaces (nor compat and integrations, beside them);
+the harness none of those."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "memlane"
+OUTER = ("memlane.interfaces", "memlane.compat", "memlane.integrations")
 FORBIDDEN = {
-    "core": ("memlane.bench", "memlane.interfaces"),
-    "bench": ("memlane.interfaces",),
+    "core": ("memlane.bench", *OUTER),
+    "bench": OUTER,
 }
 
 

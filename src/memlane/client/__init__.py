@@ -1,5 +1,6 @@
-"""The Python client of the memlane HTTP service: :class:`Client`, its values and its errors."""
+"""The Python client of the memlane HTTP service: :class:`Client`, :class:`AsyncClient`, their values and errors."""
 
+from memlane.client.async_client import AsyncClient
 from memlane.client.client import Client
 from memlane.client.errors import (
     APIError,
@@ -13,6 +14,7 @@ from memlane.client.models import ComponentHealth, Health, KeyInfo, NewKey, User
 
 __all__ = [
     "APIError",
+    "AsyncClient",
     "AuthenticationError",
     "Client",
     "ComponentHealth",

@@ -70,11 +70,26 @@ class AddRequest:
     session_id: str = DEFAULT_SESSION
     time: datetime | str | float | None = None
     perspective: str | PerspectiveMode = PerspectiveMode.DUAL
+    # Free string annotations kept on every block of the add (integrations keep their metadata here).
+    annotations: Mapping[str, str] | None = None
 
 
 def new_block_id() -> str:
     """Time-ordered, unguessable: 12 hex digits of milliseconds, then 10 random hex digits."""
     return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(5)}"
+
+
+def _check_annotations(value: Mapping[str, str] | None, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError("must be a mapping of strings to strings", where=where)
+    for key, text in value.items():
+        if not isinstance(key, str) or not isinstance(text, str):
+            raise ValidationError(f"keys and values must be strings, not {key!r}: {text!r}", where=where)
+        check_text(key, where)
+        check_text(text, where)
+    return dict(value)
 
 
 class Memory:
@@ -162,6 +177,7 @@ class Memory:
         perspective: str | PerspectiveMode = PerspectiveMode.DUAL,
         extract: ExtractMode = "off",
         epoch: int | None = None,
+        annotations: Mapping[str, str] | None = None,
     ) -> AddResult:
         """Store a run of messages as memory blocks, in one transaction.
 
@@ -174,8 +190,11 @@ class Memory:
         nothing (or, if it wrote first, its blocks go with the user). ``epoch`` is the store's deletion
         epoch when the caller learnt the user may be written to (an API key's check does: the key's
         ``VerifiedKey.epoch``); by default it is read when the add begins.
+
+        ``annotations`` (string keys and values) are kept on every block of the add, as
+        ``MemoryBlock.annotations``.
         """
-        req = AddRequest(user, messages, conversation_id, session_id, time, perspective)
+        req = AddRequest(user, messages, conversation_id, session_id, time, perspective, annotations)
         return self.add_many([req], extract=extract, epoch=epoch)[0]
 
     def add_many(
@@ -246,12 +265,18 @@ class Memory:
         ingest_time = now_utc()
         session_time = coerce_time(req.time, where=at("time")) or ingest_time
         drafts, exchanges, skipped = draft_blocks(messages, mode, session_time)
-        blocks = [self._block(req, mode, d, ingest_time, status) for d in drafts]
+        annotations = _check_annotations(req.annotations, at("annotations"))
+        blocks = [self._block(req, mode, d, ingest_time, status, annotations) for d in drafts]
         return req, blocks, (exchanges, skipped)
 
     @staticmethod
     def _block(
-        req: AddRequest, mode: PerspectiveMode, d: BlockDraft, ingest_time: datetime, status: ExtractionStatus
+        req: AddRequest,
+        mode: PerspectiveMode,
+        d: BlockDraft,
+        ingest_time: datetime,
+        status: ExtractionStatus,
+        annotations: dict[str, str],
     ) -> MemoryBlock:
         text = d.exchange.text()
         return MemoryBlock(
@@ -269,6 +294,7 @@ class Memory:
             content_hash=content_hash(text),
             message_ids=d.exchange.message_ids,
             extraction_status=status,
+            annotations=dict(annotations),
         )
 
     # -- extraction --------------------------------------------------------------------------------------

@@ -1,0 +1,156 @@
+"""mem0's ``AsyncMemory`` over memlane: :class:`~memlane.compat.mem0.Memory`'s calls as coroutines.
+
+Each call runs the synchronous facade's method on a bounded thread pool (see
+:class:`memlane.core.async_memory.AsyncMemory` for why threads), so the event loop never waits on the
+embedder or the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
+from typing import Any, ParamSpec, TypeVar
+
+from memlane.compat.mem0.memory import Item, Memory
+from memlane.core.async_memory import DEFAULT_MAX_WORKERS
+from memlane.core.memory import Memory as CoreMemory
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class AsyncMemory:
+    """mem0's ``AsyncMemory`` API on a memlane store; the arguments and results of :class:`Memory`."""
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        memory: CoreMemory | None = None,
+        max_workers: int = DEFAULT_MAX_WORKERS,
+    ) -> None:
+        self.sync = Memory(config, memory=memory)
+        self._pool = ThreadPoolExecutor(max_workers, thread_name_prefix="memlane-mem0")
+
+    @classmethod
+    def from_config(cls, config_dict: Mapping[str, Any]) -> AsyncMemory:
+        return cls(config_dict)
+
+    async def _run(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    async def close(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self._shutdown)
+
+    def _shutdown(self) -> None:
+        self._pool.shutdown(wait=True)
+        self.sync.close()
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def add(
+        self,
+        messages: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        infer: bool = True,
+        memory_type: str | None = None,
+        prompt: str | None = None,
+    ) -> dict[str, builtins.list[Item]]:
+        return await self._run(
+            self.sync.add,
+            messages,
+            user_id=user_id,
+            agent_id=agent_id,
+            run_id=run_id,
+            metadata=metadata,
+            infer=infer,
+            memory_type=memory_type,
+            prompt=prompt,
+        )
+
+    async def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        top_k: int | None = None,
+        limit: int | None = None,
+        threshold: float | None = None,
+        rerank: bool = False,
+    ) -> dict[str, builtins.list[Item]]:
+        return await self._run(
+            self.sync.search,
+            query,
+            user_id=user_id,
+            agent_id=agent_id,
+            run_id=run_id,
+            filters=filters,
+            top_k=top_k,
+            limit=limit,
+            threshold=threshold,
+            rerank=rerank,
+        )
+
+    async def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        top_k: int | None = None,
+        limit: int | None = None,
+    ) -> dict[str, builtins.list[Item]]:
+        return await self._run(
+            self.sync.get_all,
+            user_id=user_id,
+            agent_id=agent_id,
+            run_id=run_id,
+            filters=filters,
+            top_k=top_k,
+            limit=limit,
+        )
+
+    async def get(self, memory_id: str) -> Item | None:
+        return await self._run(self.sync.get, memory_id)
+
+    async def update(
+        self,
+        memory_id: str,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        data: str | None = None,
+    ) -> dict[str, str]:
+        return await self._run(self.sync.update, memory_id, text, metadata, data=data)
+
+    async def delete(self, memory_id: str) -> dict[str, str]:
+        return await self._run(self.sync.delete, memory_id)
+
+    async def delete_all(
+        self, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> dict[str, str]:
+        return await self._run(self.sync.delete_all, user_id, agent_id, run_id)
+
+    async def history(self, memory_id: str) -> builtins.list[Item]:
+        return await self._run(self.sync.history, memory_id)
+
+    async def reset(self) -> None:
+        await self._run(self.sync.reset)

@@ -1,0 +1,225 @@
+"""The asyncio face of :class:`~memlane.core.memory.Memory`: the same methods, awaited.
+
+>>> from memlane import AsyncMemory
+>>> mem = await AsyncMemory.open("memlane.db")                             # doctest: +SKIP
+>>> await mem.add("alice", [{"role": "user", "content": "I moved to Ghent."}])  # doctest: +SKIP
+>>> [h.block.message for h in await mem.search("alice", "where do I live?")]    # doctest: +SKIP
+
+There is one implementation: every method runs the synchronous :class:`Memory` method of the same name on a
+bounded thread pool owned by this object, so embedding and store work never block the event loop. Why
+threads and not an async driver: the work that takes the time is the embedder (ONNX Runtime, which releases
+the GIL while it computes) and the store (SQLite, which has no async interface; PostgreSQL through psycopg's
+pool). Both stores are thread-safe as :class:`Memory` uses them: the SQLite store opens one connection per
+thread, so the pool's size bounds the connections it opens, and the PostgreSQL store lends each operation a
+connection from its own pool (keep ``max_workers`` at or below that pool's size, 10 by default, or calls wait
+for a connection in their thread, never on the loop).
+
+A cancelled call stops waiting, but the work already handed to a thread runs to its end: an ``add`` whose
+task was cancelled may still be stored, as with a client that hangs up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, ParamSpec, TypeVar
+
+from memlane.core.errors import ConfigError
+from memlane.core.jobs import JobStatus, QueueStatus
+from memlane.core.memory import DEFAULT_CONVERSATION, DEFAULT_SESSION, AddRequest, Memory
+from memlane.core.model import (
+    AddResult,
+    DeletedUser,
+    ExtractMode,
+    Hit,
+    MemoryBlock,
+    Message,
+    PerspectiveMode,
+    SearchMode,
+    UserInfo,
+)
+from memlane.core.retrieval import SearchSettings
+
+# On PostgreSQL, where a search waits on the server, 4 threads ran searches 1.9x as fast as one at a time; on
+# SQLite (CPU-bound on 2 cores) more threads add no throughput (scripts/bench_async.py).
+DEFAULT_MAX_WORKERS = 4
+
+P = ParamSpec("P")
+R = TypeVar("R")
+TimeArg = datetime | str | float | None
+
+
+class AsyncMemory:
+    """Per-user memory for asyncio code: :class:`Memory`'s methods as coroutines.
+
+    Wraps a :class:`Memory` (``memory``, still usable from threads) and owns a pool of at most
+    ``max_workers`` threads that run its calls. Close it (``await mem.close()`` or ``async with``) to stop
+    the threads and close the store."""
+
+    def __init__(self, memory: Memory, *, max_workers: int = DEFAULT_MAX_WORKERS) -> None:
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
+            raise ConfigError(f"max_workers must be a positive integer, not {max_workers!r}")
+        self.memory = memory
+        self.max_workers = max_workers
+        self._pool = ThreadPoolExecutor(max_workers, thread_name_prefix="memlane-async")
+        self._closed = False
+
+    @classmethod
+    async def open(cls, path: str | Path, *, max_workers: int = DEFAULT_MAX_WORKERS, **options: Any) -> AsyncMemory:
+        """:meth:`Memory.open` (with the same keyword ``options``: ``embedder``, ``create``, ...) run off the
+        loop, since it may load the embedding model and migrate the store."""
+        loop = asyncio.get_running_loop()
+        memory = await loop.run_in_executor(None, functools.partial(Memory.open, path, **options))
+        return cls(memory, max_workers=max_workers)
+
+    async def _run(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self._closed:
+            raise ConfigError("this AsyncMemory is closed")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    async def close(self) -> None:
+        """Wait for the calls in flight, stop the threads, close the store."""
+        if self._closed:
+            return
+        self._closed = True
+        await asyncio.get_running_loop().run_in_executor(None, self._shutdown)
+
+    def _shutdown(self) -> None:
+        self._pool.shutdown(wait=True)
+        self.memory.close()
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- ingest ------------------------------------------------------------------------------------------
+
+    async def add(
+        self,
+        user: str,
+        messages: Sequence[Mapping[str, Any] | Message],
+        *,
+        conversation_id: str = DEFAULT_CONVERSATION,
+        session_id: str = DEFAULT_SESSION,
+        time: TimeArg = None,
+        perspective: str | PerspectiveMode = PerspectiveMode.DUAL,
+        extract: ExtractMode = "off",
+        epoch: int | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> AddResult:
+        """See :meth:`Memory.add`."""
+        return await self._run(
+            self.memory.add,
+            user,
+            messages,
+            conversation_id=conversation_id,
+            session_id=session_id,
+            time=time,
+            perspective=perspective,
+            extract=extract,
+            epoch=epoch,
+            annotations=annotations,
+        )
+
+    async def add_many(
+        self, requests: Sequence[AddRequest], *, extract: ExtractMode = "off", epoch: int | None = None
+    ) -> builtins.list[AddResult]:
+        """See :meth:`Memory.add_many`."""
+        return await self._run(self.memory.add_many, requests, extract=extract, epoch=epoch)
+
+    # -- extraction --------------------------------------------------------------------------------------
+
+    async def run_jobs(self, job_ids: Sequence[int], *, retry_pause_s: float = 0.5) -> dict[int, JobStatus]:
+        """See :meth:`Memory.run_jobs` (its pauses between retries sleep in a pool thread, not on the loop)."""
+        return await self._run(self.memory.run_jobs, job_ids, retry_pause_s=retry_pause_s)
+
+    async def queue_status(self, *, recent_errors: int = 5) -> QueueStatus:
+        return await self._run(self.memory.queue_status, recent_errors=recent_errors)
+
+    async def probe_write(self, timeout_s: float = 5.0) -> None:
+        """See :meth:`Memory.probe_write`."""
+        await self._run(self.memory.probe_write, timeout_s)
+
+    # -- search ------------------------------------------------------------------------------------------
+
+    async def search(
+        self,
+        user: str,
+        query: str,
+        k: int = 10,
+        *,
+        mode: str | SearchMode | SearchSettings = SearchMode.HYBRID,
+        before: TimeArg = None,
+        after: TimeArg = None,
+        at: TimeArg = None,
+        distinct: bool = True,
+    ) -> builtins.list[Hit]:
+        """See :meth:`Memory.search`."""
+        return await self._run(
+            self.memory.search, user, query, k, mode=mode, before=before, after=after, at=at, distinct=distinct
+        )
+
+    async def get_memory(
+        self,
+        user: str,
+        query: str,
+        k: int = 10,
+        *,
+        mode: str | SearchMode | SearchSettings = SearchMode.HYBRID,
+        before: TimeArg = None,
+        after: TimeArg = None,
+        at: TimeArg = None,
+    ) -> builtins.list[Hit]:
+        """Another name of :meth:`search`."""
+        return await self.search(user, query, k, mode=mode, before=before, after=after, at=at)
+
+    # -- blocks and users --------------------------------------------------------------------------------
+
+    async def get(self, user: str, block_id: str) -> MemoryBlock:
+        """See :meth:`Memory.get`."""
+        return await self._run(self.memory.get, user, block_id)
+
+    async def list(
+        self,
+        user: str,
+        *,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> builtins.list[MemoryBlock]:
+        """See :meth:`Memory.list`."""
+        return await self._run(
+            self.memory.list, user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset
+        )
+
+    async def delete(self, user: str, block_id: str) -> None:
+        """See :meth:`Memory.delete`."""
+        await self._run(self.memory.delete, user, block_id)
+
+    async def delete_user(self, user: str) -> int:
+        """See :meth:`Memory.delete_user`."""
+        return await self._run(self.memory.delete_user, user)
+
+    async def delete_user_counts(self, user: str) -> DeletedUser:
+        return await self._run(self.memory.delete_user_counts, user)
+
+    async def deletion_epoch(self) -> int:
+        return await self._run(self.memory.deletion_epoch)
+
+    async def create_user(self, user: str) -> bool:
+        return await self._run(self.memory.create_user, user)
+
+    async def users(self) -> builtins.list[UserInfo]:
+        return await self._run(self.memory.users)

@@ -1,0 +1,1 @@
+"""Adapters that let agent frameworks use memlane: :mod:`memlane.integrations.langgraph`."""
