@@ -10,6 +10,7 @@ import click
 from memlane.core.errors import ValidationError
 from memlane.core.names import shown
 from memlane.core.retention import RetentionPolicy, RetentionReport
+from memlane.core.timefmt import coerce_time
 from memlane.interfaces.cli.app import open_memory, store_options
 
 
@@ -137,13 +138,10 @@ def apply_cmd(user: str | None, dry_run: bool, at: str | None, as_json: bool, st
       memlane retention apply --dry-run
       memlane retention apply --user alice --json
     """
+    clock = coerce_time(at, where="--at")
     mem = open_memory(store, embedder)
     try:
-        report = mem.apply_retention(now=at, user=user, dry_run=dry_run)
-    except ValidationError as exc:
-        if exc.where != "now":
-            raise
-        raise ValidationError(str(exc).split(": ", 1)[-1], where="--at") from None
+        report = mem.apply_retention(now=clock, user=user, dry_run=dry_run)
     finally:
         mem.close()
     if as_json:
