@@ -119,3 +119,8 @@ def test_the_worker_sweeps_when_it_starts(env: dict[str, str]) -> None:
     assert json.loads(run(["users", "--json"], env)[1])[0]["blocks"] == 0
     code, _, err = run(["worker", "--drain", "--retention-every", "-1"], worker)
     assert code == 2
+
+
+def test_serve_refuses_a_negative_sweep_interval(env: dict[str, str]) -> None:
+    code, _, err = run(["serve", "--insecure-dev", "--retention-every", "-5"], env)
+    assert code == 2 and "--retention-every" in err
