@@ -103,6 +103,8 @@ def test_retention_policy_is_read_only_over_mcp(memory: Memory) -> None:
             assert not {"set_retention", "apply_retention"} & {t.name for t in (await client.list_tools()).tools}
         async with Client(build_server(memory, user="bob")) as client:
             assert result(await client.call_tool("retention_policy", {}))["policy"]["max_blocks"] == 10
+        async with Client(build_server(memory, user="carol")) as client:  # no memory yet: the default
+            assert result(await client.call_tool("retention_policy", {}))["source"] == "default"
 
     anyio.run(main)
 

@@ -181,7 +181,8 @@ class MemoryTools:
         a memory was said, max_blocks newest kept; null: kept until deleted). Read-only: MCP callers act
         for one user, and only the admin sets policies (HTTP admin routes or `memlane retention set`)."""
         user = self.user()
-        policy, source = await self.run(lambda: self.memory.retention(user))
+        # What applies to the user, also before their first memory (then the default, as it will be).
+        policy, source = (await self.run(self.memory.retention_policies)).effective(user)
         return UserPolicyOut(user=user, policy=policy_out(policy), source=source)
 
 
