@@ -17,6 +17,13 @@ from memlane.core.store.postgres.blocks import take_session_terms
 from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 
+# The models the embedding cache holds vectors of, one index seek each (usually one model).
+CACHED_MODELS = (
+    "WITH RECURSIVE m(id) AS (SELECT min(model_id) FROM embed_cache UNION ALL "
+    "SELECT (SELECT min(model_id) FROM embed_cache WHERE model_id > m.id) FROM m WHERE m.id IS NOT NULL) "
+    "SELECT id FROM m WHERE id IS NOT NULL"
+)
+
 
 def delete_blocks(conn: Conn, user_id: int, pks: Sequence[int]) -> int:
     """Delete the user's blocks ``pks`` and everything that refers to them: extraction jobs, the cached
@@ -27,12 +34,14 @@ def delete_blocks(conn: Conn, user_id: int, pks: Sequence[int]) -> int:
         return 0
     ids = list(pks)
     conn.execute("DELETE FROM jobs WHERE user_id = %s AND block_pk = ANY(%s)", (user_id, ids))
+    # By (model, hash), the cache's primary key: by hash alone the planner scans the whole cache.
+    models = [str(r[0]) for r in conn.execute(CACHED_MODELS).fetchall()]
     conn.execute(
         "DELETE FROM embed_cache c USING "
         "(SELECT DISTINCT content_hash FROM search_keys WHERE user_id = %(u)s AND block_pk = ANY(%(pks)s)) h "
-        "WHERE c.hash = h.content_hash AND NOT EXISTS (SELECT 1 FROM search_keys k "
+        "WHERE c.model_id = ANY(%(models)s) AND c.hash = h.content_hash AND NOT EXISTS (SELECT 1 FROM search_keys k "
         "WHERE k.content_hash = h.content_hash AND NOT (k.user_id = %(u)s AND k.block_pk = ANY(%(pks)s)))",
-        {"u": user_id, "pks": ids},
+        {"u": user_id, "pks": ids, "models": models},
     )
     keys, tokens = delete_block_keys(conn, user_id, ids, keep_messages=False)
     take_session_terms(conn, user_id, ids)

@@ -18,6 +18,12 @@ from memlane.core.retention import Policies, RetentionPolicy
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite.keys import delete_keys
 
+# The models the embedding cache holds vectors of, one primary-key seek each (usually one model).
+CACHED_MODELS = (
+    "WITH RECURSIVE m(id) AS (SELECT min(model_id) FROM embed_cache UNION ALL "
+    "SELECT (SELECT min(model_id) FROM embed_cache WHERE model_id > m.id) FROM m WHERE m.id IS NOT NULL) "
+    "SELECT id FROM m WHERE id IS NOT NULL"
+)
 # SQLite's bound on parameters per statement is 32,766 in current builds and 999 in old ones.
 _CHUNK = 500
 
@@ -32,16 +38,19 @@ def delete_blocks(conn: sqlite3.Connection, user_id: int, pks: Sequence[int]) ->
     extraction jobs, and the cached vectors of their texts that no other key uses. Bumps the user's
     version (the caller drops its caches). Returns how many blocks went."""
     n = 0
+    models = [str(r[0]) for r in conn.execute(CACHED_MODELS)]
     for chunk in _chunks(pks):
         marks = ",".join("?" * len(chunk))
         params = (*chunk, user_id)
-        conn.execute(
-            "DELETE FROM embed_cache WHERE hash IN "
-            f"(SELECT content_hash FROM search_keys WHERE block_pk IN ({marks}) AND user_id = ?) "
-            "AND NOT EXISTS (SELECT 1 FROM search_keys k WHERE k.content_hash = embed_cache.hash "
-            f"AND NOT (k.block_pk IN ({marks}) AND k.user_id = ?))",
-            (*params, *params),
-        )
+        if models:
+            # By (model, hash): the cache's primary key; by hash alone SQLite would scan the whole cache.
+            conn.execute(
+                f"DELETE FROM embed_cache WHERE model_id IN ({','.join('?' * len(models))}) AND hash IN "
+                f"(SELECT content_hash FROM search_keys WHERE block_pk IN ({marks}) AND user_id = ?) "
+                "AND NOT EXISTS (SELECT 1 FROM search_keys k WHERE k.content_hash = embed_cache.hash "
+                f"AND NOT (k.block_pk IN ({marks}) AND k.user_id = ?))",
+                (*models, *params, *params),
+            )
         delete_keys(conn, f"block_pk IN ({marks}) AND user_id = ?", params)
         conn.execute(f"DELETE FROM jobs WHERE block_pk IN ({marks}) AND user_id = ?", params)
         n += conn.execute(f"DELETE FROM blocks WHERE pk IN ({marks}) AND user_id = ?", params).rowcount
