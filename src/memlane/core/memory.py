@@ -550,11 +550,10 @@ class Memory:
                     limit=None if dry_run else SWEEP_BATCH,
                     dry_run=dry_run,
                 )
-                if not dry_run:
-                    self._forget_calls(found.blocks)
-                expired += len(found.blocks)
+                self._forget_calls(found.blocks)
+                expired += found.count
                 remaining = found.remaining
-                if dry_run or len(found.blocks) < SWEEP_BATCH:
+                if dry_run or found.count < SWEEP_BATCH:
                     break
             results.append(UserRetention(info.name, policy, source, expired, remaining))
         return RetentionReport(at=at, dry_run=dry_run, users=tuple(results))

@@ -97,9 +97,11 @@ class Policies:
 
 @dataclass(frozen=True, slots=True)
 class Expired:
-    """What one store call of a sweep found: the expired blocks (deleted unless it was a dry run) and how
-    many blocks the user has left (would have left, in a dry run)."""
+    """What one store call of a sweep found: how many blocks expired, the deleted ones (none in a dry run,
+    which only counts: a large user's blocks are not read for it) and how many blocks the user has left
+    (would have left, in a dry run)."""
 
+    count: int
     blocks: list[MemoryBlock]
     remaining: int
 

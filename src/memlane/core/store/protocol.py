@@ -73,9 +73,9 @@ class Store(Protocol):
         self, user: str, *, before: float | None, keep: int | None, limit: int | None, dry_run: bool = False
     ) -> Expired:
         """The user's blocks with an event time before ``before`` or beyond the ``keep`` newest (either
-        rule; None: no such rule), at most ``limit``, oldest first: decided and, unless ``dry_run``,
-        deleted as completely as by delete_user, in one transaction that serialises with the user's adds.
-        An unknown user has none."""
+        rule; None: no such rule), at most ``limit``, oldest first: decided and, unless ``dry_run``
+        (which only counts them), deleted as completely as by delete_user and returned, in one transaction
+        that serialises with the user's adds. An unknown user has none."""
         ...
 
     def delete_user(self, user: str) -> DeletedUser:

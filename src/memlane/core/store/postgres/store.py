@@ -272,13 +272,13 @@ class PostgresStore:
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             if user_id is None:
-                return Expired([], 0)
+                return Expired(0, [], 0)
             pks = expiry.expired_pks(conn, user_id, before, keep, limit)
-            blocks = expiry.blocks_by_pk(conn, user_id, pks)
+            blocks = [] if dry_run else expiry.blocks_by_pk(conn, user_id, pks)
             if not dry_run:
                 expiry.delete_blocks(conn, user_id, pks)
             remaining = expiry.count_blocks(conn, user_id) - (len(pks) if dry_run else 0)
-        return Expired(blocks, remaining)
+        return Expired(len(pks), blocks, remaining)
 
     def delete_user(self, user: str) -> DeletedUser:
         """Remove the user and everything of theirs (blocks, search keys, vectors, tsvectors, jobs, cached

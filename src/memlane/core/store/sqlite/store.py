@@ -360,16 +360,16 @@ class SqliteStore:
         with self._write() as conn:
             row = conn.execute("SELECT id FROM users WHERE name = ?", (user,)).fetchone()
             if row is None:
-                return Expired([], 0)
+                return Expired(0, [], 0)
             user_id = int(row[0])
             pks = expiry.expired_pks(conn, user_id, before, keep, limit)
-            blocks = expiry.blocks_by_pk(conn, pks)
+            blocks = [] if dry_run else expiry.blocks_by_pk(conn, pks)
             if not dry_run:
                 expiry.delete_blocks(conn, user_id, pks)
             remaining = expiry.count_blocks(conn, user_id) - (len(pks) if dry_run else 0)
         if pks and not dry_run:
             self.cache_drop(user_id)
-        return Expired(blocks, remaining)
+        return Expired(len(pks), blocks, remaining)
 
     def delete_user(self, user: str) -> DeletedUser:
         """Remove the user and everything of theirs (blocks, search keys, vectors, term rows, the terms only
