@@ -28,8 +28,21 @@ HTTP_API_KEYS = """CREATE TABLE IF NOT EXISTS http_api_keys(
 )"""
 
 
+def downgrade_to_v7(path: Path) -> None:
+    """Schema 7: no retention policies."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= 8:
+        conn.execute("BEGIN")
+        conn.execute("DROP TABLE retention_policies")
+        conn.execute("DROP TABLE retention_default")
+        conn.execute("PRAGMA user_version = 7")
+        conn.execute("COMMIT")
+    conn.close()
+
+
 def downgrade_to_v6(path: Path) -> None:
     """Schema 6: no deletion epoch or tombstones; the API keys in the HTTP service's own table, by name."""
+    downgrade_to_v7(path)
     conn = sqlite3.connect(path, isolation_level=None)
     if int(conn.execute("PRAGMA user_version").fetchone()[0]) < 7:
         conn.close()

@@ -30,6 +30,13 @@ ROUTES: dict[tuple[str, str], tuple[str, dict[str, Any] | None]] = {
     ("DELETE", "/v1/memories/{block_id}"): ("user", None),
     ("GET", "/v1/queue"): ("any", None),
     ("GET", "/healthz"): ("public", None),
+    ("GET", "/v1/retention"): ("admin", None),
+    ("PUT", "/v1/retention/default"): ("admin", {"max_age_days": 90}),
+    ("DELETE", "/v1/retention/default"): ("admin", None),
+    ("POST", "/v1/retention/apply"): ("admin", {"dry_run": True}),
+    ("GET", "/v1/users/{user}/retention"): ("admin_or_self", None),
+    ("PUT", "/v1/users/{user}/retention"): ("admin", {"max_blocks": 10}),
+    ("DELETE", "/v1/users/{user}/retention"): ("admin", None),
 }
 
 

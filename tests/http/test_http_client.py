@@ -17,6 +17,7 @@ from memlane.client import (
 )
 from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, ValidationError
 from memlane.core.model import ExtractionStatus, PerspectiveMode
+from memlane.core.retention import RetentionPolicy
 
 
 def client(service: Service, key: str | None) -> Client:
@@ -69,6 +70,28 @@ def test_every_route_through_the_client(service: Service) -> None:
     deleted = client(service, other.key).delete_user("alice")  # a user may delete themself
     assert (deleted.blocks_deleted, deleted.keys_deleted) == (2, 1)
     assert admin.users() == []
+
+
+def test_retention_through_the_client(service: Service) -> None:
+    admin = client(service, ADMIN_KEY)
+    admin.create_user("alice")
+    key = admin.create_key("alice").key
+    with client(service, key) as alice:
+        alice.add(chat("Old news.", "ok"), time="2024-01-01T00:00:00Z")
+        alice.add(chat("New news.", "ok"), time="2024-03-01T00:00:00Z")
+        assert alice.retention("alice") == (None, "none")  # a user reads their own policy
+    admin.set_retention(None, RetentionPolicy(max_age_days=30))
+    admin.set_retention("alice", RetentionPolicy(max_blocks=3))
+    assert admin.retention("alice") == (RetentionPolicy(max_blocks=3), "user")
+    assert admin.retention_policies().users == {"alice": RetentionPolicy(max_blocks=3)}
+    admin.set_retention("alice", None)
+    assert admin.retention("alice") == (RetentionPolicy(max_age_days=30), "default")
+    dry = admin.apply_retention(at=datetime(2024, 3, 2, tzinfo=UTC), dry_run=True)
+    assert dry.dry_run and dry.expired == 2 and dry.at == datetime(2024, 3, 2, tzinfo=UTC)
+    report = admin.apply_retention(at="2024-03-02", user="alice")
+    assert (report.expired, report.users[0].remaining, report.users[0].source) == (2, 2, "default")
+    admin.set_retention(None, None)
+    assert admin.retention_policies().default is None
 
 
 def test_failures_are_typed_errors(service: Service) -> None:

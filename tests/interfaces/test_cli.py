@@ -92,7 +92,8 @@ def test_list_and_users(env: dict[str, str]) -> None:
     code, out, _ = run(["list", "bob", "--json"], env)
     assert code == 0 and len(json.loads(out)) == 1
     code, out, _ = run(["users", "--json"], env)
-    assert json.loads(out) == [{"user": "bob", "blocks": 1, "created_at": json.loads(out)[0]["created_at"]}]
+    created = json.loads(out)[0]["created_at"]
+    assert json.loads(out) == [{"user": "bob", "blocks": 1, "created_at": created, "retention": "default"}]
 
 
 def test_bench_perf_json_keys(tmp_path: Path) -> None:

@@ -22,9 +22,10 @@ from mcp_types import CallToolResult
 from mcp import Client, StdioServerParameters
 from memlane.core.apikeys import ApiKeys
 from memlane.core.memory import Memory
+from memlane.core.retention import RetentionPolicy
 from memlane.interfaces.mcp import build_server
 
-TOOLS = {"add_memory", "search_memory", "list_memories", "delete_memory"}
+TOOLS = {"add_memory", "search_memory", "list_memories", "delete_memory", "retention_policy"}
 CLI = (
     "from memlane.interfaces.cli.app import cli, register_all\n"
     "from memlane.interfaces.cli.serve_cmds import register\n"
@@ -87,6 +88,25 @@ def test_tools_in_process(memory: Memory) -> None:
     anyio.run(main)
     assert [b.id for b in memory.list("bob")] == list(bobs)
     assert len(memory.list("alice")) == 1
+
+
+def test_retention_policy_is_read_only_over_mcp(memory: Memory) -> None:
+    memory.add("alice", ANA)
+    memory.add("bob", ANA)
+    memory.set_retention(None, RetentionPolicy(max_age_days=90))
+    memory.set_retention("bob", RetentionPolicy(max_blocks=10))
+
+    async def main() -> None:
+        async with Client(build_server(memory, user="alice")) as client:
+            own = result(await client.call_tool("retention_policy", {}))
+            assert own == {"user": "alice", "policy": {"max_age_days": 90, "max_blocks": None}, "source": "default"}
+            assert not {"set_retention", "apply_retention"} & {t.name for t in (await client.list_tools()).tools}
+        async with Client(build_server(memory, user="bob")) as client:
+            assert result(await client.call_tool("retention_policy", {}))["policy"]["max_blocks"] == 10
+        async with Client(build_server(memory, user="carol")) as client:  # no memory yet: the default
+            assert result(await client.call_tool("retention_policy", {}))["source"] == "default"
+
+    anyio.run(main)
 
 
 def test_stdio_transport(tmp_path: Path) -> None:

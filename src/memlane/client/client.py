@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal
@@ -32,11 +33,14 @@ from memlane.client.models import (
     block_from_json,
     health_from_json,
     hit_from_json,
+    policy_from_json,
     queue_from_json,
+    report_from_json,
     user_from_json,
 )
 from memlane.core.jobs import QueueStatus
 from memlane.core.model import AddResult, Hit, MemoryBlock, UserInfo
+from memlane.core.retention import Policies, RetentionPolicy, RetentionReport
 
 DEFAULT_TIMEOUT_S = 30.0
 TimeArg = datetime | str | float | None
@@ -174,6 +178,31 @@ class Client:
         """Delete the user and everything of theirs, keys included."""
         d = self._call("DELETE", f"/v1/users/{_segment(user)}")
         return UserDeleted(user=d["user"], blocks_deleted=int(d["blocks_deleted"]), keys_deleted=int(d["keys_deleted"]))
+
+    # -- retention (the admin key; retention(user) also with the user's own key) -----------------------------
+
+    def set_retention(self, user: str | None, policy: RetentionPolicy | None) -> None:
+        """Set the default policy (``user`` None) or a user's own; ``policy`` None removes it."""
+        path = "/v1/retention/default" if user is None else f"/v1/users/{_segment(user)}/retention"
+        if policy is None:
+            self._call("DELETE", path)
+        else:
+            self._call("PUT", path, json=_drop_none(asdict(policy)))
+
+    def retention(self, user: str) -> tuple[RetentionPolicy | None, str]:
+        """The policy that applies to ``user`` and its source: ``"user"``, ``"default"`` or ``"none"``."""
+        d = self._call("GET", f"/v1/users/{_segment(user)}/retention")
+        return policy_from_json(d["policy"]), str(d["source"])
+
+    def retention_policies(self) -> Policies:
+        d = self._call("GET", "/v1/retention")
+        users = {name: policy_from_json(p) for name, p in d["users"].items()}
+        return Policies(default=policy_from_json(d["default"]), users={k: v for k, v in users.items() if v})
+
+    def apply_retention(self, *, at: TimeArg = None, user: str | None = None, dry_run: bool = False) -> RetentionReport:
+        """Sweep now (one user or all); ``dry_run`` only counts."""
+        body = _drop_none({"at": _time(at), "user": user, "dry_run": dry_run})
+        return report_from_json(self._call("POST", "/v1/retention/apply", json=body))
 
     # -- operations ------------------------------------------------------------------------------------------
 

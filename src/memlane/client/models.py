@@ -9,6 +9,7 @@ from typing import Any
 
 from memlane.core.jobs import JobError, JobStatus, QueueStatus
 from memlane.core.model import AddResult, ExtractionStatus, Hit, MemoryBlock, PerspectiveMode, UserInfo
+from memlane.core.retention import RetentionPolicy, RetentionReport, UserRetention
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,3 +133,21 @@ def health_from_json(d: Mapping[str, Any]) -> Health:
         return ComponentHealth(ok=bool(c["ok"]), detail=dict(c.get("detail", {})))
 
     return Health(ok=d["status"] == "ok", store=part("store"), embedder=part("embedder"), queue=part("queue"))
+
+
+def policy_from_json(d: Mapping[str, Any] | None) -> RetentionPolicy | None:
+    return None if d is None else RetentionPolicy(max_age_days=d.get("max_age_days"), max_blocks=d.get("max_blocks"))
+
+
+def report_from_json(d: Mapping[str, Any]) -> RetentionReport:
+    users = tuple(
+        UserRetention(
+            user=u["user"],
+            policy=policy_from_json(u["policy"]),
+            source=u["source"],
+            expired=int(u["expired"]),
+            remaining=int(u["remaining"]),
+        )
+        for u in d["users"]
+    )
+    return RetentionReport(at=datetime.fromisoformat(d["at"]), dry_run=bool(d["dry_run"]), users=users)

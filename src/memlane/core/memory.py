@@ -22,9 +22,9 @@ from time import sleep
 from typing import Any
 
 from memlane.core.embedding.protocol import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
-from memlane.core.errors import ConfigError, LLMError, LLMTransportError, ValidationError
+from memlane.core.errors import ConfigError, LLMError, LLMTransportError, NotFoundError, ValidationError
 from memlane.core.exchanges import BlockDraft, draft_blocks, parse_messages, parse_mode
-from memlane.core.extraction.extractor import ExtractionPrompt, Extractor
+from memlane.core.extraction.extractor import ExtractionPrompt, Extractor, forget_block
 from memlane.core.extraction.worker import Worker, retry_delay, run_job
 from memlane.core.jobs import DEFAULT_LEASE_S, DEFAULT_MAX_ATTEMPTS, JobQueue, JobStatus, QueueStatus
 from memlane.core.llm.calllog import CallLog
@@ -43,6 +43,7 @@ from memlane.core.model import (
     content_hash,
 )
 from memlane.core.names import check_name, check_stored_name, check_text
+from memlane.core.retention import SWEEP_BATCH, Policies, RetentionPolicy, RetentionReport, UserRetention
 from memlane.core.retrieval import (
     SearchSettings,
     check_k,
@@ -350,9 +351,14 @@ class Memory:
         lease_s: float = DEFAULT_LEASE_S,
         poll_s: float = 1.0,
         retry_in: Callable[[int], float] = retry_delay,
+        retention_every_s: float | None = None,
     ) -> Worker:
         """A worker draining this store's queue with this memory's LLM and embedder. ``retry_in(attempts)``
-        is the pause before a failed job is tried again (default: exponential backoff with jitter)."""
+        is the pause before a failed job is tried again (default: exponential backoff with jitter).
+        ``retention_every_s``: also run :meth:`apply_retention` when the worker starts and then at this
+        interval (None or 0: never)."""
+        if retention_every_s is not None and retention_every_s < 0:
+            raise ValidationError("must not be negative", where="retention_every_s")
         return Worker(
             self.queue,
             self.extractor(),
@@ -361,6 +367,8 @@ class Memory:
             lease_s=lease_s,
             poll_s=poll_s,
             retry_in=retry_in,
+            sweep=self.apply_retention,
+            sweep_every_s=retention_every_s or None,
         )
 
     def queue_status(self, *, recent_errors: int = 5) -> QueueStatus:
@@ -463,8 +471,82 @@ class Memory:
         )
 
     def delete(self, user: str, block_id: str) -> None:
-        """Delete one block of ``user``."""
+        """Delete one block of ``user`` with everything that refers to it (its keys, vectors, jobs, and its
+        extraction's LLM calls when the call log is known)."""
+        block = self.get(user, block_id) if self.call_log is not None else None
         self.store.delete_block(check_stored_name(user, "user"), check_text(block_id, "block_id"))
+        if block is not None:
+            self._forget_calls([block])
+
+    def _forget_calls(self, blocks: Sequence[MemoryBlock]) -> None:
+        if self.call_log is not None:
+            for block in blocks:
+                forget_block(self.call_log, self.prompt, block)
+
+    # -- retention ---------------------------------------------------------------------------------------
+
+    def set_retention(self, user: str | None, policy: RetentionPolicy | None) -> None:
+        """Set the retention policy of ``user``, or with ``user`` None the default of every user without one
+        of their own; ``policy`` None removes it (the user falls back to the default; without a default,
+        nothing expires). NotFoundError for an unknown user. Blocks expire at the next sweep
+        (:meth:`apply_retention`), not here."""
+        if policy is not None and not isinstance(policy, RetentionPolicy):
+            raise ValidationError("must be a RetentionPolicy or None", where="policy")
+        self.store.set_retention(None if user is None else check_stored_name(user, "user"), policy)
+
+    def retention(self, user: str | None = None) -> tuple[RetentionPolicy | None, str]:
+        """The policy that applies to ``user`` and where it comes from (``"user"``, ``"default"``, or
+        ``"none"``: nothing expires); with ``user`` None, the default. NotFoundError for an unknown user."""
+        policies = self.store.retention_policies()
+        if user is None:
+            return policies.default, "default" if policies.default is not None else "none"
+        self._require_user(check_stored_name(user, "user"))
+        return policies.effective(user)
+
+    def retention_policies(self) -> Policies:
+        """The default policy and every user's own."""
+        return self.store.retention_policies()
+
+    def _require_user(self, user: str) -> UserInfo:
+        for info in self.store.list_users():
+            if info.name == user:
+                return info
+        raise NotFoundError(f"user {user!r} not found")
+
+    def apply_retention(
+        self, *, now: datetime | str | float | None = None, user: str | None = None, dry_run: bool = False
+    ) -> RetentionReport:
+        """Delete every block that has expired at ``now`` (default: the current time) under its user's
+        policy, for one user or all; with ``dry_run``, only count them. Expired blocks go completely, like
+        a deleted user's (keys, vectors, keyword statistics, jobs, cached vectors, LLM calls when the call
+        log is known), in batches of :data:`SWEEP_BATCH`, each decided and deleted in one transaction: an
+        add running meanwhile is either seen by a batch or untouched by it. A user deleted meanwhile is
+        simply skipped. NotFoundError for an unknown ``user``."""
+        at = coerce_time(now, where="now") or now_utc()
+        policies = self.store.retention_policies()
+        infos = [self._require_user(check_stored_name(user, "user"))] if user is not None else self.store.list_users()
+        results: builtins.list[UserRetention] = []
+        for info in infos:
+            policy, source = policies.effective(info.name)
+            if policy is None or policy.keeps_everything:
+                results.append(UserRetention(info.name, policy, source, 0, info.blocks))
+                continue
+            expired, remaining = 0, info.blocks
+            while True:
+                found = self.store.delete_expired(
+                    info.name,
+                    before=policy.cutoff(at),
+                    keep=policy.max_blocks,
+                    limit=None if dry_run else SWEEP_BATCH,
+                    dry_run=dry_run,
+                )
+                self._forget_calls(found.blocks)
+                expired += found.count
+                remaining = found.remaining
+                if dry_run or found.count < SWEEP_BATCH:
+                    break
+            results.append(UserRetention(info.name, policy, source, expired, remaining))
+        return RetentionReport(at=at, dry_run=dry_run, users=tuple(results))
 
     def delete_user(self, user: str) -> int:
         """Delete the user and everything of theirs (blocks, search keys, vectors, jobs, API keys, and their

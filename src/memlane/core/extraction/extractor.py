@@ -64,6 +64,20 @@ def _perspective_text(block: MemoryBlock) -> str:
     return f"{block.perspective} (remember what matters to {block.perspective})"
 
 
+def extraction_messages(prompt: ExtractionPrompt, block: MemoryBlock) -> list[ChatMessage]:
+    """What extracting ``block`` with ``prompt`` sends: the instructions as the system message, the exchange
+    alone as the user message. Their :func:`prompt_hash` finds the block's calls in the call log."""
+    return [
+        {"role": "system", "content": prompt.render(block)},
+        {"role": "user", "content": block.message},
+    ]
+
+
+def forget_block(log: CallLog, prompt: ExtractionPrompt, block: MemoryBlock) -> int:
+    """Delete the logged LLM calls of ``block``'s extraction with ``prompt``; returns how many rows went."""
+    return log.delete_prompt(block.user, prompt_hash(extraction_messages(prompt, block)))
+
+
 class Extractor:
     """Calls the LLM for one block and validates the reply into an :class:`ExtractionResult`."""
 
@@ -72,11 +86,7 @@ class Extractor:
         self.prompt = prompt or ExtractionPrompt.load()
 
     def messages(self, block: MemoryBlock) -> list[ChatMessage]:
-        # Instructions as the system message, the exchange alone as the user message.
-        return [
-            {"role": "system", "content": self.prompt.render(block)},
-            {"role": "user", "content": block.message},
-        ]
+        return extraction_messages(self.prompt, block)
 
     def forget(self, block: MemoryBlock) -> int:
         """Delete the logged LLM calls of this block's extraction (when the LLM keeps a call log): for a job
@@ -84,7 +94,7 @@ class Extractor:
         log = getattr(self.llm, "call_log", None)
         if not isinstance(log, CallLog):
             return 0
-        return log.delete_prompt(block.user, prompt_hash(self.messages(block)))
+        return forget_block(log, self.prompt, block)
 
     def extract(self, block: MemoryBlock) -> ExtractionResult:
         """Raises LLMError (transport) or LLMResponseError (bad reply, with ``raw``) on failure."""

@@ -75,6 +75,8 @@ class WorkerStats:
     dead: int = 0
     lost: int = 0
     errors: list[str] = field(default_factory=list)
+    sweeps: int = 0
+    sweep_errors: list[str] = field(default_factory=list)
 
 
 class Worker:
@@ -95,7 +97,13 @@ class Worker:
         poll_s: float = 1.0,
         owner: str | None = None,
         retry_in: Callable[[int], float] = retry_delay,
+        sweep: Callable[[], object] | None = None,
+        sweep_every_s: float | None = None,
     ) -> None:
+        """``sweep`` (with ``sweep_every_s``): periodic work beside the jobs, on a thread of its own: run once
+        when the worker starts, then every ``sweep_every_s`` seconds until it stops (the retention sweep,
+        :meth:`memlane.core.memory.Memory.apply_retention`). A sweep that fails is logged and counted in
+        ``stats.sweep_errors``; the next one runs on time."""
         self.queue = queue
         self.extractor = extractor
         self.embedder = embedder
@@ -105,6 +113,8 @@ class Worker:
         self.owner = owner or f"worker-{uuid.uuid4().hex[:12]}"
         self.retry_in = retry_in
         self.stats = WorkerStats()
+        self.sweep = sweep
+        self.sweep_every_s = sweep_every_s
         self._stop = threading.Event()
         self._inflight: dict[int, Future[JobStatus | None]] = {}
         self._lock = threading.Lock()
@@ -120,6 +130,9 @@ class Worker:
         """Work until stopped, or with ``drain`` until no job is queued or running."""
         heartbeat = threading.Thread(target=self._heartbeat, name="memlane-heartbeat", daemon=True)
         heartbeat.start()
+        sweeper = threading.Thread(target=self._sweeper, name="memlane-sweep", daemon=True)
+        if self.sweep is not None and self.sweep_every_s:
+            sweeper.start()
         with ThreadPoolExecutor(self.concurrency, thread_name_prefix="memlane-job") as pool:
             while not self._stop.is_set():
                 self._reap_finished(on_progress)
@@ -141,7 +154,20 @@ class Worker:
             self._reap_finished(on_progress)
         self._stop.set()
         heartbeat.join(timeout=5)
+        if sweeper.is_alive():
+            sweeper.join()  # a sweep in progress finishes its batch: each is a transaction of its own
         return self.stats
+
+    def _sweeper(self) -> None:
+        assert self.sweep is not None and self.sweep_every_s
+        while not self._stop.is_set():
+            try:
+                self.sweep()
+                self.stats.sweeps += 1
+            except Exception as exc:  # a store failure: the next sweep retries; nothing is half-deleted
+                log.exception("retention sweep failed")
+                self.stats.sweep_errors.append(f"{type(exc).__name__}: {exc}")
+            self._stop.wait(self.sweep_every_s)
 
     def _reap_finished(self, on_progress: Callable[[WorkerStats], None] | None) -> None:
         with self._lock:

@@ -14,6 +14,7 @@ from memlane.core.jobs import JobQueue
 from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, UserInfo
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
+from memlane.core.retention import Expired, Policies, RetentionPolicy
 
 
 class Store(Protocol):
@@ -59,6 +60,24 @@ class Store(Protocol):
         ...
 
     def delete_block(self, user: str, block_id: str) -> None: ...
+
+    def retention_policies(self) -> Policies:
+        """The default retention policy and every user's own (memlane.core.retention)."""
+        ...
+
+    def set_retention(self, user: str | None, policy: RetentionPolicy | None) -> None:
+        """Set (``policy`` None: remove) the default policy (``user`` None) or an existing user's own
+        (NotFoundError otherwise)."""
+        ...
+
+    def delete_expired(
+        self, user: str, *, before: float | None, keep: int | None, limit: int | None, dry_run: bool = False
+    ) -> Expired:
+        """The user's blocks with an event time before ``before`` or beyond the ``keep`` newest (either
+        rule; None: no such rule), at most ``limit``, oldest first: decided and, unless ``dry_run``
+        (which only counts them), deleted as completely as by delete_user and returned, in one transaction
+        that serialises with the user's adds. An unknown user has none."""
+        ...
 
     def delete_user(self, user: str) -> DeletedUser:
         """Everything of the user, API keys included, in one transaction that also raises the deletion

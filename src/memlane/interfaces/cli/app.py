@@ -186,6 +186,7 @@ def register_all() -> None:
     from memlane.interfaces.cli.extract_cmds import register as register_extract
     from memlane.interfaces.cli.memory_cmds import register as register_memory
     from memlane.interfaces.cli.qa_cmds import register as register_qa
+    from memlane.interfaces.cli.retention_cmds import register as register_retention
     from memlane.interfaces.cli.serve_cmds import register as register_serve
 
     if "add" not in cli.commands:
@@ -195,3 +196,4 @@ def register_all() -> None:
         register_datasets(cli)
         register_qa(cli)
         register_serve(cli)
+        register_retention(cli)

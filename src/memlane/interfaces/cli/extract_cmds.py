@@ -12,6 +12,7 @@ import click
 from memlane.core.errors import StoreNotFoundError
 from memlane.core.extraction.worker import WorkerStats
 from memlane.core.llm import CallLog
+from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
 from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, open_memory, store_options
 
 
@@ -35,6 +36,15 @@ from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, op
     help="Seconds a claimed job is leased; a heartbeat extends it. [env MEMLANE_WORKER_LEASE]",
 )
 @click.option("--poll", "poll_s", type=float, default=1.0, show_default=True, help="Seconds between empty polls.")
+@click.option(
+    "--retention-every",
+    "retention_every_s",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_SWEEP_INTERVAL_S,
+    show_default=True,
+    envvar="MEMLANE_RETENTION_EVERY",
+    help="Seconds between retention sweeps (the first when the worker starts); 0: none. [env MEMLANE_RETENTION_EVERY]",
+)
 @store_options
 @llm_options
 def worker_cmd(
@@ -42,6 +52,7 @@ def worker_cmd(
     drain: bool,
     lease_s: float,
     poll_s: float,
+    retention_every_s: float,
     store: Path,
     embedder: str,
     llm_name: str,
@@ -49,7 +60,8 @@ def worker_cmd(
     llm_base_url: str | None,
     llm_model: str | None,
 ) -> None:
-    """Run extraction jobs from the store's queue until stopped (SIGTERM/Ctrl-C finish the jobs in flight).
+    """Run extraction jobs from the store's queue until stopped (SIGTERM/Ctrl-C finish the jobs in flight),
+    and the retention sweep every --retention-every seconds (`memlane retention`).
 
     The store must exist (`memlane init` or a first add creates it): a worker on a mistyped path exits 3
     instead of waiting forever on an empty queue.
@@ -61,7 +73,9 @@ def worker_cmd(
     """
     mem = open_memory(store, embedder, LLMChoice(llm_name, llm_log, llm_base_url, llm_model))
     try:
-        worker = mem.worker(concurrency=concurrency, lease_s=lease_s, poll_s=poll_s)
+        worker = mem.worker(
+            concurrency=concurrency, lease_s=lease_s, poll_s=poll_s, retention_every_s=retention_every_s
+        )
         worker.install_signal_handlers()
 
         def progress(stats: WorkerStats) -> None:
@@ -70,8 +84,9 @@ def worker_cmd(
         stats = worker.run(drain=drain, on_progress=progress)
     finally:
         mem.close()
-    click.echo(json.dumps({k: v for k, v in asdict(stats).items() if k != "errors"} | {"crashes": len(stats.errors)}))
-    if stats.errors:
+    counts = {k: v for k, v in asdict(stats).items() if k not in ("errors", "sweep_errors")}
+    click.echo(json.dumps(counts | {"crashes": len(stats.errors), "failed_sweeps": len(stats.sweep_errors)}))
+    if stats.errors or stats.sweep_errors:
         sys.exit(1)
 
 

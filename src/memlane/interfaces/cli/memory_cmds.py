@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -291,7 +292,7 @@ def list_cmd(
 @click.option("--json", "as_json", is_flag=True)
 @store_options
 def users_cmd(as_json: bool, store: Path, embedder: str) -> None:
-    """List the users (namespaces) in the store.
+    """List the users (namespaces) in the store: name, blocks, retention policy ("default" unless their own).
 
     \b
     Example:
@@ -300,15 +301,25 @@ def users_cmd(as_json: bool, store: Path, embedder: str) -> None:
     mem = open_memory(store, embedder)
     try:
         users = mem.users()
+        own = mem.retention_policies().users
     finally:
         mem.close()
     if as_json:
-        rows = [{"user": u.name, "blocks": u.blocks, "created_at": u.created_at.isoformat()} for u in users]
+        rows = [
+            {
+                "user": u.name,
+                "blocks": u.blocks,
+                "created_at": u.created_at.isoformat(),
+                "retention": "default" if u.name not in own else asdict(own[u.name]),
+            }
+            for u in users
+        ]
         click.echo(json.dumps(rows))
         return
     for u in users:
         # A name stored before the name rule may hold a right-to-left override: printed escaped.
-        click.echo(f"{shown(u.name)}\t{u.blocks}")
+        policy = own[u.name].describe() if u.name in own else "default"
+        click.echo(f"{shown(u.name)}\t{u.blocks}\t{policy}")
 
 
 @click.command("compact")

@@ -14,6 +14,7 @@ from memlane.core.apikeys import ApiKeys
 from memlane.core.errors import ConfigError, NotFoundError
 from memlane.core.llm import CallLog
 from memlane.core.memory import Memory
+from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
 from memlane.core.store.postgres import is_postgres_url
 from memlane.interfaces.cli.app import (
     LLMChoice,
@@ -125,6 +126,16 @@ def close_memory(mem: Memory) -> None:
     "separately. [env MEMLANE_WORKERS]",
 )
 @click.option(
+    "--retention-every",
+    "retention_every_s",
+    envvar="MEMLANE_RETENTION_EVERY",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_SWEEP_INTERVAL_S,
+    show_default=True,
+    help="Seconds between retention sweeps, run by the workers (with --workers > 0); 0: none. "
+    "[env MEMLANE_RETENTION_EVERY]",
+)
+@click.option(
     "--max-body",
     envvar="MEMLANE_HTTP_MAX_BODY",
     type=click.IntRange(min=1024),
@@ -156,6 +167,7 @@ def serve_cmd(
     host: str,
     port: int,
     workers: int,
+    retention_every_s: float,
     max_body: int,
     insecure_dev: bool,
     log_level: str,
@@ -203,7 +215,14 @@ def serve_cmd(
             mem,
             admin_key=admin_key,
             insecure_dev=insecure_dev,
-            options=ServeOptions(host=host, port=port, workers=workers, log_level=log_level, access_log=access_log),
+            options=ServeOptions(
+                host=host,
+                port=port,
+                workers=workers,
+                retention_every_s=retention_every_s,
+                log_level=log_level,
+                access_log=access_log,
+            ),
             settings=HttpSettings(max_body_bytes=max_body, allowed_hosts=hosts, read_timeout_s=read_timeout),
         )
     finally:

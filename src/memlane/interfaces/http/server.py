@@ -20,6 +20,7 @@ import uvicorn
 from memlane.core.errors import ConfigError
 from memlane.core.extraction.worker import Worker
 from memlane.core.memory import Memory
+from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
 from memlane.interfaces.http.app import create_app, usable_admin_key
 from memlane.interfaces.http.settings import HttpSettings
 from memlane.interfaces.http.slow import guarded_protocol
@@ -88,6 +89,9 @@ class ServeOptions:
     port: int = DEFAULT_PORT
     workers: int = 1  # extraction jobs in flight in this process; 0: none (run `memlane worker` instead)
     lease_s: float = 120.0
+    # Seconds between the extraction worker's retention sweeps (memlane.core.retention); 0: none. Only a
+    # process that runs workers sweeps.
+    retention_every_s: float = DEFAULT_SWEEP_INTERVAL_S
     log_level: str = "info"
     access_log: bool = True
 
@@ -134,7 +138,10 @@ def serve(
     settings = settings or HttpSettings()
     configure_logging(opts.log_level)
     admin_key = check_admin_key(admin_key, insecure_dev=insecure_dev, host=opts.host)
-    runner = WorkerThread(memory.worker(concurrency=opts.workers, lease_s=opts.lease_s)) if opts.workers > 0 else None
+    runner = None
+    if opts.workers > 0:
+        worker = memory.worker(concurrency=opts.workers, lease_s=opts.lease_s, retention_every_s=opts.retention_every_s)
+        runner = WorkerThread(worker)
     app = create_app(
         memory,
         admin_key=admin_key or None,

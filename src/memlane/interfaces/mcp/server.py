@@ -1,4 +1,4 @@
-"""The MCP server: four tools over the same core as the HTTP API.
+"""The MCP server: five tools over the same core as the HTTP API.
 
 Who the tools act for:
 
@@ -40,6 +40,7 @@ from memlane.core.memory import Memory
 from memlane.interfaces.http.errors import public_message
 from memlane.interfaces.http.hosts import ANY_HOST, HostCheckMiddleware
 from memlane.interfaces.http.requestid import RequestIdMiddleware, new_request_id
+from memlane.interfaces.http.routes.retention import UserPolicyOut, policy_out
 from memlane.interfaces.http.schemas import (
     MAX_OFFSET,
     AddOut,
@@ -175,6 +176,15 @@ class MemoryTools:
         await self.run(lambda: self.memory.delete(user, block_id))
         return f"deleted {block_id}"
 
+    async def retention_policy(self) -> UserPolicyOut:
+        """How long this user's memories are kept: the retention policy that applies (max_age_days by when
+        a memory was said, max_blocks newest kept; null: kept until deleted). Read-only: MCP callers act
+        for one user, and only the admin sets policies (HTTP admin routes or `memlane retention set`)."""
+        user = self.user()
+        # What applies to the user, also before their first memory (then the default, as it will be).
+        policy, source = (await self.run(self.memory.retention_policies)).effective(user)
+        return UserPolicyOut(user=user, policy=policy_out(policy), source=source)
+
 
 def transport_security(allowed: Sequence[str]) -> TransportSecuritySettings:
     """The SDK's DNS-rebinding settings for the allowlist: each name with any port as ``Host``, and as the
@@ -217,6 +227,6 @@ def build_server(
         auth=auth,
     )
     tools = MemoryTools(memory, user)
-    for fn in (tools.add_memory, tools.search_memory, tools.list_memories, tools.delete_memory):
+    for fn in (tools.add_memory, tools.search_memory, tools.list_memories, tools.delete_memory, tools.retention_policy):
         server.add_tool(fn)
     return server

@@ -1,7 +1,8 @@
 """Numbered migrations of the PostgreSQL store, and the schema (namespace) it lives in.
 
 Never edit an applied migration; append a new one. Every table but the small shared ones (``meta``,
-``users``, ``embed_cache``, ``api_keys``, ``deletion_epoch``, ``user_deletions``) has ``user_id`` leading its
+``users``, ``embed_cache``, ``api_keys``, ``deletion_epoch``, ``user_deletions``, ``retention_policies``,
+``retention_default``) has ``user_id`` leading its
 primary key: the distribution column a sharded
 PostgreSQL (Citus) would use, and the clustering key of the per-user scans.
 """
@@ -190,6 +191,22 @@ MIGRATIONS: list[str] = [
         name_sha256 text PRIMARY KEY,     -- of the deleted user's name: the name itself is not kept
         epoch bigint NOT NULL,
         deleted_at double precision NOT NULL
+    );
+    """,
+    # 5: retention policies (memlane.core.retention): a user's own, deleted with the user, and the default
+    #    for every user without one. A NULL rule is no rule.
+    """
+    CREATE TABLE retention_policies(
+        user_id bigint PRIMARY KEY REFERENCES users(id),
+        max_age_days integer,
+        max_blocks bigint,
+        updated_at double precision NOT NULL
+    );
+    CREATE TABLE retention_default(
+        id integer PRIMARY KEY CHECK (id = 1),
+        max_age_days integer,
+        max_blocks bigint,
+        updated_at double precision NOT NULL
     );
     """,
 ]

@@ -26,15 +26,15 @@ from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, UserInfo
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
-from memlane.core.store.postgres import accounts, search
+from memlane.core.retention import Expired, Policies, RetentionPolicy
+from memlane.core.store.postgres import accounts, expiry, search
 from memlane.core.store.postgres.adapt import register_vector
 from memlane.core.store.postgres.blocks import (
     INTEGRITY_CHECKS,
     add_session_terms,
     copy_blocks,
-    take_session_terms,
 )
-from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys, next_ids
+from memlane.core.store.postgres.keys import Conn, bump_user, insert_keys, next_ids
 from memlane.core.store.postgres.probe import postgres_reason, probe_write
 from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.schema import migrate, prepare_database, store_exists
@@ -250,12 +250,36 @@ class PostgresStore:
             ).fetchone()
             if user_id is None or row is None:
                 raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
-            block_pk = int(row[0])
-            conn.execute("DELETE FROM jobs WHERE user_id = %s AND block_pk = %s", (user_id, block_pk))
-            keys, tokens = delete_block_keys(conn, user_id, [block_pk], keep_messages=False)
-            take_session_terms(conn, user_id, [block_pk])
-            conn.execute("DELETE FROM blocks WHERE user_id = %s AND pk = %s", (user_id, block_pk))
-            bump_user(conn, user_id, -keys, -tokens)
+            expiry.delete_blocks(conn, user_id, [int(row[0])])
+
+    # -- retention (memlane.core.retention) ----------------------------------------------------------------
+
+    def retention_policies(self) -> Policies:
+        with self.transaction() as conn:
+            return expiry.read_policies(conn)
+
+    def set_retention(self, user: str | None, policy: RetentionPolicy | None) -> None:
+        with self.transaction() as conn:
+            user_id = None if user is None else self._lock_user(conn, user, create=False)
+            expiry.write_policy(conn, user_id, user, policy)
+
+    def delete_expired(
+        self, user: str, *, before: float | None, keep: int | None, limit: int | None, dry_run: bool = False
+    ) -> Expired:
+        """The user's blocks older than ``before`` (event time) or beyond the ``keep`` newest, at most
+        ``limit`` of them, decided and (unless ``dry_run``) deleted in one transaction that holds the user's
+        row lock: an add of the same user commits before (and is counted among the newest) or after (and
+        was not seen); an unknown user has none."""
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            if user_id is None:
+                return Expired(0, [], 0)
+            pks = expiry.expired_pks(conn, user_id, before, keep, limit)
+            blocks = [] if dry_run else expiry.blocks_by_pk(conn, user_id, pks)
+            if not dry_run:
+                expiry.delete_blocks(conn, user_id, pks)
+            remaining = expiry.count_blocks(conn, user_id) - (len(pks) if dry_run else 0)
+        return Expired(len(pks), blocks, remaining)
 
     def delete_user(self, user: str) -> DeletedUser:
         """Remove the user and everything of theirs (blocks, search keys, vectors, tsvectors, jobs, cached
@@ -278,6 +302,7 @@ class PostgresStore:
             conn.execute("DELETE FROM session_lengths WHERE user_id = %s", (user_id,))
             n = conn.execute("DELETE FROM blocks WHERE user_id = %s", (user_id,)).rowcount
             keys = conn.execute("DELETE FROM api_keys WHERE user_id = %s", (user_id,)).rowcount
+            conn.execute("DELETE FROM retention_policies WHERE user_id = %s", (user_id,))
             conn.execute("DELETE FROM users WHERE id = %s", (user_id,))
             accounts.record_deletion(conn, user)
         return DeletedUser(blocks=int(n), keys=int(keys))
@@ -463,6 +488,7 @@ class PostgresStore:
                 "session_terms",
                 "session_lengths",
                 "api_keys",
+                "retention_policies",
             )
         }
         out["users"] = len(rows)

@@ -235,6 +235,22 @@ MIGRATIONS: list[Migration] = [
         move_interface_keys,
         "",
     ),
+    # 8: retention policies (core/retention.py): a user's own, deleted with the user, and the default for
+    # every user without one. A NULL rule is no rule.
+    """
+    CREATE TABLE retention_policies(
+        user_id INTEGER PRIMARY KEY REFERENCES users(id),
+        max_age_days INTEGER,
+        max_blocks INTEGER,
+        updated_at REAL NOT NULL
+    );
+    CREATE TABLE retention_default(
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        max_age_days INTEGER,
+        max_blocks INTEGER,
+        updated_at REAL NOT NULL
+    );
+    """,
 ]
 
 

@@ -23,9 +23,10 @@ from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, UserInfo
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts, people_words
+from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.cache import UserCache
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
-from memlane.core.store.sqlite import accounts
+from memlane.core.store.sqlite import accounts, expiry
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index
 from memlane.core.store.sqlite.probe import probe_write
 from memlane.core.store.sqlite.schema import migrate
@@ -330,11 +331,40 @@ class SqliteStore:
             if row is None:
                 raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
             block_pk, user_id = row
-            delete_keys(conn, "block_pk = ?", (block_pk,))
-            conn.execute("DELETE FROM jobs WHERE block_pk = ?", (block_pk,))
-            conn.execute("DELETE FROM blocks WHERE pk = ?", (block_pk,))
-            conn.execute("UPDATE users SET version = version + 1 WHERE id = ?", (user_id,))
+            expiry.delete_blocks(conn, int(user_id), [int(block_pk)])
         self.cache_drop(user_id)
+
+    # -- retention (memlane.core.retention) ----------------------------------------------------------------
+
+    def retention_policies(self) -> Policies:
+        try:
+            return expiry.read_policies(self._conn())
+        except sqlite3.Error as exc:
+            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+
+    def set_retention(self, user: str | None, policy: RetentionPolicy | None) -> None:
+        with self._write() as conn:
+            expiry.write_policy(conn, user, policy, to_epoch(now_utc()))
+
+    def delete_expired(
+        self, user: str, *, before: float | None, keep: int | None, limit: int | None, dry_run: bool = False
+    ) -> Expired:
+        """The user's blocks older than ``before`` (event time) or beyond the ``keep`` newest, at most
+        ``limit`` of them, decided and (unless ``dry_run``) deleted in one write transaction; an unknown
+        user has none."""
+        with self._write() as conn:
+            row = conn.execute("SELECT id FROM users WHERE name = ?", (user,)).fetchone()
+            if row is None:
+                return Expired(0, [], 0)
+            user_id = int(row[0])
+            pks = expiry.expired_pks(conn, user_id, before, keep, limit)
+            blocks = [] if dry_run else expiry.blocks_by_pk(conn, pks)
+            if not dry_run:
+                expiry.delete_blocks(conn, user_id, pks)
+            remaining = expiry.count_blocks(conn, user_id) - (len(pks) if dry_run else 0)
+        if pks and not dry_run:
+            self.cache_drop(user_id)
+        return Expired(len(pks), blocks, remaining)
 
     def delete_user(self, user: str) -> DeletedUser:
         """Remove the user and everything of theirs (blocks, search keys, vectors, term rows, the terms only
@@ -354,6 +384,7 @@ class SqliteStore:
             n = conn.execute("DELETE FROM blocks WHERE user_id = ?", (user_id,)).rowcount
             conn.execute("DELETE FROM jobs WHERE user_id = ?", (user_id,))
             keys = conn.execute("DELETE FROM api_keys WHERE user_id = ?", (user_id,)).rowcount
+            conn.execute("DELETE FROM retention_policies WHERE user_id = ?", (user_id,))
             conn.execute("DELETE FROM users WHERE id = ?", (user_id,))
             accounts.record_deletion(conn, user, to_epoch(now_utc()))
         self.cache_drop(user_id)
@@ -571,7 +602,7 @@ class SqliteStore:
         out: dict[str, int] = {}
         row = self._user_row(user)
         uid = row[0] if row else -1
-        for table in ("blocks", "search_keys", "key_segments", "jobs", "api_keys"):
+        for table in ("blocks", "search_keys", "key_segments", "jobs", "api_keys", "retention_policies"):
             out[table] = int(self._read(f"SELECT count(*) FROM {table} WHERE user_id = ?", (uid,))[0][0])
         # Keys whose vector and term bag the user's segments hold (the rows of PostgreSQL's key_vectors)
         keys = int(self._read("SELECT coalesce(sum(keys), 0) FROM key_segments WHERE user_id = ?", (uid,))[0][0])

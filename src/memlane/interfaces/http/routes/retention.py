@@ -1,0 +1,139 @@
+"""Retention over HTTP: the admin reads and sets the default policy and users' own, and runs a sweep; a user
+may read the policy that applies to them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request, Response
+from pydantic import BaseModel, Field
+
+from memlane.core.retention import MAX_AGE_DAYS, MAX_BLOCKS, RetentionPolicy, RetentionReport
+from memlane.core.timefmt import coerce_time
+from memlane.interfaces.http.auth import Admin, AdminOrSelf
+from memlane.interfaces.http.schemas import MAX_TEXT, Name, Strict, TimeValue, error_responses
+from memlane.interfaces.http.services import services
+
+router = APIRouter(tags=["retention"], responses=error_responses(400, 401, 403, 404, 413, 422, 503))
+UserPath = Annotated[str, Path(min_length=1, max_length=MAX_TEXT)]
+
+
+class PolicyIn(Strict):
+    """A block expires if either rule says so; a rule left out (or null) is no rule, and a policy with
+    neither keeps everything (for a user: overriding the default)."""
+
+    max_age_days: int | None = Field(
+        default=None, ge=1, le=MAX_AGE_DAYS, description="Keep blocks this many days after their event time."
+    )
+    max_blocks: int | None = Field(default=None, ge=1, le=MAX_BLOCKS, description="Keep the newest this many blocks.")
+
+
+class PolicyOut(BaseModel):
+    max_age_days: int | None
+    max_blocks: int | None
+
+
+class PoliciesOut(BaseModel):
+    default: PolicyOut | None = Field(description="The policy of every user without one of their own.")
+    users: dict[str, PolicyOut] = Field(description="Users' own policies, by name.")
+
+
+class UserPolicyOut(BaseModel):
+    user: str
+    policy: PolicyOut | None = Field(description="The policy that applies; null: nothing expires.")
+    source: str = Field(description="user (their own), default, or none.")
+
+
+class ApplyIn(Strict):
+    user: Name | None = Field(default=None, description="Sweep only this user; default: every user.")
+    dry_run: bool = Field(default=False, description="Count what would expire; delete nothing.")
+    at: TimeValue | None = Field(default=None, description="The sweep's clock; default: now.")
+
+
+class UserSweptOut(UserPolicyOut):
+    expired: int = Field(description="Blocks deleted (in a dry run: that would be).")
+    remaining: int = Field(description="Blocks the user holds after the sweep (in a dry run: would hold).")
+
+
+class ApplyOut(BaseModel):
+    at: str
+    dry_run: bool
+    expired: int
+    users: list[UserSweptOut]
+
+
+def policy_out(policy: RetentionPolicy | None) -> PolicyOut | None:
+    return None if policy is None else PolicyOut(max_age_days=policy.max_age_days, max_blocks=policy.max_blocks)
+
+
+def _policy(body: PolicyIn) -> RetentionPolicy:
+    return RetentionPolicy(max_age_days=body.max_age_days, max_blocks=body.max_blocks)
+
+
+@router.get("/v1/retention", response_model=PoliciesOut)
+def get_policies(_: Admin, request: Request) -> PoliciesOut:
+    """The default policy and every user's own. Admin key."""
+    policies = services(request).memory.retention_policies()
+    users = {name: policy_out(p) for name, p in sorted(policies.users.items())}
+    return PoliciesOut(default=policy_out(policies.default), users={k: v for k, v in users.items() if v})
+
+
+@router.put("/v1/retention/default", response_model=PolicyOut)
+def set_default(body: PolicyIn, _: Admin, request: Request) -> PolicyOut:
+    """Set the default policy. Blocks expire at the next sweep. Admin key."""
+    services(request).memory.set_retention(None, _policy(body))
+    return PolicyOut(max_age_days=body.max_age_days, max_blocks=body.max_blocks)
+
+
+@router.delete("/v1/retention/default", status_code=204)
+def clear_default(_: Admin, request: Request) -> Response:
+    """Remove the default policy: users without their own keep everything. Admin key."""
+    services(request).memory.set_retention(None, None)
+    return Response(status_code=204)
+
+
+@router.get("/v1/users/{user}/retention", response_model=UserPolicyOut)
+def get_user_policy(user: UserPath, _: AdminOrSelf, request: Request) -> UserPolicyOut:
+    """The policy that applies to the user, and whether it is their own or the default. Admin key, or the
+    user's own key."""
+    policy, source = services(request).memory.retention(user)
+    return UserPolicyOut(user=user, policy=policy_out(policy), source=source)
+
+
+@router.put("/v1/users/{user}/retention", response_model=UserPolicyOut)
+def set_user_policy(user: UserPath, body: PolicyIn, _: Admin, request: Request) -> UserPolicyOut:
+    """Set the user's own policy (it replaces the default for them); 404 if there is no such user. Admin key."""
+    policy = _policy(body)
+    services(request).memory.set_retention(user, policy)
+    return UserPolicyOut(user=user, policy=policy_out(policy), source="user")
+
+
+@router.delete("/v1/users/{user}/retention", status_code=204)
+def clear_user_policy(user: UserPath, _: Admin, request: Request) -> Response:
+    """Remove the user's own policy: the default applies again. Admin key."""
+    services(request).memory.set_retention(user, None)
+    return Response(status_code=204)
+
+
+@router.post("/v1/retention/apply", response_model=ApplyOut)
+def apply(_: Admin, request: Request, body: ApplyIn | None = None) -> ApplyOut:
+    """Delete every expired block now (of one user, or all), as completely as deleting a user deletes;
+    ``dry_run`` only counts. Admin key."""
+    body = body or ApplyIn()
+    at = coerce_time(body.at, where="at")
+    report = services(request).memory.apply_retention(now=at, user=body.user, dry_run=body.dry_run)
+    return apply_out(report)
+
+
+def apply_out(report: RetentionReport) -> ApplyOut:
+    return ApplyOut(
+        at=report.at.isoformat(),
+        dry_run=report.dry_run,
+        expired=report.expired,
+        users=[
+            UserSweptOut(
+                user=u.user, policy=policy_out(u.policy), source=u.source, expired=u.expired, remaining=u.remaining
+            )
+            for u in report.users
+        ],
+    )
