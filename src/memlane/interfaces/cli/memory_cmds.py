@@ -10,42 +10,10 @@ from typing import Any
 import click
 
 from memlane.core.errors import ConfigError, StoreNotFoundError, ValidationError
-from memlane.core.model import Hit, MemoryBlock
 from memlane.core.names import shown
 from memlane.interfaces.cli.app import DEFAULT_STORE, LLMChoice, llm_options, open_memory, store_options
 from memlane.interfaces.cli.jsoninput import read_json
-
-
-def block_json(b: MemoryBlock) -> dict[str, Any]:
-    return {
-        "block_id": b.id,
-        "user": b.user,
-        "conversation_id": b.conversation_id,
-        "session_id": b.session_id,
-        "exchange_index": b.exchange_index,
-        "perspective": b.perspective,
-        "mode": b.mode.value,
-        "message": b.message,
-        "summary": b.summary,
-        "facts": list(b.contexts),
-        "time": b.event_time.isoformat(),
-        "time_annotation": b.time_annotation,
-        "ingest_time": b.ingest_time.isoformat(),
-        "extraction_status": b.extraction_status.value,
-        "message_ids": list(b.message_ids),
-        "content_hash": b.content_hash,
-        "annotations": b.annotations,
-    }
-
-
-def hit_json(h: Hit) -> dict[str, Any]:
-    return {
-        **block_json(h.block),
-        "score": h.score,
-        "score_kind": h.score_kind,
-        "ranks": h.ranks,
-        "other_perspectives": list(h.other_perspectives),
-    }
+from memlane.interfaces.wire.shapes import block_json, hit_json
 
 
 def _read_messages(file: Path | None) -> Any:

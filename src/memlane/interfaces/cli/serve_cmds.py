@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,7 +22,9 @@ from memlane.interfaces.cli.app import (
     open_memory,
     store_options,
 )
-from memlane.interfaces.http.settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
+from memlane.interfaces.serve import HttpService, check_admin_key, run_http, run_mcp_http, run_mcp_stdio
+from memlane.interfaces.wire.hosts import allowed_hosts as host_names
+from memlane.settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -70,9 +71,7 @@ def guard_options(func: F) -> F:
 
 
 def host_list(option: str, host: str) -> tuple[str, ...]:
-    from memlane.interfaces.http.hosts import allowed_hosts
-
-    return allowed_hosts([h for h in option.split(",") if h.strip()], host)
+    return host_names([h for h in option.split(",") if h.strip()], host)
 
 
 def import_key_file(mem: Memory, store: str, explicit: Path | None) -> None:
@@ -181,9 +180,6 @@ def serve_cmd(
       MEMLANE_ADMIN_KEY=$(openssl rand -hex 24) memlane serve --port 8420 --workers 2
       memlane serve --insecure-dev --embedder hashing --workers 0     # local development only
     """
-    from memlane.interfaces.http.server import ServeOptions, check_admin_key, serve
-    from memlane.interfaces.http.settings import HttpSettings
-
     admin_key = check_admin_key(os.environ.get(ADMIN_KEY_ENV) or None, insecure_dev=insecure_dev, host=host)
     hosts = host_list(allowed_hosts, host)
     llm = LLMChoice(llm_name, llm_log, llm_base_url, llm_model) if workers > 0 else None
@@ -199,13 +195,8 @@ def serve_cmd(
     mem = service_memory(store, embedder, llm)
     try:
         import_key_file(mem, store, keys_path)
-        serve(
-            mem,
-            admin_key=admin_key,
-            insecure_dev=insecure_dev,
-            options=ServeOptions(host=host, port=port, workers=workers, log_level=log_level, access_log=access_log),
-            settings=HttpSettings(max_body_bytes=max_body, allowed_hosts=hosts, read_timeout_s=read_timeout),
-        )
+        service = HttpService(host, port, workers, log_level, access_log, max_body, hosts, read_timeout)
+        run_http(mem, service, admin_key=admin_key, insecure_dev=insecure_dev)
     finally:
         close_memory(mem)
 
@@ -267,7 +258,6 @@ def mcp_cmd(
     if transport == "http" and user is not None:
         raise ConfigError("--user is for stdio; over HTTP each request's API key names the user")
     from memlane.core.names import check_stored_name
-    from memlane.interfaces.mcp.server import build_server
 
     # The rule of reads: a user named before the name rule can still read and delete through MCP; an add
     # under a name the rule refuses is a tool error naming the user.
@@ -276,39 +266,15 @@ def mcp_cmd(
     mem = service_memory(store, embedder, None)
     try:
         if fixed_user is not None:
-            build_server(mem, user=fixed_user).run("stdio")
+            run_mcp_stdio(mem, fixed_user)
         else:
             import_key_file(mem, store, keys_path)
-            guards = HttpGuards(hosts, read_timeout)
-            run_mcp_http(mem, ApiKeys(mem.store), host=host, port=port, log_level=log_level, guards=guards)
+            keys = ApiKeys(mem.store)
+            run_mcp_http(
+                mem, keys, host=host, port=port, log_level=log_level, allowed_hosts=hosts, read_timeout_s=read_timeout
+            )
     finally:
         close_memory(mem)
-
-
-@dataclass(frozen=True, slots=True)
-class HttpGuards:
-    allowed_hosts: tuple[str, ...]
-    read_timeout_s: float
-
-
-def run_mcp_http(mem: Memory, keys: ApiKeys, *, host: str, port: int, log_level: str, guards: HttpGuards) -> None:
-    """The streamable HTTP transport under uvicorn at ``http://HOST:PORT/mcp``, with the HTTP service's
-    guards: the Host allowlist (and the SDK's Origin check against the same names), the read deadlines."""
-    import uvicorn
-
-    from memlane.interfaces.http.server import configure_logging, run_uvicorn, uvicorn_config
-    from memlane.interfaces.mcp.server import build_server, guarded_http_app
-
-    configure_logging(log_level)
-    url = f"http://{host}:{port}"
-    app = guarded_http_app(
-        build_server(mem, keys=keys, server_url=url),
-        host=host,
-        allowed_hosts=guards.allowed_hosts,
-        read_timeout_s=guards.read_timeout_s,
-    )
-    config = uvicorn_config(app, host=host, port=port, log_level=log_level, read_timeout_s=guards.read_timeout_s)
-    run_uvicorn(uvicorn.Server(config))
 
 
 def register(group: click.Group) -> None:

@@ -16,7 +16,7 @@ from memlane.core.jobs import QueueStatus
 from memlane.core.model import AddResult, Hit, MemoryBlock
 from memlane.core.retrieval import MAX_K, PRESETS
 from memlane.core.timefmt import MAX_EPOCH, MIN_EPOCH
-from memlane.interfaces.cli.memory_cmds import block_json, hit_json
+from memlane.interfaces.wire.shapes import block_json, hit_json
 
 MAX_TEXT = 256
 MAX_QUERY_CHARS = 10_000
