@@ -13,6 +13,7 @@ cache_dir=...)``, :class:`~memlane.core.llm.settings.LLMSettings`). A CLI option
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -216,6 +217,33 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         raw = first.get("input", "")
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise ConfigError(f"{env_var(field)}={raw!r}: {first['msg']}{more}") from None
+
+
+def read_setting(name: str, environ: Mapping[str, str] | None = None) -> Any:
+    """One setting from the environment, checked, without reading the others (for a library default, such
+    as the data folder of the bench, where a bad unrelated variable must not fail the call)."""
+    env = os.environ if environ is None else environ
+    raw = env.get(env_var(name))
+    if not raw:
+        return Settings.model_fields[name].default
+    try:
+        return getattr(Settings.model_validate({name: raw}), name)
+    except PydanticValidationError as exc:
+        raise ConfigError(f"{env_var(name)}={raw!r}: {exc.errors()[0]['msg']}") from None
+
+
+def embedder_config_from_env(environ: Mapping[str, str] | None = None) -> EmbedderConfig:
+    """The built-in embedders' configuration from ``MEMLANE_CACHE_DIR`` and ``MEMLANE_EMBED_*`` only."""
+    names = ("cache_dir", "embed_base_url", "embed_api_key", "embed_model", "embed_dim")
+    values = {name: read_setting(name, environ) for name in names}
+    return Settings.model_validate(values).embedder_config()
+
+
+def bench_cache_from_env(environ: Mapping[str, str] | None = None) -> Path:
+    """``MEMLANE_BENCH_CACHE``, else ``<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench``."""
+    bench: Path | None = read_setting("bench_cache", environ)
+    cache: Path | None = read_setting("cache_dir", environ)
+    return bench or (cache or default_cache_root()) / "bench"
 
 
 @dataclass(frozen=True, slots=True)

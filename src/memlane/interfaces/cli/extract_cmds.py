@@ -13,6 +13,7 @@ from memlane.core.errors import StoreNotFoundError
 from memlane.core.extraction.worker import WorkerStats
 from memlane.core.llm import CallLog
 from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, open_memory, store_options
+from memlane.interfaces.cli.options import SettingOption
 
 
 @click.command("worker")
@@ -21,7 +22,8 @@ from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, op
     type=int,
     default=4,
     show_default=True,
-    envvar="MEMLANE_WORKER_CONCURRENCY",
+    cls=SettingOption,
+    setting="worker_concurrency",
     help="LLM calls in flight. [env MEMLANE_WORKER_CONCURRENCY]",
 )
 @click.option("--drain", is_flag=True, help="Exit when no job is queued or running.")
@@ -31,7 +33,8 @@ from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, op
     type=float,
     default=120.0,
     show_default=True,
-    envvar="MEMLANE_WORKER_LEASE",
+    cls=SettingOption,
+    setting="worker_lease",
     help="Seconds a claimed job is leased; a heartbeat extends it. [env MEMLANE_WORKER_LEASE]",
 )
 @click.option("--poll", "poll_s", type=float, default=1.0, show_default=True, help="Seconds between empty polls.")
@@ -125,7 +128,8 @@ def llm_group() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.option(
     "--llm-log",
-    envvar="MEMLANE_LLM_LOG",
+    cls=SettingOption,
+    setting="llm_log",
     default=None,
     type=click.Path(dir_okay=False, path_type=Path),
     help="Call log file. Default: STORE with .calls.db. [env MEMLANE_LLM_LOG]",

@@ -11,9 +11,11 @@ import click
 
 from memlane.core.errors import ConfigError, StoreNotFoundError, ValidationError
 from memlane.core.names import shown
-from memlane.interfaces.cli.app import DEFAULT_STORE, LLMChoice, llm_options, open_memory, store_options
+from memlane.interfaces.cli.app import LLMChoice, llm_options, open_memory, store_options
 from memlane.interfaces.cli.jsoninput import read_json
+from memlane.interfaces.cli.options import SettingOption
 from memlane.interfaces.wire.shapes import block_json, hit_json
+from memlane.settings import DEFAULT_STORE
 
 
 def _read_messages(file: Path | None) -> Any:
@@ -22,8 +24,10 @@ def _read_messages(file: Path | None) -> Any:
 
 @click.command("add")
 @click.argument("user")
-@click.option("--conversation", "conversation_id", default="default", show_default=True, envvar="MEMLANE_CONVERSATION")
-@click.option("--session", "session_id", default="default", show_default=True, envvar="MEMLANE_SESSION")
+@click.option(
+    "--conversation", "conversation_id", default="default", show_default=True, cls=SettingOption, setting="conversation"
+)
+@click.option("--session", "session_id", default="default", show_default=True, cls=SettingOption, setting="session")
 @click.option(
     "--time",
     "time_",
@@ -36,7 +40,8 @@ def _read_messages(file: Path | None) -> Any:
     type=click.Choice(["dual", "speakers", "single"]),
     default="dual",
     show_default=True,
-    envvar="MEMLANE_PERSPECTIVE",
+    cls=SettingOption,
+    setting="perspective",
 )
 @click.option(
     "--file",
@@ -49,7 +54,8 @@ def _read_messages(file: Path | None) -> Any:
     type=click.Choice(["off", "async", "sync"]),
     default="off",
     show_default=True,
-    envvar="MEMLANE_EXTRACT",
+    cls=SettingOption,
+    setting="extract",
     help="LLM extraction of summary and facts: off, async (queued for `memlane worker`), sync (before returning).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -282,7 +288,8 @@ def users_cmd(as_json: bool, store: Path, embedder: str) -> None:
 @click.command("compact")
 @click.option(
     "--store",
-    envvar="MEMLANE_STORE",
+    cls=SettingOption,
+    setting="store",
     default=DEFAULT_STORE,
     show_default=True,
     help="Path of the SQLite store. [env MEMLANE_STORE]",
@@ -313,7 +320,8 @@ def compact_cmd(store: str) -> None:
 @click.command("init")
 @click.option(
     "--store",
-    envvar="MEMLANE_STORE",
+    cls=SettingOption,
+    setting="store",
     default=DEFAULT_STORE,
     show_default=True,
     help="Path of the SQLite store, or a postgresql:// URL. [env MEMLANE_STORE]",

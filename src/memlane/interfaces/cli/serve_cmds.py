@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -11,24 +10,22 @@ import click
 
 from memlane.core.apikeys import ApiKeys
 from memlane.core.errors import ConfigError, NotFoundError
-from memlane.core.llm import CallLog
 from memlane.core.memory import Memory
 from memlane.core.store.postgres import is_postgres_url
 from memlane.interfaces.cli.app import (
     LLMChoice,
-    call_log_path,
     llm_config_problem,
     llm_options,
     open_memory,
     store_options,
 )
+from memlane.interfaces.cli.options import SettingOption, cli_settings
 from memlane.interfaces.serve import HttpService, check_admin_key, run_http, run_mcp_http, run_mcp_stdio
 from memlane.interfaces.wire.hosts import allowed_hosts as host_names
 from memlane.settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-ADMIN_KEY_ENV = "MEMLANE_ADMIN_KEY"
 # A request waits this long for a PostgreSQL connection, then gets 503: while the database is down, callers
 # hear so within seconds instead of hanging (the pool keeps reconnecting in the background).
 SERVICE_SERVER_TIMEOUT_S = 5.0
@@ -40,7 +37,8 @@ def keys_option(func: F) -> F:
     return click.option(
         "--keys",
         "keys_path",
-        envvar="MEMLANE_HTTP_KEYS",
+        cls=SettingOption,
+        setting="http_keys",
         default=None,
         type=click.Path(dir_okay=False, path_type=Path),
         help="API keys live in the store. This imports, once, the key file an earlier memlane kept apart "
@@ -53,7 +51,8 @@ def guard_options(func: F) -> F:
     """``--allowed-hosts`` and ``--read-timeout`` (shared by ``memlane serve`` and ``memlane mcp``)."""
     func = click.option(
         "--read-timeout",
-        envvar="MEMLANE_HTTP_READ_TIMEOUT",
+        cls=SettingOption,
+        setting="http_read_timeout",
         type=click.FloatRange(min=0.1),
         default=DEFAULT_READ_TIMEOUT_S,
         show_default=True,
@@ -62,7 +61,8 @@ def guard_options(func: F) -> F:
     )(func)
     func = click.option(
         "--allowed-hosts",
-        envvar="MEMLANE_ALLOWED_HOSTS",
+        cls=SettingOption,
+        setting="allowed_hosts",
         default="",
         help="Host names requests may carry besides localhost, 127.0.0.1, [::1] and the --host address "
         "(comma-separated; '*' for any): others get 421, against DNS rebinding. [env MEMLANE_ALLOWED_HOSTS]",
@@ -99,10 +99,7 @@ def import_key_file(mem: Memory, store: str, explicit: Path | None) -> None:
 def service_memory(store: str, embedder: str, llm: LLMChoice | None) -> Memory:
     """The Memory of a long-running service. It always knows the LLM call log, even with no LLM of its own
     (workers in another process write it), so that deleting a user deletes their LLM calls too."""
-    mem = open_memory(store, embedder, llm, create=True, server_timeout_s=SERVICE_SERVER_TIMEOUT_S)
-    if mem.call_log is None:
-        mem.call_log = CallLog(call_log_path(store, llm.log if llm else None))
-    return mem
+    return open_memory(store, embedder, llm, create=True, server_timeout_s=SERVICE_SERVER_TIMEOUT_S, with_call_log=True)
 
 
 def close_memory(mem: Memory) -> None:
@@ -112,11 +109,16 @@ def close_memory(mem: Memory) -> None:
 
 
 @click.command("serve")
-@click.option("--host", envvar="MEMLANE_HOST", default="127.0.0.1", show_default=True, help="[env MEMLANE_HOST]")
-@click.option("--port", envvar="MEMLANE_PORT", type=int, default=8420, show_default=True, help="[env MEMLANE_PORT]")
+@click.option(
+    "--host", cls=SettingOption, setting="host", default="127.0.0.1", show_default=True, help="[env MEMLANE_HOST]"
+)
+@click.option(
+    "--port", cls=SettingOption, setting="port", type=int, default=8420, show_default=True, help="[env MEMLANE_PORT]"
+)
 @click.option(
     "--workers",
-    envvar="MEMLANE_WORKERS",
+    cls=SettingOption,
+    setting="workers",
     type=click.IntRange(min=0),
     default=1,
     show_default=True,
@@ -125,7 +127,8 @@ def close_memory(mem: Memory) -> None:
 )
 @click.option(
     "--max-body",
-    envvar="MEMLANE_HTTP_MAX_BODY",
+    cls=SettingOption,
+    setting="http_max_body",
     type=click.IntRange(min=1024),
     default=DEFAULT_MAX_BODY_BYTES,
     show_default=True,
@@ -134,15 +137,22 @@ def close_memory(mem: Memory) -> None:
 @click.option(
     "--insecure-dev",
     is_flag=True,
-    envvar="MEMLANE_INSECURE_DEV",
+    cls=SettingOption,
+    setting="insecure_dev",
     help="Run without MEMLANE_ADMIN_KEY (admin routes open); loopback hosts only. [env MEMLANE_INSECURE_DEV]",
 )
 @click.option(
-    "--log-level", envvar="MEMLANE_LOG_LEVEL", default="info", show_default=True, help="[env MEMLANE_LOG_LEVEL]"
+    "--log-level",
+    cls=SettingOption,
+    setting="log_level",
+    default="info",
+    show_default=True,
+    help="[env MEMLANE_LOG_LEVEL]",
 )
 @click.option(
     "--access-log/--no-access-log",
-    envvar="MEMLANE_ACCESS_LOG",
+    cls=SettingOption,
+    setting="access_log",
     default=True,
     show_default=True,
     help="One log line per request. [env MEMLANE_ACCESS_LOG]",
@@ -180,7 +190,7 @@ def serve_cmd(
       MEMLANE_ADMIN_KEY=$(openssl rand -hex 24) memlane serve --port 8420 --workers 2
       memlane serve --insecure-dev --embedder hashing --workers 0     # local development only
     """
-    admin_key = check_admin_key(os.environ.get(ADMIN_KEY_ENV) or None, insecure_dev=insecure_dev, host=host)
+    admin_key = check_admin_key(cli_settings().secret("admin_key"), insecure_dev=insecure_dev, host=host)
     hosts = host_list(allowed_hosts, host)
     llm = LLMChoice(llm_name, llm_log, llm_base_url, llm_model) if workers > 0 else None
     problem = llm_config_problem(llm) if llm is not None else None
@@ -205,31 +215,43 @@ def serve_cmd(
 @click.option(
     "--transport",
     type=click.Choice(["stdio", "http"]),
-    envvar="MEMLANE_MCP_TRANSPORT",
+    cls=SettingOption,
+    setting="mcp_transport",
     default="stdio",
     show_default=True,
     help="stdio (for one user, --user) or streamable HTTP (each request with an API key). [env MEMLANE_MCP_TRANSPORT]",
 )
 @click.option(
-    "--user", envvar="MEMLANE_MCP_USER", default=None, help="Whose memory (stdio only). [env MEMLANE_MCP_USER]"
+    "--user",
+    cls=SettingOption,
+    setting="mcp_user",
+    default=None,
+    help="Whose memory (stdio only). [env MEMLANE_MCP_USER]",
 )
 @click.option(
     "--host",
-    envvar="MEMLANE_MCP_HOST",
+    cls=SettingOption,
+    setting="mcp_host",
     default="127.0.0.1",
     show_default=True,
     help="HTTP only. [env MEMLANE_MCP_HOST]",
 )
 @click.option(
     "--port",
-    envvar="MEMLANE_MCP_PORT",
+    cls=SettingOption,
+    setting="mcp_port",
     type=int,
     default=8421,
     show_default=True,
     help="HTTP only. [env MEMLANE_MCP_PORT]",
 )
 @click.option(
-    "--log-level", envvar="MEMLANE_LOG_LEVEL", default="info", show_default=True, help="[env MEMLANE_LOG_LEVEL]"
+    "--log-level",
+    cls=SettingOption,
+    setting="log_level",
+    default="info",
+    show_default=True,
+    help="[env MEMLANE_LOG_LEVEL]",
 )
 @guard_options
 @keys_option

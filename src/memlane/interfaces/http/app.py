@@ -1,6 +1,6 @@
 """The FastAPI app factory: the HTTP service over one :class:`~memlane.core.memory.Memory`.
 
->>> app = create_app(Memory.open("memlane.db"), admin_key=os.environ["MEMLANE_ADMIN_KEY"])  # doctest: +SKIP
+>>> app = create_app(Memory.open("memlane.db"), admin_key=memlane.settings.load().secret("admin_key"))  # doctest: +SKIP
 
 The app is a thin adapter: auth, request validation, the error table of :mod:`.errors`, serialization.
 Routes are plain ``def`` functions, so FastAPI runs the (synchronous, thread-safe) core in its threadpool
