@@ -213,6 +213,7 @@ def main() -> None:
 
 def register_all() -> None:
     from memlane.interfaces.cli.bench_cmds import register as register_bench
+    from memlane.interfaces.cli.config_cmds import register as register_config
     from memlane.interfaces.cli.dataset_cmds import register as register_datasets
     from memlane.interfaces.cli.extract_cmds import register as register_extract
     from memlane.interfaces.cli.memory_cmds import register as register_memory
@@ -226,3 +227,4 @@ def register_all() -> None:
         register_datasets(cli)
         register_qa(cli)
         register_serve(cli)
+        register_config(cli)
