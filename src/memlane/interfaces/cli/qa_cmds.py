@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -32,8 +34,71 @@ from memlane.interfaces.cli.options import SettingOption, cli_settings, parse_ks
 CALL_LOG_NAME = "llm-calls.db"
 
 
+@dataclass(frozen=True, slots=True)
+class QACommandOptions:
+    """The options ``bench qa`` and ``bench sweep`` share, as one typed value: the LLMs, the run settings
+    that become :class:`~memlane.bench.qa.runconfig.QAOptions`, the bench store, the output."""
+
+    llm_name: str
+    judge_name: str
+    judge_prompts: str
+    context: str
+    full_context_budget: int
+    concurrency: int
+    facts: bool
+    extract: bool
+    adversarial: bool
+    before_question_date: bool
+    retry_failed: bool
+    llm_log: Path | None
+    llm_model: str | None
+    llm_base_url: str | None
+    judge_model: str | None
+    judge_base_url: str | None
+    prices: tuple[str, ...]
+    as_json: bool
+    quiet: bool
+    limit: int | None
+    perspective: str
+    embedder: str
+    cache_dir: Path | None
+    data_dir: Path | None
+
+    def run_options(self, dataset: str, **fields: Any) -> QAOptions:
+        """The QA run's settings; ``fields``: the command's own (k, mode, answer prompt)."""
+        return QAOptions(
+            dataset=dataset,
+            context=self.context,
+            limit=self.limit,
+            judge=self.judge_prompts,
+            adversarial=self.adversarial,
+            concurrency=self.concurrency,
+            full_context_budget=self.full_context_budget,
+            facts=self.facts,
+            extract=self.extract,
+            before_question_date=self.before_question_date,
+            embedder=self.embedder,
+            perspective=self.perspective,
+            data_dir=self.data_dir,
+            cache_dir=self.cache_dir,
+            retry_failed=self.retry_failed,
+            prices=parse_prices(self.prices),
+            **fields,
+        )
+
+
+_SHARED = tuple(f.name for f in fields(QACommandOptions))
+
+
 def qa_options(func: F) -> F:
-    """The options shared by ``bench qa`` and ``bench sweep`` (each with its environment variable)."""
+    """The options shared by ``bench qa`` and ``bench sweep`` (each with its environment variable), handed
+    to the command as one :class:`QACommandOptions` argument named ``shared``."""
+
+    @functools.wraps(func)
+    def collect(*args: Any, **kwargs: Any) -> Any:
+        shared = QACommandOptions(**{name: kwargs.pop(name) for name in _SHARED})
+        return func(*args, shared=shared, **kwargs)
+
     options = [
         click.option(
             "--llm",
@@ -175,9 +240,10 @@ def qa_options(func: F) -> F:
             help="No progress bars. [env MEMLANE_BENCH_QUIET]",
         ),
     ]
+    command: Any = collect
     for option in options:
-        func = option(func)
-    return ingest_options(func)
+        command = option(command)
+    return cast(F, ingest_options(command))
 
 
 def parse_prices(values: tuple[str, ...]) -> dict[str, ModelPrice]:
@@ -195,49 +261,27 @@ def parse_prices(values: tuple[str, ...]) -> dict[str, ModelPrice]:
     return out
 
 
-def _llms(kw: dict[str, Any], concurrency: int) -> tuple[LLM, LLM, CallLog]:
-    cache = kw["cache_dir"] or default_bench_cache()
-    log = CallLog(kw["llm_log"] or Path(cache) / CALL_LOG_NAME)
+def _llms(shared: QACommandOptions, concurrency: int) -> tuple[LLM, LLM, CallLog]:
+    cache = shared.cache_dir or default_bench_cache()
+    log = CallLog(shared.llm_log or Path(cache) / CALL_LOG_NAME)
     settings = cli_settings()
     llm = build_llm(
-        kw["llm_name"],
+        shared.llm_name,
         role="answer",
         call_log=log,
         settings=settings,
-        overrides=LLMOverrides(kw["llm_model"], kw["llm_base_url"]),
+        overrides=LLMOverrides(shared.llm_model, shared.llm_base_url),
         concurrency=concurrency,
     )
     judge = build_llm(
-        kw["judge_name"],
+        shared.judge_name,
         role="judge",
         call_log=log,
         settings=settings,
-        overrides=LLMOverrides(kw["judge_model"], kw["judge_base_url"]),
+        overrides=LLMOverrides(shared.judge_model, shared.judge_base_url),
         concurrency=concurrency,
     )
     return llm, judge, log
-
-
-def _base_options(dataset: str, kw: dict[str, Any], **fields: Any) -> QAOptions:
-    return QAOptions(
-        dataset=dataset,
-        context=kw["context"],
-        limit=kw["limit"],
-        judge=kw["judge_prompts"],
-        adversarial=kw["adversarial"],
-        concurrency=kw["concurrency"],
-        full_context_budget=kw["full_context_budget"],
-        facts=kw["facts"],
-        extract=kw["extract"],
-        before_question_date=kw["before_question_date"],
-        embedder=kw["embedder"],
-        perspective=kw["perspective"],
-        data_dir=kw["data_dir"],
-        cache_dir=kw["cache_dir"],
-        retry_failed=kw["retry_failed"],
-        prices=parse_prices(kw["prices"]),
-        **fields,
-    )
 
 
 def _close(*llms: LLM) -> None:
@@ -294,7 +338,7 @@ def _summary(outcome: QAOutcome) -> str:
     help="Search mode (vector, keyword, hybrid, or a *-messages preset). [env MEMLANE_QA_MODE]",
 )
 @qa_options
-def qa_cmd(dataset: str, out: Path, answer_prompt: str, k: int, mode: str, **kw: Any) -> None:
+def qa_cmd(dataset: str, out: Path, answer_prompt: str, k: int, mode: str, shared: QACommandOptions) -> None:
     """QA benchmark: retrieve (or take the full history), answer, score F1 / BLEU-1 / J, report.
 
     DATASET is locomo, longmemeval-s, longmemeval-oracle, longmemeval-m or longmemeval-s-x500. Prints the
@@ -306,14 +350,14 @@ def qa_cmd(dataset: str, out: Path, answer_prompt: str, k: int, mode: str, **kw:
       memlane bench qa longmemeval-oracle --out runs/oracle --llm openai --judge openai --context full
       memlane bench qa locomo --out runs/qa-offline --llm scripted --judge scripted --limit 20
     """
-    options = _base_options(dataset, kw, k=k, mode=mode, answer_prompt=answer_prompt)
-    llm, judge, log = _llms(kw, options.concurrency)
+    options = shared.run_options(dataset, k=k, mode=mode, answer_prompt=answer_prompt)
+    llm, judge, log = _llms(shared, options.concurrency)
     try:
-        outcome = run_qa(options, out, llm=llm, judge_llm=judge, progress=not kw["quiet"])
+        outcome = run_qa(options, out, llm=llm, judge_llm=judge, progress=not shared.quiet)
     finally:
         _close(llm, judge)
         log.close()
-    if kw["as_json"]:
+    if shared.as_json:
         click.echo(json.dumps(outcome.results.results))
         return
     click.echo(_summary(outcome), err=True)
@@ -371,7 +415,7 @@ def sweep_cmd(
     modes: tuple[str, ...],
     answer_prompts: tuple[str, ...],
     full_context_baseline: bool,
-    **kw: Any,
+    shared: QACommandOptions,
 ) -> None:
     """Sweep k x mode x answer prompt as a list of QA runs over one bench store; compare them in sweep.md.
 
@@ -386,18 +430,18 @@ def sweep_cmd(
         answer_prompts=split_values(answer_prompts, "--answer-prompt") if answer_prompts else (AUTO,),
         full_context=full_context_baseline,
     )
-    base = _base_options(dataset, kw)
-    llm, judge, log = _llms(kw, base.concurrency)
+    base = shared.run_options(dataset)
+    llm, judge, log = _llms(shared, base.concurrency)
 
     def done(name: str, outcome: QAOutcome) -> None:
         click.echo(f"{name}: {_summary(outcome)}", err=True)
 
     try:
-        outcome = run_sweep(base, grid, out, llm=llm, judge_llm=judge, progress=not kw["quiet"], on_run=done)
+        outcome = run_sweep(base, grid, out, llm=llm, judge_llm=judge, progress=not shared.quiet, on_run=done)
     finally:
         _close(llm, judge)
         log.close()
-    if kw["as_json"]:
+    if shared.as_json:
         click.echo(json.dumps({name: o.results.results for name, o in outcome.runs}))
         return
     click.echo(f"\n{outcome.report}\n\nreport: {out / 'sweep.md'}")
