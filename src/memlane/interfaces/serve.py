@@ -8,7 +8,7 @@ nothing imports it but the CLI's service commands.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 
 from memlane.core.apikeys import ApiKeys
@@ -25,6 +25,17 @@ class HttpService:
     log_level: str
     access_log: bool
     max_body_bytes: int
+    allowed_hosts: tuple[str, ...]
+    read_timeout_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class McpHttpService:
+    """Where ``memlane mcp --transport http`` listens, and its guards (those of the HTTP service)."""
+
+    host: str
+    port: int
+    log_level: str
     allowed_hosts: tuple[str, ...]
     read_timeout_s: float
 
@@ -67,25 +78,8 @@ def run_mcp_stdio(memory: Memory, user: str) -> None:
     build_server(memory, user=user).run("stdio")
 
 
-def run_mcp_http(
-    memory: Memory,
-    keys: ApiKeys,
-    *,
-    host: str,
-    port: int,
-    log_level: str,
-    allowed_hosts: Sequence[str],
-    read_timeout_s: float,
-) -> None:
+def run_mcp_http(memory: Memory, keys: ApiKeys, service: McpHttpService) -> None:
     """The MCP server's streamable HTTP transport, each request acting for its API key's user."""
     from memlane.interfaces.mcp.server import serve_http
 
-    serve_http(
-        memory,
-        keys,
-        host=host,
-        port=port,
-        log_level=log_level,
-        allowed_hosts=allowed_hosts,
-        read_timeout_s=read_timeout_s,
-    )
+    serve_http(memory, keys, **dataclasses.asdict(service))

@@ -15,11 +15,22 @@ from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, Valida
 from memlane.core.llm import LLM, CallLog, make_llm
 from memlane.core.memory import Memory
 from memlane.core.store.postgres import is_postgres_url
-from memlane.interfaces.cli.options import SettingOption, cli_settings
+from memlane.interfaces.cli.options import SettingOption, cli_settings, gathered
 from memlane.settings import DEFAULT_STORE
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_CALL_LOG = "memlane.calls.db"
+
+
+@dataclass(frozen=True)
+class LLMChoice:
+    name: str
+    log: Path | None = None
+    base_url: str | None = None
+    model: str | None = None
+
+
+LLM_PARAMS = {"llm_name": "name", "llm_log": "log", "llm_base_url": "base_url", "llm_model": "model"}
 
 
 def store_options(func: F) -> F:
@@ -46,7 +57,9 @@ def store_options(func: F) -> F:
 
 
 def llm_options(func: F) -> F:
-    """``--llm`` and its settings, each with its environment variable (the API key only from the env)."""
+    """``--llm`` and its settings, each with its environment variable (the API key only from the env); the
+    command gets them as one :class:`LLMChoice` argument ``llm``."""
+    func = gathered(LLMChoice, LLM_PARAMS, "llm")(func)
     func = click.option(
         "--llm-model", cls=SettingOption, setting="llm_model", default=None, help="[env MEMLANE_LLM_MODEL]"
     )(func)
@@ -72,14 +85,6 @@ def llm_options(func: F) -> F:
         "(offline fake). [env MEMLANE_LLM]",
     )(func)
     return func
-
-
-@dataclass(frozen=True)
-class LLMChoice:
-    name: str
-    log: Path | None = None
-    base_url: str | None = None
-    model: str | None = None
 
 
 def call_log_path(store: str | Path, explicit: Path | None) -> Path:

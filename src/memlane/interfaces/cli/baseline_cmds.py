@@ -13,20 +13,14 @@ from memlane.bench.retrieval.baselines import BASELINES, BaselineOptions, run_ba
 from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER
 from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, baseline_names, ks_option
 from memlane.interfaces.cli.dataset_cmds import data_dir_option
-from memlane.interfaces.cli.options import SettingOption, parse_ks
+from memlane.interfaces.cli.options import SettingOption, bench_cache_option, out_option, parse_ks, quiet_option
 
 
 @click.command("baselines")
 @click.argument("dataset", type=DATASET_CHOICE)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    cls=SettingOption,
-    setting="bench_out",
-    help="Run folder (log.jsonl, rankings*.jsonl, report.md, results.json/.csv, recall.png), read by "
+@out_option(
+    "Run folder (log.jsonl, rankings*.jsonl, report.md, results.json/.csv, recall.png), read by "
     "`bench report` and `bench compare`. An existing log there with the same settings is resumed. "
-    "[env MEMLANE_BENCH_OUT]",
 )
 @click.option(
     "--baselines",
@@ -55,23 +49,12 @@ from memlane.interfaces.cli.options import SettingOption, parse_ks
     setting="bench_embedder",
     help="Embedder of the cosine baselines (minilm-128, minilm, hashing, openai). [env MEMLANE_BENCH_EMBEDDER]",
 )
-@click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    cls=SettingOption,
-    setting="bench_cache",
-    help="Where the shared embedding cache (embeddings.db) lives; default "
-    "<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench. [env MEMLANE_BENCH_CACHE]",
+@bench_cache_option(
+    "Where the shared embedding cache (embeddings.db) lives; default "
+    "<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench. [env MEMLANE_BENCH_CACHE]"
 )
 @data_dir_option
-@click.option(
-    "--quiet",
-    is_flag=True,
-    cls=SettingOption,
-    setting="bench_quiet",
-    help="No progress bars. [env MEMLANE_BENCH_QUIET]",
-)
+@quiet_option
 def baselines_cmd(
     dataset: str,
     out: Path,

@@ -23,7 +23,14 @@ from memlane.core.embedding.protocol import make_embedder
 from memlane.core.retrieval import PRESETS
 from memlane.core.store.postgres import is_postgres_url
 from memlane.interfaces.cli.dataset_cmds import data_dir_option
-from memlane.interfaces.cli.options import SettingOption, cli_settings, parse_ks
+from memlane.interfaces.cli.options import (
+    SettingOption,
+    bench_cache_option,
+    cli_settings,
+    out_option,
+    parse_ks,
+    quiet_option,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 DATASET_CHOICE = click.Choice(sorted(DATASETS))
@@ -129,14 +136,9 @@ def ingest_options(func: F) -> F:
             setting="bench_embedder",
             help="Embedder by name (minilm-128, minilm, hashing, openai). [env MEMLANE_BENCH_EMBEDDER]",
         ),
-        click.option(
-            "--cache-dir",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=None,
-            cls=SettingOption,
-            setting="bench_cache",
-            help="Where bench stores and the shared embedding cache live; default "
-            "<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench. [env MEMLANE_BENCH_CACHE]",
+        bench_cache_option(
+            "Where bench stores and the shared embedding cache live; default "
+            "<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench. [env MEMLANE_BENCH_CACHE]"
         ),
         data_dir_option,
     ]
@@ -169,14 +171,9 @@ def baseline_names(value: str | None, dataset: str | None = None) -> tuple[str, 
 
 @bench_group.command("retrieval")
 @click.argument("dataset", type=DATASET_CHOICE)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    cls=SettingOption,
-    setting="bench_out",
-    help="Run folder: log.jsonl, rankings*.jsonl, report.md, results.json/.csv, recall.png. An existing "
-    "log there with the same settings is resumed. [env MEMLANE_BENCH_OUT]",
+@out_option(
+    "Run folder: log.jsonl, rankings*.jsonl, report.md, results.json/.csv, recall.png. An existing "
+    "log there with the same settings is resumed."
 )
 @click.option(
     "--mode",
@@ -214,13 +211,7 @@ def baseline_names(value: str | None, dataset: str | None = None) -> tuple[str, 
     f"comma-separated names of {', '.join(BASELINES)}, or 'default' (the data set's defaults, as "
     "`bench baselines`). [env MEMLANE_BENCH_BASELINES]",
 )
-@click.option(
-    "--quiet",
-    is_flag=True,
-    cls=SettingOption,
-    setting="bench_quiet",
-    help="No progress bars. [env MEMLANE_BENCH_QUIET]",
-)
+@quiet_option
 @ingest_options
 def retrieval_cmd(
     dataset: str,
@@ -287,13 +278,7 @@ def _print_tables(run_dir: Path) -> None:
 @bench_group.command("ingest")
 @click.argument("dataset", type=DATASET_CHOICE)
 @click.option("--json", "as_json", is_flag=True, help="Print the ingest figures as one JSON object.")
-@click.option(
-    "--quiet",
-    is_flag=True,
-    cls=SettingOption,
-    setting="bench_quiet",
-    help="No progress bars. [env MEMLANE_BENCH_QUIET]",
-)
+@quiet_option
 @ingest_options
 def ingest_cmd(
     dataset: str,

@@ -47,10 +47,7 @@ def worker_cmd(
     poll_s: float,
     store: Path,
     embedder: str,
-    llm_name: str,
-    llm_log: Path | None,
-    llm_base_url: str | None,
-    llm_model: str | None,
+    llm: LLMChoice,
 ) -> None:
     """Run extraction jobs from the store's queue until stopped (SIGTERM/Ctrl-C finish the jobs in flight).
 
@@ -62,7 +59,7 @@ def worker_cmd(
       MEMLANE_LLM_BASE_URL=http://127.0.0.1:8765/v1 MEMLANE_LLM_API_KEY=x MEMLANE_LLM_MODEL=local \\
         memlane worker --concurrency 2 --drain
     """
-    mem = open_memory(store, embedder, LLMChoice(llm_name, llm_log, llm_base_url, llm_model))
+    mem = open_memory(store, embedder, llm)
     try:
         worker = mem.worker(concurrency=concurrency, lease_s=lease_s, poll_s=poll_s)
         worker.install_signal_handlers()

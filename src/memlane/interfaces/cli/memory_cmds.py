@@ -13,9 +13,8 @@ from memlane.core.errors import ConfigError, StoreNotFoundError, ValidationError
 from memlane.core.names import shown
 from memlane.interfaces.cli.app import LLMChoice, llm_options, open_memory, store_options
 from memlane.interfaces.cli.jsoninput import read_json
-from memlane.interfaces.cli.options import SettingOption
+from memlane.interfaces.cli.options import SettingOption, store_path_option
 from memlane.interfaces.wire.shapes import block_json, hit_json
-from memlane.settings import DEFAULT_STORE
 
 
 def _read_messages(file: Path | None) -> Any:
@@ -72,10 +71,7 @@ def add_cmd(
     as_json: bool,
     store: Path,
     embedder: str,
-    llm_name: str,
-    llm_log: Path | None,
-    llm_base_url: str | None,
-    llm_model: str | None,
+    llm: LLMChoice,
 ) -> None:
     """Add a JSON list of messages ({"role"|"speaker", "content", "time"?, "id"?}) to USER's memory.
 
@@ -92,8 +88,8 @@ def add_cmd(
     messages = _read_messages(file)
     if not isinstance(messages, list):
         raise ValidationError("expected a JSON list of messages", where=source)
-    llm = LLMChoice(llm_name, llm_log, llm_base_url, llm_model) if extract == "sync" else None
-    mem = open_memory(store, embedder, llm, create=True)
+    chosen = llm if extract == "sync" else None
+    mem = open_memory(store, embedder, chosen, create=True)
     try:
         res = mem.add(
             user,
@@ -286,14 +282,7 @@ def users_cmd(as_json: bool, store: Path, embedder: str) -> None:
 
 
 @click.command("compact")
-@click.option(
-    "--store",
-    cls=SettingOption,
-    setting="store",
-    default=DEFAULT_STORE,
-    show_default=True,
-    help="Path of the SQLite store. [env MEMLANE_STORE]",
-)
+@store_path_option("Path of the SQLite store. [env MEMLANE_STORE]")
 def compact_cmd(store: str) -> None:
     """Rewrite a SQLite store with 16 KiB pages, each user's rows contiguous and no free space.
 
@@ -318,14 +307,7 @@ def compact_cmd(store: str) -> None:
 
 
 @click.command("init")
-@click.option(
-    "--store",
-    cls=SettingOption,
-    setting="store",
-    default=DEFAULT_STORE,
-    show_default=True,
-    help="Path of the SQLite store, or a postgresql:// URL. [env MEMLANE_STORE]",
-)
+@store_path_option("Path of the SQLite store, or a postgresql:// URL. [env MEMLANE_STORE]")
 def init_cmd(store: str) -> None:
     """Create an empty store (a SQLite file, or memlane's tables in a PostgreSQL database); an existing
     store is left as it is (brought up to this memlane's schema).

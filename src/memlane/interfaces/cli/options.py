@@ -9,15 +9,18 @@ show`` can say where each value came from.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import click
 from pydantic import SecretStr
 
-from memlane.settings import Settings, env_var, load
+from memlane.settings import DEFAULT_STORE, Settings, env_var, load
 
 _META_KEY = "memlane.settings"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def cli_settings(ctx: click.Context | None = None) -> Settings:
@@ -79,3 +82,67 @@ def parse_ks(value: str, hint: str = "--k") -> tuple[int, ...]:
     if min(ks) < 1:
         raise click.BadParameter(f"k values must be positive, got {value!r}", param_hint=hint)
     return ks
+
+
+def gathered(build: Callable[..., Any], params: Mapping[str, str], name: str) -> Callable[[F], F]:
+    """A decorator under a command's options: the values of the click parameters ``params`` (parameter ->
+    keyword of ``build``) reach the command as one typed argument ``name`` (``build(**values)``), instead
+    of one argument each repeated in every command that shares the options."""
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            value = build(**{keyword: kwargs.pop(param) for param, keyword in params.items()})
+            return func(*args, **{name: value}, **kwargs)
+
+        return cast(F, call)
+
+    return decorate
+
+
+def out_option(help_text: str) -> Callable[[F], F]:
+    """``--out``: a bench command's run folder (``MEMLANE_BENCH_OUT``)."""
+    return click.option(
+        "--out",
+        type=click.Path(file_okay=False, path_type=Path),
+        required=True,
+        cls=SettingOption,
+        setting="bench_out",
+        help=f"{help_text.rstrip()} [env MEMLANE_BENCH_OUT]",
+    )
+
+
+quiet_option = click.option(
+    "--quiet",
+    is_flag=True,
+    cls=SettingOption,
+    setting="bench_quiet",
+    help="No progress bars. [env MEMLANE_BENCH_QUIET]",
+)
+log_level_option = click.option(
+    "--log-level",
+    cls=SettingOption,
+    setting="log_level",
+    default="info",
+    show_default=True,
+    help="[env MEMLANE_LOG_LEVEL]",
+)
+
+
+def bench_cache_option(help_text: str | None = None) -> Callable[[F], F]:
+    """``--cache-dir``: where the bench stores and the shared embedding cache live (``MEMLANE_BENCH_CACHE``)."""
+    return click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        cls=SettingOption,
+        setting="bench_cache",
+        help=help_text,
+    )
+
+
+def store_path_option(help_text: str) -> Callable[[F], F]:
+    """``--store`` alone (``MEMLANE_STORE``), for the commands that need no embedder."""
+    return click.option(
+        "--store", cls=SettingOption, setting="store", default=DEFAULT_STORE, show_default=True, help=help_text
+    )

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import click
 
@@ -29,7 +28,15 @@ from memlane.bench.qa.sweep import SweepGrid, run_sweep, write_sweep_report
 from memlane.bench.retrieval.ingest import default_bench_cache
 from memlane.core.llm import LLM, CallLog
 from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, F, bench_group, ingest_options
-from memlane.interfaces.cli.options import SettingOption, cli_settings, parse_ks, split_values
+from memlane.interfaces.cli.options import (
+    SettingOption,
+    cli_settings,
+    gathered,
+    out_option,
+    parse_ks,
+    quiet_option,
+    split_values,
+)
 
 CALL_LOG_NAME = "llm-calls.db"
 
@@ -93,11 +100,6 @@ _SHARED = tuple(f.name for f in fields(QACommandOptions))
 def qa_options(func: F) -> F:
     """The options shared by ``bench qa`` and ``bench sweep`` (each with its environment variable), handed
     to the command as one :class:`QACommandOptions` argument named ``shared``."""
-
-    @functools.wraps(func)
-    def collect(*args: Any, **kwargs: Any) -> Any:
-        shared = QACommandOptions(**{name: kwargs.pop(name) for name in _SHARED})
-        return func(*args, shared=shared, **kwargs)
 
     options = [
         click.option(
@@ -232,18 +234,12 @@ def qa_options(func: F) -> F:
             "is unknown, not zero. [env MEMLANE_QA_PRICES, space-separated]",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of the table."),
-        click.option(
-            "--quiet",
-            is_flag=True,
-            cls=SettingOption,
-            setting="bench_quiet",
-            help="No progress bars. [env MEMLANE_BENCH_QUIET]",
-        ),
+        quiet_option,
     ]
-    command: Any = collect
+    func = gathered(QACommandOptions, {name: name for name in _SHARED}, "shared")(func)
     for option in options:
-        command = option(command)
-    return cast(F, ingest_options(command))
+        func = option(func)
+    return ingest_options(func)
 
 
 def parse_prices(values: tuple[str, ...]) -> dict[str, ModelPrice]:
@@ -302,14 +298,9 @@ def _summary(outcome: QAOutcome) -> str:
 
 @click.command("qa")
 @click.argument("dataset", type=DATASET_CHOICE)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    cls=SettingOption,
-    setting="bench_out",
-    help="Run folder: log.jsonl, answers.jsonl, results.json, report.md (+ hypotheses.jsonl for LongMemEval). "
-    "An interrupted run there with the same settings is resumed. [env MEMLANE_BENCH_OUT]",
+@out_option(
+    "Run folder: log.jsonl, answers.jsonl, results.json, report.md (+ hypotheses.jsonl for LongMemEval). "
+    "An interrupted run there with the same settings is resumed."
 )
 @click.option(
     "--answer-prompt",
@@ -366,15 +357,7 @@ def qa_cmd(dataset: str, out: Path, answer_prompt: str, k: int, mode: str, share
 
 @click.command("sweep")
 @click.argument("dataset", type=DATASET_CHOICE)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    cls=SettingOption,
-    setting="bench_out",
-    help="Sweep folder: one run folder per setting, sweep.json (the plan) and sweep.md (the comparison). "
-    "[env MEMLANE_BENCH_OUT]",
-)
+@out_option("Sweep folder: one run folder per setting, sweep.json (the plan) and sweep.md (the comparison). ")
 @click.option(
     "--k",
     "ks",

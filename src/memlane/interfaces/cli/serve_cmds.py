@@ -19,9 +19,8 @@ from memlane.interfaces.cli.app import (
     open_memory,
     store_options,
 )
-from memlane.interfaces.cli.options import SettingOption, cli_settings
-from memlane.interfaces.serve import HttpService, check_admin_key, run_http, run_mcp_http, run_mcp_stdio
-from memlane.interfaces.wire.hosts import allowed_hosts as host_names
+from memlane.interfaces.cli.options import SettingOption, cli_settings, log_level_option
+from memlane.interfaces.serve import HttpService, McpHttpService, check_admin_key, run_http, run_mcp_http, run_mcp_stdio
 from memlane.settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -71,7 +70,9 @@ def guard_options(func: F) -> F:
 
 
 def host_list(option: str, host: str) -> tuple[str, ...]:
-    return host_names([h for h in option.split(",") if h.strip()], host)
+    from memlane.interfaces.wire.hosts import allowed_hosts  # starlette: loaded by the servers only
+
+    return allowed_hosts([h for h in option.split(",") if h.strip()], host)
 
 
 def import_key_file(mem: Memory, store: str, explicit: Path | None) -> None:
@@ -141,14 +142,7 @@ def close_memory(mem: Memory) -> None:
     setting="insecure_dev",
     help="Run without MEMLANE_ADMIN_KEY (admin routes open); loopback hosts only. [env MEMLANE_INSECURE_DEV]",
 )
-@click.option(
-    "--log-level",
-    cls=SettingOption,
-    setting="log_level",
-    default="info",
-    show_default=True,
-    help="[env MEMLANE_LOG_LEVEL]",
-)
+@log_level_option
 @click.option(
     "--access-log/--no-access-log",
     cls=SettingOption,
@@ -174,10 +168,7 @@ def serve_cmd(
     keys_path: Path | None,
     store: str,
     embedder: str,
-    llm_name: str,
-    llm_log: Path | None,
-    llm_base_url: str | None,
-    llm_model: str | None,
+    llm: LLMChoice,
 ) -> None:
     """Serve the HTTP API (with the extraction workers) until SIGTERM or Ctrl-C.
 
@@ -192,8 +183,8 @@ def serve_cmd(
     """
     admin_key = check_admin_key(cli_settings().secret("admin_key"), insecure_dev=insecure_dev, host=host)
     hosts = host_list(allowed_hosts, host)
-    llm = LLMChoice(llm_name, llm_log, llm_base_url, llm_model) if workers > 0 else None
-    problem = llm_config_problem(llm) if llm is not None else None
+    chosen: LLMChoice | None = llm if workers > 0 else None
+    problem = llm_config_problem(chosen) if chosen is not None else None
     if problem is not None:
         click.echo(
             "memlane: extraction is off until an LLM is configured (MEMLANE_LLM_BASE_URL, MEMLANE_LLM_MODEL, "
@@ -201,8 +192,8 @@ def serve_cmd(
             "gets 400 config_error, and jobs queued by extract=async wait for a `memlane worker` with an LLM.",
             err=True,
         )
-        llm, workers = None, 0
-    mem = service_memory(store, embedder, llm)
+        chosen, workers = None, 0
+    mem = service_memory(store, embedder, chosen)
     try:
         import_key_file(mem, store, keys_path)
         service = HttpService(host, port, workers, log_level, access_log, max_body, hosts, read_timeout)
@@ -245,14 +236,7 @@ def serve_cmd(
     show_default=True,
     help="HTTP only. [env MEMLANE_MCP_PORT]",
 )
-@click.option(
-    "--log-level",
-    cls=SettingOption,
-    setting="log_level",
-    default="info",
-    show_default=True,
-    help="[env MEMLANE_LOG_LEVEL]",
-)
+@log_level_option
 @guard_options
 @keys_option
 @store_options
@@ -292,9 +276,7 @@ def mcp_cmd(
         else:
             import_key_file(mem, store, keys_path)
             keys = ApiKeys(mem.store)
-            run_mcp_http(
-                mem, keys, host=host, port=port, log_level=log_level, allowed_hosts=hosts, read_timeout_s=read_timeout
-            )
+            run_mcp_http(mem, keys, McpHttpService(host, port, log_level, hosts, read_timeout))
     finally:
         close_memory(mem)
 
