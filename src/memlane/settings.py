@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, SecretStr
 from pydantic import ValidationError as PydanticValidationError
@@ -32,8 +32,6 @@ DEFAULT_STORE = "memlane.db"
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_READ_TIMEOUT_S = 30.0
 MASK = "********"
-
-Source = Literal["default", "env", "option"]
 
 
 class Settings(BaseSettings):
@@ -139,6 +137,7 @@ class Settings(BaseSettings):
     # -- derived values, for the entry points --------------------------------------------------------------
 
     def secret(self, name: str) -> str | None:
+        """The value of the secret setting ``name`` (an API key), or None if it is not set."""
         value = getattr(self, name)
         return value.get_secret_value() if isinstance(value, SecretStr) else None
 
@@ -170,10 +169,6 @@ class Settings(BaseSettings):
             overrides,
         )
 
-    def bench_cache_dir(self) -> Path:
-        """``MEMLANE_BENCH_CACHE``, else ``<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench``."""
-        return self.bench_cache or (self.cache_dir or default_cache_root()) / "bench"
-
 
 def _llm_settings(
     model: str | None, base_url: str | None, api_key: str | None, s: Settings, overrides: Mapping[str, Any]
@@ -191,6 +186,7 @@ def _llm_settings(
 
 
 def default_cache_root() -> Path:
+    """Where memlane keeps what it builds (the MiniLM model, the bench stores) unless told otherwise."""
     return Path.home() / ".cache" / "memlane"
 
 
