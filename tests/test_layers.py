@@ -48,3 +48,37 @@ def test_import_linter_contract() -> None:
     from importlinter.cli import lint_imports
 
     assert lint_imports(config_filename=str(SRC.parents[1] / "pyproject.toml")) == 0
+
+
+INTERFACES = {
+    "interfaces/cli": "memlane.interfaces.cli",
+    "interfaces/http": "memlane.interfaces.http",
+    "interfaces/mcp": "memlane.interfaces.mcp",
+    "client": "memlane.client",
+}
+# The one way between them: the CLI's service commands start the servers through the composition module.
+COMPOSITION = {("interfaces/cli/serve_cmds.py", "memlane.interfaces.serve")}
+
+
+@pytest.mark.parametrize("folder", sorted(INTERFACES))
+def test_interfaces_do_not_import_one_another(folder: str) -> None:
+    others = (*(m for f, m in INTERFACES.items() if f != folder), "memlane.interfaces.serve")
+    bad = [
+        f"{f.relative_to(SRC)} imports {m}"
+        for f in sorted((SRC / folder).rglob("*.py"))
+        for m in imported_modules(f)
+        if m.startswith(others) and (str(f.relative_to(SRC)), m) not in COMPOSITION
+    ]
+    assert bad == []
+
+
+def test_the_core_and_the_shared_interface_module_stay_below() -> None:
+    core = [f for f in sorted((SRC / "core").rglob("*.py")) if "memlane.settings" in imported_modules(f)]
+    assert core == []
+    wire = [
+        f"{f.name} imports {m}"
+        for f in sorted((SRC / "interfaces" / "wire").rglob("*.py"))
+        for m in imported_modules(f)
+        if m.startswith(("memlane.interfaces.", "memlane.bench", "memlane.client")) and ".wire" not in m
+    ]
+    assert wire == []

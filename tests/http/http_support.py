@@ -21,8 +21,8 @@ from memlane.core.llm import CallLog, ChatMessage, ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.store.sqlite import SqliteStore
 from memlane.interfaces.http import create_app
-from memlane.interfaces.http.hosts import allowed_hosts
 from memlane.interfaces.http.settings import HttpSettings
+from memlane.interfaces.wire.hosts import allowed_hosts
 
 ADMIN_KEY = "admin-key-for-tests-0123456789"
 # `python -c CLI serve ...` runs the memlane command with the service commands registered, until

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from http_support import MAX_BODY, Service, chat
 
-from memlane.interfaces.cli.memory_cmds import hit_json
+from memlane.interfaces.wire.shapes import hit_json
 
 ANA = chat("My sister Ana moved to Lisbon.", "Lisbon is a lovely city!")
 

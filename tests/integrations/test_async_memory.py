@@ -182,6 +182,7 @@ NOT_MIRRORED = {
     "open": "a classmethod of its own (AsyncMemory.open takes Memory.open's options)",
     "extractor": "returns a synchronous object",
     "worker": "returns a worker that runs on threads of its own (AsyncMemory.memory.worker())",
+    "open_store": "a static helper that opens a store for Memory.open; AsyncMemory.open takes the same options",
 }
 
 

@@ -12,6 +12,7 @@ from qa_run_support import lines, make_data_dir
 from memlane.bench.qa.llms import LLMOverrides, answer_settings, build_llm, judge_settings
 from memlane.core.errors import ConfigError
 from memlane.interfaces.cli.app import cli, register_all
+from memlane.settings import load
 
 register_all()
 
@@ -103,16 +104,16 @@ def test_bench_sweep_compares_the_runs(tmp_path: Path) -> None:
 
 def test_the_judge_defaults_to_the_answering_models_settings() -> None:
     env = {"MEMLANE_LLM_API_KEY": "k1", "MEMLANE_LLM_MODEL": "reader", "MEMLANE_LLM_BASE_URL": "http://a/v1"}
-    same = judge_settings(env)
+    same = judge_settings(load(env))
     assert (same.model, same.api_key, same.base_url) == ("reader", "k1", "http://a/v1")
     env |= {"MEMLANE_JUDGE_MODEL": "judge", "MEMLANE_JUDGE_API_KEY": "k2", "MEMLANE_JUDGE_BASE_URL": ""}
-    other = judge_settings(env, concurrency=3)
+    other = judge_settings(load(env), concurrency=3)
     assert (other.model, other.api_key, other.base_url, other.max_concurrency) == ("judge", "k2", "http://a/v1", 3)
-    assert judge_settings(env, LLMOverrides(model="cli-judge")).model == "cli-judge"
-    assert answer_settings(env).model == "reader"  # the answerer never takes the judge's settings
+    assert judge_settings(load(env), LLMOverrides(model="cli-judge")).model == "cli-judge"
+    assert answer_settings(load(env)).model == "reader"  # the answerer never takes the judge's settings
     with pytest.raises(ConfigError, match="MEMLANE_LLM_API_KEY"):
-        judge_settings({"MEMLANE_LLM_MODEL": "m"})
-    assert build_llm("scripted", role="judge", call_log=None, environ={}).model == "scripted-judge"
+        judge_settings(load({"MEMLANE_LLM_MODEL": "m"}))
+    assert build_llm("scripted", role="judge", call_log=None, settings=load({})).model == "scripted-judge"
 
 
 def test_qa_report_recomputes_the_outputs_from_the_log(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ from redteam_support import ADMIN_KEY, assert_clean_refusal, run_cli, served
 from memlane.core.apikeys import ApiKeys
 from memlane.core.memory import Memory
 from memlane.interfaces.http.app import usable_admin_key
-from memlane.interfaces.http.hosts import allowed_hosts, host_allowed
 from memlane.interfaces.http.settings import HttpSettings
+from memlane.interfaces.wire.hosts import allowed_hosts, host_allowed
 
 # -- the admin key -------------------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal
@@ -28,11 +29,14 @@ from memlane.client.models import (
     block_from_json,
     health_from_json,
     hit_from_json,
+    policy_from_json,
     queue_from_json,
+    report_from_json,
     user_from_json,
 )
 from memlane.core.jobs import QueueStatus
 from memlane.core.model import AddResult, Hit, MemoryBlock, UserInfo
+from memlane.core.retention import Policies, RetentionPolicy, RetentionReport
 
 
 class AsyncClient:
@@ -146,6 +150,29 @@ class AsyncClient:
     async def delete_user(self, user: str) -> UserDeleted:
         d = await self._call("DELETE", f"/v1/users/{_segment(user)}")
         return UserDeleted(user=d["user"], blocks_deleted=int(d["blocks_deleted"]), keys_deleted=int(d["keys_deleted"]))
+
+    async def set_retention(self, user: str | None, policy: RetentionPolicy | None) -> None:
+        """See :meth:`Client.set_retention`."""
+        path = "/v1/retention/default" if user is None else f"/v1/users/{_segment(user)}/retention"
+        if policy is None:
+            await self._call("DELETE", path)
+        else:
+            await self._call("PUT", path, json=_drop_none(asdict(policy)))
+
+    async def retention(self, user: str) -> tuple[RetentionPolicy | None, str]:
+        d = await self._call("GET", f"/v1/users/{_segment(user)}/retention")
+        return policy_from_json(d["policy"]), str(d["source"])
+
+    async def retention_policies(self) -> Policies:
+        d = await self._call("GET", "/v1/retention")
+        users = {name: policy_from_json(p) for name, p in d["users"].items()}
+        return Policies(default=policy_from_json(d["default"]), users={k: v for k, v in users.items() if v})
+
+    async def apply_retention(
+        self, *, at: TimeArg = None, user: str | None = None, dry_run: bool = False
+    ) -> RetentionReport:
+        body = _drop_none({"at": _time(at), "user": user, "dry_run": dry_run})
+        return report_from_json(await self._call("POST", "/v1/retention/apply", json=body))
 
     # -- operations ------------------------------------------------------------------------------------------
 

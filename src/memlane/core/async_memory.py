@@ -44,6 +44,7 @@ from memlane.core.model import (
     SearchMode,
     UserInfo,
 )
+from memlane.core.retention import Policies, RetentionPolicy, RetentionReport
 from memlane.core.retrieval import SearchSettings
 
 # On PostgreSQL, where a search waits on the server, 4 threads ran searches 1.9x as fast as one at a time; on
@@ -214,6 +215,23 @@ class AsyncMemory:
 
     async def delete_user_counts(self, user: str) -> DeletedUser:
         return await self._run(self.memory.delete_user_counts, user)
+
+    async def set_retention(self, user: str | None, policy: RetentionPolicy | None) -> None:
+        """See :meth:`Memory.set_retention`."""
+        await self._run(self.memory.set_retention, user, policy)
+
+    async def retention(self, user: str | None = None) -> tuple[RetentionPolicy | None, str]:
+        """See :meth:`Memory.retention`."""
+        return await self._run(self.memory.retention, user)
+
+    async def retention_policies(self) -> Policies:
+        return await self._run(self.memory.retention_policies)
+
+    async def apply_retention(
+        self, *, now: datetime | str | float | None = None, user: str | None = None, dry_run: bool = False
+    ) -> RetentionReport:
+        """See :meth:`Memory.apply_retention`: a sweep, off the event loop."""
+        return await self._run(self.memory.apply_retention, now=now, user=user, dry_run=dry_run)
 
     async def deletion_epoch(self) -> int:
         return await self._run(self.memory.deletion_epoch)

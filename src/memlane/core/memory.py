@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import secrets
 import time
 import uuid
@@ -21,7 +22,7 @@ from pathlib import Path
 from time import sleep
 from typing import Any
 
-from memlane.core.embedding.protocol import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
+from memlane.core.embedding.protocol import CachedEmbedder, Embedder, EmbedderConfig, EmbeddingCache, make_embedder
 from memlane.core.errors import ConfigError, LLMError, LLMTransportError, NotFoundError, ValidationError
 from memlane.core.exchanges import BlockDraft, draft_blocks, parse_messages, parse_mode
 from memlane.core.extraction.extractor import ExtractionPrompt, Extractor, forget_block
@@ -130,37 +131,63 @@ class Memory:
     @classmethod
     def open(
         cls,
-        path: str | Path,
+        path: str | Path | Store,
         *,
         embedder: str | Embedder = "minilm",
         durability: str = "full",
         create: bool = True,
         server_timeout_s: float = 30.0,
+        llm: LLM | None = None,
+        call_log: CallLog | None = None,
+        cache_dir: Path | None = None,
+        embedder_config: EmbedderConfig | None = None,
+        prompt: ExtractionPrompt | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> Memory:
         """Open (or create) a store with an embedder (by name or instance): a ``postgresql://`` URL opens the
         PostgreSQL store there; anything else is the path of the embedded SQLite store. ``create=False``
         opens only an existing store: StoreNotFoundError, creating nothing, if there is none.
-        ``server_timeout_s`` (PostgreSQL): how long an operation waits for the database before StoreError."""
-        from memlane.core.store.postgres import is_postgres_url, open_postgres
-        from memlane.core.store.sqlite import SqliteStore
+        ``server_timeout_s`` (PostgreSQL): how long an operation waits for the database before StoreError.
+
+        ``llm``, ``call_log``, ``prompt`` and ``max_attempts`` are those of :class:`Memory`. An embedder by
+        name is built with ``embedder_config`` (the ``openai`` embedder's server, the model cache);
+        ``cache_dir`` is where MiniLM's built model is kept (default ``~/.cache/memlane``; it overrides
+        ``embedder_config.cache_dir``). The core reads no environment variable: ``memlane.settings`` reads
+        them at the edge and passes them here. ``path`` may also be a store opened with :meth:`open_store`
+        (a caller that must know the store exists before it makes anything else, such as an LLM call log)."""
 
         def open_store() -> Store:
-            if is_postgres_url(path):
-                return open_postgres(str(path), durability=durability, create=create, timeout_s=server_timeout_s)
-            return SqliteStore(path, durability=durability, create=create)
+            if not isinstance(path, str | Path):
+                return path
+            return cls.open_store(path, durability=durability, create=create, server_timeout_s=server_timeout_s)
 
+        config = embedder_config or EmbedderConfig()
+        if cache_dir is not None:
+            config = dataclasses.replace(config, cache_dir=Path(cache_dir))
         # A store to be created waits for the embedder (a model that fails to load leaves no empty store
         # behind); one that must exist is looked for first (no model is loaded to say it is missing).
-        store = None if create else open_store()
+        store = None if create and isinstance(path, str | Path) else open_store()
         try:
-            emb = make_embedder(embedder) if isinstance(embedder, str) else embedder
+            emb = make_embedder(embedder, config) if isinstance(embedder, str) else embedder
             if store is None:
                 store = open_store()
-            return cls(store, emb)
+            return cls(store, emb, llm=llm, prompt=prompt, call_log=call_log, max_attempts=max_attempts)
         except BaseException:
             if store is not None:
                 store.close()
             raise
+
+    @staticmethod
+    def open_store(
+        path: str | Path, *, durability: str = "full", create: bool = True, server_timeout_s: float = 30.0
+    ) -> Store:
+        """The store at ``path`` (a ``postgresql://`` URL or a SQLite file), as :meth:`open` opens it."""
+        from memlane.core.store.postgres import is_postgres_url, open_postgres
+        from memlane.core.store.sqlite import SqliteStore
+
+        if is_postgres_url(path):
+            return open_postgres(str(path), durability=durability, create=create, timeout_s=server_timeout_s)
+        return SqliteStore(path, durability=durability, create=create)
 
     def close(self) -> None:
         self.store.close()

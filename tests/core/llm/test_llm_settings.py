@@ -6,6 +6,7 @@ import pytest
 
 from memlane.core.errors import ConfigError
 from memlane.core.llm.settings import DEFAULT_BASE_URL, LLMSettings
+from memlane.settings import load
 
 ENV = {"MEMLANE_LLM_API_KEY": "k", "MEMLANE_LLM_MODEL": "qwen"}
 
@@ -37,10 +38,12 @@ def test_missing_model_is_a_config_error() -> None:
         LLMSettings.from_env({"MEMLANE_LLM_API_KEY": "k"})
 
 
-def test_process_environment_is_read_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_process_environment_is_read_at_the_edge_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMLANE_LLM_API_KEY", "from-env")
     monkeypatch.setenv("MEMLANE_LLM_MODEL", "m")
-    assert LLMSettings.from_env().api_key == "from-env"
+    assert load().llm_settings().api_key == "from-env"
+    with pytest.raises(TypeError):  # the core takes a mapping; it never reads os.environ itself
+        LLMSettings.from_env()  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(

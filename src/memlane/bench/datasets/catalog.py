@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memlane.bench.datasets.families import LOCOMO, LONGMEMEVAL, Family
+from memlane.settings import env_var
 
-ENV_VAR = "MEMLANE_DATA"
+ENV_VAR = env_var("data")
 SHIPPED_DIR = Path(__file__).resolve().parent / "data"
 
 

@@ -11,7 +11,6 @@ Layout of a data folder (the subfolders are optional: files directly in the fold
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from memlane.bench.datasets.expansion import DEFAULT_SEED, DEFAULT_SIZE, expand_
 from memlane.bench.datasets.model import Dataset, Haystack, dataset_from_haystacks
 from memlane.bench.datasets.source import content_sha256, file_sha256
 from memlane.core.errors import ConfigError, NotFoundError, ValidationError
+from memlane.settings import read_setting
 
 # The name the rest of the harness uses for the catalog.
 DATASETS: Mapping[str, DatasetInfo] = CATALOG
@@ -44,11 +44,11 @@ def data_dirs(explicit: Path | None = None) -> list[tuple[Origin, Path]]:
         if not Path(explicit).is_dir():
             raise NotFoundError(f"--data-dir {explicit} is not a directory")
         return [("--data-dir", Path(explicit))]
-    env = os.environ.get(ENV_VAR)
-    if env:
-        if not Path(env).is_dir():
+    env: Path | None = read_setting("data")
+    if env is not None:
+        if not env.is_dir():
             raise NotFoundError(f"{ENV_VAR}={env} is not a directory")
-        return [("MEMLANE_DATA", Path(env))]
+        return [("MEMLANE_DATA", env)]
     return []
 
 

@@ -2,22 +2,18 @@
 
 The judge may be a different model or server: ``MEMLANE_JUDGE_BASE_URL``, ``MEMLANE_JUDGE_API_KEY`` and
 ``MEMLANE_JUDGE_MODEL`` override, one by one, the ``MEMLANE_LLM_*`` settings the answering model uses
-(an empty value counts as unset). Settings are read from the ``environ`` mapping the caller passes, once,
+(an empty value counts as unset). The caller passes the :class:`~memlane.settings.Settings` it built once,
 at the edge. Both LLMs share one call log, which is also the response cache.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from memlane.core.llm import LLM, CallLog, LLMSettings, make_llm
-from memlane.core.llm.settings import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
+from memlane.settings import Settings
 
-ENV_JUDGE_BASE_URL = "MEMLANE_JUDGE_BASE_URL"
-ENV_JUDGE_API_KEY = "MEMLANE_JUDGE_API_KEY"
-ENV_JUDGE_MODEL = "MEMLANE_JUDGE_MODEL"
 SCRIPTED_JUDGE_MODEL = "scripted-judge"
 
 
@@ -29,32 +25,26 @@ class LLMOverrides:
     base_url: str | None = None
 
 
-def _settings(environ: Mapping[str, str], values: Mapping[str, str | None], concurrency: int | None) -> LLMSettings:
-    overrides: dict[str, Any] = {k: v for k, v in values.items() if v}
+def _overrides(overrides: LLMOverrides | None, concurrency: int | None) -> dict[str, Any]:
+    given = overrides or LLMOverrides()
+    values: dict[str, Any] = {"model": given.model or None, "base_url": given.base_url or None}
     if concurrency is not None:
-        overrides["max_concurrency"] = concurrency
-    return LLMSettings.from_env(environ, **overrides)
+        values["max_concurrency"] = concurrency
+    return values
 
 
 def answer_settings(
-    environ: Mapping[str, str], overrides: LLMOverrides | None = None, concurrency: int | None = None
+    settings: Settings, overrides: LLMOverrides | None = None, concurrency: int | None = None
 ) -> LLMSettings:
     """``MEMLANE_LLM_*`` with the overrides applied."""
-    overrides = overrides or LLMOverrides()
-    return _settings(environ, {"model": overrides.model, "base_url": overrides.base_url}, concurrency)
+    return settings.llm_settings(**_overrides(overrides, concurrency))
 
 
 def judge_settings(
-    environ: Mapping[str, str], overrides: LLMOverrides | None = None, concurrency: int | None = None
+    settings: Settings, overrides: LLMOverrides | None = None, concurrency: int | None = None
 ) -> LLMSettings:
     """The judge's settings: the overrides, else ``MEMLANE_JUDGE_*``, else ``MEMLANE_LLM_*``."""
-    overrides = overrides or LLMOverrides()
-    values = {
-        "model": overrides.model or environ.get(ENV_JUDGE_MODEL) or environ.get(ENV_MODEL),
-        "base_url": overrides.base_url or environ.get(ENV_JUDGE_BASE_URL) or environ.get(ENV_BASE_URL),
-        "api_key": environ.get(ENV_JUDGE_API_KEY) or environ.get(ENV_API_KEY),
-    }
-    return _settings(environ, values, concurrency)
+    return settings.judge_settings(**_overrides(overrides, concurrency))
 
 
 def build_llm(
@@ -62,7 +52,7 @@ def build_llm(
     *,
     role: str,
     call_log: CallLog | None,
-    environ: Mapping[str, str],
+    settings: Settings,
     overrides: LLMOverrides | None = None,
     concurrency: int | None = None,
 ) -> LLM:
@@ -71,6 +61,6 @@ def build_llm(
         return make_llm("scripted", call_log=call_log, model="scripted" if role == "answer" else SCRIPTED_JUDGE_MODEL)
     if provider == "openai":
         make = judge_settings if role == "judge" else answer_settings
-        return make_llm("openai", settings=make(environ, overrides, concurrency), call_log=call_log)
+        return make_llm("openai", settings=make(settings, overrides, concurrency), call_log=call_log)
     # A third-party provider registered under its own name takes its own settings.
     return make_llm(provider, call_log=call_log)

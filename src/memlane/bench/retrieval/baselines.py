@@ -91,6 +91,7 @@ from memlane.bench.split import sample_splitter
 from memlane.core.embedding.protocol import CachedEmbedder, make_embedder
 from memlane.core.errors import ConfigError
 from memlane.core.store.sqlite import SqliteStore
+from memlane.settings import embedder_config_from_env
 
 RRF_K = 60
 NONE = "none"
@@ -500,7 +501,7 @@ def run_baselines(options: BaselineOptions, run_dir: Path, *, progress: bool = T
     embedder: CachedEmbedder | None = None
     names = (NONE, NONE)
     if needs_embedder(baselines):
-        inner = make_embedder(options.embedder)
+        inner = make_embedder(options.embedder, embedder_config_from_env())
         cache_dir = options.cache_dir or default_bench_cache()
         cache_dir.mkdir(parents=True, exist_ok=True)
         # The bench stores' shared embedding cache: a rerun (or another data set's) embeds nothing twice.

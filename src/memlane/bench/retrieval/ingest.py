@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -32,15 +31,14 @@ from memlane.bench.datasets.families import Family
 from memlane.bench.datasets.model import Haystack, questions
 from memlane.bench.datasets.registry import DATASETS, DatasetStream
 from memlane.bench.retrieval.history import INGEST_FORMAT, haystack_requests
-from memlane.core.embedding.minilm import default_cache_dir
 from memlane.core.embedding.protocol import Embedder
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.memory import Memory
 from memlane.core.model import PerspectiveMode
 from memlane.core.store.sqlite import SqliteStore
 from memlane.core.timefmt import now_utc
+from memlane.settings import bench_cache_from_env
 
-CACHE_ENV = "MEMLANE_BENCH_CACHE"
 MANIFEST_FORMAT = 1
 BENCH_DURABILITY = "normal"
 # Sessions per add_many call: large enough to batch the embedder, small enough to bound memory on M.
@@ -48,9 +46,9 @@ DEFAULT_BATCH_SESSIONS = 64
 
 
 def default_bench_cache() -> Path:
-    """``$MEMLANE_BENCH_CACHE``, else ``<$MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench``."""
-    env = os.environ.get(CACHE_ENV)
-    return Path(env) if env else default_cache_dir() / "bench"
+    """``$MEMLANE_BENCH_CACHE``, else ``<$MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench`` (read by
+    :mod:`memlane.settings`)."""
+    return bench_cache_from_env()
 
 
 @dataclass(frozen=True)

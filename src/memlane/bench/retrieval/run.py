@@ -61,6 +61,7 @@ from memlane.core.embedding.protocol import make_embedder
 from memlane.core.errors import ConfigError, MemlaneError
 from memlane.core.memory import Memory
 from memlane.core.retrieval import MAX_K, resolve_settings
+from memlane.settings import embedder_config_from_env
 
 DEFAULT_MODES: tuple[str, ...] = ("vector", "keyword", "hybrid")
 
@@ -209,7 +210,7 @@ def open_bench(options: RetrievalOptions) -> tuple[DatasetStream, BenchStore, Me
     (close it with ``BenchStore.close``)."""
     stream = open_dataset(options.dataset, options.data_dir)
     family = DATASETS[options.dataset].family
-    embedder = make_embedder(options.embedder)
+    embedder = make_embedder(options.embedder, embedder_config_from_env())
     settings = IngestSettings(resolve_perspective(family, options.perspective), options.embedder, embedder.model_id)
     bench = BenchStore.open(options.cache_dir or default_bench_cache(), DatasetIdentity.of(stream), settings)
     return stream, bench, bench.memory(embedder)

@@ -18,7 +18,6 @@ Everything else is ignored with one warning naming each ignored key, and kept in
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 
 from memlane.core.errors import ValidationError
 from memlane.core.llm.settings import DEFAULT_BASE_URL, LLMSettings
+from memlane.settings import openai_fallbacks
 
 DEFAULT_STORE = "memlane.db"
 DEFAULT_EMBEDDER = "minilm"
@@ -107,7 +107,8 @@ def _llm(section: dict[str, Any], config: dict[str, Any]) -> tuple[LLMSettings |
     if provider != "openai":
         return None, ["llm"]
     skipped = [f"llm.config.{k}" for k in config if k not in ("model", "api_key", "openai_base_url")]
-    api_key = config.get("api_key") or os.environ.get("OPENAI_API_KEY", "")
-    base_url = config.get("openai_base_url") or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    env_key, env_url = openai_fallbacks()
+    api_key = config.get("api_key") or env_key
+    base_url = config.get("openai_base_url") or env_url or DEFAULT_BASE_URL
     model = config.get("model") or "gpt-4.1-nano"
     return LLMSettings(model=str(model), api_key=str(api_key), base_url=str(base_url)), skipped

@@ -101,9 +101,9 @@ def _quiet_quantizer() -> Iterator[None]:
 
 
 def default_cache_dir() -> Path:
-    """Where the built int8 model is kept: ``$MEMLANE_CACHE_DIR`` or ``~/.cache/memlane``."""
-    env = os.environ.get("MEMLANE_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "memlane"
+    """Where the built int8 model is kept unless the caller says (``cache_dir``; the CLI passes
+    ``MEMLANE_CACHE_DIR``): ``~/.cache/memlane``."""
+    return Path.home() / ".cache" / "memlane"
 
 
 def build_int8_model(dst: Path) -> None:
@@ -222,5 +222,5 @@ class MiniLMEmbedder:
 
 
 def register() -> None:
-    register_embedder("minilm", MiniLMEmbedder)
-    register_embedder("minilm-128", lambda: MiniLMEmbedder(max_tokens=128))
+    register_embedder("minilm", lambda config: MiniLMEmbedder(cache_dir=config.cache_dir))
+    register_embedder("minilm-128", lambda config: MiniLMEmbedder(cache_dir=config.cache_dir, max_tokens=128))

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import httpx
 import numpy as np
 
-from memlane.core.embedding.protocol import Vectors, register_embedder
+from memlane.core.embedding.protocol import EmbedderConfig, Vectors, register_embedder
 from memlane.core.errors import ConfigError, EmbedderError
 
 
@@ -39,18 +38,19 @@ class OpenAIEmbedder:
         )
 
     @classmethod
-    def from_env(cls) -> OpenAIEmbedder:
-        """Settings from ``MEMLANE_EMBED_BASE_URL``, ``MEMLANE_EMBED_API_KEY``, ``MEMLANE_EMBED_MODEL``,
-        ``MEMLANE_EMBED_DIM``."""
-        try:
-            return cls(
-                base_url=os.environ["MEMLANE_EMBED_BASE_URL"],
-                api_key=os.environ["MEMLANE_EMBED_API_KEY"],
-                model=os.environ["MEMLANE_EMBED_MODEL"],
-                dim=int(os.environ["MEMLANE_EMBED_DIM"]),
-            )
-        except KeyError as exc:
-            raise ConfigError(f"the 'openai' embedder needs the environment variable {exc.args[0]}") from None
+    def from_config(cls, config: EmbedderConfig) -> OpenAIEmbedder:
+        """The embedder ``config`` describes (the CLI fills it from ``MEMLANE_EMBED_BASE_URL``,
+        ``MEMLANE_EMBED_API_KEY``, ``MEMLANE_EMBED_MODEL``, ``MEMLANE_EMBED_DIM``)."""
+        for value, var in (
+            (config.base_url, "MEMLANE_EMBED_BASE_URL"),
+            (config.api_key, "MEMLANE_EMBED_API_KEY"),
+            (config.model, "MEMLANE_EMBED_MODEL"),
+            (config.dim, "MEMLANE_EMBED_DIM"),
+        ):
+            if not value:
+                raise ConfigError(f"the 'openai' embedder needs the environment variable {var}")
+        assert config.base_url and config.api_key and config.model and config.dim  # narrowed by the loop
+        return cls(base_url=config.base_url, api_key=config.api_key, model=config.model, dim=config.dim)
 
     @property
     def model_id(self) -> str:
@@ -78,4 +78,4 @@ class OpenAIEmbedder:
 
 
 def register() -> None:
-    register_embedder("openai", OpenAIEmbedder.from_env)
+    register_embedder("openai", OpenAIEmbedder.from_config)

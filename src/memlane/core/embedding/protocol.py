@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -82,24 +85,50 @@ class CachedEmbedder:
         return np.stack([found[h] for h in hashes]).astype(np.float32, copy=False), new
 
 
-EmbedderFactory = Callable[[], Embedder]
+@dataclass(frozen=True, slots=True)
+class EmbedderConfig:
+    """What the built-in embedders are configured with, filled at the edge (``memlane.settings``): where
+    the MiniLM model is built and cached (default ``~/.cache/memlane``), and the server of the ``openai``
+    embedder. The core reads no environment variable."""
+
+    cache_dir: Path | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    model: str | None = None
+    dim: int | None = None
+
+
+# A factory takes the EmbedderConfig if it has a parameter; one without parameters is called without it.
+EmbedderFactory = Callable[..., Embedder]
 _REGISTRY: dict[str, EmbedderFactory] = {}
 _builtins_registered = False
 
 
 def register_embedder(name: str, factory: EmbedderFactory) -> None:
-    """Make an embedder constructible by name (built-ins register through this same call)."""
+    """Make an embedder constructible by name (built-ins register through this same call). ``factory``
+    is called with the :class:`EmbedderConfig` if it takes an argument, else with none."""
     _REGISTRY[name] = factory
 
 
-def make_embedder(name: str) -> Embedder:
+def make_embedder(name: str, config: EmbedderConfig | None = None) -> Embedder:
     """Build the embedder registered under ``name``."""
     _register_builtins()
     try:
         factory = _REGISTRY[name]
     except KeyError:
         raise ConfigError(f"unknown embedder {name!r}; registered: {', '.join(sorted(_REGISTRY))}") from None
+    if _takes_config(factory):
+        return factory(config or EmbedderConfig())
     return factory()
+
+
+def _takes_config(factory: EmbedderFactory) -> bool:
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return any(p.kind in positional and p.default is inspect.Parameter.empty for p in params)
 
 
 def _register_builtins() -> None:

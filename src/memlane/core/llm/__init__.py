@@ -2,7 +2,7 @@
 
 Quickstart::
 
-    settings = LLMSettings.from_env()          # MEMLANE_LLM_API_KEY, MEMLANE_LLM_MODEL, MEMLANE_LLM_BASE_URL
+    settings = memlane.settings.load().llm_settings()   # MEMLANE_LLM_API_KEY, _MODEL, _BASE_URL, read at the edge
     llm = make_llm("openai", settings=settings, call_log=CallLog(Path("calls.sqlite")))
     result = llm.complete_json(messages, schema=FACTS_SCHEMA, purpose="extract", namespace="alice")
     result.parsed                              # checked against the schema

@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from memlane.core.errors import LLMError, LLMResponseError
+from memlane.core.errors import ConfigError, LLMError, LLMResponseError
 from memlane.core.llm.calllog import CallEntry, CallLog, cache_key, prompt_hash, request_json
 from memlane.core.llm.jsonshape import check_schema, decode_json, decode_reply, json_instruction
 from memlane.core.llm.openai_http import ChatEndpoint, ChatReply, ResponseFormatRejected, Tally
@@ -289,6 +289,11 @@ def make_openai_client(
 ) -> OpenAIChatClient:
     """Registry factory: ``settings`` (with ``overrides`` applied) or else settings from the environment."""
     if settings is None:
+        if environ is None:
+            raise ConfigError(
+                "the openai LLM needs its settings: settings=LLMSettings(...) (memlane.settings.load().llm_settings() "
+                "reads MEMLANE_LLM_*) or environ="
+            )
         settings = LLMSettings.from_env(environ, **overrides)
     elif overrides:
         settings = dataclasses.replace(settings, **overrides)

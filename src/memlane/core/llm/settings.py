@@ -1,8 +1,8 @@
-"""Settings of the OpenAI-compatible client, built once at the edge (``from_env``) and passed in."""
+"""Settings of the OpenAI-compatible client, built once at the edge (``memlane.settings``) and passed in.
+The core reads no environment variable; the names below are what error messages point the user to."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -65,13 +65,14 @@ class LLMSettings:
             raise ConfigError("LLM backoff times must not be negative")
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> LLMSettings:
-        """Read ``MEMLANE_LLM_*`` from ``environ`` (default: the process environment).
+    def from_env(cls, environ: Mapping[str, str], **overrides: Any) -> LLMSettings:
+        """Read ``MEMLANE_LLM_*`` from the mapping ``environ`` (the process environment is read at the edge:
+        ``memlane.settings.load().llm_settings()``).
 
         Keyword ``overrides`` (any field name) win over the environment. A missing key or model raises
         :class:`~memlane.core.errors.ConfigError`.
         """
-        env = os.environ if environ is None else environ
+        env = environ
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - known)
         if unknown:

@@ -12,27 +12,41 @@ from typing import Any, TypeVar
 import click
 
 from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, ValidationError
-from memlane.core.llm import CallLog, make_llm
+from memlane.core.llm import LLM, CallLog, make_llm
 from memlane.core.memory import Memory
 from memlane.core.store.postgres import is_postgres_url
+from memlane.interfaces.cli.options import SettingOption, cli_settings, gathered
+from memlane.settings import DEFAULT_STORE
 
 F = TypeVar("F", bound=Callable[..., Any])
-DEFAULT_STORE = "memlane.db"
 DEFAULT_CALL_LOG = "memlane.calls.db"
+
+
+@dataclass(frozen=True)
+class LLMChoice:
+    name: str
+    log: Path | None = None
+    base_url: str | None = None
+    model: str | None = None
+
+
+LLM_PARAMS = {"llm_name": "name", "llm_log": "log", "llm_base_url": "base_url", "llm_model": "model"}
 
 
 def store_options(func: F) -> F:
     """``--store`` and ``--embedder``, each with its environment variable."""
     func = click.option(
         "--embedder",
-        envvar="MEMLANE_EMBEDDER",
+        cls=SettingOption,
+        setting="embedder",
         default="minilm",
         show_default=True,
         help="Embedder by name: minilm (offline ONNX), hashing (test fake), openai. [env MEMLANE_EMBEDDER]",
     )(func)
     func = click.option(
         "--store",
-        envvar="MEMLANE_STORE",
+        cls=SettingOption,
+        setting="store",
         default=DEFAULT_STORE,
         show_default=True,
         type=str,
@@ -43,14 +57,19 @@ def store_options(func: F) -> F:
 
 
 def llm_options(func: F) -> F:
-    """``--llm`` and its settings, each with its environment variable (the API key only from the env)."""
-    func = click.option("--llm-model", envvar="MEMLANE_LLM_MODEL", default=None, help="[env MEMLANE_LLM_MODEL]")(func)
+    """``--llm`` and its settings, each with its environment variable (the API key only from the env); the
+    command gets them as one :class:`LLMChoice` argument ``llm``."""
+    func = gathered(LLMChoice, LLM_PARAMS, "llm")(func)
     func = click.option(
-        "--llm-base-url", envvar="MEMLANE_LLM_BASE_URL", default=None, help="[env MEMLANE_LLM_BASE_URL]"
+        "--llm-model", cls=SettingOption, setting="llm_model", default=None, help="[env MEMLANE_LLM_MODEL]"
+    )(func)
+    func = click.option(
+        "--llm-base-url", cls=SettingOption, setting="llm_base_url", default=None, help="[env MEMLANE_LLM_BASE_URL]"
     )(func)
     func = click.option(
         "--llm-log",
-        envvar="MEMLANE_LLM_LOG",
+        cls=SettingOption,
+        setting="llm_log",
         default=None,
         type=click.Path(dir_okay=False, path_type=Path),
         help="SQLite file of the LLM call log and response cache. Default: STORE with .calls.db. [env MEMLANE_LLM_LOG]",
@@ -58,21 +77,14 @@ def llm_options(func: F) -> F:
     func = click.option(
         "--llm",
         "llm_name",
-        envvar="MEMLANE_LLM",
+        cls=SettingOption,
+        setting="llm",
         default="openai",
         show_default=True,
         help="LLM provider: openai (MEMLANE_LLM_BASE_URL, MEMLANE_LLM_API_KEY, MEMLANE_LLM_MODEL) or scripted "
         "(offline fake). [env MEMLANE_LLM]",
     )(func)
     return func
-
-
-@dataclass(frozen=True)
-class LLMChoice:
-    name: str
-    log: Path | None = None
-    base_url: str | None = None
-    model: str | None = None
 
 
 def call_log_path(store: str | Path, explicit: Path | None) -> Path:
@@ -92,10 +104,19 @@ def _llm_overrides(llm: LLMChoice) -> dict[str, Any]:
     return {k: v for k, v in given if v}
 
 
+def build_llm(llm: LLMChoice, call_log: CallLog | None = None) -> LLM:
+    """The LLM ``llm`` names: ``openai`` with the settings (MEMLANE_LLM_*) and the options over them; any
+    other provider with the options only."""
+    overrides = _llm_overrides(llm)
+    if llm.name == "openai":
+        return make_llm("openai", settings=cli_settings().llm_settings(**overrides), call_log=call_log)
+    return make_llm(llm.name, call_log=call_log, **overrides)
+
+
 def llm_config_problem(llm: LLMChoice) -> str | None:
     """Why ``llm`` cannot be built from the options and environment (a missing model or key, ...), or None."""
     try:
-        model = make_llm(llm.name, **_llm_overrides(llm))
+        model = build_llm(llm)
     except ConfigError as exc:
         return str(exc)
     close = getattr(model, "close", None)
@@ -111,22 +132,37 @@ def open_memory(
     *,
     create: bool = False,
     server_timeout_s: float = 30.0,
+    with_call_log: bool = False,
 ) -> Memory:
-    """The Memory a command works on; with ``llm``, the LLM is built lazily only for what needs it.
-    ``create``: make the store if there is none (add, serve, mcp); otherwise StoreNotFoundError (exit 3)
-    and nothing is created, so a mistyped path is an error instead of an empty store. ``server_timeout_s``:
-    how long an operation waits for a PostgreSQL server."""
-    mem = Memory.open(store, embedder=embedder, create=create, server_timeout_s=server_timeout_s)
-    if llm is None:
-        return mem
+    """The Memory a command works on, with the LLM ``llm`` and its call log (``with_call_log``: the call
+    log even without an LLM, so that deleting a user deletes their LLM calls made by other processes).
+    ``create``: make the store if there is none (add, serve, mcp); otherwise StoreNotFoundError (exit 3) and
+    nothing is created (not even the call log), so a mistyped path is an error instead of an empty store.
+    ``server_timeout_s``: how long an operation waits for a PostgreSQL server."""
+    settings = cli_settings()
+    opened = None if create else Memory.open_store(store, create=False, server_timeout_s=server_timeout_s)
+    log = None
     try:
-        log = CallLog(call_log_path(store, llm.log))
-        mem.llm = make_llm(llm.name, call_log=log, **_llm_overrides(llm))
+        model = None
+        if llm is not None or with_call_log:
+            log = CallLog(call_log_path(store, llm.log if llm else None))
+        if llm is not None:
+            model = build_llm(llm, log)
+        return Memory.open(
+            opened if opened is not None else store,
+            embedder=embedder,
+            create=create,
+            server_timeout_s=server_timeout_s,
+            llm=model,
+            call_log=log,
+            **settings.memory_options(),
+        )
     except BaseException:
-        mem.close()
+        if log is not None:
+            log.close()
+        if opened is not None:
+            opened.close()
         raise
-    mem.call_log = log
-    return mem
 
 
 class MemlaneGroup(click.Group):
@@ -182,6 +218,7 @@ def main() -> None:
 
 def register_all() -> None:
     from memlane.interfaces.cli.bench_cmds import register as register_bench
+    from memlane.interfaces.cli.config_cmds import register as register_config
     from memlane.interfaces.cli.dataset_cmds import register as register_datasets
     from memlane.interfaces.cli.extract_cmds import register as register_extract
     from memlane.interfaces.cli.memory_cmds import register as register_memory
@@ -197,3 +234,4 @@ def register_all() -> None:
         register_qa(cli)
         register_serve(cli)
         register_retention(cli)
+        register_config(cli)

@@ -13,34 +13,21 @@ from memlane.bench.retrieval.baselines import BASELINES, BaselineOptions, run_ba
 from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER
 from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, baseline_names, ks_option
 from memlane.interfaces.cli.dataset_cmds import data_dir_option
-
-
-def _ks(value: str) -> tuple[int, ...]:
-    try:
-        ks = tuple(int(k) for k in value.split(",") if k.strip())
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers, got {value!r}", param_hint="--k") from None
-    if not ks or min(ks) < 1:
-        raise click.BadParameter(f"k values must be positive, got {value!r}", param_hint="--k")
-    return ks
+from memlane.interfaces.cli.options import SettingOption, bench_cache_option, out_option, parse_ks, quiet_option
 
 
 @click.command("baselines")
 @click.argument("dataset", type=DATASET_CHOICE)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    envvar="MEMLANE_BENCH_OUT",
-    help="Run folder (log.jsonl, rankings*.jsonl, report.md, results.json/.csv, recall.png), read by "
+@out_option(
+    "Run folder (log.jsonl, rankings*.jsonl, report.md, results.json/.csv, recall.png), read by "
     "`bench report` and `bench compare`. An existing log there with the same settings is resumed. "
-    "[env MEMLANE_BENCH_OUT]",
 )
 @click.option(
     "--baselines",
     "names",
     default=None,
-    envvar="MEMLANE_BENCH_BASELINES",
+    cls=SettingOption,
+    setting="bench_baselines",
     help=f"Comma-separated baselines of {', '.join(BASELINES)}. Default: "
     f"{','.join(LONGMEMEVAL.baselines)} on LongMemEval, {','.join(LOCOMO.baselines)} "
     "on LoCoMo. [env MEMLANE_BENCH_BASELINES]",
@@ -50,26 +37,24 @@ def _ks(value: str) -> tuple[int, ...]:
     "--limit",
     type=click.IntRange(min=1),
     default=None,
-    envvar="MEMLANE_BENCH_LIMIT",
+    cls=SettingOption,
+    setting="bench_limit",
     help="Only the first N questions. [env MEMLANE_BENCH_LIMIT]",
 )
 @click.option(
     "--embedder",
     default=DEFAULT_EMBEDDER,
     show_default=True,
-    envvar="MEMLANE_BENCH_EMBEDDER",
+    cls=SettingOption,
+    setting="bench_embedder",
     help="Embedder of the cosine baselines (minilm-128, minilm, hashing, openai). [env MEMLANE_BENCH_EMBEDDER]",
 )
-@click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    envvar="MEMLANE_BENCH_CACHE",
-    help="Where the shared embedding cache (embeddings.db) lives; default "
-    "<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench. [env MEMLANE_BENCH_CACHE]",
+@bench_cache_option(
+    "Where the shared embedding cache (embeddings.db) lives; default "
+    "<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench. [env MEMLANE_BENCH_CACHE]"
 )
 @data_dir_option
-@click.option("--quiet", is_flag=True, envvar="MEMLANE_BENCH_QUIET", help="No progress bars. [env MEMLANE_BENCH_QUIET]")
+@quiet_option
 def baselines_cmd(
     dataset: str,
     out: Path,
@@ -94,7 +79,7 @@ def baselines_cmd(
     options = BaselineOptions(
         dataset=dataset,
         baselines=baseline_names(names),
-        ks=_ks(ks),
+        ks=parse_ks(ks),
         limit=limit,
         embedder=embedder,
         data_dir=data_dir,

@@ -23,6 +23,14 @@ from memlane.core.embedding.protocol import make_embedder
 from memlane.core.retrieval import PRESETS
 from memlane.core.store.postgres import is_postgres_url
 from memlane.interfaces.cli.dataset_cmds import data_dir_option
+from memlane.interfaces.cli.options import (
+    SettingOption,
+    bench_cache_option,
+    cli_settings,
+    out_option,
+    parse_ks,
+    quiet_option,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 DATASET_CHOICE = click.Choice(sorted(DATASETS))
@@ -32,7 +40,8 @@ ks_option = click.option(
     "ks",
     default=",".join(map(str, DEFAULT_KS)),
     show_default=True,
-    envvar="MEMLANE_BENCH_KS",
+    cls=SettingOption,
+    setting="bench_ks",
     help="Cut-offs to score, comma-separated. [env MEMLANE_BENCH_KS]",
 )
 
@@ -51,19 +60,26 @@ def bench_group() -> None:
 @bench_group.command("perf")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the figures.")
 @click.option(
-    "--embedder", envvar="MEMLANE_EMBEDDER", default="minilm", show_default=True, help="[env MEMLANE_EMBEDDER]"
+    "--embedder",
+    cls=SettingOption,
+    setting="embedder",
+    default="minilm",
+    show_default=True,
+    help="[env MEMLANE_EMBEDDER]",
 )
 @click.option(
     "--sizes",
     default="1000,10000,100000",
     show_default=True,
-    envvar="MEMLANE_PERF_SIZES",
+    cls=SettingOption,
+    setting="perf_sizes",
     help="Blocks per user for the search figures. [env MEMLANE_PERF_SIZES]",
 )
 @click.option("--queries", type=int, default=100, show_default=True, help="Search queries per size and mode.")
 @click.option(
     "--store",
-    envvar="MEMLANE_PERF_STORE",
+    cls=SettingOption,
+    setting="perf_store",
     default=None,
     help="A postgresql:// URL to measure the PostgreSQL backend there (in throwaway schemas); default: the "
     "embedded SQLite store in a temporary folder. [env MEMLANE_PERF_STORE]",
@@ -81,7 +97,7 @@ def perf_cmd(as_json: bool, embedder: str, sizes: str, queries: int, store: str 
     except ValueError:
         raise click.BadParameter(f"expected comma-separated integers, got {sizes!r}", param_hint="--sizes") from None
     settings = replace(PerfSettings(), sizes=size_list, queries=queries)
-    emb = make_embedder(embedder)
+    emb = make_embedder(embedder, cli_settings().embedder_config())
     if store is not None and not is_postgres_url(store):
         raise click.BadParameter(f"expected a postgresql:// URL, got {store!r}", param_hint="--store")
     figures = run_perf(emb, settings, progress=lambda m: click.echo(f"... {m}", err=True), store=store)
@@ -98,7 +114,8 @@ def ingest_options(func: F) -> F:
             "--limit",
             type=click.IntRange(min=1),
             default=None,
-            envvar="MEMLANE_BENCH_LIMIT",
+            cls=SettingOption,
+            setting="bench_limit",
             help="Only the first N questions (and the namespaces they need). [env MEMLANE_BENCH_LIMIT]",
         ),
         click.option(
@@ -106,7 +123,8 @@ def ingest_options(func: F) -> F:
             type=click.Choice(["auto", "dual", "speakers", "single"]),
             default="auto",
             show_default=True,
-            envvar="MEMLANE_BENCH_PERSPECTIVE",
+            cls=SettingOption,
+            setting="bench_perspective",
             help="Perspective mode of the bench store; auto = speakers for LoCoMo, single for LongMemEval. "
             "[env MEMLANE_BENCH_PERSPECTIVE]",
         ),
@@ -114,32 +132,19 @@ def ingest_options(func: F) -> F:
             "--embedder",
             default=DEFAULT_EMBEDDER,
             show_default=True,
-            envvar="MEMLANE_BENCH_EMBEDDER",
+            cls=SettingOption,
+            setting="bench_embedder",
             help="Embedder by name (minilm-128, minilm, hashing, openai). [env MEMLANE_BENCH_EMBEDDER]",
         ),
-        click.option(
-            "--cache-dir",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=None,
-            envvar="MEMLANE_BENCH_CACHE",
-            help="Where bench stores and the shared embedding cache live; default "
-            "<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench. [env MEMLANE_BENCH_CACHE]",
+        bench_cache_option(
+            "Where bench stores and the shared embedding cache live; default "
+            "<MEMLANE_CACHE_DIR or ~/.cache/memlane>/bench. [env MEMLANE_BENCH_CACHE]"
         ),
         data_dir_option,
     ]
     for option in options:
         func = option(func)
     return func
-
-
-def _ks(value: str) -> tuple[int, ...]:
-    try:
-        ks = tuple(int(k) for k in value.split(",") if k.strip())
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers, got {value!r}", param_hint="--k") from None
-    if not ks or min(ks) < 1:
-        raise click.BadParameter(f"k values must be positive, got {value!r}", param_hint="--k")
-    return ks
 
 
 def _modes(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -166,19 +171,16 @@ def baseline_names(value: str | None, dataset: str | None = None) -> tuple[str, 
 
 @bench_group.command("retrieval")
 @click.argument("dataset", type=DATASET_CHOICE)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    envvar="MEMLANE_BENCH_OUT",
-    help="Run folder: log.jsonl, rankings*.jsonl, report.md, results.json/.csv, recall.png. An existing "
-    "log there with the same settings is resumed. [env MEMLANE_BENCH_OUT]",
+@out_option(
+    "Run folder: log.jsonl, rankings*.jsonl, report.md, results.json/.csv, recall.png. An existing "
+    "log there with the same settings is resumed."
 )
 @click.option(
     "--mode",
     "modes",
     multiple=True,
-    envvar="MEMLANE_BENCH_MODES",
+    cls=SettingOption,
+    setting="bench_modes",
     help=f"Search mode, repeatable ({', '.join(PRESETS)}); default {', '.join(DEFAULT_MODES)}. "
     "[env MEMLANE_BENCH_MODES, space-separated]",
 )
@@ -187,26 +189,29 @@ def baseline_names(value: str | None, dataset: str | None = None) -> tuple[str, 
     "--depth",
     type=click.IntRange(1, 1000),
     default=None,
-    envvar="MEMLANE_BENCH_DEPTH",
+    cls=SettingOption,
+    setting="bench_depth",
     help="Blocks retrieved per question; default max(k) exchanges' worth. [env MEMLANE_BENCH_DEPTH]",
 )
 @click.option(
     "--before-question-date/--no-before-question-date",
     default=False,
     show_default=True,
-    envvar="MEMLANE_BENCH_BEFORE_QUESTION_DATE",
+    cls=SettingOption,
+    setting="bench_before_question_date",
     help="Only search sessions dated before the end of the question's day. [env MEMLANE_BENCH_BEFORE_QUESTION_DATE]",
 )
 @click.option(
     "--baselines",
     "baselines",
     default=None,
-    envvar="MEMLANE_BENCH_BASELINES",
+    cls=SettingOption,
+    setting="bench_baselines",
     help="Also rank every question with these reference retrievers, in the same run and report: "
     f"comma-separated names of {', '.join(BASELINES)}, or 'default' (the data set's defaults, as "
     "`bench baselines`). [env MEMLANE_BENCH_BASELINES]",
 )
-@click.option("--quiet", is_flag=True, envvar="MEMLANE_BENCH_QUIET", help="No progress bars. [env MEMLANE_BENCH_QUIET]")
+@quiet_option
 @ingest_options
 def retrieval_cmd(
     dataset: str,
@@ -237,7 +242,7 @@ def retrieval_cmd(
     options = RetrievalOptions(
         dataset=dataset,
         modes=_modes(modes),
-        ks=_ks(ks),
+        ks=parse_ks(ks),
         limit=limit,
         depth=depth,
         before_question_date=before_question_date,
@@ -273,7 +278,7 @@ def _print_tables(run_dir: Path) -> None:
 @bench_group.command("ingest")
 @click.argument("dataset", type=DATASET_CHOICE)
 @click.option("--json", "as_json", is_flag=True, help="Print the ingest figures as one JSON object.")
-@click.option("--quiet", is_flag=True, envvar="MEMLANE_BENCH_QUIET", help="No progress bars. [env MEMLANE_BENCH_QUIET]")
+@quiet_option
 @ingest_options
 def ingest_cmd(
     dataset: str,
@@ -328,7 +333,8 @@ def report_cmd(run_dir: Path) -> None:
 @click.option(
     "--categories",
     is_flag=True,
-    envvar="MEMLANE_BENCH_COMPARE_CATEGORIES",
+    cls=SettingOption,
+    setting="bench_compare_categories",
     help="Also compare every category, not only overall. [env MEMLANE_BENCH_COMPARE_CATEGORIES]",
 )
 @click.option(

@@ -14,6 +14,7 @@ from memlane.core.extraction.worker import WorkerStats
 from memlane.core.llm import CallLog
 from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
 from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, open_memory, store_options
+from memlane.interfaces.cli.options import SettingOption
 
 
 @click.command("worker")
@@ -22,7 +23,8 @@ from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, op
     type=int,
     default=4,
     show_default=True,
-    envvar="MEMLANE_WORKER_CONCURRENCY",
+    cls=SettingOption,
+    setting="worker_concurrency",
     help="LLM calls in flight. [env MEMLANE_WORKER_CONCURRENCY]",
 )
 @click.option("--drain", is_flag=True, help="Exit when no job is queued or running.")
@@ -32,7 +34,8 @@ from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, op
     type=float,
     default=120.0,
     show_default=True,
-    envvar="MEMLANE_WORKER_LEASE",
+    cls=SettingOption,
+    setting="worker_lease",
     help="Seconds a claimed job is leased; a heartbeat extends it. [env MEMLANE_WORKER_LEASE]",
 )
 @click.option("--poll", "poll_s", type=float, default=1.0, show_default=True, help="Seconds between empty polls.")
@@ -42,7 +45,8 @@ from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, op
     type=click.FloatRange(min=0),
     default=DEFAULT_SWEEP_INTERVAL_S,
     show_default=True,
-    envvar="MEMLANE_RETENTION_EVERY",
+    cls=SettingOption,
+    setting="retention_every",
     help="Seconds between retention sweeps (the first when the worker starts); 0: none. [env MEMLANE_RETENTION_EVERY]",
 )
 @store_options
@@ -55,10 +59,7 @@ def worker_cmd(
     retention_every_s: float,
     store: Path,
     embedder: str,
-    llm_name: str,
-    llm_log: Path | None,
-    llm_base_url: str | None,
-    llm_model: str | None,
+    llm: LLMChoice,
 ) -> None:
     """Run extraction jobs from the store's queue until stopped (SIGTERM/Ctrl-C finish the jobs in flight),
     and the retention sweep every --retention-every seconds (`memlane retention`).
@@ -71,7 +72,7 @@ def worker_cmd(
       MEMLANE_LLM_BASE_URL=http://127.0.0.1:8765/v1 MEMLANE_LLM_API_KEY=x MEMLANE_LLM_MODEL=local \\
         memlane worker --concurrency 2 --drain
     """
-    mem = open_memory(store, embedder, LLMChoice(llm_name, llm_log, llm_base_url, llm_model))
+    mem = open_memory(store, embedder, llm)
     try:
         worker = mem.worker(
             concurrency=concurrency, lease_s=lease_s, poll_s=poll_s, retention_every_s=retention_every_s
@@ -140,7 +141,8 @@ def llm_group() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.option(
     "--llm-log",
-    envvar="MEMLANE_LLM_LOG",
+    cls=SettingOption,
+    setting="llm_log",
     default=None,
     type=click.Path(dir_okay=False, path_type=Path),
     help="Call log file. Default: STORE with .calls.db. [env MEMLANE_LLM_LOG]",

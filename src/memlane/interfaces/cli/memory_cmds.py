@@ -11,42 +11,11 @@ from typing import Any
 import click
 
 from memlane.core.errors import ConfigError, StoreNotFoundError, ValidationError
-from memlane.core.model import Hit, MemoryBlock
 from memlane.core.names import shown
-from memlane.interfaces.cli.app import DEFAULT_STORE, LLMChoice, llm_options, open_memory, store_options
+from memlane.interfaces.cli.app import LLMChoice, llm_options, open_memory, store_options
 from memlane.interfaces.cli.jsoninput import read_json
-
-
-def block_json(b: MemoryBlock) -> dict[str, Any]:
-    return {
-        "block_id": b.id,
-        "user": b.user,
-        "conversation_id": b.conversation_id,
-        "session_id": b.session_id,
-        "exchange_index": b.exchange_index,
-        "perspective": b.perspective,
-        "mode": b.mode.value,
-        "message": b.message,
-        "summary": b.summary,
-        "facts": list(b.contexts),
-        "time": b.event_time.isoformat(),
-        "time_annotation": b.time_annotation,
-        "ingest_time": b.ingest_time.isoformat(),
-        "extraction_status": b.extraction_status.value,
-        "message_ids": list(b.message_ids),
-        "content_hash": b.content_hash,
-        "annotations": b.annotations,
-    }
-
-
-def hit_json(h: Hit) -> dict[str, Any]:
-    return {
-        **block_json(h.block),
-        "score": h.score,
-        "score_kind": h.score_kind,
-        "ranks": h.ranks,
-        "other_perspectives": list(h.other_perspectives),
-    }
+from memlane.interfaces.cli.options import SettingOption, store_path_option
+from memlane.interfaces.wire.shapes import block_json, hit_json
 
 
 def _read_messages(file: Path | None) -> Any:
@@ -55,8 +24,10 @@ def _read_messages(file: Path | None) -> Any:
 
 @click.command("add")
 @click.argument("user")
-@click.option("--conversation", "conversation_id", default="default", show_default=True, envvar="MEMLANE_CONVERSATION")
-@click.option("--session", "session_id", default="default", show_default=True, envvar="MEMLANE_SESSION")
+@click.option(
+    "--conversation", "conversation_id", default="default", show_default=True, cls=SettingOption, setting="conversation"
+)
+@click.option("--session", "session_id", default="default", show_default=True, cls=SettingOption, setting="session")
 @click.option(
     "--time",
     "time_",
@@ -69,7 +40,8 @@ def _read_messages(file: Path | None) -> Any:
     type=click.Choice(["dual", "speakers", "single"]),
     default="dual",
     show_default=True,
-    envvar="MEMLANE_PERSPECTIVE",
+    cls=SettingOption,
+    setting="perspective",
 )
 @click.option(
     "--file",
@@ -82,7 +54,8 @@ def _read_messages(file: Path | None) -> Any:
     type=click.Choice(["off", "async", "sync"]),
     default="off",
     show_default=True,
-    envvar="MEMLANE_EXTRACT",
+    cls=SettingOption,
+    setting="extract",
     help="LLM extraction of summary and facts: off, async (queued for `memlane worker`), sync (before returning).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -99,10 +72,7 @@ def add_cmd(
     as_json: bool,
     store: Path,
     embedder: str,
-    llm_name: str,
-    llm_log: Path | None,
-    llm_base_url: str | None,
-    llm_model: str | None,
+    llm: LLMChoice,
 ) -> None:
     """Add a JSON list of messages ({"role"|"speaker", "content", "time"?, "id"?}) to USER's memory.
 
@@ -119,8 +89,8 @@ def add_cmd(
     messages = _read_messages(file)
     if not isinstance(messages, list):
         raise ValidationError("expected a JSON list of messages", where=source)
-    llm = LLMChoice(llm_name, llm_log, llm_base_url, llm_model) if extract == "sync" else None
-    mem = open_memory(store, embedder, llm, create=True)
+    chosen = llm if extract == "sync" else None
+    mem = open_memory(store, embedder, chosen, create=True)
     try:
         res = mem.add(
             user,
@@ -323,13 +293,7 @@ def users_cmd(as_json: bool, store: Path, embedder: str) -> None:
 
 
 @click.command("compact")
-@click.option(
-    "--store",
-    envvar="MEMLANE_STORE",
-    default=DEFAULT_STORE,
-    show_default=True,
-    help="Path of the SQLite store. [env MEMLANE_STORE]",
-)
+@store_path_option("Path of the SQLite store. [env MEMLANE_STORE]")
 def compact_cmd(store: str) -> None:
     """Rewrite a SQLite store with 16 KiB pages, each user's rows contiguous and no free space.
 
@@ -354,13 +318,7 @@ def compact_cmd(store: str) -> None:
 
 
 @click.command("init")
-@click.option(
-    "--store",
-    envvar="MEMLANE_STORE",
-    default=DEFAULT_STORE,
-    show_default=True,
-    help="Path of the SQLite store, or a postgresql:// URL. [env MEMLANE_STORE]",
-)
+@store_path_option("Path of the SQLite store, or a postgresql:// URL. [env MEMLANE_STORE]")
 def init_cmd(store: str) -> None:
     """Create an empty store (a SQLite file, or memlane's tables in a PostgreSQL database); an existing
     store is left as it is (brought up to this memlane's schema).

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -28,19 +28,87 @@ from memlane.bench.qa.sweep import SweepGrid, run_sweep, write_sweep_report
 from memlane.bench.retrieval.ingest import default_bench_cache
 from memlane.core.llm import LLM, CallLog
 from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, F, bench_group, ingest_options
+from memlane.interfaces.cli.options import (
+    SettingOption,
+    cli_settings,
+    gathered,
+    out_option,
+    parse_ks,
+    quiet_option,
+    split_values,
+)
 
 CALL_LOG_NAME = "llm-calls.db"
 
 
+@dataclass(frozen=True, slots=True)
+class QACommandOptions:
+    """The options ``bench qa`` and ``bench sweep`` share, as one typed value: the LLMs, the run settings
+    that become :class:`~memlane.bench.qa.runconfig.QAOptions`, the bench store, the output."""
+
+    llm_name: str
+    judge_name: str
+    judge_prompts: str
+    context: str
+    full_context_budget: int
+    concurrency: int
+    facts: bool
+    extract: bool
+    adversarial: bool
+    before_question_date: bool
+    retry_failed: bool
+    llm_log: Path | None
+    llm_model: str | None
+    llm_base_url: str | None
+    judge_model: str | None
+    judge_base_url: str | None
+    prices: tuple[str, ...]
+    as_json: bool
+    quiet: bool
+    limit: int | None
+    perspective: str
+    embedder: str
+    cache_dir: Path | None
+    data_dir: Path | None
+
+    def run_options(self, dataset: str, **fields: Any) -> QAOptions:
+        """The QA run's settings; ``fields``: the command's own (k, mode, answer prompt)."""
+        return QAOptions(
+            dataset=dataset,
+            context=self.context,
+            limit=self.limit,
+            judge=self.judge_prompts,
+            adversarial=self.adversarial,
+            concurrency=self.concurrency,
+            full_context_budget=self.full_context_budget,
+            facts=self.facts,
+            extract=self.extract,
+            before_question_date=self.before_question_date,
+            embedder=self.embedder,
+            perspective=self.perspective,
+            data_dir=self.data_dir,
+            cache_dir=self.cache_dir,
+            retry_failed=self.retry_failed,
+            prices=parse_prices(self.prices),
+            **fields,
+        )
+
+
+_SHARED = tuple(f.name for f in fields(QACommandOptions))
+
+
 def qa_options(func: F) -> F:
-    """The options shared by ``bench qa`` and ``bench sweep`` (each with its environment variable)."""
+    """The options shared by ``bench qa`` and ``bench sweep`` (each with its environment variable), handed
+    to the command as one :class:`QACommandOptions` argument named ``shared``."""
+
     options = [
         click.option(
             "--llm",
             "llm_name",
             default="openai",
             show_default=True,
-            envvar="MEMLANE_LLM",
+            cls=SettingOption,
+            setting="llm",
             help="Answering LLM: openai (MEMLANE_LLM_BASE_URL, MEMLANE_LLM_API_KEY, MEMLANE_LLM_MODEL) or "
             "scripted (offline fake). [env MEMLANE_LLM]",
         ),
@@ -49,7 +117,8 @@ def qa_options(func: F) -> F:
             "judge_name",
             default="openai",
             show_default=True,
-            envvar="MEMLANE_JUDGE",
+            cls=SettingOption,
+            setting="judge",
             help="Judge LLM: openai (MEMLANE_JUDGE_BASE_URL / _API_KEY / _MODEL, each defaulting to the "
             "MEMLANE_LLM_* value) or scripted. [env MEMLANE_JUDGE]",
         ),
@@ -58,7 +127,8 @@ def qa_options(func: F) -> F:
             type=click.Choice([AUTO, *sorted(JUDGES)]),
             default=AUTO,
             show_default=True,
-            envvar="MEMLANE_QA_JUDGE_PROMPTS",
+            cls=SettingOption,
+            setting="qa_judge_prompts",
             help="Judge prompt set: auto = locomo-mem0 for LoCoMo, longmemeval (official) for LongMemEval; "
             "strict = ours. [env MEMLANE_QA_JUDGE_PROMPTS]",
         ),
@@ -67,7 +137,8 @@ def qa_options(func: F) -> F:
             type=click.Choice(CONTEXTS),
             default="retrieved",
             show_default=True,
-            envvar="MEMLANE_QA_CONTEXT",
+            cls=SettingOption,
+            setting="qa_context",
             help="retrieved blocks, or the full history within --full-context-budget (the oracle baseline is "
             "longmemeval-oracle with --context full). [env MEMLANE_QA_CONTEXT]",
         ),
@@ -76,7 +147,8 @@ def qa_options(func: F) -> F:
             type=click.IntRange(min=1),
             default=DEFAULT_FULL_CONTEXT_BUDGET,
             show_default=True,
-            envvar="MEMLANE_QA_FULL_CONTEXT_BUDGET",
+            cls=SettingOption,
+            setting="qa_full_context_budget",
             help="Token budget of --context full (oldest turns dropped first). [env MEMLANE_QA_FULL_CONTEXT_BUDGET]",
         ),
         click.option(
@@ -84,19 +156,22 @@ def qa_options(func: F) -> F:
             type=click.IntRange(min=1),
             default=DEFAULT_CONCURRENCY,
             show_default=True,
-            envvar="MEMLANE_QA_CONCURRENCY",
+            cls=SettingOption,
+            setting="qa_concurrency",
             help="Questions (and LLM calls) in flight. [env MEMLANE_QA_CONCURRENCY]",
         ),
         click.option(
             "--facts/--no-facts",
             default=False,
-            envvar="MEMLANE_QA_FACTS",
+            cls=SettingOption,
+            setting="qa_facts",
             help="Show the summary and facts stored on each block. [env MEMLANE_QA_FACTS]",
         ),
         click.option(
             "--extract/--no-extract",
             default=False,
-            envvar="MEMLANE_QA_EXTRACT",
+            cls=SettingOption,
+            setting="qa_extract",
             help="Extract summary and facts of the retrieved exchanges with --llm before answering (one cached "
             "call per exchange; for stores ingested without extraction). [env MEMLANE_QA_EXTRACT]",
         ),
@@ -104,50 +179,64 @@ def qa_options(func: F) -> F:
             "--adversarial/--no-adversarial",
             default=True,
             show_default=True,
-            envvar="MEMLANE_QA_ADVERSARIAL",
+            cls=SettingOption,
+            setting="qa_adversarial",
             help="Ask LoCoMo category 5 as the official two-option question. [env MEMLANE_QA_ADVERSARIAL]",
         ),
         click.option(
             "--before-question-date/--no-before-question-date",
             default=False,
             show_default=True,
-            envvar="MEMLANE_BENCH_BEFORE_QUESTION_DATE",
+            cls=SettingOption,
+            setting="bench_before_question_date",
             help="Only search sessions dated before the end of the question's day. "
             "[env MEMLANE_BENCH_BEFORE_QUESTION_DATE]",
         ),
         click.option(
             "--retry-failed",
             is_flag=True,
-            envvar="MEMLANE_QA_RETRY_FAILED",
+            cls=SettingOption,
+            setting="qa_retry_failed",
             help="On resume, ask again the questions whose record has an error. [env MEMLANE_QA_RETRY_FAILED]",
         ),
         click.option(
             "--llm-log",
             type=click.Path(dir_okay=False, path_type=Path),
             default=None,
-            envvar="MEMLANE_QA_LLM_LOG",
+            cls=SettingOption,
+            setting="qa_llm_log",
             help=f"LLM call log and response cache (SQLite); default <cache dir>/{CALL_LOG_NAME}, shared by "
             "all runs so reruns are free. [env MEMLANE_QA_LLM_LOG]",
         ),
-        click.option("--llm-model", envvar="MEMLANE_LLM_MODEL", default=None, help="[env MEMLANE_LLM_MODEL]"),
-        click.option("--llm-base-url", envvar="MEMLANE_LLM_BASE_URL", default=None, help="[env MEMLANE_LLM_BASE_URL]"),
-        click.option("--judge-model", envvar="MEMLANE_JUDGE_MODEL", default=None, help="[env MEMLANE_JUDGE_MODEL]"),
         click.option(
-            "--judge-base-url", envvar="MEMLANE_JUDGE_BASE_URL", default=None, help="[env MEMLANE_JUDGE_BASE_URL]"
+            "--llm-model", cls=SettingOption, setting="llm_model", default=None, help="[env MEMLANE_LLM_MODEL]"
+        ),
+        click.option(
+            "--llm-base-url", cls=SettingOption, setting="llm_base_url", default=None, help="[env MEMLANE_LLM_BASE_URL]"
+        ),
+        click.option(
+            "--judge-model", cls=SettingOption, setting="judge_model", default=None, help="[env MEMLANE_JUDGE_MODEL]"
+        ),
+        click.option(
+            "--judge-base-url",
+            cls=SettingOption,
+            setting="judge_base_url",
+            default=None,
+            help="[env MEMLANE_JUDGE_BASE_URL]",
         ),
         click.option(
             "--price",
             "prices",
             multiple=True,
-            envvar="MEMLANE_QA_PRICES",
+            cls=SettingOption,
+            setting="qa_prices",
             help="MODEL=IN/OUT: price per million input/output tokens, repeatable; without one a stage's cost "
             "is unknown, not zero. [env MEMLANE_QA_PRICES, space-separated]",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of the table."),
-        click.option(
-            "--quiet", is_flag=True, envvar="MEMLANE_BENCH_QUIET", help="No progress bars. [env MEMLANE_BENCH_QUIET]"
-        ),
+        quiet_option,
     ]
+    func = gathered(QACommandOptions, {name: name for name in _SHARED}, "shared")(func)
     for option in options:
         func = option(func)
     return ingest_options(func)
@@ -168,67 +257,27 @@ def parse_prices(values: tuple[str, ...]) -> dict[str, ModelPrice]:
     return out
 
 
-def _split(values: tuple[str, ...] | str, hint: str) -> tuple[str, ...]:
-    items = [values] if isinstance(values, str) else list(values)
-    out = tuple(dict.fromkeys(p.strip() for v in items for p in v.replace(",", " ").split() if p.strip()))
-    if not out:
-        raise click.BadParameter("needs at least one value", param_hint=hint)
-    return out
-
-
-def _ints(values: str, hint: str) -> tuple[int, ...]:
-    try:
-        ks = tuple(int(v) for v in _split(values, hint))
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers, got {values!r}", param_hint=hint) from None
-    if min(ks) < 1:
-        raise click.BadParameter(f"values must be positive, got {values!r}", param_hint=hint)
-    return ks
-
-
-def _llms(kw: dict[str, Any], concurrency: int) -> tuple[LLM, LLM, CallLog]:
-    cache = kw["cache_dir"] or default_bench_cache()
-    log = CallLog(kw["llm_log"] or Path(cache) / CALL_LOG_NAME)
-    env = dict(os.environ)
+def _llms(shared: QACommandOptions, concurrency: int) -> tuple[LLM, LLM, CallLog]:
+    cache = shared.cache_dir or default_bench_cache()
+    log = CallLog(shared.llm_log or Path(cache) / CALL_LOG_NAME)
+    settings = cli_settings()
     llm = build_llm(
-        kw["llm_name"],
+        shared.llm_name,
         role="answer",
         call_log=log,
-        environ=env,
-        overrides=LLMOverrides(kw["llm_model"], kw["llm_base_url"]),
+        settings=settings,
+        overrides=LLMOverrides(shared.llm_model, shared.llm_base_url),
         concurrency=concurrency,
     )
     judge = build_llm(
-        kw["judge_name"],
+        shared.judge_name,
         role="judge",
         call_log=log,
-        environ=env,
-        overrides=LLMOverrides(kw["judge_model"], kw["judge_base_url"]),
+        settings=settings,
+        overrides=LLMOverrides(shared.judge_model, shared.judge_base_url),
         concurrency=concurrency,
     )
     return llm, judge, log
-
-
-def _base_options(dataset: str, kw: dict[str, Any], **fields: Any) -> QAOptions:
-    return QAOptions(
-        dataset=dataset,
-        context=kw["context"],
-        limit=kw["limit"],
-        judge=kw["judge_prompts"],
-        adversarial=kw["adversarial"],
-        concurrency=kw["concurrency"],
-        full_context_budget=kw["full_context_budget"],
-        facts=kw["facts"],
-        extract=kw["extract"],
-        before_question_date=kw["before_question_date"],
-        embedder=kw["embedder"],
-        perspective=kw["perspective"],
-        data_dir=kw["data_dir"],
-        cache_dir=kw["cache_dir"],
-        retry_failed=kw["retry_failed"],
-        prices=parse_prices(kw["prices"]),
-        **fields,
-    )
 
 
 def _close(*llms: LLM) -> None:
@@ -249,19 +298,16 @@ def _summary(outcome: QAOutcome) -> str:
 
 @click.command("qa")
 @click.argument("dataset", type=DATASET_CHOICE)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    envvar="MEMLANE_BENCH_OUT",
-    help="Run folder: log.jsonl, answers.jsonl, results.json, report.md (+ hypotheses.jsonl for LongMemEval). "
-    "An interrupted run there with the same settings is resumed. [env MEMLANE_BENCH_OUT]",
+@out_option(
+    "Run folder: log.jsonl, answers.jsonl, results.json, report.md (+ hypotheses.jsonl for LongMemEval). "
+    "An interrupted run there with the same settings is resumed."
 )
 @click.option(
     "--answer-prompt",
     default=AUTO,
     show_default=True,
-    envvar="MEMLANE_QA_ANSWER_PROMPT",
+    cls=SettingOption,
+    setting="qa_answer_prompt",
     help=f"Answer prompt id ({', '.join(prompt_ids(PromptKind.ANSWER))}); auto = locomo-short-answer-v1 for "
     "LoCoMo, lme-reader-con-v1 for LongMemEval. [env MEMLANE_QA_ANSWER_PROMPT]",
 )
@@ -270,18 +316,20 @@ def _summary(outcome: QAOutcome) -> str:
     type=click.IntRange(1, 1000),
     default=DEFAULT_K,
     show_default=True,
-    envvar="MEMLANE_QA_K",
+    cls=SettingOption,
+    setting="qa_k",
     help="Exchanges retrieved per question. [env MEMLANE_QA_K]",
 )
 @click.option(
     "--mode",
     default=DEFAULT_MODE,
     show_default=True,
-    envvar="MEMLANE_QA_MODE",
+    cls=SettingOption,
+    setting="qa_mode",
     help="Search mode (vector, keyword, hybrid, or a *-messages preset). [env MEMLANE_QA_MODE]",
 )
 @qa_options
-def qa_cmd(dataset: str, out: Path, answer_prompt: str, k: int, mode: str, **kw: Any) -> None:
+def qa_cmd(dataset: str, out: Path, answer_prompt: str, k: int, mode: str, shared: QACommandOptions) -> None:
     """QA benchmark: retrieve (or take the full history), answer, score F1 / BLEU-1 / J, report.
 
     DATASET is locomo, longmemeval-s, longmemeval-oracle, longmemeval-m or longmemeval-s-x500. Prints the
@@ -293,14 +341,14 @@ def qa_cmd(dataset: str, out: Path, answer_prompt: str, k: int, mode: str, **kw:
       memlane bench qa longmemeval-oracle --out runs/oracle --llm openai --judge openai --context full
       memlane bench qa locomo --out runs/qa-offline --llm scripted --judge scripted --limit 20
     """
-    options = _base_options(dataset, kw, k=k, mode=mode, answer_prompt=answer_prompt)
-    llm, judge, log = _llms(kw, options.concurrency)
+    options = shared.run_options(dataset, k=k, mode=mode, answer_prompt=answer_prompt)
+    llm, judge, log = _llms(shared, options.concurrency)
     try:
-        outcome = run_qa(options, out, llm=llm, judge_llm=judge, progress=not kw["quiet"])
+        outcome = run_qa(options, out, llm=llm, judge_llm=judge, progress=not shared.quiet)
     finally:
         _close(llm, judge)
         log.close()
-    if kw["as_json"]:
+    if shared.as_json:
         click.echo(json.dumps(outcome.results.results))
         return
     click.echo(_summary(outcome), err=True)
@@ -309,40 +357,37 @@ def qa_cmd(dataset: str, out: Path, answer_prompt: str, k: int, mode: str, **kw:
 
 @click.command("sweep")
 @click.argument("dataset", type=DATASET_CHOICE)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    envvar="MEMLANE_BENCH_OUT",
-    help="Sweep folder: one run folder per setting, sweep.json (the plan) and sweep.md (the comparison). "
-    "[env MEMLANE_BENCH_OUT]",
-)
+@out_option("Sweep folder: one run folder per setting, sweep.json (the plan) and sweep.md (the comparison). ")
 @click.option(
     "--k",
     "ks",
     default=str(DEFAULT_K),
     show_default=True,
-    envvar="MEMLANE_QA_SWEEP_KS",
+    cls=SettingOption,
+    setting="qa_sweep_ks",
     help="k values, comma-separated. [env MEMLANE_QA_SWEEP_KS]",
 )
 @click.option(
     "--mode",
     "modes",
     multiple=True,
-    envvar="MEMLANE_QA_SWEEP_MODES",
+    cls=SettingOption,
+    setting="qa_sweep_modes",
     help=f"Search modes, repeatable or comma-separated; default {DEFAULT_MODE}. [env MEMLANE_QA_SWEEP_MODES]",
 )
 @click.option(
     "--answer-prompt",
     "answer_prompts",
     multiple=True,
-    envvar="MEMLANE_QA_SWEEP_ANSWER_PROMPTS",
+    cls=SettingOption,
+    setting="qa_sweep_answer_prompts",
     help="Answer prompts, repeatable or comma-separated; default auto. [env MEMLANE_QA_SWEEP_ANSWER_PROMPTS]",
 )
 @click.option(
     "--full-context-baseline",
     is_flag=True,
-    envvar="MEMLANE_QA_SWEEP_FULL_CONTEXT",
+    cls=SettingOption,
+    setting="qa_sweep_full_context",
     help="Add one full-context run per answer prompt. [env MEMLANE_QA_SWEEP_FULL_CONTEXT]",
 )
 @qa_options
@@ -353,7 +398,7 @@ def sweep_cmd(
     modes: tuple[str, ...],
     answer_prompts: tuple[str, ...],
     full_context_baseline: bool,
-    **kw: Any,
+    shared: QACommandOptions,
 ) -> None:
     """Sweep k x mode x answer prompt as a list of QA runs over one bench store; compare them in sweep.md.
 
@@ -363,23 +408,23 @@ def sweep_cmd(
         --mode keyword,hybrid --answer-prompt locomo-short-answer-v1,resolve-dates-v1 --full-context-baseline
     """
     grid = SweepGrid(
-        ks=_ints(ks, "--k"),
-        modes=_split(modes, "--mode") if modes else (DEFAULT_MODE,),
-        answer_prompts=_split(answer_prompts, "--answer-prompt") if answer_prompts else (AUTO,),
+        ks=parse_ks(ks),
+        modes=split_values(modes, "--mode") if modes else (DEFAULT_MODE,),
+        answer_prompts=split_values(answer_prompts, "--answer-prompt") if answer_prompts else (AUTO,),
         full_context=full_context_baseline,
     )
-    base = _base_options(dataset, kw)
-    llm, judge, log = _llms(kw, base.concurrency)
+    base = shared.run_options(dataset)
+    llm, judge, log = _llms(shared, base.concurrency)
 
     def done(name: str, outcome: QAOutcome) -> None:
         click.echo(f"{name}: {_summary(outcome)}", err=True)
 
     try:
-        outcome = run_sweep(base, grid, out, llm=llm, judge_llm=judge, progress=not kw["quiet"], on_run=done)
+        outcome = run_sweep(base, grid, out, llm=llm, judge_llm=judge, progress=not shared.quiet, on_run=done)
     finally:
         _close(llm, judge)
         log.close()
-    if kw["as_json"]:
+    if shared.as_json:
         click.echo(json.dumps({name: o.results.results for name, o in outcome.runs}))
         return
     click.echo(f"\n{outcome.report}\n\nreport: {out / 'sweep.md'}")
@@ -391,7 +436,8 @@ def sweep_cmd(
     "--price",
     "prices",
     multiple=True,
-    envvar="MEMLANE_QA_PRICES",
+    cls=SettingOption,
+    setting="qa_prices",
     help="MODEL=IN/OUT per million tokens, repeatable. [env MEMLANE_QA_PRICES, space-separated]",
 )
 def qa_report_cmd(run_dir: Path, prices: tuple[str, ...]) -> None:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -12,23 +10,22 @@ import click
 
 from memlane.core.apikeys import ApiKeys
 from memlane.core.errors import ConfigError, NotFoundError
-from memlane.core.llm import CallLog
 from memlane.core.memory import Memory
 from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
 from memlane.core.store.postgres import is_postgres_url
 from memlane.interfaces.cli.app import (
     LLMChoice,
-    call_log_path,
     llm_config_problem,
     llm_options,
     open_memory,
     store_options,
 )
-from memlane.interfaces.http.settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
+from memlane.interfaces.cli.options import SettingOption, cli_settings, log_level_option
+from memlane.interfaces.serve import HttpService, McpHttpService, check_admin_key, run_http, run_mcp_http, run_mcp_stdio
+from memlane.settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-ADMIN_KEY_ENV = "MEMLANE_ADMIN_KEY"
 # A request waits this long for a PostgreSQL connection, then gets 503: while the database is down, callers
 # hear so within seconds instead of hanging (the pool keeps reconnecting in the background).
 SERVICE_SERVER_TIMEOUT_S = 5.0
@@ -40,7 +37,8 @@ def keys_option(func: F) -> F:
     return click.option(
         "--keys",
         "keys_path",
-        envvar="MEMLANE_HTTP_KEYS",
+        cls=SettingOption,
+        setting="http_keys",
         default=None,
         type=click.Path(dir_okay=False, path_type=Path),
         help="API keys live in the store. This imports, once, the key file an earlier memlane kept apart "
@@ -53,7 +51,8 @@ def guard_options(func: F) -> F:
     """``--allowed-hosts`` and ``--read-timeout`` (shared by ``memlane serve`` and ``memlane mcp``)."""
     func = click.option(
         "--read-timeout",
-        envvar="MEMLANE_HTTP_READ_TIMEOUT",
+        cls=SettingOption,
+        setting="http_read_timeout",
         type=click.FloatRange(min=0.1),
         default=DEFAULT_READ_TIMEOUT_S,
         show_default=True,
@@ -62,7 +61,8 @@ def guard_options(func: F) -> F:
     )(func)
     func = click.option(
         "--allowed-hosts",
-        envvar="MEMLANE_ALLOWED_HOSTS",
+        cls=SettingOption,
+        setting="allowed_hosts",
         default="",
         help="Host names requests may carry besides localhost, 127.0.0.1, [::1] and the --host address "
         "(comma-separated; '*' for any): others get 421, against DNS rebinding. [env MEMLANE_ALLOWED_HOSTS]",
@@ -71,7 +71,7 @@ def guard_options(func: F) -> F:
 
 
 def host_list(option: str, host: str) -> tuple[str, ...]:
-    from memlane.interfaces.http.hosts import allowed_hosts
+    from memlane.interfaces.wire.hosts import allowed_hosts  # starlette: loaded by the servers only
 
     return allowed_hosts([h for h in option.split(",") if h.strip()], host)
 
@@ -101,10 +101,7 @@ def import_key_file(mem: Memory, store: str, explicit: Path | None) -> None:
 def service_memory(store: str, embedder: str, llm: LLMChoice | None) -> Memory:
     """The Memory of a long-running service. It always knows the LLM call log, even with no LLM of its own
     (workers in another process write it), so that deleting a user deletes their LLM calls too."""
-    mem = open_memory(store, embedder, llm, create=True, server_timeout_s=SERVICE_SERVER_TIMEOUT_S)
-    if mem.call_log is None:
-        mem.call_log = CallLog(call_log_path(store, llm.log if llm else None))
-    return mem
+    return open_memory(store, embedder, llm, create=True, server_timeout_s=SERVICE_SERVER_TIMEOUT_S, with_call_log=True)
 
 
 def close_memory(mem: Memory) -> None:
@@ -114,11 +111,16 @@ def close_memory(mem: Memory) -> None:
 
 
 @click.command("serve")
-@click.option("--host", envvar="MEMLANE_HOST", default="127.0.0.1", show_default=True, help="[env MEMLANE_HOST]")
-@click.option("--port", envvar="MEMLANE_PORT", type=int, default=8420, show_default=True, help="[env MEMLANE_PORT]")
+@click.option(
+    "--host", cls=SettingOption, setting="host", default="127.0.0.1", show_default=True, help="[env MEMLANE_HOST]"
+)
+@click.option(
+    "--port", cls=SettingOption, setting="port", type=int, default=8420, show_default=True, help="[env MEMLANE_PORT]"
+)
 @click.option(
     "--workers",
-    envvar="MEMLANE_WORKERS",
+    cls=SettingOption,
+    setting="workers",
     type=click.IntRange(min=0),
     default=1,
     show_default=True,
@@ -128,7 +130,8 @@ def close_memory(mem: Memory) -> None:
 @click.option(
     "--retention-every",
     "retention_every_s",
-    envvar="MEMLANE_RETENTION_EVERY",
+    cls=SettingOption,
+    setting="retention_every",
     type=click.FloatRange(min=0),
     default=DEFAULT_SWEEP_INTERVAL_S,
     show_default=True,
@@ -137,7 +140,8 @@ def close_memory(mem: Memory) -> None:
 )
 @click.option(
     "--max-body",
-    envvar="MEMLANE_HTTP_MAX_BODY",
+    cls=SettingOption,
+    setting="http_max_body",
     type=click.IntRange(min=1024),
     default=DEFAULT_MAX_BODY_BYTES,
     show_default=True,
@@ -146,15 +150,15 @@ def close_memory(mem: Memory) -> None:
 @click.option(
     "--insecure-dev",
     is_flag=True,
-    envvar="MEMLANE_INSECURE_DEV",
+    cls=SettingOption,
+    setting="insecure_dev",
     help="Run without MEMLANE_ADMIN_KEY (admin routes open); loopback hosts only. [env MEMLANE_INSECURE_DEV]",
 )
-@click.option(
-    "--log-level", envvar="MEMLANE_LOG_LEVEL", default="info", show_default=True, help="[env MEMLANE_LOG_LEVEL]"
-)
+@log_level_option
 @click.option(
     "--access-log/--no-access-log",
-    envvar="MEMLANE_ACCESS_LOG",
+    cls=SettingOption,
+    setting="access_log",
     default=True,
     show_default=True,
     help="One log line per request. [env MEMLANE_ACCESS_LOG]",
@@ -177,10 +181,7 @@ def serve_cmd(
     keys_path: Path | None,
     store: str,
     embedder: str,
-    llm_name: str,
-    llm_log: Path | None,
-    llm_base_url: str | None,
-    llm_model: str | None,
+    llm: LLMChoice,
 ) -> None:
     """Serve the HTTP API (with the extraction workers) until SIGTERM or Ctrl-C.
 
@@ -193,13 +194,10 @@ def serve_cmd(
       MEMLANE_ADMIN_KEY=$(openssl rand -hex 24) memlane serve --port 8420 --workers 2
       memlane serve --insecure-dev --embedder hashing --workers 0     # local development only
     """
-    from memlane.interfaces.http.server import ServeOptions, check_admin_key, serve
-    from memlane.interfaces.http.settings import HttpSettings
-
-    admin_key = check_admin_key(os.environ.get(ADMIN_KEY_ENV) or None, insecure_dev=insecure_dev, host=host)
+    admin_key = check_admin_key(cli_settings().secret("admin_key"), insecure_dev=insecure_dev, host=host)
     hosts = host_list(allowed_hosts, host)
-    llm = LLMChoice(llm_name, llm_log, llm_base_url, llm_model) if workers > 0 else None
-    problem = llm_config_problem(llm) if llm is not None else None
+    chosen: LLMChoice | None = llm if workers > 0 else None
+    problem = llm_config_problem(chosen) if chosen is not None else None
     if problem is not None:
         click.echo(
             "memlane: extraction is off until an LLM is configured (MEMLANE_LLM_BASE_URL, MEMLANE_LLM_MODEL, "
@@ -207,24 +205,14 @@ def serve_cmd(
             "gets 400 config_error, and jobs queued by extract=async wait for a `memlane worker` with an LLM.",
             err=True,
         )
-        llm, workers = None, 0
-    mem = service_memory(store, embedder, llm)
+        chosen, workers = None, 0
+    mem = service_memory(store, embedder, chosen)
     try:
         import_key_file(mem, store, keys_path)
-        serve(
-            mem,
-            admin_key=admin_key,
-            insecure_dev=insecure_dev,
-            options=ServeOptions(
-                host=host,
-                port=port,
-                workers=workers,
-                retention_every_s=retention_every_s,
-                log_level=log_level,
-                access_log=access_log,
-            ),
-            settings=HttpSettings(max_body_bytes=max_body, allowed_hosts=hosts, read_timeout_s=read_timeout),
+        service = HttpService(
+            host, port, workers, log_level, access_log, max_body, hosts, read_timeout, retention_every_s
         )
+        run_http(mem, service, admin_key=admin_key, insecure_dev=insecure_dev)
     finally:
         close_memory(mem)
 
@@ -233,32 +221,37 @@ def serve_cmd(
 @click.option(
     "--transport",
     type=click.Choice(["stdio", "http"]),
-    envvar="MEMLANE_MCP_TRANSPORT",
+    cls=SettingOption,
+    setting="mcp_transport",
     default="stdio",
     show_default=True,
     help="stdio (for one user, --user) or streamable HTTP (each request with an API key). [env MEMLANE_MCP_TRANSPORT]",
 )
 @click.option(
-    "--user", envvar="MEMLANE_MCP_USER", default=None, help="Whose memory (stdio only). [env MEMLANE_MCP_USER]"
+    "--user",
+    cls=SettingOption,
+    setting="mcp_user",
+    default=None,
+    help="Whose memory (stdio only). [env MEMLANE_MCP_USER]",
 )
 @click.option(
     "--host",
-    envvar="MEMLANE_MCP_HOST",
+    cls=SettingOption,
+    setting="mcp_host",
     default="127.0.0.1",
     show_default=True,
     help="HTTP only. [env MEMLANE_MCP_HOST]",
 )
 @click.option(
     "--port",
-    envvar="MEMLANE_MCP_PORT",
+    cls=SettingOption,
+    setting="mcp_port",
     type=int,
     default=8421,
     show_default=True,
     help="HTTP only. [env MEMLANE_MCP_PORT]",
 )
-@click.option(
-    "--log-level", envvar="MEMLANE_LOG_LEVEL", default="info", show_default=True, help="[env MEMLANE_LOG_LEVEL]"
-)
+@log_level_option
 @guard_options
 @keys_option
 @store_options
@@ -286,7 +279,6 @@ def mcp_cmd(
     if transport == "http" and user is not None:
         raise ConfigError("--user is for stdio; over HTTP each request's API key names the user")
     from memlane.core.names import check_stored_name
-    from memlane.interfaces.mcp.server import build_server
 
     # The rule of reads: a user named before the name rule can still read and delete through MCP; an add
     # under a name the rule refuses is a tool error naming the user.
@@ -295,39 +287,13 @@ def mcp_cmd(
     mem = service_memory(store, embedder, None)
     try:
         if fixed_user is not None:
-            build_server(mem, user=fixed_user).run("stdio")
+            run_mcp_stdio(mem, fixed_user)
         else:
             import_key_file(mem, store, keys_path)
-            guards = HttpGuards(hosts, read_timeout)
-            run_mcp_http(mem, ApiKeys(mem.store), host=host, port=port, log_level=log_level, guards=guards)
+            keys = ApiKeys(mem.store)
+            run_mcp_http(mem, keys, McpHttpService(host, port, log_level, hosts, read_timeout))
     finally:
         close_memory(mem)
-
-
-@dataclass(frozen=True, slots=True)
-class HttpGuards:
-    allowed_hosts: tuple[str, ...]
-    read_timeout_s: float
-
-
-def run_mcp_http(mem: Memory, keys: ApiKeys, *, host: str, port: int, log_level: str, guards: HttpGuards) -> None:
-    """The streamable HTTP transport under uvicorn at ``http://HOST:PORT/mcp``, with the HTTP service's
-    guards: the Host allowlist (and the SDK's Origin check against the same names), the read deadlines."""
-    import uvicorn
-
-    from memlane.interfaces.http.server import configure_logging, run_uvicorn, uvicorn_config
-    from memlane.interfaces.mcp.server import build_server, guarded_http_app
-
-    configure_logging(log_level)
-    url = f"http://{host}:{port}"
-    app = guarded_http_app(
-        build_server(mem, keys=keys, server_url=url),
-        host=host,
-        allowed_hosts=guards.allowed_hosts,
-        read_timeout_s=guards.read_timeout_s,
-    )
-    config = uvicorn_config(app, host=host, port=port, log_level=log_level, read_timeout_s=guards.read_timeout_s)
-    run_uvicorn(uvicorn.Server(config))
 
 
 def register(group: click.Group) -> None:

@@ -24,6 +24,7 @@ from memlane.core.errors import ConfigError
 from memlane.core.retrieval import PRESETS
 from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE
 from memlane.interfaces.cli.dataset_cmds import data_dir_option
+from memlane.interfaces.cli.options import SettingOption, bench_cache_option
 
 
 def _grid(values: tuple[str, ...]) -> dict[str, list[float | str]]:
@@ -83,10 +84,8 @@ def _row(label: str, result: GridResult, names: list[str], terms: list[tuple[str
 @click.option("--split", type=click.Choice(["dev", "test"]), default="dev", show_default=True)
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="Rows to print.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N questions per data set.")
-@click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True, envvar="MEMLANE_BENCH_EMBEDDER")
-@click.option(
-    "--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, envvar="MEMLANE_BENCH_CACHE"
-)
+@click.option("--embedder", default=DEFAULT_EMBEDDER, show_default=True, cls=SettingOption, setting="bench_embedder")
+@bench_cache_option()
 @data_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print every grid point as one JSON object per line.")
 def tune_cmd(

@@ -1,6 +1,6 @@
 """The FastAPI app factory: the HTTP service over one :class:`~memlane.core.memory.Memory`.
 
->>> app = create_app(Memory.open("memlane.db"), admin_key=os.environ["MEMLANE_ADMIN_KEY"])  # doctest: +SKIP
+>>> app = create_app(Memory.open("memlane.db"), admin_key=memlane.settings.load().secret("admin_key"))  # doctest: +SKIP
 
 The app is a thin adapter: auth, request validation, the error table of :mod:`.errors`, serialization.
 Routes are plain ``def`` functions, so FastAPI runs the (synchronous, thread-safe) core in its threadpool
@@ -18,15 +18,15 @@ from memlane.core.apikeys import ApiKeys
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.memory import Memory
 from memlane.interfaces.http.errors import install_error_handlers
-from memlane.interfaces.http.hosts import HostCheckMiddleware
 from memlane.interfaces.http.json_body import JsonBodyMiddleware
 from memlane.interfaces.http.limits import BodyLimitMiddleware
 from memlane.interfaces.http.metrics import Metrics, MetricsMiddleware
-from memlane.interfaces.http.requestid import RequestIdMiddleware
 from memlane.interfaces.http.routes import memories, ops, retention, users
 from memlane.interfaces.http.services import Services
 from memlane.interfaces.http.settings import HttpSettings
-from memlane.interfaces.http.slow import ReadTimeoutMiddleware
+from memlane.interfaces.wire.hosts import HostCheckMiddleware
+from memlane.interfaces.wire.requestid import RequestIdMiddleware
+from memlane.interfaces.wire.slow import ReadTimeoutMiddleware
 
 API_VERSION = "1"
 ADMIN_KEY_ENV = "MEMLANE_ADMIN_KEY"

@@ -33,56 +33,36 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memlane.core.errors import (
-    ConfigError,
-    ConflictError,
-    EmbedderError,
-    LLMError,
-    MemlaneError,
-    NotFoundError,
-    StoreError,
-    ValidationError,
+from memlane.core.errors import MemlaneError, ValidationError
+from memlane.interfaces.wire.errors import (
+    CORE_STATUS,
+    HTTP_CODES,
+    PUBLIC_FAILURE,
+    core_status,
+    error_body,
+    public_message,
 )
-from memlane.interfaces.http.requestid import request_id_of
+from memlane.interfaces.wire.requestid import request_id_of
 
 log = logging.getLogger("memlane.http")
-
-# The status of each core error; the first match in order wins (subclasses before their bases).
-CORE_STATUS: tuple[tuple[type[MemlaneError], int, str], ...] = (
-    (ValidationError, 422, "validation_error"),
-    (NotFoundError, 404, "not_found"),
-    (ConflictError, 409, "conflict"),
-    (ConfigError, 400, "config_error"),
-    (LLMError, 502, "llm_error"),
-    (StoreError, 503, "unavailable"),
-    (EmbedderError, 503, "unavailable"),
-)
-HTTP_CODES = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
-    408: "request_timeout",
-    409: "conflict",
-    413: "payload_too_large",
-    415: "unsupported_media_type",
-    421: "misdirected_request",
-    422: "validation_error",
-}
-# What a 5xx body says of each failure: general words, never the exception's text.
-PUBLIC_FAILURE = {
-    StoreError: "the store is unavailable",
-    EmbedderError: "the embedder is unavailable",
-    LLMError: "the LLM call failed",
-}
+__all__ = [
+    "CORE_STATUS",
+    "HTTP_CODES",
+    "PUBLIC_FAILURE",
+    "AuthError",
+    "core_status",
+    "error_body",
+    "error_response",
+    "field_path",
+    "install_error_handlers",
+    "public_message",
+]
 
 
 class AuthError(Exception):
@@ -91,16 +71,6 @@ class AuthError(Exception):
     def __init__(self, status: int, message: str) -> None:
         self.status = status
         super().__init__(message)
-
-
-def error_body(code: str, message: str, field: str | None = None, *, request_id: str | None = None) -> dict[str, Any]:
-    """The JSON body of every error response."""
-    err: dict[str, Any] = {"code": code, "message": message}
-    if field is not None:
-        err["field"] = field
-    if request_id is not None:
-        err["request_id"] = request_id
-    return {"error": err}
 
 
 def error_response(
@@ -112,23 +82,6 @@ def error_response(
         # Set here too: a 500 is answered from outside the middleware that adds the header.
         headers["X-Request-ID"] = rid
     return JSONResponse(error_body(code, message, field, request_id=rid), status_code=status, headers=headers)
-
-
-def public_message(exc: MemlaneError, request_id: str | None) -> str:
-    """What a 5xx body says of ``exc``: its kind of failure, a safe reason if it has one, where to look."""
-    text = next((m for kind, m in PUBLIC_FAILURE.items() if isinstance(exc, kind)), "internal error")
-    reason = getattr(exc, "reason", None)
-    if isinstance(reason, str) and reason:
-        text += f": {reason}"
-    return f"{text} (the server log has the details under request id {request_id})" if request_id else text
-
-
-def core_status(exc: MemlaneError) -> tuple[int, str]:
-    """HTTP status and error code of a core error."""
-    for kind, status, code in CORE_STATUS:
-        if isinstance(exc, kind):
-            return status, code
-    return 500, "internal_error"
 
 
 def field_path(loc: Sequence[int | str]) -> str:

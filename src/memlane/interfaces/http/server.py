@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import signal
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
-from types import FrameType
-from typing import Any
 
 import uvicorn
 
@@ -23,7 +19,7 @@ from memlane.core.memory import Memory
 from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
 from memlane.interfaces.http.app import create_app, usable_admin_key
 from memlane.interfaces.http.settings import HttpSettings
-from memlane.interfaces.http.slow import guarded_protocol
+from memlane.interfaces.wire.running import configure_logging, run_uvicorn, uvicorn_config
 
 log = logging.getLogger("memlane.serve")
 
@@ -51,34 +47,6 @@ def check_admin_key(admin_key: str | None, *, insecure_dev: bool, host: str) -> 
     if not is_loopback(host):
         raise ConfigError(f"--insecure-dev is refused on {host}: only on a loopback host (127.0.0.1, ::1)")
     return None
-
-
-def configure_logging(level: str) -> None:
-    """memlane's own log lines (errors with their request id, the worker's summary) on stderr beside
-    uvicorn's, at ``level``; once per process."""
-    logger = logging.getLogger("memlane")
-    if not logger.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
-        logger.propagate = False
-    logger.setLevel(level.upper())
-
-
-def uvicorn_config(
-    app: Any, *, host: str, port: int, log_level: str, read_timeout_s: float, **more: Any
-) -> uvicorn.Config:
-    """uvicorn's settings for a memlane service (the API or the MCP transport): its h11 protocol with a
-    deadline for request headers (:mod:`memlane.interfaces.http.slow`), no Server header."""
-    return uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level,
-        server_header=False,
-        http=guarded_protocol(read_timeout_s),
-        **more,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,24 +134,3 @@ def serve(
     finally:
         if runner:
             runner.join()
-
-
-def run_uvicorn(server: uvicorn.Server, *, on_stop: Callable[[], None] | None = None) -> None:
-    """Run ``server`` until SIGTERM or Ctrl-C, then return (instead of dying of the signal).
-
-    uvicorn has its own handlers while it runs; once it has shut down gracefully it re-raises the signal it
-    caught. The handlers set here receive that signal instead of the default ones, so the caller's cleanup
-    (workers finishing their jobs, the store closing) still runs and the process exits 0.
-    """
-
-    def on_signal(_sig: int, _frame: FrameType | None) -> None:
-        server.should_exit = True
-        if on_stop:
-            on_stop()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        server.run()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

@@ -1,15 +1,20 @@
-"""Settings of the HTTP service, built once at the edge. No web framework is imported here, so the CLI can
-read the defaults without loading one."""
+"""Settings of the HTTP service, built once at the edge (the defaults are those of :mod:`memlane.settings`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
-DEFAULT_READ_TIMEOUT_S = 30.0
+from memlane.interfaces.wire.hosts import LOOPBACK_HOSTS
+from memlane.settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
+
 DEFAULT_HEALTH_WRITE_TIMEOUT_S = 5.0
-# The names a browser sends for a server on this machine; a page can only send them from this machine.
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+__all__ = [
+    "DEFAULT_HEALTH_WRITE_TIMEOUT_S",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_READ_TIMEOUT_S",
+    "LOOPBACK_HOSTS",
+    "HttpSettings",
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,11 +37,12 @@ from starlette.types import ASGIApp
 from memlane.core.apikeys import ApiKeys
 from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, ValidationError
 from memlane.core.memory import Memory
-from memlane.interfaces.http.errors import public_message
-from memlane.interfaces.http.hosts import ANY_HOST, HostCheckMiddleware
-from memlane.interfaces.http.requestid import RequestIdMiddleware, new_request_id
-from memlane.interfaces.http.routes.retention import UserPolicyOut, policy_out
-from memlane.interfaces.http.schemas import (
+from memlane.interfaces.wire.errors import public_message
+from memlane.interfaces.wire.hosts import ANY_HOST, HostCheckMiddleware
+from memlane.interfaces.wire.requestid import RequestIdMiddleware, new_request_id
+from memlane.interfaces.wire.retention import UserPolicyOut, policy_out
+from memlane.interfaces.wire.running import configure_logging, run_uvicorn, uvicorn_config
+from memlane.interfaces.wire.schemas import (
     MAX_OFFSET,
     AddOut,
     BlockOut,
@@ -52,7 +53,7 @@ from memlane.interfaces.http.schemas import (
     block_out,
     hit_out,
 )
-from memlane.interfaces.http.slow import ReadTimeoutMiddleware
+from memlane.interfaces.wire.slow import ReadTimeoutMiddleware
 
 T = TypeVar("T")
 log = logging.getLogger("memlane.mcp")
@@ -230,3 +231,29 @@ def build_server(
     for fn in (tools.add_memory, tools.search_memory, tools.list_memories, tools.delete_memory, tools.retention_policy):
         server.add_tool(fn)
     return server
+
+
+def serve_http(
+    memory: Memory,
+    keys: ApiKeys,
+    *,
+    host: str,
+    port: int,
+    log_level: str,
+    allowed_hosts: Sequence[str],
+    read_timeout_s: float,
+) -> None:
+    """The streamable HTTP transport under uvicorn at ``http://HOST:PORT/mcp`` until SIGTERM or Ctrl-C, with
+    the HTTP service's guards: the Host allowlist (and the SDK's Origin check against the same names), the
+    read deadlines."""
+    import uvicorn
+
+    configure_logging(log_level)
+    app = guarded_http_app(
+        build_server(memory, keys=keys, server_url=f"http://{host}:{port}"),
+        host=host,
+        allowed_hosts=allowed_hosts,
+        read_timeout_s=read_timeout_s,
+    )
+    config = uvicorn_config(app, host=host, port=port, log_level=log_level, read_timeout_s=read_timeout_s)
+    run_uvicorn(uvicorn.Server(config))

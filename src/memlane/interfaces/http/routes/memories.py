@@ -7,7 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request, Response
 
 from memlane.interfaces.http.auth import Caller, UserCaller, UserKey
-from memlane.interfaces.http.schemas import (
+from memlane.interfaces.http.services import services
+from memlane.interfaces.wire.schemas import (
     MAX_OFFSET,
     MAX_TEXT,
     AddIn,
@@ -22,7 +23,6 @@ from memlane.interfaces.http.schemas import (
     hit_out,
     queue_out,
 )
-from memlane.interfaces.http.services import services
 
 router = APIRouter(prefix="/v1", tags=["memories"], responses=error_responses(400, 401, 403, 404, 413, 422, 502, 503))
 BlockIdPath = Annotated[str, Path(min_length=1, max_length=64)]

@@ -11,9 +11,9 @@ from fastapi.responses import JSONResponse
 from memlane.core.errors import MemlaneError
 from memlane.core.memory import Memory
 from memlane.interfaces.http.auth import Admin
-from memlane.interfaces.http.requestid import request_id_of
-from memlane.interfaces.http.schemas import ComponentOut, HealthOut, error_responses
 from memlane.interfaces.http.services import services
+from memlane.interfaces.wire.requestid import request_id_of
+from memlane.interfaces.wire.schemas import ComponentOut, HealthOut, error_responses
 
 router = APIRouter(tags=["operations"])
 PROBE_TEXT = "memlane health probe"

@@ -10,7 +10,8 @@ from fastapi import APIRouter, Path, Request, Response
 from memlane.core.errors import NotFoundError
 from memlane.core.names import check_label
 from memlane.interfaces.http.auth import Admin, AdminOrSelf
-from memlane.interfaces.http.schemas import (
+from memlane.interfaces.http.services import services
+from memlane.interfaces.wire.schemas import (
     MAX_TEXT,
     KeyCreated,
     KeyIn,
@@ -21,7 +22,6 @@ from memlane.interfaces.http.schemas import (
     UserOut,
     error_responses,
 )
-from memlane.interfaces.http.services import services
 
 router = APIRouter(prefix="/v1/users", tags=["users"], responses=error_responses(400, 401, 403, 404, 413, 422, 503))
 UserPath = Annotated[str, Path(min_length=1, max_length=MAX_TEXT)]

@@ -23,11 +23,12 @@ from collections.abc import Iterable
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlane.core.errors import ValidationError
-from memlane.interfaces.http.errors import error_body
-from memlane.interfaces.http.requestid import request_id_of
-from memlane.interfaces.http.settings import LOOPBACK_HOSTS
+from memlane.interfaces.wire.errors import error_body
+from memlane.interfaces.wire.requestid import request_id_of
 
 ANY_HOST = "*"
+# The names a browser sends for a server on this machine; a page can only send them from this machine.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 EXEMPT_PATHS = frozenset({"/healthz"})
 
 

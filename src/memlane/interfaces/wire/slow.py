@@ -26,8 +26,8 @@ import h11
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from memlane.interfaces.http.errors import error_body
-from memlane.interfaces.http.requestid import request_id_of
+from memlane.interfaces.wire.errors import error_body
+from memlane.interfaces.wire.requestid import request_id_of
 
 log = logging.getLogger("memlane.http")
 

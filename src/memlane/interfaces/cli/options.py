@@ -1,0 +1,148 @@
+"""Options every command group shares: options backed by a setting of :mod:`memlane.settings`, and the one
+parser of k lists.
+
+An option made with ``cls=SettingOption, setting="store"`` takes its value, when not given on the command
+line, from the :class:`~memlane.settings.Settings` the CLI builds once per invocation (here,
+``MEMLANE_STORE``): the environment is read in one place, with one type per variable, and ``memlane config
+show`` can say where each value came from.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import click
+from pydantic import SecretStr
+
+from memlane.settings import DEFAULT_STORE, Settings, env_var, load
+
+_META_KEY = "memlane.settings"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def cli_settings(ctx: click.Context | None = None) -> Settings:
+    """The settings of this CLI invocation, read from the environment on first use."""
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is None:  # called outside a command (a test, a program): read the environment now
+        return load()
+    settings = ctx.meta.get(_META_KEY)
+    if not isinstance(settings, Settings):
+        settings = load()
+        ctx.meta[_META_KEY] = settings
+    return settings
+
+
+def _as_text(value: Any) -> str:
+    # Click converts an option's environment value from text with the option's own type and checks.
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)
+
+
+class SettingOption(click.Option):
+    """A click option whose environment variable is read through :class:`~memlane.settings.Settings`."""
+
+    def __init__(self, *args: Any, setting: str, **kwargs: Any) -> None:
+        super().__init__(*args, envvar=env_var(setting), **kwargs)
+        self.setting = setting
+
+    def resolve_envvar_value(self, ctx: click.Context) -> str | None:
+        settings = cli_settings(ctx)
+        if self.setting not in settings.model_fields_set:
+            return None
+        value = getattr(settings, self.setting)
+        return None if value is None else _as_text(value)
+
+
+def split_values(values: tuple[str, ...] | str, hint: str) -> tuple[str, ...]:
+    """Values given repeated, comma- or space-separated (an environment variable holds them space-separated),
+    in order, without repeats; a usage error if there is none."""
+    items = [values] if isinstance(values, str) else list(values)
+    out = tuple(dict.fromkeys(p.strip() for v in items for p in v.replace(",", " ").split() if p.strip()))
+    if not out:
+        raise click.BadParameter("needs at least one value", param_hint=hint)
+    return out
+
+
+def parse_ks(value: str, hint: str = "--k") -> tuple[int, ...]:
+    """The one parser of k lists (``bench retrieval``, ``bench baselines``, ``bench sweep``): ``"1,5,10"``
+    (commas and/or spaces) -> ``(1, 5, 10)``, in the order given, without repeats; a usage error naming
+    ``hint`` for anything but positive whole numbers."""
+    try:
+        ks = tuple(int(v) for v in split_values(value, hint))
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers, got {value!r}", param_hint=hint) from None
+    if min(ks) < 1:
+        raise click.BadParameter(f"k values must be positive, got {value!r}", param_hint=hint)
+    return ks
+
+
+def gathered(build: Callable[..., Any], params: Mapping[str, str], name: str) -> Callable[[F], F]:
+    """A decorator under a command's options: the values of the click parameters ``params`` (parameter ->
+    keyword of ``build``) reach the command as one typed argument ``name`` (``build(**values)``), instead
+    of one argument each repeated in every command that shares the options."""
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            value = build(**{keyword: kwargs.pop(param) for param, keyword in params.items()})
+            return func(*args, **{name: value}, **kwargs)
+
+        return cast(F, call)
+
+    return decorate
+
+
+def out_option(help_text: str) -> Callable[[F], F]:
+    """``--out``: a bench command's run folder (``MEMLANE_BENCH_OUT``)."""
+    return click.option(
+        "--out",
+        type=click.Path(file_okay=False, path_type=Path),
+        required=True,
+        cls=SettingOption,
+        setting="bench_out",
+        help=f"{help_text.rstrip()} [env MEMLANE_BENCH_OUT]",
+    )
+
+
+quiet_option = click.option(
+    "--quiet",
+    is_flag=True,
+    cls=SettingOption,
+    setting="bench_quiet",
+    help="No progress bars. [env MEMLANE_BENCH_QUIET]",
+)
+log_level_option = click.option(
+    "--log-level",
+    cls=SettingOption,
+    setting="log_level",
+    default="info",
+    show_default=True,
+    help="[env MEMLANE_LOG_LEVEL]",
+)
+
+
+def bench_cache_option(help_text: str | None = None) -> Callable[[F], F]:
+    """``--cache-dir``: where the bench stores and the shared embedding cache live (``MEMLANE_BENCH_CACHE``)."""
+    return click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        cls=SettingOption,
+        setting="bench_cache",
+        help=help_text,
+    )
+
+
+def store_path_option(help_text: str) -> Callable[[F], F]:
+    """``--store`` alone (``MEMLANE_STORE``), for the commands that need no embedder."""
+    return click.option(
+        "--store", cls=SettingOption, setting="store", default=DEFAULT_STORE, show_default=True, help=help_text
+    )

@@ -1,0 +1,87 @@
+"""Composition: the one place that starts the network servers for the CLI.
+
+``memlane serve`` and ``memlane mcp`` are CLI commands, but the CLI never imports the HTTP service or the
+MCP server (the independence contract in ``pyproject.toml``): it calls the functions here, which import
+them on first use so that other commands do not load the web stack. This module imports the servers and
+nothing imports it but the CLI's service commands.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from memlane.core.apikeys import ApiKeys
+from memlane.core.memory import Memory
+
+
+@dataclass(frozen=True, slots=True)
+class HttpService:
+    """How ``memlane serve`` listens, guards its requests and how much extraction it runs alongside."""
+
+    host: str
+    port: int
+    workers: int
+    log_level: str
+    access_log: bool
+    max_body_bytes: int
+    allowed_hosts: tuple[str, ...]
+    read_timeout_s: float
+    retention_every_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class McpHttpService:
+    """Where ``memlane mcp --transport http`` listens, and its guards (those of the HTTP service)."""
+
+    host: str
+    port: int
+    log_level: str
+    allowed_hosts: tuple[str, ...]
+    read_timeout_s: float
+
+
+def check_admin_key(admin_key: str | None, *, insecure_dev: bool, host: str) -> str | None:
+    """The admin key the HTTP service will use (see :func:`memlane.interfaces.http.server.check_admin_key`)."""
+    from memlane.interfaces.http.server import check_admin_key as check
+
+    return check(admin_key, insecure_dev=insecure_dev, host=host)
+
+
+def run_http(memory: Memory, service: HttpService, *, admin_key: str | None, insecure_dev: bool) -> None:
+    """Serve the HTTP API (and its extraction workers) until SIGTERM or Ctrl-C."""
+    from memlane.interfaces.http.server import ServeOptions, serve
+    from memlane.interfaces.http.settings import HttpSettings
+
+    serve(
+        memory,
+        admin_key=admin_key,
+        insecure_dev=insecure_dev,
+        options=ServeOptions(
+            host=service.host,
+            port=service.port,
+            workers=service.workers,
+            retention_every_s=service.retention_every_s,
+            log_level=service.log_level,
+            access_log=service.access_log,
+        ),
+        settings=HttpSettings(
+            max_body_bytes=service.max_body_bytes,
+            allowed_hosts=service.allowed_hosts,
+            read_timeout_s=service.read_timeout_s,
+        ),
+    )
+
+
+def run_mcp_stdio(memory: Memory, user: str) -> None:
+    """The MCP server on stdin/stdout, its tools acting for ``user``."""
+    from memlane.interfaces.mcp.server import build_server
+
+    build_server(memory, user=user).run("stdio")
+
+
+def run_mcp_http(memory: Memory, keys: ApiKeys, service: McpHttpService) -> None:
+    """The MCP server's streamable HTTP transport, each request acting for its API key's user."""
+    from memlane.interfaces.mcp.server import serve_http
+
+    serve_http(memory, keys, **dataclasses.asdict(service))

@@ -1,0 +1,75 @@
+"""How a core error reads at the network edges: its HTTP status and stable code, and the general words a 5xx
+body (or an MCP tool error) says instead of the exception's own text, which names files, hosts and SQL.
+The table is in ``memlane.interfaces.http.errors``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memlane.core.errors import (
+    ConfigError,
+    ConflictError,
+    EmbedderError,
+    LLMError,
+    MemlaneError,
+    NotFoundError,
+    StoreError,
+    ValidationError,
+)
+
+# The status of each core error; the first match in order wins (subclasses before their bases).
+CORE_STATUS: tuple[tuple[type[MemlaneError], int, str], ...] = (
+    (ValidationError, 422, "validation_error"),
+    (NotFoundError, 404, "not_found"),
+    (ConflictError, 409, "conflict"),
+    (ConfigError, 400, "config_error"),
+    (LLMError, 502, "llm_error"),
+    (StoreError, 503, "unavailable"),
+    (EmbedderError, 503, "unavailable"),
+)
+HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "request_timeout",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    421: "misdirected_request",
+    422: "validation_error",
+}
+# What a 5xx body says of each failure: general words, never the exception's text.
+PUBLIC_FAILURE = {
+    StoreError: "the store is unavailable",
+    EmbedderError: "the embedder is unavailable",
+    LLMError: "the LLM call failed",
+}
+
+
+def error_body(code: str, message: str, field: str | None = None, *, request_id: str | None = None) -> dict[str, Any]:
+    """The JSON body of every error response."""
+    err: dict[str, Any] = {"code": code, "message": message}
+    if field is not None:
+        err["field"] = field
+    if request_id is not None:
+        err["request_id"] = request_id
+    return {"error": err}
+
+
+def public_message(exc: MemlaneError, request_id: str | None) -> str:
+    """What a 5xx body says of ``exc``: its kind of failure, a safe reason if it has one, where to look."""
+    text = next((m for kind, m in PUBLIC_FAILURE.items() if isinstance(exc, kind)), "internal error")
+    reason = getattr(exc, "reason", None)
+    if isinstance(reason, str) and reason:
+        text += f": {reason}"
+    return f"{text} (the server log has the details under request id {request_id})" if request_id else text
+
+
+def core_status(exc: MemlaneError) -> tuple[int, str]:
+    """HTTP status and error code of a core error."""
+    for kind, status, code in CORE_STATUS:
+        if isinstance(exc, kind):
+            return status, code
+    return 500, "internal_error"

@@ -1,0 +1,292 @@
+"""Request and response bodies of the HTTP API (and the MCP tools' results).
+
+Requests check types and bounds only; what a value means (a user name, a time, a search mode) is checked
+by the core, whose ValidationError names the field. Unknown fields are refused, so a typo is a 422 that
+names it instead of a silently ignored option. Responses mirror ``memlane ... --json``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema
+
+from memlane.core.jobs import QueueStatus
+from memlane.core.model import AddResult, Hit, MemoryBlock
+from memlane.core.retrieval import MAX_K, PRESETS
+from memlane.core.timefmt import MAX_EPOCH, MIN_EPOCH
+from memlane.interfaces.wire.shapes import block_json, hit_json
+
+MAX_TEXT = 256
+MAX_QUERY_CHARS = 10_000
+MAX_OFFSET = 1_000_000_000
+
+
+def _time_value(value: object) -> str | float:
+    # One validator instead of a str | float union: a union would report its errors per branch
+    # ("time.str", "time.float") and, in lax mode, take false for 0.0.
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+        if math.isfinite(seconds) and MIN_EPOCH <= seconds <= MAX_EPOCH:
+            return seconds
+        raise ValueError(f"epoch seconds must be from {MIN_EPOCH} to {MAX_EPOCH} (years 1 to 9999)")
+    raise ValueError("a time is a string or a number of epoch seconds")
+
+
+TimeValue = Annotated[
+    str | float,
+    PlainValidator(_time_value),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "string"}, {"type": "number", "minimum": MIN_EPOCH, "maximum": MAX_EPOCH}],
+            "description": "ISO 8601, '1:56 pm on 8 May, 2023', '2023/04/10 (Mon) 23:07', or epoch seconds; "
+            "from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z once in UTC.",
+            "examples": ["2023-05-08T13:56:00Z"],
+        }
+    ),
+]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+
+
+class Strict(BaseModel):
+    """Unknown fields are refused, and no type is coerced into another (false is not 0, "3" is not 3)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# -- requests ----------------------------------------------------------------------------------------------
+
+
+class MessageIn(Strict):
+    """One message: ``role`` is user/assistant/system, or a speaker's name in ``speakers`` mode."""
+
+    role: Name
+    content: str = Field(min_length=1)
+    time: TimeValue | None = None
+    id: Name | None = Field(default=None, description="The caller's own message id, kept on its blocks.")
+
+
+class AddIn(Strict):
+    messages: list[MessageIn] = Field(min_length=1, max_length=10_000)
+    conversation_id: Name = "default"
+    session_id: Name = "default"
+    time: TimeValue | None = Field(default=None, description="The session's time; default: now.")
+    perspective: Literal["dual", "speakers", "single"] = "dual"
+    extract: Literal["off", "async", "sync"] = Field(
+        default="off", description="LLM extraction: off, async (queued for the workers) or sync (before replying)."
+    )
+
+
+class SearchIn(Strict):
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    k: int = Field(default=10, ge=1, le=MAX_K)
+    mode: str = Field(default="hybrid", max_length=64, description=f"One of: {', '.join(PRESETS)}.")
+    before: TimeValue | None = Field(default=None, description="Only blocks whose event time is before this.")
+    after: TimeValue | None = Field(default=None, description="Only blocks whose event time is at or after this.")
+    at: TimeValue | None = Field(
+        default=None,
+        description="When the question is asked (default: now); time phrases in the query such as 'two weeks "
+        "ago' are read against it.",
+    )
+
+
+class UserIn(Strict):
+    # A "/" could not be addressed in /v1/users/{user}/... paths. The rest of the name rule is the core's
+    # (memlane.core.names), so that every interface applies the same one.
+    user: Annotated[
+        Name,
+        Field(pattern=r"^[^/]+$", description="The user's name: printable, NFC, no space at either end, no '/'."),
+    ]
+
+
+class KeyIn(Strict):
+    label: str = Field(default="", max_length=MAX_TEXT, description="A note for the admin: who holds the key.")
+
+
+# -- responses ---------------------------------------------------------------------------------------------
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="Stable: validation_error, not_found, unauthorized, forbidden, ...")
+    message: str
+    field: str | None = Field(default=None, description="The offending input, e.g. messages[0].content.")
+    request_id: str | None = Field(
+        default=None, description="Also the X-Request-ID header; the server log's lines about the request carry it."
+    )
+
+
+class ErrorOut(BaseModel):
+    """The body of every error response."""
+
+    error: ErrorDetail
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for the error statuses a route can answer with."""
+    return {s: {"model": ErrorOut} for s in statuses}
+
+
+class BlockOut(BaseModel):
+    """A memory block, as ``memlane get`` prints it."""
+
+    block_id: str
+    user: str
+    conversation_id: str
+    session_id: str
+    exchange_index: int
+    perspective: str
+    mode: str
+    message: str
+    summary: str | None
+    facts: list[str]
+    time: str
+    time_annotation: str
+    ingest_time: str
+    extraction_status: str = Field(description="off, queued, done or failed: the block's extraction job.")
+    message_ids: list[str]
+    content_hash: str
+    annotations: dict[str, str]
+
+
+class HitOut(BlockOut):
+    """A search hit, as ``memlane search --json`` prints it."""
+
+    score: float = Field(description="Higher is better; what it measures is in score_kind.")
+    score_kind: str = Field(
+        description="cosine (-1 to 1), bm25 (0 and up), or fusion / rrf: a fused hybrid score that only orders "
+        "the hits of one search."
+    )
+    ranks: dict[str, int] = Field(description="The block's 1-based rank in each retriever that found it.")
+    other_perspectives: list[str] = Field(
+        description="Ids of the same exchange's blocks from the other perspectives that also matched, folded "
+        "into this hit (each exchange is returned once)."
+    )
+
+
+class AddOut(BaseModel):
+    user: str
+    conversation_id: str
+    session_id: str
+    block_ids: list[str]
+    exchanges: int
+    skipped_system_messages: int
+    jobs_enqueued: int
+    jobs_done: int = Field(default=0, description="extract=sync: jobs that finished.")
+    jobs_failed: int = Field(default=0, description="extract=sync: jobs that failed for good (their blocks are kept).")
+
+
+class UserOut(BaseModel):
+    user: str
+    blocks: int
+    created_at: str
+
+
+class UserCreated(BaseModel):
+    user: str
+    created: bool
+
+
+class KeyCreated(BaseModel):
+    """The only time the key is shown: it is stored hashed."""
+
+    key: str
+    key_id: str
+    user: str
+    label: str
+
+
+class KeyInfo(BaseModel):
+    key_id: str
+    user: str
+    label: str
+    created_at: str
+
+
+class UserDeleted(BaseModel):
+    user: str
+    blocks_deleted: int
+    keys_deleted: int
+
+
+class JobErrorOut(BaseModel):
+    job_id: int
+    block_id: str
+    user: str
+    status: str
+    attempts: int
+    error: str
+    at: float
+
+
+class QueueOut(BaseModel):
+    queued: int
+    running: int
+    done: int
+    dead: int
+    oldest_queued_age_s: float | None
+    throughput_per_min: float
+    last_errors: list[JobErrorOut]
+
+
+class ComponentOut(BaseModel):
+    ok: bool
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok", "unhealthy"]
+    store: ComponentOut
+    embedder: ComponentOut
+    queue: ComponentOut
+
+
+def queue_out(st: QueueStatus, *, only_user: str | None = None, max_errors: int = 5) -> QueueOut:
+    """The queue's state; with ``only_user``, the errors of other users are left out."""
+    errors = [e for e in st.last_errors if only_user is None or e.user == only_user][:max_errors]
+    return QueueOut(
+        queued=st.queued,
+        running=st.running,
+        done=st.done,
+        dead=st.dead,
+        oldest_queued_age_s=st.oldest_queued_age_s,
+        throughput_per_min=st.throughput_per_min,
+        last_errors=[
+            JobErrorOut(
+                job_id=e.job_id,
+                block_id=e.block_id,
+                user=e.user,
+                status=e.status.value,
+                attempts=e.attempts,
+                error=e.error,
+                at=e.at,
+            )
+            for e in errors
+        ],
+    )
+
+
+def add_out(res: AddResult) -> AddOut:
+    return AddOut(
+        user=res.user,
+        conversation_id=res.conversation_id,
+        session_id=res.session_id,
+        block_ids=list(res.block_ids),
+        exchanges=res.exchanges,
+        skipped_system_messages=res.skipped_system_messages,
+        jobs_enqueued=res.jobs_enqueued,
+        jobs_done=res.jobs_done,
+        jobs_failed=res.jobs_failed,
+    )
+
+
+def block_out(block: MemoryBlock) -> BlockOut:
+    """A block as ``memlane get`` prints it (the CLI's own serializer, so the two cannot drift apart)."""
+    return BlockOut.model_validate(block_json(block))
+
+
+def hit_out(hit: Hit) -> HitOut:
+    """A hit as ``memlane search --json`` prints it."""
+    return HitOut.model_validate(hit_json(hit))

@@ -1,0 +1,131 @@
+"""memlane.settings: one reader of the environment, every variable documented, `memlane config show`."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from memlane.core.errors import ConfigError
+from memlane.interfaces.cli.app import cli, register_all
+from memlane.interfaces.cli.options import SettingOption, parse_ks
+from memlane.settings import Settings, env_var, load, read_setting
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src" / "memlane"
+SETTINGS_MODULE = SRC / "settings.py"
+# What reads the environment: os.environ / getenv, and click's own envvar= with a literal name.
+READS = re.compile(r"os\.environ|getenv\(|environ\.get\(|envvar\s*=\s*[\"']")
+
+
+def _docs() -> str:
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return "\n".join(f.read_text(encoding="utf-8") for f in files)
+
+
+def _setting_options() -> list[tuple[str, SettingOption]]:
+    register_all()
+    found: list[tuple[str, SettingOption]] = []
+
+    def walk(cmd: click.Command, path: str) -> None:
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                walk(sub, f"{path} {name}")
+        found.extend((path, p) for p in cmd.params if isinstance(p, SettingOption))
+
+    walk(cli, "memlane")
+    return found
+
+
+def test_every_variable_and_option_is_documented() -> None:
+    docs = _docs()
+    missing = [env_var(name) for name in Settings.model_fields if f"`{env_var(name)}`" not in docs]
+    assert missing == []
+    options = _setting_options()
+    assert len(options) > 60  # the walk found the commands' options
+    undocumented = sorted({opt for _, p in options for opt in p.opts if not re.search(f"`{re.escape(opt)}[`/]", docs)})
+    assert undocumented == []
+
+
+def test_every_option_variable_is_a_setting() -> None:
+    for where, option in _setting_options():
+        assert option.setting in Settings.model_fields, where
+        assert option.envvar == env_var(option.setting)
+
+
+def test_no_memlane_variable_is_read_outside_the_settings_module() -> None:
+    offenders = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path == SETTINGS_MODULE:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if READS.search(line) and not line.lstrip().startswith(("#", ">>>")):
+                offenders.append(f"{path.relative_to(SRC)}:{number}: {line.strip()}")
+    assert offenders == []
+    assert READS.search(SETTINGS_MODULE.read_text(encoding="utf-8"))  # the pattern does find reads
+
+
+def test_load_reads_types_and_names_a_bad_value() -> None:
+    s = load({"MEMLANE_PORT": "9001", "MEMLANE_INSECURE_DEV": "yes", "MEMLANE_DATA": "", "OTHER": "x"})
+    assert (s.port, s.insecure_dev, s.data) == (9001, True, None)
+    assert s.model_fields_set == {"port", "insecure_dev"}
+    with pytest.raises(ConfigError, match=r"MEMLANE_PORT='eighty'"):
+        load({"MEMLANE_PORT": "eighty"})
+    # One setting is read alone: a bad unrelated variable does not fail it.
+    assert read_setting("data", {"MEMLANE_DATA": "/d", "MEMLANE_PORT": "eighty"}) == Path("/d")
+
+
+def test_llm_and_judge_settings_come_from_the_variables() -> None:
+    s = load(
+        {"MEMLANE_LLM_API_KEY": "k", "MEMLANE_LLM_MODEL": "m", "MEMLANE_LLM_TIMEOUT": "5", "MEMLANE_JUDGE_MODEL": "j"}
+    )
+    llm = s.llm_settings(base_url="http://x/v1")
+    assert (llm.model, llm.api_key, llm.timeout_s, llm.base_url) == ("m", "k", 5.0, "http://x/v1")
+    assert s.judge_settings().model == "j" and s.judge_settings().api_key == "k"
+    with pytest.raises(ConfigError, match="MEMLANE_LLM_API_KEY"):
+        load({}).llm_settings()
+
+
+def test_config_show_says_where_each_value_came_from() -> None:
+    register_all()
+    env = {"MEMLANE_LLM_API_KEY": "very-secret-key", "MEMLANE_PORT": "9001", "MEMLANE_STORE": "env.db"}
+    res = CliRunner().invoke(cli, ["config", "show", "--json", "--store", "opt.db"], env=env)
+    assert res.exit_code == 0, res.output
+    rows = {r["name"]: r for r in json.loads(res.stdout)}
+    assert set(rows) == set(Settings.model_fields)
+    assert rows["store"]["value"] == "opt.db" and rows["store"]["source"] == "option --store"
+    assert rows["port"]["value"] == 9001 and rows["port"]["source"] == "env MEMLANE_PORT"
+    assert rows["host"]["source"] == "default"
+    assert rows["llm_api_key"]["secret"] and rows["llm_api_key"]["value"] == "********"
+    assert "very-secret-key" not in res.stdout
+    table = CliRunner().invoke(cli, ["config", "show"], env=env)
+    assert table.exit_code == 0 and "very-secret-key" not in table.stdout
+    assert re.search(r"MEMLANE_STORE\s+'env.db'\s+env MEMLANE_STORE", table.stdout)
+
+
+def test_a_bad_variable_is_one_line_not_a_traceback() -> None:
+    register_all()
+    res = CliRunner().invoke(cli, ["config", "show"], env={"MEMLANE_PORT": "eighty"})
+    assert res.exit_code == 1
+    assert res.output.strip().startswith("error: MEMLANE_PORT='eighty'") and "Traceback" not in res.output
+
+
+def test_an_option_takes_its_variable_through_the_settings(tmp_path: Path) -> None:
+    register_all()
+    store = tmp_path / "s.db"
+    env = {"MEMLANE_STORE": str(store), "MEMLANE_EMBEDDER": "hashing"}
+    res = CliRunner().invoke(cli, ["init"], env=env)
+    assert res.exit_code == 0, res.output
+    assert store.exists()
+
+
+def test_the_one_k_parser() -> None:
+    assert parse_ks("1,5,10") == (1, 5, 10)
+    assert parse_ks("10 1,10") == (10, 1)
+    for bad in ("", "a", "0,1", "-3"):
+        with pytest.raises(click.BadParameter):
+            parse_ks(bad)
