@@ -55,7 +55,7 @@ from memlane.bench.systems.baselines import BaselineSystem, SharedRankers
 from memlane.bench.systems.memlane import MemlaneSystem
 from memlane.bench.systems.memlane import end_of_day as end_of_day  # callers from before systems import it here
 from memlane.core.embedding.protocol import make_embedder
-from memlane.core.errors import ConfigError, MemlaneError
+from memlane.core.errors import ConfigError, MemlaneError, ValidationError
 from memlane.core.memory import Memory
 from memlane.core.retrieval import MAX_K, resolve_settings
 
@@ -110,7 +110,9 @@ def _check_options(options: RetrievalOptions) -> None:
     labels = [*options.modes, *options.baselines, *(s.label for s in options.systems)]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
-        raise ConfigError(f"two modes, baselines or systems share the name {repeated[0]!r} (name a system with as=)")
+        raise ValidationError(
+            f"two modes, baselines or systems share the name {repeated[0]!r} (name a system with as=)"
+        )
     for mode in options.modes:
         resolve_settings(mode)
     if options.baselines:

@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from memlane.core.errors import ConfigError, MemlaneError
+from memlane.core.errors import ConfigError, MemlaneError, ValidationError
 
 if TYPE_CHECKING:
     from memlane.bench.datasets.families import Family
@@ -123,13 +123,13 @@ _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:=,+-]*$")
 
 def parse_system_spec(text: str) -> SystemSpec:
     """``NAME[:key=value,...]`` -> :class:`SystemSpec`; ``as=LABEL`` sets the label. Raises
-    :class:`~memlane.core.errors.ConfigError` saying what is wrong and where."""
+    :class:`~memlane.core.errors.ValidationError` saying what is wrong and where."""
     raw = text.strip()
     name, _, rest = raw.partition(":")
     if not _NAME.match(name):
-        raise ConfigError(f"--system {text!r}: expected NAME[:key=value,...] with a lower-case name")
+        raise ValidationError(f"--system {text!r}: expected NAME[:key=value,...] with a lower-case name")
     if name not in SYSTEMS:
-        raise ConfigError(f"--system {text!r}: unknown system {name!r}; known: {', '.join(sorted(SYSTEMS))}")
+        raise ValidationError(f"--system {text!r}: unknown system {name!r}; known: {', '.join(sorted(SYSTEMS))}")
     params: list[tuple[str, str]] = []
     label = ""
     if rest:
@@ -137,16 +137,16 @@ def parse_system_spec(text: str) -> SystemSpec:
             key, eq, value = part.partition("=")
             key, value = key.strip(), value.strip()
             if not eq or not key or not value:
-                raise ConfigError(f"--system {text!r}: {part!r} is not key=value")
+                raise ValidationError(f"--system {text!r}: {part!r} is not key=value")
             if key == "as":
                 label = value
                 continue
             if any(k == key for k, _ in params):
-                raise ConfigError(f"--system {text!r}: {key!r} given twice")
+                raise ValidationError(f"--system {text!r}: {key!r} given twice")
             params.append((key, value))
     label = label or raw
     if not _LABEL.match(label) or "/" in label:
-        raise ConfigError(f"--system {text!r}: label {label!r} must be letters, digits and _.:=,+- only")
+        raise ValidationError(f"--system {text!r}: label {label!r} must be letters, digits and _.:=,+- only")
     return SystemSpec(name, tuple(params), label)
 
 
@@ -170,7 +170,7 @@ def take_options(system: str, options: Mapping[str, str], known: Sequence[str]) 
     """``options`` checked against ``known`` keys (a clear error for any other)."""
     unknown = sorted(set(options) - set(known))
     if unknown:
-        raise ConfigError(f"system {system!r}: unknown option {unknown[0]!r}; known: {', '.join(known) or 'none'}")
+        raise ValidationError(f"system {system!r}: unknown option {unknown[0]!r}; known: {', '.join(known) or 'none'}")
     return dict(options)
 
 
@@ -183,7 +183,7 @@ def flag(system: str, key: str, value: str | None, default: bool) -> bool:
         return True
     if lowered in ("false", "no", "0", "off"):
         return False
-    raise ConfigError(f"system {system!r}: {key} must be true or false, got {value!r}")
+    raise ValidationError(f"system {system!r}: {key} must be true or false, got {value!r}")
 
 
 def integer(system: str, key: str, value: str | None, default: int, low: int = 1) -> int:
@@ -193,9 +193,9 @@ def integer(system: str, key: str, value: str | None, default: int, low: int = 1
     try:
         out = int(value)
     except ValueError:
-        raise ConfigError(f"system {system!r}: {key} must be a whole number, got {value!r}") from None
+        raise ValidationError(f"system {system!r}: {key} must be a whole number, got {value!r}") from None
     if out < low:
-        raise ConfigError(f"system {system!r}: {key} must be at least {low}, got {out}")
+        raise ValidationError(f"system {system!r}: {key} must be at least {low}, got {out}")
     return out
 
 

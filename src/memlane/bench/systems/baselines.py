@@ -19,7 +19,7 @@ from memlane.bench.retrieval.baselines import BASELINES, Baseline, HaystackRanke
 from memlane.bench.retrieval.bm25 import Vocabulary
 from memlane.bench.systems import Hit, SystemContext, take_options
 from memlane.core.embedding.protocol import CachedEmbedder
-from memlane.core.errors import ConfigError
+from memlane.core.errors import ConfigError, ValidationError
 
 
 class SharedRankers:
@@ -90,7 +90,7 @@ def factory(options: Mapping[str, str], context: SystemContext) -> BaselineSyste
     opts = take_options("baseline", options, ("name",))
     name = opts.get("name")
     if name is None or name not in BASELINES:
-        raise ConfigError(f"system 'baseline': name= must be one of {', '.join(BASELINES)}, got {name!r}")
+        raise ValidationError(f"system 'baseline': name= must be one of {', '.join(BASELINES)}, got {name!r}")
     shared = context.extras.get("baseline_rankers")
     rankers = shared if isinstance(shared, SharedRankers) else SharedRankers(context.family, context.embedder)
     return BaselineSystem(BASELINES[name], rankers)

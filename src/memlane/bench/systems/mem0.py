@@ -50,7 +50,7 @@ from memlane.bench.datasets.families import Family
 from memlane.bench.datasets.model import Session
 from memlane.bench.systems import Hit, SystemContext, SystemFailure, flag, take_options
 from memlane.core.embedding.protocol import CachedEmbedder, Embedder
-from memlane.core.errors import ConfigError, MemlaneError
+from memlane.core.errors import ConfigError, MemlaneError, ValidationError
 from memlane.core.llm.settings import LLMSettings
 
 SESSION_KEY = "memlane_session"
@@ -253,9 +253,9 @@ def factory(options: Mapping[str, str], context: SystemContext) -> Mem0System:
     try:
         threshold = float(opts.get("threshold", DEFAULT_THRESHOLD))
     except ValueError:
-        raise ConfigError(f"system 'mem0': threshold must be a number, got {opts['threshold']!r}") from None
+        raise ValidationError(f"system 'mem0': threshold must be a number, got {opts['threshold']!r}") from None
     if not 0.0 <= threshold <= 1.0:
-        raise ConfigError(f"system 'mem0': threshold must be from 0 to 1, got {threshold}")
+        raise ValidationError(f"system 'mem0': threshold must be from 0 to 1, got {threshold}")
     embedder: Embedder | CachedEmbedder = context.embedder
     if "embedder" in opts:
         embedder = make_embedder(opts["embedder"])
