@@ -193,6 +193,28 @@ def rank_hits(hits: Sequence[Hit], index: HaystackIndex, min_length: int, *, cut
     )
 
 
+@dataclass(frozen=True)
+class Asked:
+    """A system's answer to one question: its hits, the error if it failed, how long the search took."""
+
+    hits: list[Hit]
+    error: str | None
+    ms: float
+
+
+def ask_system(system: System, sample: Sample, config: RetrievalConfig, ingest_error: str | None = None) -> Asked:
+    """Search one question; a failure (of the search, or of the namespace's ingest) is an error, not a crash."""
+    started = time.perf_counter()
+    if ingest_error is not None:
+        return Asked([], ingest_error, 0.0)
+    try:
+        hits = system.search(sample.namespace, sample.question, config.depth, sample.question_date)
+        error = None
+    except MemlaneError as exc:
+        hits, error = [], f"{type(exc).__name__}: {exc}"
+    return Asked(hits, error, (time.perf_counter() - started) * 1000)
+
+
 def evaluate_system(
     system: System,
     label: str,
@@ -203,38 +225,33 @@ def evaluate_system(
     *,
     ingest_ms: float | None = None,
     ingest_error: str | None = None,
+    asked: Asked | None = None,
 ) -> QuestionRecord:
     """Ask one question of one system, rank its turns and sessions, score them: the one path every mode,
     baseline and system takes. A failed search (or a failed ingest of the namespace) is logged as an error
     with padding-only rankings (scored like any ranking: it counts, it is not skipped). ``ingest_ms`` (the
-    first question of a namespace) is what ingesting the namespace into the system took."""
-    started = time.perf_counter()
-    error = ingest_error
-    hits: list[Hit] = []
-    if error is None:
-        try:
-            hits = system.search(sample.namespace, sample.question, config.depth, sample.question_date)
-        except MemlaneError as exc:
-            hits, error = [], f"{type(exc).__name__}: {exc}"
+    first question of a namespace) is what ingesting the namespace into the system took; ``asked``: the
+    search already made (:func:`ask_system`)."""
+    asked = asked or ask_system(system, sample, config, ingest_error)
     searched = time.perf_counter()
-    rankings = rank_hits(hits, index, config.min_length, cut=system.cuts_rankings)
+    rankings = rank_hits(asked.hits, index, config.min_length, cut=system.cuts_rankings)
     turn_ids = rankings.turn_ids if system.ranks_turns else None
     scores = DATASETS[config.dataset].family.score(sample, rankings.session_ids, turn_ids, config.ks)
     done = time.perf_counter()
-    latency = {"search": (searched - started) * 1000, "rank_and_score": (done - searched) * 1000}
+    latency = {"search": asked.ms, "rank_and_score": (done - searched) * 1000}
     if ingest_ms is not None:
         latency["ingest"] = ingest_ms
     return QuestionRecord(
         mode=label,
         sample=sample,
-        hits=tuple((h.item_id, h.score) for h in hits[: config.depth]),
+        hits=tuple((h.item_id, h.score) for h in asked.hits[: config.depth]),
         ranked_session_ids=rankings.session_ids,
         ranked_turn_ids=turn_ids or (),
         retrieved_sessions=rankings.retrieved_sessions,
         retrieved_turns=rankings.retrieved_turns if system.ranks_turns else 0,
         latency_ms=latency,
         scores=scores,
-        error=error,
+        error=asked.error,
         split=split,
     )
 
