@@ -12,7 +12,7 @@ Systems:
 * ``memlane``: memlane's own search (:mod:`.memlane`), one search preset per system (``mode=``);
 * ``baseline``: the harness's baseline retrievers (:mod:`.baselines`, ``name=``);
 * ``mem0``: mem0 OSS (:mod:`.mem0`, extra ``memlane[mem0]``);
-* ``engram``: engram-search (:mod:`.engram`, extra ``memlane[engram]``).
+* ``engram``: engram-search (:mod:`.engram`; ``make venv`` installs it without its torch dependencies).
 
 On the command line a system is ``NAME[:key=value,...]`` (:func:`parse_system_spec`); ``as=LABEL`` names it
 in the report (default: the spec as written).

@@ -1,5 +1,6 @@
-"""engram-search (extra ``memlane[engram]``) as a system under test: an LLM-free peer that publishes
-LongMemEval and LoCoMo figures, run offline with memlane's embedder.
+"""engram-search as a system under test: an LLM-free peer that publishes LongMemEval and LoCoMo figures, run
+offline with memlane's embedder (``pip install --no-deps engram-search==0.1.7``: its declared dependencies
+bring torch, which the modules used here never import).
 
 engram's own benchmark scripts (``benchmarks/longmemeval_bench.py``, ``benchmarks/locomo_bench.py`` in its
 repository) build documents with ``engram.ingestion.parser.session_to_documents`` and rank them with

@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING
 from memlane.bench.datasets.model import Haystack, Session
 from memlane.bench.retrieval.history import haystack_requests
 from memlane.bench.systems import Hit, SystemContext, flag, take_options
+from memlane.core.errors import ConfigError
+from memlane.core.memory import Memory
 from memlane.core.model import PerspectiveMode
 from memlane.core.retrieval import resolve_settings
 
 if TYPE_CHECKING:
     from memlane.bench.datasets.families import Family
-    from memlane.core.memory import Memory
 
 DEFAULT_PRESET = "hybrid"
 
@@ -76,7 +77,7 @@ class MemlaneSystem:
         if self.prebuilt:
             return
         if self.family is None or self.perspective is None:
-            raise ValueError("a memlane system built to ingest needs its family and perspective")
+            raise ConfigError("a memlane system built to ingest needs its family and perspective")
         requests, _ = haystack_requests(Haystack(user, tuple(sessions), ()), self.family, self.perspective)
         self.mem.add_many(requests)
 
@@ -97,11 +98,11 @@ def factory(options: Mapping[str, str], context: SystemContext) -> MemlaneSystem
     """``--system memlane[:mode=PRESET,before_question_date=false]`` on the run's bench store."""
     opts = take_options("memlane", options, ("mode", "before_question_date"))
     mem = context.extras.get("memory")
-    if mem is None:
-        raise ValueError("the memlane system needs the run's Memory (context.extras['memory'])")
+    if not isinstance(mem, Memory):
+        raise ConfigError("the memlane system needs the run's Memory (context.extras['memory'])")
     before = flag("memlane", "before_question_date", opts.get("before_question_date"), False)
     return MemlaneSystem(
-        mem,  # type: ignore[arg-type]
+        mem,
         opts.get("mode", DEFAULT_PRESET),
         before_question_date=before,
         depth=context.depth,
