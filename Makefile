@@ -12,6 +12,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	# engram-search's own modules need only numpy; its declared deps would bring torch (docs/bench/peers.md).
+	$(BIN)/python -m pip install -q --no-deps 'engram-search==0.1.7'
 	touch $(STAMP)
 
 lint: venv

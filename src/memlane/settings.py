@@ -117,6 +117,10 @@ class Settings(BaseSettings):
     bench_before_question_date: bool = Field(default=False, description="Search only before the question's day")
     bench_baselines: str | None = Field(default=None, description="Reference retrievers, comma-separated (--baselines)")
     bench_quiet: bool = Field(default=False, description="No progress bars (--quiet)")
+    bench_systems: str | None = Field(
+        default=None, description="Memory systems `bench retrieval` measures, space-separated (--system)"
+    )
+    qa_system: str | None = Field(default=None, description="The memory system `bench qa` answers from (--system)")
     bench_compare_categories: bool = Field(default=False, description="`bench compare` per category (--categories)")
     perf_sizes: str | None = Field(default=None, description="Store sizes of `bench perf`, comma-separated (--sizes)")
     perf_store: str | None = Field(default=None, description="Store kind of `bench perf` (--store)")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memlane.bench.datasets.model import Haystack, Session
@@ -30,6 +30,7 @@ from memlane.core.timefmt import annotate, to_utc
 if TYPE_CHECKING:
     # Only for annotations: the families import this package (its scorers and aggregates).
     from memlane.bench.datasets.families import Family
+    from memlane.bench.systems import Hit as SystemHit
 
 NO_CONTEXT = "(no memories)"
 """What the context reads when nothing was retrieved (or nothing fits the budget)."""
@@ -81,6 +82,21 @@ def retrieved_entries(results: Sequence[Hit | MemoryBlock], *, facts: bool = Fal
             entries.append(entry)
     # Blocks always carry an event time; the fallback only keeps the sort total.
     return sorted(entries, key=lambda e: (e.time or datetime.min, e.session_id, e.order))
+
+
+def system_entries(hits: Sequence[SystemHit], haystack: Haystack) -> list[ContextEntry]:
+    """A system's items (rank order) as entries: each item's text under its session's date, oldest first,
+    identical texts of one session once (the same order and rendering as memlane's blocks)."""
+    dates = {s.session_id: s.started_at for s in haystack.sessions}
+    entries: list[ContextEntry] = []
+    seen: set[tuple[str, str]] = set()
+    for rank, hit in enumerate(hits):
+        if (hit.session_id, hit.text) in seen:
+            continue
+        seen.add((hit.session_id, hit.text))
+        when = dates.get(hit.session_id)
+        entries.append(ContextEntry(when, annotate(when) if when else UNKNOWN_DATE, hit.text, hit.session_id, rank))
+    return sorted(entries, key=lambda e: (e.time or datetime.min.replace(tzinfo=UTC), e.session_id, e.order))
 
 
 def render_context(entries: Sequence[ContextEntry]) -> str:

@@ -17,14 +17,22 @@ from datetime import datetime
 from memlane.bench.datasets.families import Family
 from memlane.bench.datasets.model import Haystack, Sample
 from memlane.bench.qa.answering import Answer, Answerer, adversarial_question, resolve_choice
-from memlane.bench.qa.context import ContextEntry, full_context, history_end, render_context, retrieved_entries
+from memlane.bench.qa.context import (
+    ContextEntry,
+    full_context,
+    history_end,
+    render_context,
+    retrieved_entries,
+    system_entries,
+)
 from memlane.bench.qa.judges import LLMJudge
 from memlane.bench.qa.qalog import AnswerRecord
 from memlane.bench.qa.records import CallUsage, Failure
 from memlane.bench.qa.tokens import DEFAULT_COUNTER
 from memlane.bench.retrieval.history import HaystackIndex
-from memlane.bench.retrieval.run import evaluate_question
+from memlane.bench.retrieval.run import ask_system, evaluate_question, evaluate_system
 from memlane.bench.retrieval.runlog import RetrievalConfig
+from memlane.bench.systems import System
 from memlane.core.errors import LLMError, MemlaneError
 from memlane.core.extraction.extractor import ExtractionPrompt, Extractor
 from memlane.core.llm import LLM, ChatMessage, JSONSchema, LLMResult
@@ -123,6 +131,48 @@ def prepare_retrieved(
         context=context,
         entries=tuple(entries),
         blocks=tuple(_one_per_exchange(blocks)),
+        errors=tuple(errors),
+        latency_ms={"retrieve": (time.perf_counter() - started) * 1000},
+    )
+
+
+def prepare_system(
+    index: int,
+    sample: Sample,
+    haystack: Haystack,
+    hindex: HaystackIndex,
+    system: System,
+    label: str,
+    config: RetrievalConfig,
+    *,
+    ingest_error: str | None = None,
+) -> Prepared:
+    """Search ``sample`` through a system under test (``--system``), the retrieval benchmark's own step, and
+    show its ``k`` best items as the context: each item's text under its session's date, oldest first, the
+    way memlane's blocks are shown. A failed search (or ingest) is a ``retrieve`` failure."""
+    started = time.perf_counter()
+    asked = ask_system(system, sample, config, ingest_error)
+    record = evaluate_system(system, label, sample, hindex, config, asked=asked)
+    errors: list[dict[str, object]] = []
+    entries: list[ContextEntry] = []
+    if record.error is not None:
+        errors.append({"stage": "retrieve", "error": record.error.split(":", 1)[0], "message": record.error})
+    else:
+        entries = system_entries(asked.hits[: config.ks[0]], haystack)
+    context: dict[str, object] = {
+        "kind": "retrieved",
+        "mode": label,
+        "depth": config.depth,
+        "hits": [[item_id, round(score, 6)] for item_id, score in record.hits],
+        "entries": len(entries),
+        "retrieval_scores": record.scores,
+    }
+    return Prepared(
+        index=index,
+        sample=sample,
+        question_date=sample.question_date or history_end(haystack),
+        context=context,
+        entries=tuple(entries),
         errors=tuple(errors),
         latency_ms={"retrieve": (time.perf_counter() - started) * 1000},
     )

@@ -28,7 +28,15 @@ from memlane.bench.datasets.registry import DatasetStream, open_dataset
 from memlane.bench.qa.answering import Answerer
 from memlane.bench.qa.bleu import TOKENIZER_ID
 from memlane.bench.qa.judges import LLMJudge, make_judge
-from memlane.bench.qa.pipeline import EXTRACT_MAX_TOKENS, Prepared, Stages, prepare_full, prepare_retrieved, process
+from memlane.bench.qa.pipeline import (
+    EXTRACT_MAX_TOKENS,
+    Prepared,
+    Stages,
+    prepare_full,
+    prepare_retrieved,
+    prepare_system,
+    process,
+)
 from memlane.bench.qa.qalog import AnswerRecord, QAHeader, QALog
 from memlane.bench.qa.results import QAResults, write_qa_reports
 from memlane.bench.qa.runconfig import (
@@ -41,9 +49,11 @@ from memlane.bench.qa.runconfig import (
 )
 from memlane.bench.qa.tokens import DEFAULT_COUNTER
 from memlane.bench.retrieval.history import HaystackIndex
-from memlane.bench.retrieval.ingest import BenchStore, IngestReport, dataset_record, ingest
-from memlane.bench.retrieval.run import open_bench, resolve_config
+from memlane.bench.retrieval.ingest import BenchStore, IngestReport, dataset_record, default_bench_cache, ingest
+from memlane.bench.retrieval.run import build_systems, open_bench, resolve_config
 from memlane.bench.retrieval.runlog import RetrievalConfig
+from memlane.bench.systems import System
+from memlane.core.errors import MemlaneError
 from memlane.core.extraction.extractor import ExtractionPrompt
 from memlane.core.llm import LLM
 from memlane.core.memory import Memory
@@ -75,7 +85,7 @@ def build_config(
         family=options.family.name,
         context=options.context,
         k=options.k if retrieved else None,
-        mode=options.mode if retrieved else None,
+        mode=(options.system.label if options.system else options.mode) if retrieved else None,
         limit=options.limit,
         answer_prompt=stages.answerer.prompt.describe(),
         adversarial_prompt=stages.adversarial.prompt.describe() if stages.adversarial else None,
@@ -112,8 +122,12 @@ class _Loop:
         retrieval: RetrievalConfig | None,
         progress: bool,
         on_record: OnRecord | None,
+        system: System | None = None,
     ) -> None:
         self.options = options
+        self.system = system
+        self.held: str | None = None  # the namespace the system holds
+        self.ingest_error: str | None = None
         self.stages = stages
         self.log = log
         self.mem = mem
@@ -128,6 +142,21 @@ class _Loop:
         if self.options.context == CONTEXT_FULL:
             return prepare_full(index, sample, haystack, self.options.family, self.options.full_context_budget)
         assert self.mem is not None and self.retrieval is not None and hindex is not None
+        if self.system is not None and self.options.system is not None:
+            if self.held != haystack.namespace:
+                if self.held is not None:
+                    self.system.reset(self.held)
+                self.held = haystack.namespace
+                self.ingest_error = None
+                try:
+                    self.system.reset(haystack.namespace)
+                    self.system.ingest(haystack.namespace, haystack.sessions)
+                except MemlaneError as exc:
+                    self.ingest_error = f"ingest: {type(exc).__name__}: {exc}"
+            label = self.options.system.label
+            return prepare_system(
+                index, sample, haystack, hindex, self.system, label, self.retrieval, ingest_error=self.ingest_error
+            )
         return prepare_retrieved(index, sample, haystack, hindex, self.mem, self.retrieval, facts=self.options.facts)
 
     def finish(self, future: Future[AnswerRecord]) -> None:
@@ -207,12 +236,16 @@ def run_qa(
     mem: Memory | None = None
     ingested: IngestReport | None = None
     retrieval: RetrievalConfig | None = None
+    system: System | None = None
     try:
         if options.context == CONTEXT_RETRIEVED:
             ropts = options.retrieval_options()
             stream, bench, mem = open_bench(ropts)
             ingested = ingest(stream, bench, mem, limit=options.limit, progress=progress)
-            retrieval = resolve_config(ropts, stream, bench.settings)
+            work_dir = (options.cache_dir or default_bench_cache()) / "systems"
+            _, systems = build_systems(ropts, (), bench, mem, work_dir)
+            system = systems[0][1] if systems else None
+            retrieval = resolve_config(ropts, stream, bench.settings, systems)
             dataset: dict[str, object] = dataset_record(stream)
             totals: dict[str, object] = dict(bench.manifest.totals())
             store: dict[str, object] | None = {"key": bench.key, "settings": bench.settings.to_json()} | totals
@@ -227,11 +260,22 @@ def run_qa(
         }
         log = QALog.open(run_dir, header, segment, retry_failed=options.retry_failed)
         try:
-            loop = _Loop(options, stages, log, mem=mem, retrieval=retrieval, progress=progress, on_record=on_record)
+            loop = _Loop(
+                options,
+                stages,
+                log,
+                mem=mem,
+                retrieval=retrieval,
+                progress=progress,
+                on_record=on_record,
+                system=system,
+            )
             tally = loop.run(stream)
         finally:
             log.close()
     finally:
+        if system is not None:
+            system.close()
         if bench is not None:
             bench.close()
     results = write_qa_reports(run_dir, bootstrap=options.bootstrap, prices=options.prices)

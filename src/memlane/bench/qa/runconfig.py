@@ -28,6 +28,7 @@ from memlane.bench.qa.judges import JUDGES
 from memlane.bench.qa.prompts import PromptKind, get_prompt
 from memlane.bench.retrieval.run import RetrievalOptions
 from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER
+from memlane.bench.systems import SystemSpec
 from memlane.core.errors import ConfigError
 from memlane.core.retrieval import MAX_K, resolve_settings
 
@@ -70,6 +71,7 @@ class QAOptions:
     data_dir: Path | None = None
     cache_dir: Path | None = None
     retry_failed: bool = False
+    system: SystemSpec | None = None
     bootstrap: BootstrapSettings = field(default_factory=BootstrapSettings)
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)
 
@@ -91,10 +93,11 @@ class QAOptions:
         return self.adversarial and self.family.adversarial_category is not None
 
     def retrieval_options(self) -> RetrievalOptions:
-        """The retrieval stage's options: one mode, one k."""
+        """The retrieval stage's options: one mode (or the ``system``), one k."""
         return RetrievalOptions(
             dataset=self.dataset,
-            modes=(self.mode,),
+            modes=() if self.system else (self.mode,),
+            systems=(self.system,) if self.system else (),
             ks=(self.k,),
             limit=self.limit,
             before_question_date=self.before_question_date,
@@ -126,6 +129,10 @@ def check_options(options: QAOptions) -> None:
         raise ConfigError(f"unknown judge {options.judge_name()!r}; known: {', '.join(sorted(JUDGES))}")
     if options.extract and options.context != CONTEXT_RETRIEVED:
         raise ConfigError("--extract works on retrieved blocks; it needs --context retrieved")
+    if options.system is not None and options.context != CONTEXT_RETRIEVED:
+        raise ConfigError("--system answers from a system's search; it needs --context retrieved")
+    if options.system is not None and (options.extract or options.facts):
+        raise ConfigError("--extract and --facts read memlane's blocks; a --system context has none")
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ KEY_METRICS: tuple[tuple[str, str], ...] = (
     ("session/recall_all@10", "session R_all@10"),
     ("session/recall_any@5", "session R_any@5"),
     ("turn/recall_all@10", "turn R_all@10"),
+    ("turn/recall_any@10", "turn R_any@10"),
     ("turn/recall_all@50", "turn R_all@50"),
 )
 
@@ -189,7 +190,8 @@ def format_report(results: RunResults) -> str:
     out += [
         "Definitions: `session R_all@k` = every evidence session is among the top k sessions; `R_any@k` = at "
         "least one is; `turn R_all@k` = every evidence turn (LongMemEval: user turns with `has_answer`; LoCoMo: "
-        "evidence dia_ids) is among the top k turns. n = questions scored; skipped = questions the official "
+        "evidence dia_ids) is among the top k turns, `turn R_any@k` that at least one is. n = questions scored; "
+        "skipped = questions the official "
         "scripts do not score (LongMemEval: `_abs` questions and those without a user turn marked `has_answer`, "
         "which is most single-session-assistant ones; LoCoMo: no evidence). Every k is read from one ranking "
         "per question. "

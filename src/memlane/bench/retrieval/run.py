@@ -14,25 +14,18 @@ Modes are swept against the same bench store, so adding a mode never re-ingests.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from tqdm import tqdm
 
-from memlane.bench.datasets.model import Sample, questions
+from memlane.bench.datasets.model import Sample, Session, questions
 from memlane.bench.datasets.registry import DATASETS, DatasetStream, open_dataset
 from memlane.bench.reports.plot import check_plotting
 from memlane.bench.reports.report import write_reports
-from memlane.bench.retrieval.baselines import (
-    BASELINES,
-    HaystackRanker,
-    TermCache,
-    check_baselines,
-    evaluate_baseline,
-)
-from memlane.bench.retrieval.bm25 import Vocabulary
-from memlane.bench.retrieval.history import HaystackIndex, blocks_per_exchange, rank, resolve_perspective
+from memlane.bench.retrieval.baselines import BASELINES, check_baselines
+from memlane.bench.retrieval.history import HaystackIndex, Rankings, blocks_per_exchange, pad, resolve_perspective
 from memlane.bench.retrieval.ingest import (
     BenchStore,
     DatasetIdentity,
@@ -57,8 +50,12 @@ from memlane.bench.retrieval.runlog import (
     pack_log,
 )
 from memlane.bench.split import sample_splitter
+from memlane.bench.systems import Hit, System, SystemContext, SystemSpec, make_system
+from memlane.bench.systems.baselines import BaselineSystem, SharedRankers
+from memlane.bench.systems.memlane import MemlaneSystem
+from memlane.bench.systems.memlane import end_of_day as end_of_day  # callers from before systems import it here
 from memlane.core.embedding.protocol import make_embedder
-from memlane.core.errors import ConfigError, MemlaneError
+from memlane.core.errors import ConfigError, MemlaneError, ValidationError
 from memlane.core.memory import Memory
 from memlane.core.retrieval import MAX_K, resolve_settings
 from memlane.settings import embedder_config_from_env
@@ -89,6 +86,7 @@ class RetrievalOptions:
     data_dir: Path | None = None
     cache_dir: Path | None = None
     baselines: tuple[str, ...] = ()
+    systems: tuple[SystemSpec, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,10 +104,16 @@ class RunOutcome:
 def _check_options(options: RetrievalOptions) -> None:
     if options.dataset not in DATASETS:
         raise ConfigError(f"unknown data set {options.dataset!r}; known: {', '.join(DATASETS)}")
-    if not options.modes:
-        raise ConfigError("no search mode given")
+    if not options.modes and not options.systems:
+        raise ConfigError("no search mode or system given")
     if len(set(options.modes)) != len(options.modes):
         raise ConfigError(f"search modes repeat: {options.modes}")
+    labels = [*options.modes, *options.baselines, *(s.label for s in options.systems)]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise ValidationError(
+            f"two modes, baselines or systems share the name {repeated[0]!r} (name a system with as=)"
+        )
     for mode in options.modes:
         resolve_settings(mode)
     if options.baselines:
@@ -123,10 +127,20 @@ def _check_options(options: RetrievalOptions) -> None:
         raise ConfigError(f"--depth must be from 1 to {MAX_K}, got {options.depth}")
 
 
-def resolve_config(options: RetrievalOptions, stream: DatasetStream, settings: IngestSettings) -> RetrievalConfig:
-    """The full, logged config of a run (no paths)."""
+def run_depth(options: RetrievalOptions, settings: IngestSettings) -> int:
+    """Items asked per question: ``--depth``, else ``max(ks)`` exchanges' worth of blocks."""
+    return options.depth or min(MAX_K, max(options.ks) * blocks_per_exchange(settings.perspective))
+
+
+def resolve_config(
+    options: RetrievalOptions,
+    stream: DatasetStream,
+    settings: IngestSettings,
+    systems: Sequence[tuple[str, System]] = (),
+) -> RetrievalConfig:
+    """The full, logged config of a run (no paths); ``systems`` are the ``--system`` ones, by label."""
     ks = tuple(sorted(set(options.ks)))
-    depth = options.depth or min(MAX_K, max(ks) * blocks_per_exchange(settings.perspective))
+    depth = run_depth(options, settings)
     search: dict[str, dict[str, object]] = {}
     for mode in options.modes:
         s = resolve_settings(mode)
@@ -135,9 +149,11 @@ def resolve_config(options: RetrievalOptions, stream: DatasetStream, settings: I
     baselines = check_baselines(options.dataset, options.baselines) if options.baselines else ()
     for b in baselines:
         search[b.name] = b.settings()
+    for label, system in systems:
+        search[label] = system.settings()
     return RetrievalConfig(
         dataset=options.dataset,
-        modes=options.modes + tuple(b.name for b in baselines),
+        modes=options.modes + tuple(b.name for b in baselines) + tuple(label for label, _ in systems),
         ks=ks,
         limit=options.limit,
         depth=depth,
@@ -152,11 +168,93 @@ def resolve_config(options: RetrievalOptions, stream: DatasetStream, settings: I
     )
 
 
-def end_of_day(dt: datetime) -> datetime | None:
-    """The start of the next day: the exclusive bound of "before the end of the question's day". None
-    (no bound) on the last day a time can have, 31 December 9999, whose next day does not exist."""
-    start = dt.replace(hour=0, minute=0, second=0, microsecond=0)
-    return None if start.date() == date.max else start + timedelta(days=1)
+def rank_hits(hits: Sequence[Hit], index: HaystackIndex, min_length: int, *, cut: bool = False) -> Rankings:
+    """Session and turn rankings implied by a system's hits in rank order, padded to ``min_length`` (or the
+    whole haystack). Sessions follow the hits' sessions; turns are the hits' target turns (the index's),
+    de-duplicated in rank order. ``cut`` keeps at most ``min_length`` retrieved entries (the baselines);
+    otherwise every retrieved entry is kept. Padding appends the namespace's remaining sessions / target
+    turns in haystack order: what a ranker that scores them all zero returns."""
+    targets = set(index.turn_ids)
+    sessions: dict[str, None] = {}
+    turns: dict[str, None] = {}
+    for hit in hits:
+        sessions.setdefault(hit.session_id)
+        for turn_id in hit.turn_ids:
+            if turn_id in targets:
+                turns.setdefault(turn_id)
+    session_length = min(min_length, len(index.session_ids))
+    turn_length = min(min_length, len(index.turn_ids))
+    ranked_sessions = list(sessions)[:session_length] if cut else list(sessions)
+    ranked_turns = list(turns)[:turn_length] if cut else list(turns)
+    return Rankings(
+        session_ids=pad(ranked_sessions, index.session_ids, session_length),
+        turn_ids=pad(ranked_turns, index.turn_ids, turn_length),
+        retrieved_sessions=len(ranked_sessions),
+        retrieved_turns=len(ranked_turns),
+    )
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A system's answer to one question: its hits, the error if it failed, how long the search took."""
+
+    hits: list[Hit]
+    error: str | None
+    ms: float
+
+
+def ask_system(system: System, sample: Sample, config: RetrievalConfig, ingest_error: str | None = None) -> Asked:
+    """Search one question; a failure (of the search, or of the namespace's ingest) is an error, not a crash."""
+    started = time.perf_counter()
+    if ingest_error is not None:
+        return Asked([], ingest_error, 0.0)
+    try:
+        hits = system.search(sample.namespace, sample.question, config.depth, sample.question_date)
+        error = None
+    except MemlaneError as exc:
+        hits, error = [], f"{type(exc).__name__}: {exc}"
+    return Asked(hits, error, (time.perf_counter() - started) * 1000)
+
+
+def evaluate_system(
+    system: System,
+    label: str,
+    sample: Sample,
+    index: HaystackIndex,
+    config: RetrievalConfig,
+    split: str | None = None,
+    *,
+    ingest_ms: float | None = None,
+    ingest_error: str | None = None,
+    asked: Asked | None = None,
+) -> QuestionRecord:
+    """Ask one question of one system, rank its turns and sessions, score them: the one path every mode,
+    baseline and system takes. A failed search (or a failed ingest of the namespace) is logged as an error
+    with padding-only rankings (scored like any ranking: it counts, it is not skipped). ``ingest_ms`` (the
+    first question of a namespace) is what ingesting the namespace into the system took; ``asked``: the
+    search already made (:func:`ask_system`)."""
+    asked = asked or ask_system(system, sample, config, ingest_error)
+    searched = time.perf_counter()
+    rankings = rank_hits(asked.hits, index, config.min_length, cut=system.cuts_rankings)
+    turn_ids = rankings.turn_ids if system.ranks_turns else None
+    scores = DATASETS[config.dataset].family.score(sample, rankings.session_ids, turn_ids, config.ks)
+    done = time.perf_counter()
+    latency = {"search": asked.ms, "rank_and_score": (done - searched) * 1000}
+    if ingest_ms is not None:
+        latency["ingest"] = ingest_ms
+    return QuestionRecord(
+        mode=label,
+        sample=sample,
+        hits=tuple((h.item_id, h.score) for h in asked.hits[: config.depth]),
+        ranked_session_ids=rankings.session_ids,
+        ranked_turn_ids=turn_ids or (),
+        retrieved_sessions=rankings.retrieved_sessions,
+        retrieved_turns=rankings.retrieved_turns if system.ranks_turns else 0,
+        latency_ms=latency,
+        scores=scores,
+        error=asked.error,
+        split=split,
+    )
 
 
 def evaluate_question(
@@ -167,42 +265,9 @@ def evaluate_question(
     config: RetrievalConfig,
     split: str | None = None,
 ) -> QuestionRecord:
-    """Search one question in one mode, rank its turns and sessions, score them. A failed search is
-    logged as an error with padding-only rankings (scored like any ranking: it counts, it is not skipped)."""
-    before = None
-    if config.before_question_date and sample.question_date is not None:
-        before = end_of_day(sample.question_date)
-    started = time.perf_counter()
-    error = None
-    try:
-        hits = mem.search(
-            sample.namespace,
-            sample.question,
-            config.depth,
-            mode=mode,
-            before=before,
-            at=sample.question_date,
-            distinct=False,
-        )
-    except MemlaneError as exc:
-        hits, error = [], f"{type(exc).__name__}: {exc}"
-    searched = time.perf_counter()
-    rankings = rank((h.block for h in hits), index, config.min_length)
-    scores = DATASETS[config.dataset].family.score(sample, rankings.session_ids, rankings.turn_ids, config.ks)
-    done = time.perf_counter()
-    return QuestionRecord(
-        mode=mode,
-        sample=sample,
-        hits=tuple((h.block.id, h.score) for h in hits),
-        ranked_session_ids=rankings.session_ids,
-        ranked_turn_ids=rankings.turn_ids,
-        retrieved_sessions=rankings.retrieved_sessions,
-        retrieved_turns=rankings.retrieved_turns,
-        latency_ms={"search": (searched - started) * 1000, "rank_and_score": (done - searched) * 1000},
-        scores=scores,
-        error=error,
-        split=split,
-    )
+    """Search one question in one memlane search mode (:func:`evaluate_system` with memlane's system)."""
+    system = MemlaneSystem(mem, mode, before_question_date=config.before_question_date)
+    return evaluate_system(system, mode, sample, index, config, split)
 
 
 def open_bench(options: RetrievalOptions) -> tuple[DatasetStream, BenchStore, Memory]:
@@ -216,17 +281,71 @@ def open_bench(options: RetrievalOptions) -> tuple[DatasetStream, BenchStore, Me
     return stream, bench, bench.memory(embedder)
 
 
+def build_systems(
+    options: RetrievalOptions, modes: Sequence[str], bench: BenchStore, mem: Memory, work_dir: Path
+) -> tuple[dict[str, System], list[tuple[str, System]]]:
+    """Every mode of the run as a system, by label: memlane's presets, the baselines, then the ``--system``
+    ones (also returned apart, for the logged config)."""
+    family = DATASETS[options.dataset].family
+    depth = run_depth(options, bench.settings)
+    rankers = SharedRankers(family, mem.embedder)
+    context = SystemContext(family, mem.embedder, work_dir, depth, {"memory": mem, "baseline_rankers": rankers})
+    systems: dict[str, System] = {}
+    for mode in modes:
+        if mode in BASELINES:
+            systems[mode] = BaselineSystem(BASELINES[mode], rankers)
+        else:
+            systems[mode] = MemlaneSystem(mem, mode, before_question_date=options.before_question_date)
+    extra: list[tuple[str, System]] = []
+    try:
+        for spec in options.systems:
+            system = make_system(spec, context)
+            extra.append((spec.label, system))
+    except BaseException:
+        for _, system in extra:
+            system.close()
+        raise
+    systems.update(extra)
+    return systems, extra
+
+
+@dataclass
+class _Ingested:
+    """A system's ingest of the current namespace: how long it took, or why it failed."""
+
+    ms: float | None = None
+    error: str | None = None
+
+
+def _ingest_namespace(system: System, namespace: str, sessions: Sequence[Session]) -> _Ingested:
+    started = time.perf_counter()
+    try:
+        system.reset(namespace)
+        system.ingest(namespace, sessions)
+    except MemlaneError as exc:
+        return _Ingested(None, f"ingest: {type(exc).__name__}: {exc}")
+    return _Ingested((time.perf_counter() - started) * 1000)
+
+
 def run_retrieval(
     options: RetrievalOptions, run_dir: Path, *, progress: bool = True, on_batch: OnBatch | None = None
 ) -> RunOutcome:
-    """Ingest (once), evaluate every pending (question, mode), write the log, rankings and reports."""
+    """Ingest (once), evaluate every pending (question, mode), write the log, rankings and reports.
+
+    memlane's modes search the ingest-once bench store; every other system (baselines, ``--system``
+    peers) is given each namespace's sessions when its first pending question comes, and reset after
+    the namespace's questions."""
     _check_options(options)
     check_plotting()
     started = time.perf_counter()
     stream, bench, mem = open_bench(options)
+    systems: dict[str, System] = {}
     try:
         ingested = ingest(stream, bench, mem, limit=options.limit, progress=progress, on_batch=on_batch)
-        config = resolve_config(options, stream, bench.settings)
+        work_dir = (options.cache_dir or default_bench_cache()) / "systems"
+        baselines = check_baselines(options.dataset, options.baselines) if options.baselines else ()
+        systems, extra = build_systems(options, options.modes + tuple(b.name for b in baselines), bench, mem, work_dir)
+        config = resolve_config(options, stream, bench.settings, extra)
         store_info: dict[str, object] = {"key": bench.key, "settings": bench.settings.to_json()}
         header = new_header(config, dataset_record(stream), store_info | bench.manifest.totals())
         log = RunLog.open(Path(run_dir), header, {"ingest": ingested.to_json()})
@@ -236,25 +355,32 @@ def run_retrieval(
         bar = tqdm(desc=f"retrieval {options.dataset}", unit="q", total=total, disable=not progress, leave=False)
         family = DATASETS[options.dataset].family
         split_of = sample_splitter(family, (h.namespace for h in stream))
-        # resolve_config checked the baselines and appended them to the modes.
-        baselines = {mode: BASELINES[mode] for mode in config.modes if mode in BASELINES}
-        terms = TermCache(Vocabulary())
         asked = 0
         try:
             log.calibrate(calibrate(mem.embedder.inner))
             for haystack, samples in questions(stream, options.limit):
                 index = HaystackIndex.of(haystack, family)
-                ranker: HaystackRanker | None = None
+                namespace: dict[str, _Ingested] = {}
                 for sample in samples:
                     for mode in config.modes:
                         if (mode, sample.sample_id) in log.done:
                             continue
-                        if mode in baselines:
-                            # The cosine baselines embed with the run's embedder and its shared cache.
-                            ranker = ranker or HaystackRanker(haystack, family, terms, mem.embedder)
-                            record = evaluate_baseline(ranker, sample, index, baselines[mode], config, split_of(sample))
-                        else:
-                            record = evaluate_question(mem, sample, index, mode, config, split_of(sample))
+                        system = systems[mode]
+                        first = False
+                        if not isinstance(system, MemlaneSystem) and mode not in namespace:
+                            namespace[mode] = _ingest_namespace(system, haystack.namespace, haystack.sessions)
+                            first = True
+                        state = namespace.get(mode, _Ingested())
+                        record = evaluate_system(
+                            system,
+                            mode,
+                            sample,
+                            index,
+                            config,
+                            split_of(sample),
+                            ingest_ms=state.ms if first else None,
+                            ingest_error=state.error,
+                        )
                         log.write(record)
                         written += 1
                         errors += record.error is not None
@@ -262,12 +388,16 @@ def run_retrieval(
                     asked += 1
                     if asked % CALIBRATE_EVERY == 0:
                         log.calibrate(calibrate(mem.embedder.inner))
+                for mode in namespace:
+                    systems[mode].reset(haystack.namespace)
             if asked % CALIBRATE_EVERY:
                 log.calibrate(calibrate(mem.embedder.inner))
         finally:
             bar.close()
             log.close()
     finally:
+        for system in systems.values():
+            system.close()
         bench.close()
     write_reports(Path(run_dir))
     pack_log(Path(run_dir) / LOG_NAME)

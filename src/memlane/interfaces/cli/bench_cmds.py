@@ -19,7 +19,9 @@ from memlane.bench.retrieval.baselines import BASELINES
 from memlane.bench.retrieval.ingest import ingest
 from memlane.bench.retrieval.run import DEFAULT_MODES, RetrievalOptions, open_bench, run_retrieval
 from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER, DEFAULT_KS
+from memlane.bench.systems import SYSTEMS, SystemSpec, parse_system_spec
 from memlane.core.embedding.protocol import make_embedder
+from memlane.core.errors import ValidationError
 from memlane.core.retrieval import PRESETS
 from memlane.core.store.postgres import is_postgres_url
 from memlane.interfaces.cli.dataset_cmds import data_dir_option
@@ -169,6 +171,17 @@ def baseline_names(value: str | None, dataset: str | None = None) -> tuple[str, 
     return names
 
 
+def system_specs(values: tuple[str, ...]) -> tuple[SystemSpec, ...]:
+    """``--system`` values ("a --system b", or MEMLANE_BENCH_SYSTEMS="a b") as specs; a bad one exits 2."""
+    out = []
+    for value in (v for raw in values for v in raw.split()):
+        try:
+            out.append(parse_system_spec(value))
+        except ValidationError as exc:
+            raise click.BadParameter(str(exc), param_hint="--system") from None
+    return tuple(out)
+
+
 @bench_group.command("retrieval")
 @click.argument("dataset", type=DATASET_CHOICE)
 @out_option(
@@ -211,6 +224,16 @@ def baseline_names(value: str | None, dataset: str | None = None) -> tuple[str, 
     f"comma-separated names of {', '.join(BASELINES)}, or 'default' (the data set's defaults, as "
     "`bench baselines`). [env MEMLANE_BENCH_BASELINES]",
 )
+@click.option(
+    "--system",
+    "systems",
+    multiple=True,
+    cls=SettingOption,
+    setting="bench_systems",
+    help="A memory system to measure through the same loop, repeatable: NAME[:key=value,...] with NAME one of "
+    f"{', '.join(sorted(SYSTEMS))} (docs/bench/peers.md); as=LABEL names it in the report. Without --mode, "
+    "only the systems run. [env MEMLANE_BENCH_SYSTEMS, space-separated]",
+)
 @quiet_option
 @ingest_options
 def retrieval_cmd(
@@ -221,6 +244,7 @@ def retrieval_cmd(
     depth: int | None,
     before_question_date: bool,
     baselines: str | None,
+    systems: tuple[str, ...],
     quiet: bool,
     limit: int | None,
     perspective: str,
@@ -238,10 +262,12 @@ def retrieval_cmd(
       memlane bench retrieval locomo --out runs/locomo
       memlane bench retrieval longmemeval-s --out runs/lme-s --mode hybrid --k 5,10,50 --limit 50
       memlane bench retrieval locomo --out runs/locomo --baselines default
+      memlane bench retrieval locomo --out runs/peers --system memlane --system mem0 --system engram
     """
+    specs = system_specs(systems)
     options = RetrievalOptions(
         dataset=dataset,
-        modes=_modes(modes),
+        modes=_modes(modes) if modes or not specs else (),
         ks=parse_ks(ks),
         limit=limit,
         depth=depth,
@@ -251,6 +277,7 @@ def retrieval_cmd(
         data_dir=data_dir,
         cache_dir=cache_dir,
         baselines=baseline_names(baselines, dataset),
+        systems=specs,
     )
     outcome = run_retrieval(options, out, progress=not quiet)
     ing = outcome.ingest

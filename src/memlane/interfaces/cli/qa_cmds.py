@@ -27,7 +27,7 @@ from memlane.bench.qa.runconfig import (
 from memlane.bench.qa.sweep import SweepGrid, run_sweep, write_sweep_report
 from memlane.bench.retrieval.ingest import default_bench_cache
 from memlane.core.llm import LLM, CallLog
-from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, F, bench_group, ingest_options
+from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, F, bench_group, ingest_options, system_specs
 from memlane.interfaces.cli.options import (
     SettingOption,
     cli_settings,
@@ -328,8 +328,18 @@ def _summary(outcome: QAOutcome) -> str:
     setting="qa_mode",
     help="Search mode (vector, keyword, hybrid, or a *-messages preset). [env MEMLANE_QA_MODE]",
 )
+@click.option(
+    "--system",
+    default=None,
+    cls=SettingOption,
+    setting="qa_system",
+    help="Answer from this memory system's search instead of memlane's --mode: NAME[:key=value,...] as in "
+    "`bench retrieval --system` (docs/bench/peers.md); its k best items are the context. [env MEMLANE_QA_SYSTEM]",
+)
 @qa_options
-def qa_cmd(dataset: str, out: Path, answer_prompt: str, k: int, mode: str, shared: QACommandOptions) -> None:
+def qa_cmd(
+    dataset: str, out: Path, answer_prompt: str, k: int, mode: str, system: str | None, shared: QACommandOptions
+) -> None:
     """QA benchmark: retrieve (or take the full history), answer, score F1 / BLEU-1 / J, report.
 
     DATASET is locomo, longmemeval-s, longmemeval-oracle, longmemeval-m or longmemeval-s-x500. Prints the
@@ -340,8 +350,10 @@ def qa_cmd(dataset: str, out: Path, answer_prompt: str, k: int, mode: str, share
       memlane bench qa locomo --out runs/qa-locomo --llm openai --judge openai --k 10 --mode hybrid
       memlane bench qa longmemeval-oracle --out runs/oracle --llm openai --judge openai --context full
       memlane bench qa locomo --out runs/qa-offline --llm scripted --judge scripted --limit 20
+      memlane bench qa locomo --out runs/qa-mem0 --llm openai --judge openai --system mem0
     """
-    options = shared.run_options(dataset, k=k, mode=mode, answer_prompt=answer_prompt)
+    spec = system_specs((system,))[0] if system else None
+    options = shared.run_options(dataset, k=k, mode=mode, answer_prompt=answer_prompt, system=spec)
     llm, judge, log = _llms(shared, options.concurrency)
     try:
         outcome = run_qa(options, out, llm=llm, judge_llm=judge, progress=not shared.quiet)
