@@ -21,6 +21,7 @@ from memlane.bench.retrieval.run import DEFAULT_MODES, RetrievalOptions, open_be
 from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER, DEFAULT_KS
 from memlane.core.embedding.protocol import make_embedder
 from memlane.core.retrieval import PRESETS
+from memlane.core.store.annsettings import DEFAULT_THRESHOLD, AnnSettings
 from memlane.core.store.postgres import is_postgres_url
 from memlane.interfaces.cli.dataset_cmds import data_dir_option
 
@@ -68,23 +69,60 @@ def bench_group() -> None:
     help="A postgresql:// URL to measure the PostgreSQL backend there (in throwaway schemas); default: the "
     "embedded SQLite store in a temporary folder. [env MEMLANE_PERF_STORE]",
 )
-def perf_cmd(as_json: bool, embedder: str, sizes: str, queries: int, store: str | None) -> None:
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="MEMLANE_PERF_OUT",
+    default=None,
+    help="A folder for perf.json and perf-curve.png (each stage's p50 against the user's size, log-log). "
+    "[env MEMLANE_PERF_OUT]",
+)
+@click.option(
+    "--ann-threshold",
+    type=click.IntRange(min=-1),
+    envvar="MEMLANE_ANN_THRESHOLD",
+    default=DEFAULT_THRESHOLD,
+    show_default=True,
+    help="Users with at least this many keys are searched through an approximate index; 0: every user, "
+    "-1: none (exact scans only). [env MEMLANE_ANN_THRESHOLD]",
+)
+@click.option(
+    "--ann-ef-search",
+    type=click.IntRange(min=2),
+    envvar="MEMLANE_ANN_EF_SEARCH",
+    default=AnnSettings.ef_search,
+    show_default=True,
+    help="The index's search beam. [env MEMLANE_ANN_EF_SEARCH]",
+)
+def perf_cmd(
+    as_json: bool,
+    embedder: str,
+    sizes: str,
+    queries: int,
+    store: str | None,
+    out_dir: Path | None,
+    ann_threshold: int,
+    ann_ef_search: int,
+) -> None:
     """Measure ingest latency, bulk throughput and search latency on the embedded default (or PostgreSQL).
 
     \b
     Example:
       memlane bench perf --json
+      memlane bench perf --sizes 1000,10000,100000,1000000 --out runs/perf
       memlane bench perf --store postgresql://memlane@127.0.0.1:5432/memlane
     """
     try:
         size_list = tuple(int(s) for s in sizes.split(",") if s.strip())
     except ValueError:
         raise click.BadParameter(f"expected comma-separated integers, got {sizes!r}", param_hint="--sizes") from None
-    settings = replace(PerfSettings(), sizes=size_list, queries=queries)
+    ann = AnnSettings(threshold=None if ann_threshold < 0 else ann_threshold, ef_search=ann_ef_search, background=False)
+    settings = replace(PerfSettings(), sizes=size_list, queries=queries, ann=ann)
     emb = make_embedder(embedder)
     if store is not None and not is_postgres_url(store):
         raise click.BadParameter(f"expected a postgresql:// URL, got {store!r}", param_hint="--store")
-    figures = run_perf(emb, settings, progress=lambda m: click.echo(f"... {m}", err=True), store=store)
+    figures = run_perf(emb, settings, progress=lambda m: click.echo(f"... {m}", err=True), store=store, out_dir=out_dir)
     if as_json:
         click.echo(json.dumps({k: round(v, 3) for k, v in figures.items()}))
     else:
