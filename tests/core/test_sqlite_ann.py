@@ -189,3 +189,18 @@ def test_key_pks_are_never_reused(tmp_path: Path) -> None:
     store.delete_block("alice", blocks[-1].id)
     fill(store, "alice", 1, start=10)
     assert store.query("SELECT max(pk) FROM search_keys")[0][0] == top + 1
+
+
+def test_in_the_background_searches_stay_exact_until_the_index_is_ready(tmp_path: Path) -> None:
+    import time
+
+    store = SqliteStore(tmp_path / "m.db", ann=AnnSettings(threshold=0))
+    exact = SqliteStore(tmp_path / "m.db", ann=EXACT)
+    fill(store, "alice", 1500)
+    q = queries(1)[0]
+    assert store.vector_candidates("alice", q, 10) == exact.vector_candidates("alice", q, 10)
+    deadline = time.monotonic() + 60
+    while not store.ann.state(1)["loaded"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store.ann.state(1)["loaded"] and store.ann.errors == []
+    assert recall(store, exact, "alice") >= 0.95

@@ -245,6 +245,14 @@ def baseline_names(value: str | None, dataset: str | None = None) -> tuple[str, 
     "`bench baselines`). [env MEMLANE_BENCH_BASELINES]",
 )
 @click.option("--quiet", is_flag=True, envvar="MEMLANE_BENCH_QUIET", help="No progress bars. [env MEMLANE_BENCH_QUIET]")
+@click.option(
+    "--ann-threshold",
+    type=click.IntRange(min=0),
+    default=None,
+    envvar="MEMLANE_BENCH_ANN_THRESHOLD",
+    help="Search users of at least this many keys through the approximate index; 0 forces it on for every "
+    "user (to compare with an exact run). Default: the store's threshold. [env MEMLANE_BENCH_ANN_THRESHOLD]",
+)
 @ingest_options
 def retrieval_cmd(
     dataset: str,
@@ -255,6 +263,7 @@ def retrieval_cmd(
     before_question_date: bool,
     baselines: str | None,
     quiet: bool,
+    ann_threshold: int | None,
     limit: int | None,
     perspective: str,
     embedder: str,
@@ -271,6 +280,7 @@ def retrieval_cmd(
       memlane bench retrieval locomo --out runs/locomo
       memlane bench retrieval longmemeval-s --out runs/lme-s --mode hybrid --k 5,10,50 --limit 50
       memlane bench retrieval locomo --out runs/locomo --baselines default
+      memlane bench retrieval locomo --out runs/locomo-ann --ann-threshold 0
     """
     options = RetrievalOptions(
         dataset=dataset,
@@ -284,6 +294,7 @@ def retrieval_cmd(
         data_dir=data_dir,
         cache_dir=cache_dir,
         baselines=baseline_names(baselines, dataset),
+        ann_threshold=ann_threshold,
     )
     outcome = run_retrieval(options, out, progress=not quiet)
     ing = outcome.ingest
