@@ -124,6 +124,20 @@ class Settings(BaseSettings):
     bench_compare_categories: bool = Field(default=False, description="`bench compare` per category (--categories)")
     perf_sizes: str | None = Field(default=None, description="Store sizes of `bench perf`, comma-separated (--sizes)")
     perf_store: str | None = Field(default=None, description="Store kind of `bench perf` (--store)")
+    perf_out: Path | None = Field(
+        default=None, description="Folder for perf.json and perf-curve.png of `bench perf` (--out)"
+    )
+    ann_threshold: int = Field(
+        default=20_000,
+        description="Keys from which `bench perf` searches a user through the approximate index (--ann-threshold)",
+    )
+    ann_ef_search: int = Field(
+        default=128, description="The approximate index's search beam in `bench perf` (--ann-ef-search)"
+    )
+    bench_ann_threshold: int | None = Field(
+        default=None,
+        description="Keys from which `bench retrieval` uses the approximate index; 0: always (--ann-threshold)",
+    )
     # -- bench qa ----------------------------------------------------------------------------------------
     qa_judge_prompts: str | None = Field(default=None, description="Judge prompts of `bench qa` (--judge-prompts)")
     qa_context: str | None = Field(default=None, description="Context the answerer gets (--context)")

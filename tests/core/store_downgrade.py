@@ -55,6 +55,7 @@ def downgrade_to_v6(path: Path) -> None:
     )
     for table in ("api_keys", "deletion_epoch", "user_deletions"):
         conn.execute(f"DROP TABLE {table}")
+    conn.execute("DROP TABLE IF EXISTS ann_index")  # schema 8
     conn.execute("PRAGMA user_version = 6")
     conn.execute("COMMIT")
     conn.close()

@@ -51,6 +51,7 @@ def test_delete_user_leaves_nothing_of_them(service: Service) -> None:
         "key_segments": 0,
         "jobs": 0,
         "api_keys": 0,
+        "ann_index": 0,
         "key_vectors": 0,
         "key_terms": 0,
         "retention_policies": 0,

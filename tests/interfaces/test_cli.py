@@ -97,13 +97,19 @@ def test_list_and_users(env: dict[str, str]) -> None:
 
 
 def test_bench_perf_json_keys(tmp_path: Path) -> None:
-    env = {"MEMLANE_EMBEDDER": "hashing", "MEMLANE_PERF_SIZES": "200,500"}
-    code, out, _ = run(["bench", "perf", "--json", "--queries", "5"], env)
+    env = {"MEMLANE_EMBEDDER": "hashing", "MEMLANE_PERF_SIZES": "200,500", "MEMLANE_ANN_THRESHOLD": "300"}
+    code, out, _ = run(["bench", "perf", "--json", "--queries", "5", "--out", str(tmp_path / "perf")], env)
     assert code == 0, out
     figures = json.loads(out)
     for key in ("ingest_p50_ms", "ingest_p95_ms", "bulk_blocks_per_s", "embedder_sentences_per_s",
-                "search_p50_ms_200", "search_vector_p50_ms_200"):  # fmt: skip
-        assert key in figures and figures[key] > 0
+                "search_p50_ms_200", "vector_p50_ms_200", "keyword_p50_ms_500", "embed_p50_ms_500",
+                "vector_exact_p50_ms_500", "ingest_p50_ms_500", "ann_build_s_500", "calibration_embed_ms_p50",
+                "search_p50_ms_500_x_cal", "store_mb", "peak_rss_mb"):  # fmt: skip
+        assert key in figures and figures[key] > 0, key
+    assert "ann_build_s_200" not in figures  # below the threshold: exact, no index
+    assert figures["ann_recall10_200"] == 1.0 and 0.5 <= figures["ann_recall10_500"] <= 1.0
+    assert (tmp_path / "perf" / "perf-curve.png").stat().st_size > 0
+    assert json.loads((tmp_path / "perf" / "perf.json").read_text())["engine"] == "sqlite"
 
 
 def test_extraction_commands(env: dict[str, str]) -> None:

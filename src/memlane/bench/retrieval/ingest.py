@@ -35,6 +35,7 @@ from memlane.core.embedding.protocol import Embedder
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.memory import Memory
 from memlane.core.model import PerspectiveMode
+from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.sqlite import SqliteStore
 from memlane.core.timefmt import now_utc
 from memlane.settings import bench_cache_from_env
@@ -249,15 +250,16 @@ class BenchStore:
         tmp.write_text(json.dumps(self.manifest.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
         tmp.replace(self.manifest_path)
 
-    def memory(self, embedder: Embedder) -> Memory:
-        """A Memory on this store, with the cache directory's shared embedding cache."""
+    def memory(self, embedder: Embedder, ann: AnnSettings | None = None) -> Memory:
+        """A Memory on this store, with the cache directory's shared embedding cache. ``ann``: the store's
+        approximate index settings (its default when None)."""
         if embedder.model_id != self.settings.embedder_model_id:
             raise ConfigError(
                 f"embedder {embedder.model_id} does not match the store's {self.settings.embedder_model_id}"
             )
         self.directory.mkdir(parents=True, exist_ok=True)
         cache = SqliteStore(self.embedding_cache_path, durability=BENCH_DURABILITY)
-        store = SqliteStore(self.store_path, durability=BENCH_DURABILITY)
+        store = SqliteStore(self.store_path, durability=BENCH_DURABILITY, ann=ann)
         self._stores += [store, cache]
         return Memory(store, embedder, embedding_cache=cache)
 

@@ -58,6 +58,7 @@ from memlane.core.embedding.protocol import make_embedder
 from memlane.core.errors import ConfigError, MemlaneError, ValidationError
 from memlane.core.memory import Memory
 from memlane.core.retrieval import MAX_K, resolve_settings
+from memlane.core.store.annsettings import AnnSettings
 from memlane.settings import embedder_config_from_env
 
 DEFAULT_MODES: tuple[str, ...] = ("vector", "keyword", "hybrid")
@@ -73,6 +74,9 @@ class RetrievalOptions:
     evidence session timed later on the question's own day).
     ``baselines`` (names from :data:`memlane.bench.retrieval.baselines.BASELINES`) are ranked in the same run, over the
     same questions, as extra modes of the log: the reference figures sit next to memlane's in one report.
+    ``ann_threshold``: search users of at least this many keys through the store's approximate index (0:
+    every user, to measure the index against the exact scan); None: the store's default. Logged with each
+    mode's search settings when set.
     """
 
     dataset: str
@@ -87,6 +91,7 @@ class RetrievalOptions:
     cache_dir: Path | None = None
     baselines: tuple[str, ...] = ()
     systems: tuple[SystemSpec, ...] = ()
+    ann_threshold: int | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,8 @@ def resolve_config(
         s = resolve_settings(mode)
         # What Memory.search will use at this depth (each retriever brings at least `depth` candidates).
         search[mode] = s.to_json() | {"candidates": max(s.candidates, depth)}
+        if options.ann_threshold is not None:
+            search[mode]["ann_threshold"] = options.ann_threshold
     baselines = check_baselines(options.dataset, options.baselines) if options.baselines else ()
     for b in baselines:
         search[b.name] = b.settings()
@@ -278,7 +285,8 @@ def open_bench(options: RetrievalOptions) -> tuple[DatasetStream, BenchStore, Me
     embedder = make_embedder(options.embedder, embedder_config_from_env())
     settings = IngestSettings(resolve_perspective(family, options.perspective), options.embedder, embedder.model_id)
     bench = BenchStore.open(options.cache_dir or default_bench_cache(), DatasetIdentity.of(stream), settings)
-    return stream, bench, bench.memory(embedder)
+    ann = None if options.ann_threshold is None else AnnSettings(threshold=options.ann_threshold, background=False)
+    return stream, bench, bench.memory(embedder, ann)
 
 
 def build_systems(

@@ -14,7 +14,7 @@ matrix (2,600 keys), and the cache holds four times as many users.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,10 +34,16 @@ class UserMatrix:
     block_pks: npt.NDArray[np.int64]
     kinds: npt.NDArray[np.int8]
     event_ts: npt.NDArray[np.float64]
+    # The keys' own pks, ascending (an approximate index names keys by them: memlane.core.store.sqlite.ann)
+    key_pks: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def n(self) -> int:
+        return int(self.vectors.shape[0])
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.vectors, self.scales, self.block_pks, self.kinds, self.event_ts)
+        arrays = (self.vectors, self.scales, self.block_pks, self.kinds, self.event_ts, self.key_pks)
         return int(sum(a.nbytes for a in arrays))
 
     def appended(self, other: UserMatrix) -> UserMatrix:
@@ -50,6 +56,7 @@ class UserMatrix:
             block_pks=np.concatenate([self.block_pks, other.block_pks]),
             kinds=np.concatenate([self.kinds, other.kinds]),
             event_ts=np.concatenate([self.event_ts, other.event_ts]),
+            key_pks=np.concatenate([self.key_pks, other.key_pks]),
         )
 
 

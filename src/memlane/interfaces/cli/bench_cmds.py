@@ -23,6 +23,7 @@ from memlane.bench.systems import SYSTEMS, SystemSpec, parse_system_spec
 from memlane.core.embedding.protocol import make_embedder
 from memlane.core.errors import ValidationError
 from memlane.core.retrieval import PRESETS
+from memlane.core.store.annsettings import DEFAULT_THRESHOLD, AnnSettings
 from memlane.core.store.postgres import is_postgres_url
 from memlane.interfaces.cli.dataset_cmds import data_dir_option
 from memlane.interfaces.cli.options import (
@@ -86,23 +87,63 @@ def bench_group() -> None:
     help="A postgresql:// URL to measure the PostgreSQL backend there (in throwaway schemas); default: the "
     "embedded SQLite store in a temporary folder. [env MEMLANE_PERF_STORE]",
 )
-def perf_cmd(as_json: bool, embedder: str, sizes: str, queries: int, store: str | None) -> None:
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    cls=SettingOption,
+    setting="perf_out",
+    default=None,
+    help="A folder for perf.json and perf-curve.png (each stage's p50 against the user's size, log-log). "
+    "[env MEMLANE_PERF_OUT]",
+)
+@click.option(
+    "--ann-threshold",
+    type=click.IntRange(min=-1),
+    cls=SettingOption,
+    setting="ann_threshold",
+    default=DEFAULT_THRESHOLD,
+    show_default=True,
+    help="Users with at least this many keys are searched through an approximate index; 0: every user, "
+    "-1: none (exact scans only). [env MEMLANE_ANN_THRESHOLD]",
+)
+@click.option(
+    "--ann-ef-search",
+    type=click.IntRange(min=2),
+    cls=SettingOption,
+    setting="ann_ef_search",
+    default=AnnSettings.ef_search,
+    show_default=True,
+    help="The index's search beam. [env MEMLANE_ANN_EF_SEARCH]",
+)
+def perf_cmd(
+    as_json: bool,
+    embedder: str,
+    sizes: str,
+    queries: int,
+    store: str | None,
+    out_dir: Path | None,
+    ann_threshold: int,
+    ann_ef_search: int,
+) -> None:
     """Measure ingest latency, bulk throughput and search latency on the embedded default (or PostgreSQL).
 
     \b
     Example:
       memlane bench perf --json
+      memlane bench perf --sizes 1000,10000,100000,1000000 --out runs/perf
       memlane bench perf --store postgresql://memlane@127.0.0.1:5432/memlane
     """
     try:
         size_list = tuple(int(s) for s in sizes.split(",") if s.strip())
     except ValueError:
         raise click.BadParameter(f"expected comma-separated integers, got {sizes!r}", param_hint="--sizes") from None
-    settings = replace(PerfSettings(), sizes=size_list, queries=queries)
+    ann = AnnSettings(threshold=None if ann_threshold < 0 else ann_threshold, ef_search=ann_ef_search, background=False)
+    settings = replace(PerfSettings(), sizes=size_list, queries=queries, ann=ann)
     emb = make_embedder(embedder, cli_settings().embedder_config())
     if store is not None and not is_postgres_url(store):
         raise click.BadParameter(f"expected a postgresql:// URL, got {store!r}", param_hint="--store")
-    figures = run_perf(emb, settings, progress=lambda m: click.echo(f"... {m}", err=True), store=store)
+    figures = run_perf(emb, settings, progress=lambda m: click.echo(f"... {m}", err=True), store=store, out_dir=out_dir)
     if as_json:
         click.echo(json.dumps({k: round(v, 3) for k, v in figures.items()}))
     else:
@@ -235,6 +276,15 @@ def system_specs(values: tuple[str, ...]) -> tuple[SystemSpec, ...]:
     "only the systems run. [env MEMLANE_BENCH_SYSTEMS, space-separated]",
 )
 @quiet_option
+@click.option(
+    "--ann-threshold",
+    type=click.IntRange(min=0),
+    default=None,
+    cls=SettingOption,
+    setting="bench_ann_threshold",
+    help="Search users of at least this many keys through the approximate index; 0 forces it on for every "
+    "user (to compare with an exact run). Default: the store's threshold. [env MEMLANE_BENCH_ANN_THRESHOLD]",
+)
 @ingest_options
 def retrieval_cmd(
     dataset: str,
@@ -246,6 +296,7 @@ def retrieval_cmd(
     baselines: str | None,
     systems: tuple[str, ...],
     quiet: bool,
+    ann_threshold: int | None,
     limit: int | None,
     perspective: str,
     embedder: str,
@@ -263,6 +314,7 @@ def retrieval_cmd(
       memlane bench retrieval longmemeval-s --out runs/lme-s --mode hybrid --k 5,10,50 --limit 50
       memlane bench retrieval locomo --out runs/locomo --baselines default
       memlane bench retrieval locomo --out runs/peers --system memlane --system mem0 --system engram
+      memlane bench retrieval locomo --out runs/locomo-ann --ann-threshold 0
     """
     specs = system_specs(systems)
     options = RetrievalOptions(
@@ -278,6 +330,7 @@ def retrieval_cmd(
         cache_dir=cache_dir,
         baselines=baseline_names(baselines, dataset),
         systems=specs,
+        ann_threshold=ann_threshold,
     )
     outcome = run_retrieval(options, out, progress=not quiet)
     ing = outcome.ingest

@@ -16,15 +16,17 @@ user (FTS5's are per file): a user's ranking never depends on other users' text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1, sql_idf, sql_term_score
 from memlane.core.ranking.session_words import SessionWordCounts
+from memlane.core.store.annsettings import EXACT, AnnSettings
 from memlane.core.store.keyword import query_terms
 from memlane.core.store.postgres.adapt import PgVector
+from memlane.core.store.postgres.ann import index_name, set_search
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import TEXT_CONFIG
 from memlane.core.store.vectors import KIND_CODES
@@ -62,22 +64,40 @@ def vector_top_blocks(
     kinds: frozenset[str] | None = None,
     after: float | None = None,
     before: float | None = None,
+    ann: AnnSettings = EXACT,
+    build_index: Callable[[int], None] = lambda _user_id: None,
 ) -> list[tuple[int, float]]:
-    """Exact top-k blocks by cosine similarity; a block scores as its best key."""
-    user_id = _user_id(conn, user, index_only=True)
-    if k <= 0 or user_id is None:
+    """Top-k blocks by cosine similarity; a block scores as its best key. Exact, or for a user of at least
+    ``ann.threshold`` keys through the user's HNSW index (:mod:`memlane.core.store.postgres.ann`) once it
+    is made; ``build_index`` is called with the user's id when the user has none yet."""
+    row = conn.execute(
+        "SELECT id, n_keys, set_config('enable_seqscan', 'off', true), "
+        "(SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s || id)) FROM users WHERE name = %s",
+        (index_name(0).removesuffix("0"), user),
+    ).fetchone()
+    if k <= 0 or row is None:
         return []
+    user_id, n_keys, _, valid = int(row[0]), int(row[1]), row[2], row[3]
+    approximate = ann.applies(n_keys)
+    if approximate and not valid:
+        build_index(user_id)
+    approximate = approximate and bool(valid)
     params: dict[str, object] = {"user_id": user_id, "q": PgVector(query.reshape(-1))}
     where = "v.user_id = %(user_id)s::bigint"  # psycopg would send a small id as int2
     if kinds is not None and len(kinds) < len(KIND_CODES):
         where += " AND v.kind = ANY(%(kinds)s::smallint[])"
         params["kinds"] = sorted(KIND_CODES[x] for x in kinds)
     where += _window("v.event_ts", after, before, params)
-    statement = f"SELECT v.block_pk, v.embedding <#> %(q)s AS d FROM key_vectors v WHERE {where} ORDER BY d LIMIT %(n)s"
+    # The user's index is on the vector cast to its width (memlane.core.store.postgres.ann): the same
+    # expression here lets the planner use it.
+    column = f"v.embedding::vector({int(query.size)})" if approximate else "v.embedding"
+    statement = f"SELECT v.block_pk, {column} <#> %(q)s AS d FROM key_vectors v WHERE {where} ORDER BY d LIMIT %(n)s"
     # A block may own several keys: take enough keys to find k distinct blocks, widening if needed.
     want = max(4 * k, k + 32)
     while True:
         params["n"] = want
+        if approximate:
+            set_search(conn, ann, want)
         rows = conn.execute(statement, params).fetchall()
         best: dict[int, float] = {}
         for pk, d in rows:

@@ -27,8 +27,10 @@ from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, U
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
-from memlane.core.store.postgres import accounts, expiry, search
+from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.postgres import accounts, ann, expiry, search
 from memlane.core.store.postgres.adapt import register_vector
+from memlane.core.store.postgres.ann import AnnBuilder
 from memlane.core.store.postgres.blocks import (
     INTEGRITY_CHECKS,
     add_session_terms,
@@ -69,15 +71,20 @@ class PostgresStore:
         pool_max: int = 10,
         timeout_s: float = 30.0,
         create: bool = True,
+        ann: AnnSettings | None = None,
     ) -> None:
         """``create=False`` opens only an existing store (its tables made by an earlier open):
-        StoreNotFoundError, creating nothing, if there is none."""
+        StoreNotFoundError, creating nothing, if there is none. ``ann``: when large users are searched
+        through a per-user HNSW index (:class:`memlane.core.store.annsettings.AnnSettings`; by default from
+        20,000 keys)."""
         if durability not in ("full", "normal"):
             raise ConfigError(f"durability must be 'full' or 'normal', not {durability!r}")
         self.url = url
         self.schema = schema
         self.durability = durability
         self._where = redact(url) + (f" (schema {schema})" if schema else "")
+        self.ann_settings = ann or AnnSettings()
+        self.ann = AnnBuilder(self.ann_settings, self._autocommit)
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=int(timeout_s)) as conn:
                 if not create and not store_exists(conn, schema):
@@ -130,6 +137,16 @@ class PostgresStore:
                 yield conn
         except psycopg.Error as exc:
             raise StoreError(f"database operation failed on {self._where}: {exc}") from exc
+
+    @contextmanager
+    def _autocommit(self) -> Iterator[Conn]:
+        """A pooled connection in autocommit mode (for ``CREATE INDEX CONCURRENTLY``), given back as lent."""
+        with self.transaction() as conn:
+            conn.autocommit = True
+            try:
+                yield conn
+            finally:
+                conn.autocommit = False
 
     def query(self, statement: str, params: Sequence[object] | dict[str, object] = ()) -> list[tuple[Any, ...]]:
         """A read in its own transaction, for the store's own modules and tests."""
@@ -304,6 +321,7 @@ class PostgresStore:
             keys = conn.execute("DELETE FROM api_keys WHERE user_id = %s", (user_id,)).rowcount
             conn.execute("DELETE FROM retention_policies WHERE user_id = %s", (user_id,))
             conn.execute("DELETE FROM users WHERE id = %s", (user_id,))
+            ann.drop_user(conn, user_id)
             accounts.record_deletion(conn, user)
         return DeletedUser(blocks=int(n), keys=int(keys))
 
@@ -408,9 +426,18 @@ class PostgresStore:
         after: float | None = None,
         before: float | None = None,
     ) -> list[tuple[int, float]]:
-        """Exact cosine top-k blocks of ``user`` (block reference, similarity), computed in the database."""
+        """Cosine top-k blocks of ``user`` (block reference, similarity), computed in the database: an exact
+        scan, or past the threshold the user's HNSW index (:mod:`memlane.core.store.postgres.ann`)."""
+        unindexed: list[int] = []
         with self.transaction() as conn:
-            return search.vector_top_blocks(conn, user, query, k, kinds=kinds, after=after, before=before)
+            found = search.vector_top_blocks(
+                conn, user, query, k, kinds=kinds, after=after, before=before, ann=self.ann_settings,
+                build_index=unindexed.append,
+            )  # fmt: skip
+        # After the search's transaction: CREATE INDEX CONCURRENTLY waits for every older transaction.
+        for user_id in unindexed:
+            self.ann.ensure(user_id)
+        return found
 
     def keyword_candidates(
         self,
@@ -492,6 +519,9 @@ class PostgresStore:
             )
         }
         out["users"] = len(rows)
+        out["ann_index"] = int(
+            self.query("SELECT count(*) FROM pg_class WHERE oid = to_regclass(%s)", (ann.index_name(uid),))[0][0]
+        )
         return out
 
     def integrity_check(self) -> list[str]:

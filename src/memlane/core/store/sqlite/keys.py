@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
+from memlane.core.store.sqlite.ann import forget_keys
 from memlane.core.store.sqlite.segments import Segment, insert_segment, load_user, quantize, remove_keys
 from memlane.core.store.sqlite.terms import TermIds, index_texts, unindex, word_bags
 from memlane.core.store.terms import UserTerms, session_code
@@ -24,13 +25,12 @@ def insert_keys(
 ) -> tuple[UserMatrix, UserTerms]:
     """Insert keys with their vectors and term bags; returns them as rows for the user's caches."""
     ns = f"u{user_id}"
-    key_pks: list[int] = []
-    for block_pk, kind, text, chash, *_ in rows:
-        cur = conn.execute(
-            "INSERT INTO search_keys(user_id, block_pk, ns, kind, text, content_hash) VALUES (?,?,?,?,?,?)",
-            (user_id, block_pk, ns, kind, text, chash),
-        )
-        key_pks.append(int(cur.lastrowid or 0))
+    first = next_key_pks(conn, len(rows))
+    key_pks = list(range(first, first + len(rows)))
+    conn.executemany(
+        "INSERT INTO search_keys(pk, user_id, block_pk, ns, kind, text, content_hash) VALUES (?,?,?,?,?,?,?)",
+        [(pk, user_id, r[0], ns, r[1], r[2], r[3]) for pk, r in zip(key_pks, rows, strict=True)],
+    )
     bags = index_texts(conn, [r[2] for r in rows], term_ids)
     words = word_bags(conn, [r[6] for r in rows], term_ids)
     q, scales = quantize(np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(rows), -1))
@@ -55,6 +55,22 @@ def insert_keys(
     return segment.matrix(-1), segment.terms(-1)
 
 
+def next_key_pks(conn: sqlite3.Connection, n: int) -> int:
+    """The first of ``n`` fresh key pks, reserved (call inside the write transaction). Key pks are never
+    reused, even after the keys holding the highest ones are deleted (SQLite's own rowids would be): an
+    approximate index names keys by pk and tells the keys it holds from newer ones by a pk watermark
+    (:mod:`memlane.core.store.sqlite.ann`)."""
+    (high,) = conn.execute(
+        "SELECT max(coalesce((SELECT max(pk) FROM search_keys), 0), "
+        "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'key_pk_high'), 0))"
+    ).fetchone()
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES ('key_pk_high', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (str(int(high) + n),),
+    )
+    return int(high) + 1
+
+
 def delete_keys(conn: sqlite3.Connection, where: str, params: tuple[object, ...]) -> int:
     """Delete the keys matching ``where`` (an SQL condition on search_keys) with their vectors and term bags."""
     by_user: dict[int, list[int]] = {}
@@ -63,6 +79,7 @@ def delete_keys(conn: sqlite3.Connection, where: str, params: tuple[object, ...]
     if not by_user:
         return 0
     for user_id, key_pks in by_user.items():
+        forget_keys(conn, user_id, key_pks)
         gone = remove_keys(conn, user_id, key_pks)
         unindex(conn, gone.n, int(gone.lengths.sum()), gone.term_ids)
     return int(conn.execute(f"DELETE FROM search_keys WHERE {where}", params).rowcount)

@@ -251,6 +251,19 @@ MIGRATIONS: list[Migration] = [
         updated_at REAL NOT NULL
     );
     """,
+    # 9: where each large user's approximate vector index stands (memlane.core.store.sqlite.ann): its file
+    # beside the database, a generation (compare-and-set by the processes that build it), the watermark
+    # (the highest key pk it holds), how many keys it holds and how many of them were deleted since.
+    """
+    CREATE TABLE ann_index(
+        user_id INTEGER PRIMARY KEY REFERENCES users(id),
+        file TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        max_key_pk INTEGER NOT NULL,
+        keys INTEGER NOT NULL,
+        deleted INTEGER NOT NULL DEFAULT 0
+    );
+    """,
 ]
 
 

@@ -138,6 +138,7 @@ class Segment:
             block_pks=self.block_pks,
             kinds=self.kinds,
             event_ts=self.event_ts,
+            key_pks=self.key_pks,
         )
 
     def terms(self, version: int) -> UserTerms:

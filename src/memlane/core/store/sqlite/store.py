@@ -24,9 +24,11 @@ from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, U
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts, people_words
 from memlane.core.retention import Expired, Policies, RetentionPolicy
+from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.cache import UserCache
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite import accounts, expiry
+from memlane.core.store.sqlite.ann import AnnIndexes, drop_user
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index
 from memlane.core.store.sqlite.probe import probe_write
 from memlane.core.store.sqlite.schema import migrate
@@ -71,11 +73,18 @@ class SqliteStore:
     """
 
     def __init__(
-        self, path: str | Path, *, durability: str = "full", cache_bytes: int = 2 * 1024**3, create: bool = True
+        self,
+        path: str | Path,
+        *,
+        durability: str = "full",
+        cache_bytes: int = 2 * 1024**3,
+        create: bool = True,
+        ann: AnnSettings | None = None,
     ) -> None:
         """``cache_bytes`` bounds each of the two per-user index caches (key vectors, key terms).
         ``create=False`` opens only an existing store: StoreNotFoundError (creating nothing) if there is
-        none at ``path``."""
+        none at ``path``. ``ann``: when large users are searched through an approximate index
+        (:class:`memlane.core.store.annsettings.AnnSettings`; the default indexes users from 20,000 keys)."""
         if durability not in ("full", "normal"):
             raise ConfigError(f"durability must be 'full' or 'normal', not {durability!r}")
         self.path = Path(path)
@@ -84,6 +93,8 @@ class SqliteStore:
         self._cache: UserCache[UserMatrix] = UserCache(cache_bytes)
         self._terms: UserCache[UserTerms] = UserCache(cache_bytes)
         self.term_ids = TermIds()
+        self.ann_settings = ann or AnnSettings()
+        self.ann = AnnIndexes(self.path, self.ann_settings, self._conn)
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         if create:
@@ -383,11 +394,13 @@ class SqliteStore:
             delete_keys(conn, "user_id = ?", (user_id,))
             n = conn.execute("DELETE FROM blocks WHERE user_id = ?", (user_id,)).rowcount
             conn.execute("DELETE FROM jobs WHERE user_id = ?", (user_id,))
+            drop_user(conn, self.path, user_id)
             keys = conn.execute("DELETE FROM api_keys WHERE user_id = ?", (user_id,)).rowcount
             conn.execute("DELETE FROM retention_policies WHERE user_id = ?", (user_id,))
             conn.execute("DELETE FROM users WHERE id = ?", (user_id,))
             accounts.record_deletion(conn, user, to_epoch(now_utc()))
         self.cache_drop(user_id)
+        self.ann.forget(user_id)
         return DeletedUser(blocks=int(n), keys=int(keys))
 
     # -- reads -------------------------------------------------------------------------------------------
@@ -472,12 +485,18 @@ class SqliteStore:
         after: float | None = None,
         before: float | None = None,
     ) -> list[tuple[int, float]]:
-        """Exact cosine top-k blocks of ``user`` (block reference, similarity)."""
+        """Cosine top-k blocks of ``user`` (block reference, similarity): an exact scan, or for a user past
+        the approximate index's threshold the index's candidates and the keys added since it was saved,
+        scored exactly (:mod:`memlane.core.store.sqlite.ann`)."""
         row = self._user_row(user)
         if row is None:
             return []
         matrix = self._matrix(*row)
         codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
+        if self.ann_settings.applies(matrix.n):
+            found = self.ann.top_blocks(row[0], matrix, query, k, kinds=codes, after=after, before=before)
+            if found is not None:
+                return found
         return top_blocks(matrix, query.reshape(-1), k, kinds=codes, after=after, before=before)
 
     def _matrix(self, user_id: int, version: int) -> UserMatrix:
@@ -602,7 +621,7 @@ class SqliteStore:
         out: dict[str, int] = {}
         row = self._user_row(user)
         uid = row[0] if row else -1
-        for table in ("blocks", "search_keys", "key_segments", "jobs", "api_keys", "retention_policies"):
+        for table in ("blocks", "search_keys", "key_segments", "jobs", "api_keys", "retention_policies", "ann_index"):
             out[table] = int(self._read(f"SELECT count(*) FROM {table} WHERE user_id = ?", (uid,))[0][0])
         # Keys whose vector and term bag the user's segments hold (the rows of PostgreSQL's key_vectors)
         keys = int(self._read("SELECT coalesce(sum(keys), 0) FROM key_segments WHERE user_id = ?", (uid,))[0][0])

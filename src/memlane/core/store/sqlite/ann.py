@@ -1,0 +1,361 @@
+"""Approximate vector search for large users of the SQLite store: one HNSW index (hnswlib) per user, kept
+as derived data in files beside the database (``<db>.ann/u<user id>-<token>.hnsw``).
+
+The store's per-user matrix (:class:`memlane.core.store.vectors.UserMatrix`, read in one snapshot at the
+user's version) stays the truth. The index only proposes keys, by pk; a search then
+
+* keeps the proposed keys the matrix still holds (a key deleted since the index was saved is never
+  returned, whichever process deleted it),
+* adds every key newer than the index's *watermark* (the highest key pk it was built from: key pks only
+  grow, never reused, :func:`memlane.core.store.sqlite.keys.next_key_pks`), so a committed key is never
+  missed: the keys added since the index was saved are scanned exactly (the "tail"),
+* and scores them all exactly from the matrix, as the exact scan does.
+
+So an index file may be missing, stale or from before a crash: the answer stays right, and the index is
+rebuilt or extended in the background. Where the index stands is a row of ``ann_index`` (file, generation,
+watermark, keys indexed, keys deleted since), written only by a compare-and-set on the generation, after
+the file is complete on disk (written to a temporary name, fsynced, renamed). Every key deletion calls
+:func:`forget_keys` in its transaction (it counts the deleted indexed keys: past a fifth of the index it
+is rebuilt); a user's deletion calls :func:`drop_user`, which removes the row and the files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.vectors import UserMatrix, best_per_block, key_mask, key_scores
+
+if TYPE_CHECKING:
+    import hnswlib
+
+log = logging.getLogger(__name__)
+
+TAIL_MAX = 4096  # keys past the watermark scanned exactly before the index is extended
+REBUILD_DELETED = 0.2  # rebuild once this share of the indexed keys is deleted
+_ROW = "SELECT file, generation, max_key_pk, keys, deleted FROM ann_index WHERE user_id = ?"
+
+
+@dataclass
+class IndexRow:
+    """Where a user's index stands (a row of ``ann_index``)."""
+
+    file: str
+    generation: int
+    max_key_pk: int
+    keys: int
+    deleted: int
+
+
+@dataclass
+class Loaded:
+    """An index in memory, as of a row of ``ann_index`` (``max_key_pk`` and ``keys`` are the row's, so
+    keys added to the graph later are still treated as tail until their row is written)."""
+
+    index: hnswlib.Index
+    row: IndexRow
+    lock: threading.RLock
+
+
+def folder(db_path: Path) -> Path:
+    return db_path.with_name(db_path.name + ".ann")
+
+
+def read_row(conn: sqlite3.Connection, user_id: int) -> IndexRow | None:
+    row = conn.execute(_ROW, (user_id,)).fetchone()
+    return None if row is None else IndexRow(str(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4]))
+
+
+def forget_keys(conn: sqlite3.Connection, user_id: int, key_pks: npt.NDArray[np.int64] | list[int]) -> None:
+    """Called by every deletion of a user's keys, inside its transaction: counts the deleted keys the
+    user's index holds, so it is rebuilt once enough of it is dead. (Correctness needs nothing: searches
+    drop the keys their matrix no longer holds.)"""
+    row = read_row(conn, user_id)
+    if row is None:
+        return
+    pks = np.asarray(key_pks, dtype=np.int64)
+    n = int(np.count_nonzero(pks <= row.max_key_pk))
+    if n:
+        conn.execute("UPDATE ann_index SET deleted = deleted + ? WHERE user_id = ?", (n, user_id))
+
+
+def drop_user(conn: sqlite3.Connection, db_path: Path, user_id: int) -> None:
+    """Called by a user's deletion, inside its transaction: removes the row and every index file of the
+    user. Files go first: if the transaction then fails, the user merely has no index (rebuilt later);
+    a builder that finishes after the deletion finds no user and deletes its own file."""
+    conn.execute("DELETE FROM ann_index WHERE user_id = ?", (user_id,))
+    base = folder(db_path)
+    if base.is_dir():
+        for path in base.glob(f"u{user_id}-*"):
+            path.unlink(missing_ok=True)
+
+
+class AnnIndexes:
+    """The indexes of one store in this process: loaded lazily, built, extended and rebuilt by one worker
+    thread per user (or inline, ``settings.background=False``)."""
+
+    def __init__(
+        self,
+        db_path: Path,
+        settings: AnnSettings,
+        connect: Callable[[], sqlite3.Connection],
+    ) -> None:
+        self.db_path = db_path
+        self.settings = settings
+        self._connect = connect  # this thread's connection of the store
+        self._loaded: dict[int, Loaded] = {}
+        self._busy: set[int] = set()
+        self._lock = threading.Lock()
+        self.errors: list[str] = []  # background failures (the search stayed exact)
+
+    # -- search ------------------------------------------------------------------------------------------
+
+    def top_blocks(
+        self,
+        user_id: int,
+        matrix: UserMatrix,
+        query: npt.NDArray[np.float32],
+        k: int,
+        *,
+        kinds: frozenset[int] | None = None,
+        after: float | None = None,
+        before: float | None = None,
+    ) -> list[tuple[int, float]] | None:
+        """The top-k blocks through the user's index, or None when there is no usable index yet (the
+        caller then scans exactly; the index is being prepared)."""
+        loaded = self._current(user_id, matrix)
+        if loaded is None or k <= 0:
+            return None
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        split = int(np.searchsorted(matrix.key_pks, loaded.row.max_key_pk, side="right"))
+        tail = np.arange(split, matrix.n, dtype=np.int64)
+        indexed = matrix.key_pks[:split]
+        live = loaded.row.keys - loaded.row.deleted
+        want = max(4 * k + 32, k)
+        while True:
+            n = max(1, min(want, live))
+            with loaded.lock:
+                loaded.index.set_ef(max(self.settings.ef_search, n))
+                labels, _ = loaded.index.knn_query(q, k=min(n, loaded.index.get_current_count()))
+            found = labels.reshape(-1).astype(np.int64)
+            rows = np.searchsorted(indexed, found)
+            ok = rows < indexed.shape[0]
+            ok[ok] = indexed[rows[ok]] == found[ok]
+            cand = np.concatenate([np.unique(rows[ok]), tail])
+            out = self._score(matrix, cand, q, k, kinds, after, before)
+            # Fewer than k blocks: the filters or deletions removed too many proposals. Ask for more; once
+            # the index has been asked for everything it holds, its answer is complete.
+            if len(out) >= k or n >= live:
+                return out
+            if want >= 16 * (4 * k + 32):
+                return None  # a narrow filter: the exact scan is cheaper than widening further
+            want *= 4
+
+    @staticmethod
+    def _score(
+        matrix: UserMatrix,
+        rows: npt.NDArray[np.int64],
+        q: npt.NDArray[np.float32],
+        k: int,
+        kinds: frozenset[int] | None,
+        after: float | None,
+        before: float | None,
+    ) -> list[tuple[int, float]]:
+        sub = UserMatrix(
+            version=matrix.version,
+            vectors=matrix.vectors[rows],
+            scales=matrix.scales[rows],
+            block_pks=matrix.block_pks[rows],
+            kinds=matrix.kinds[rows],
+            event_ts=matrix.event_ts[rows],
+        )
+        scores = key_scores(sub, q)
+        mask = key_mask(sub.kinds, sub.event_ts, kind_codes=kinds, after=after, before=before)
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        return best_per_block(scores, sub.block_pks, k)
+
+    # -- keeping the index current ------------------------------------------------------------------------
+
+    def _current(self, user_id: int, matrix: UserMatrix) -> Loaded | None:
+        """The loaded index, if any (any index gives right answers: see the module's docstring); starts
+        the work that brings it up to date when there is none, it is behind the row, or it is stale."""
+        row = read_row(self._connect(), user_id)
+        loaded = self._loaded.get(user_id)
+        if loaded is not None and row is None:
+            self._loaded.pop(user_id, None)  # dropped (the user was deleted): never reuse it
+            loaded = None
+        behind = loaded is None or (row is not None and row.generation != loaded.row.generation)
+        if behind or (row is not None and _stale(row, matrix)):
+            self._prepare(user_id, matrix, row)
+        return self._loaded.get(user_id)
+
+    def _prepare(self, user_id: int, matrix: UserMatrix, row: IndexRow | None) -> None:
+        with self._lock:
+            if user_id in self._busy:
+                return
+            self._busy.add(user_id)
+
+        def work() -> None:
+            try:
+                self._bring_up(user_id, matrix, row)
+            except Exception as exc:  # the search stays exact; the failure is kept and logged
+                self.errors.append(f"user {user_id}: {exc}")
+                log.warning("approximate index of user %s: %s", user_id, exc)
+            finally:
+                with self._lock:
+                    self._busy.discard(user_id)
+
+        if self.settings.background:
+            threading.Thread(target=work, name=f"memlane-ann-{user_id}", daemon=True).start()
+        else:
+            work()
+
+    def _bring_up(self, user_id: int, matrix: UserMatrix, row: IndexRow | None) -> None:
+        loaded = self._loaded.get(user_id)
+        if row is not None and (loaded is None or loaded.row.generation != row.generation):
+            loaded = self._load(row, int(matrix.vectors.shape[1]))
+            if loaded is not None:
+                self._loaded[user_id] = loaded
+        if row is None or loaded is None or row.deleted > REBUILD_DELETED * max(row.keys, 1):
+            self._save(user_id, row, self._build(matrix), int(matrix.key_pks[-1]), matrix.n, rebuilt=True)
+            return
+        split = int(np.searchsorted(matrix.key_pks, row.max_key_pk, side="right"))
+        if matrix.n - split > TAIL_MAX:
+            self._extend(loaded, matrix, split)
+            keys = row.keys + matrix.n - split
+            self._save(user_id, row, loaded.index, int(matrix.key_pks[-1]), keys, rebuilt=False)
+
+    def _build(self, matrix: UserMatrix) -> hnswlib.Index:
+        import hnswlib
+
+        s = self.settings
+        index = hnswlib.Index(space="ip", dim=int(matrix.vectors.shape[1]))
+        index.init_index(max_elements=_capacity(matrix.n), M=s.m, ef_construction=s.ef_construction, random_seed=7)
+        for start in range(0, matrix.n, 8192):
+            stop = min(matrix.n, start + 8192)
+            index.add_items(_dequantized(matrix, start, stop), matrix.key_pks[start:stop], num_threads=-1)
+        return index
+
+    def _extend(self, loaded: Loaded, matrix: UserMatrix, split: int) -> None:
+        """Add the keys past the watermark to the loaded graph (searches go on meanwhile)."""
+        index = loaded.index
+        with loaded.lock:
+            if index.get_max_elements() < index.get_current_count() + matrix.n - split:
+                index.resize_index(_capacity(index.get_current_count() + matrix.n - split))
+        for start in range(split, matrix.n, 1024):
+            stop = min(matrix.n, start + 1024)
+            vectors = _dequantized(matrix, start, stop)
+            with loaded.lock:
+                index.add_items(vectors, matrix.key_pks[start:stop], num_threads=-1)
+
+    def _load(self, row: IndexRow, dim: int) -> Loaded | None:
+        """The row's file, or None if it is missing or does not hold what the row says (it is rebuilt)."""
+        import hnswlib
+
+        path = folder(self.db_path) / row.file
+        if not path.is_file():
+            return None
+        index = hnswlib.Index(space="ip", dim=dim)
+        try:
+            index.load_index(str(path), max_elements=0)
+        except (RuntimeError, ValueError, MemoryError) as exc:
+            log.warning("approximate index %s unreadable (%s): rebuilding it", path, exc)
+            return None
+        if index.get_current_count() < row.keys:
+            return None
+        return Loaded(index=index, row=row, lock=threading.RLock())
+
+    def _save(
+        self, user_id: int, prev: IndexRow | None, index: hnswlib.Index, max_key_pk: int, keys: int, *, rebuilt: bool
+    ) -> None:
+        """Write the index to a new file, then record it if the row is still ``prev`` (else another
+        process got there first: drop ours and use theirs). A rebuilt index holds none of the keys deleted
+        before it was built; an extended one still holds them all (they are counted, not removed)."""
+        base = folder(self.db_path)
+        base.mkdir(exist_ok=True)
+        name = f"u{user_id}-{secrets.token_hex(6)}.hnsw"
+        tmp = base / (name + ".tmp")
+        index.save_index(str(tmp))
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, base / name)
+        generation = (prev.generation if prev else 0) + 1
+        conn = self._connect()
+        deleted = 0
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            now = read_row(conn, user_id)
+            exists = conn.execute("SELECT 1 FROM users WHERE id = ?", (user_id,)).fetchone() is not None
+            same = (now is None and prev is None) or (
+                now is not None and prev is not None and now.generation == prev.generation
+            )
+            if exists and same:
+                deleted = 0 if now is None else now.deleted - (prev.deleted if prev and rebuilt else 0)
+                conn.execute(
+                    "INSERT INTO ann_index(user_id, file, generation, max_key_pk, keys, deleted) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(user_id) DO UPDATE SET file = excluded.file, "
+                    "generation = excluded.generation, max_key_pk = excluded.max_key_pk, keys = excluded.keys, "
+                    "deleted = excluded.deleted",
+                    (user_id, name, generation, max_key_pk, keys, max(deleted, 0)),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            (base / name).unlink(missing_ok=True)
+            raise
+        if not (exists and same):
+            (base / name).unlink(missing_ok=True)
+            return
+        if prev is not None and prev.file != name:
+            (base / prev.file).unlink(missing_ok=True)
+        row = IndexRow(name, generation, max_key_pk, keys, max(deleted, 0))
+        old = self._loaded.get(user_id)
+        self._loaded[user_id] = Loaded(index=index, row=row, lock=old.lock if old else threading.RLock())
+
+    # -- diagnostics --------------------------------------------------------------------------------------
+
+    def state(self, user_id: int) -> dict[str, Any]:
+        """What this process holds for the user (for tests and the benchmark)."""
+        loaded = self._loaded.get(user_id)
+        if loaded is None:
+            return {"loaded": False}
+        return {
+            "loaded": True,
+            "generation": loaded.row.generation,
+            "keys": loaded.row.keys,
+            "max_key_pk": loaded.row.max_key_pk,
+            "graph_keys": int(loaded.index.get_current_count()),
+        }
+
+    def forget(self, user_id: int) -> None:
+        self._loaded.pop(user_id, None)
+
+
+def _stale(row: IndexRow, matrix: UserMatrix) -> bool:
+    """Too many keys deleted from the index, or too many added past its watermark."""
+    split = int(np.searchsorted(matrix.key_pks, row.max_key_pk, side="right"))
+    return row.deleted > REBUILD_DELETED * max(row.keys, 1) or matrix.n - split > TAIL_MAX
+
+
+def _capacity(n: int) -> int:
+    return max(1024, n + n // 4)
+
+
+def _dequantized(matrix: UserMatrix, start: int, stop: int) -> npt.NDArray[np.float32]:
+    out = matrix.vectors[start:stop].astype(np.float32)
+    out *= matrix.scales[start:stop, None]
+    return out

@@ -1,0 +1,93 @@
+"""The PostgreSQL store's per-user HNSW index: used past the threshold (the plan shows it), the same answers
+as the exact scan on a small set, kept by every write, dropped with its user."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import NewStore
+from memlane.core.store.annsettings import EXACT, AnnSettings
+from memlane.core.store.postgres import ann
+from memlane.core.store.postgres.adapt import PgVector
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "core"))
+from test_sqlite_ann import T0, blocks_and_vectors, queries
+
+pytestmark = pytest.mark.postgres
+INLINE = AnnSettings(threshold=0, background=False)
+
+
+def fill(store: object, user: str, n: int, seed: int = 1, start: int = 0) -> list[object]:
+    blocks, vecs = blocks_and_vectors(user, n, seed, start)
+    for s in range(0, n, 500):
+        store.write_blocks(user, blocks[s : s + 500], vecs[s : s + 500])  # type: ignore[attr-defined]
+    return list(blocks)
+
+
+def test_past_the_threshold_searches_use_the_users_index(new_store: NewStore) -> None:
+    store = new_store(ann=AnnSettings(threshold=300, background=False))
+    fill(store, "small", 200)
+    fill(store, "large", 400, seed=2)
+    q = queries(1)[0]
+    store.vector_candidates("small", q, 10)
+    store.vector_candidates("large", q, 10)
+    with store.transaction() as conn:
+        names = dict(ann.indexes(conn))
+        (large,) = conn.execute("SELECT id FROM users WHERE name = 'large'").fetchone()
+        assert names == {ann.index_name(large): True}
+        conn.execute("SET LOCAL enable_seqscan = off")
+        ann.set_search(conn, store.ann_settings, 72)
+        plan = "\n".join(
+            r[0]
+            for r in conn.execute(
+                "EXPLAIN SELECT block_pk FROM key_vectors WHERE user_id = %s::bigint "
+                "ORDER BY embedding::vector(32) <#> %s LIMIT 72",
+                (large, PgVector(q)),
+            ).fetchall()
+        )
+    assert ann.index_name(large) in plan, plan
+
+
+def test_the_index_answers_like_the_exact_scan_on_a_small_set(new_store: NewStore) -> None:
+    store = new_store(ann=INLINE)
+    exact = new_store(schema=store.schema, ann=EXACT)
+    blocks = fill(store, "alice", 600)
+    fill(store, "bob", 100, seed=2)
+    filters: list[dict[str, float]] = [{}, {"after": T0.timestamp() + 60 * 100, "before": T0.timestamp() + 60 * 300}]
+    for q in queries(10):
+        for f in filters:
+            got = store.vector_candidates("alice", q, 10, **f)  # type: ignore[arg-type]
+            want = exact.vector_candidates("alice", q, 10, **f)  # type: ignore[arg-type]
+            assert [pk for pk, _ in got] == [pk for pk, _ in want]
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
+    # Kept by every write: a new key equal to the query comes first, a deleted block never comes back.
+    target = queries(1, seed=5)[0]
+    new, _ = blocks_and_vectors("alice", 1, 3, start=5000)
+    store.write_blocks("alice", new, target.reshape(1, -1))
+    top = store.vector_candidates("alice", target, 1)[0][0]
+    assert store.fetch_blocks("alice", [top])[top].id == new[0].id
+    store.delete_block("alice", new[0].id)
+    assert top not in dict(store.vector_candidates("alice", target, 10))
+    assert len(blocks) == 600
+
+
+def test_deleting_the_user_drops_the_index(new_store: NewStore) -> None:
+    store = new_store(ann=INLINE)
+    fill(store, "alice", 100)
+    fill(store, "bob", 100, seed=2)
+    q = queries(1)[0]
+    store.vector_candidates("alice", q, 10)
+    store.vector_candidates("bob", q, 10)
+    with store.transaction() as conn:
+        assert len(dict(ann.indexes(conn))) == 2
+    assert store.user_row_counts("alice")["ann_index"] == 1
+    store.delete_user("alice")
+    with store.transaction() as conn:
+        (bob,) = conn.execute("SELECT id FROM users WHERE name = 'bob'").fetchone()
+        assert dict(ann.indexes(conn)) == {ann.index_name(bob): True}
+    assert set(store.user_row_counts("alice").values()) == {0}
+    assert np.isfinite(store.vector_candidates("bob", q, 3)[0][1])
