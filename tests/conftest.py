@@ -100,7 +100,9 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[St
     if request.param == "sharded":
         url_2 = os.environ.get(POSTGRES_URL_2_ENV)
         if not url_2:
-            pytest.skip(f"sharded PostgreSQL: set {POSTGRES_URL_2_ENV} too (.ci/postgres.sh start _2 starts a second server)")
+            pytest.skip(
+                f"sharded PostgreSQL: set {POSTGRES_URL_2_ENV} too (.ci/postgres.sh start _2 starts a second server)"
+            )
         make, cleanup = _sharded_factory([url, url_2])
     else:
         make, cleanup = _postgres_factory(url)

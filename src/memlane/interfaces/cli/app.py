@@ -187,6 +187,7 @@ def register_all() -> None:
     from memlane.interfaces.cli.memory_cmds import register as register_memory
     from memlane.interfaces.cli.qa_cmds import register as register_qa
     from memlane.interfaces.cli.serve_cmds import register as register_serve
+    from memlane.interfaces.cli.shards_cmds import register as register_shards
 
     if "add" not in cli.commands:
         register_memory(cli)
@@ -195,3 +196,4 @@ def register_all() -> None:
         register_datasets(cli)
         register_qa(cli)
         register_serve(cli)
+        register_shards(cli)

@@ -1,0 +1,138 @@
+"""``memlane shards``: the servers of a store sharded by user, where a user lives, and moving a user."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import click
+
+from memlane.core.errors import ConfigError
+from memlane.interfaces.cli.app import DEFAULT_STORE
+
+if TYPE_CHECKING:
+    from memlane.core.store.postgres.sharded import ShardedStore
+
+STORE_HELP = (
+    "The sharded store: postgresql:// URLs joined by commas, one per shard, always in the same order. "
+    "[env MEMLANE_STORE]"
+)
+
+
+def open_sharded(store: str) -> ShardedStore:
+    from memlane.core.store.postgres import open_postgres
+    from memlane.core.store.postgres.sharded import ShardedStore
+
+    opened = open_postgres(store, create=False)
+    if not isinstance(opened, ShardedStore):
+        opened.close()
+        raise ConfigError(
+            "memlane shards needs a sharded store: several postgresql:// URLs joined by commas (docs/scaling.md)"
+        )
+    return opened
+
+
+store_option = click.option(
+    "--store", envvar="MEMLANE_STORE", default=DEFAULT_STORE, show_default=True, help=STORE_HELP
+)
+
+
+@click.group("shards")
+def shards_group() -> None:
+    """A store sharded by user over several PostgreSQL servers (docs/scaling.md)."""
+
+
+@shards_group.command("list")
+@store_option
+@click.option("--json", "as_json", is_flag=True)
+def list_cmd(store: str, as_json: bool) -> None:
+    """Each shard: its index, its server (password hidden) and how many users it holds.
+
+    \b
+    Example:
+      memlane shards list --store postgresql://db1/memlane,postgresql://db2/memlane
+    """
+    from memlane.core.store.postgres.sharded import describe
+
+    sharded = open_sharded(store)
+    try:
+        rows = describe(sharded)
+    finally:
+        sharded.close()
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        click.echo(f"{row['shard']}\t{row['users']} users\t{row['server']}")
+
+
+@shards_group.command("where")
+@click.argument("user")
+@store_option
+@click.option("--json", "as_json", is_flag=True)
+def where_cmd(user: str, store: str, as_json: bool) -> None:
+    """The shard that holds USER, their home shard (by the hash of the name) and any unfinished move.
+
+    \b
+    Example:
+      memlane shards where alice --store postgresql://db1/memlane,postgresql://db2/memlane
+    """
+    from memlane.core.store.postgres.moves import unfinished
+
+    sharded = open_sharded(store)
+    try:
+        shard, home, pending = sharded.shard_of(user, fresh=True), sharded.home(user), unfinished(sharded, user)
+        exists = sharded.shards[shard].has_user(user)
+    finally:
+        sharded.close()
+    row = {"user": user, "shard": shard, "home": home, "exists": exists, "unfinished_move": pending}
+    if as_json:
+        click.echo(json.dumps(row))
+        return
+    moving = f", a move from shard {pending[0]} to {pending[1]} is unfinished" if pending else ""
+    click.echo(f"{user}: shard {shard} (home {home}){'' if exists else ', no such user yet'}{moving}")
+
+
+@shards_group.command("move")
+@click.argument("user")
+@click.option("--to", "to", type=int, required=True, help="The index of the target shard (0 is the first URL).")
+@store_option
+@click.option("--json", "as_json", is_flag=True)
+def move_cmd(user: str, to: int, store: str, as_json: bool) -> None:
+    """Move USER to shard --to: freeze the user on the source (their writes answer "being moved", 503, for
+    the few seconds of the move), copy, verify, switch the map, wait for routers to notice, delete the
+    source copy. Interrupted at any point, nothing is lost: run the same command again to finish.
+
+    \b
+    Example:
+      memlane shards move alice --to 1 --store postgresql://db1/memlane,postgresql://db2/memlane
+    """
+    from memlane.core.store.postgres.moves import move_user
+
+    sharded = open_sharded(store)
+    try:
+        report = move_user(sharded, user, to)
+    finally:
+        sharded.close()
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "user": user,
+                    "from": report.source,
+                    "to": report.target,
+                    "rows": report.rows,
+                    "steps": list(report.steps),
+                }
+            )
+        )
+        return
+    if not report.steps:
+        click.echo(f"{user} is on shard {to} already; nothing to do")
+        return
+    copied = ", ".join(f"{n} {t}" for t, n in report.rows.items() if n) or "nothing left to copy"
+    click.echo(f"moved {user} from shard {report.source} to shard {report.target} ({copied})")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(shards_group)
