@@ -153,7 +153,7 @@ def test_memory_open_and_the_cli_take_the_list(urls: list[str], schema: str) -> 
     res = runner.invoke(cli, ["shards", "list", "--json", "--store", url])
     assert res.exit_code == 0, res.output
     assert [r["users"] for r in json.loads(res.output)] == [1, 1]
-    res = runner.invoke(cli, ["shards", "move", a, "--to", "1", "--store", url])
+    res = runner.invoke(cli, ["shards", "move", a, "--to", "1", "--drain", "0", "--store", url])
     assert res.exit_code == 0 and f"moved {a} from shard 0 to shard 1" in res.output, res.output
     res = runner.invoke(cli, ["shards", "where", a, "--json", "--store", url])
     assert json.loads(res.output) == {"user": a, "shard": 1, "home": 0, "exists": True, "unfinished_move": None}

@@ -96,9 +96,16 @@ def where_cmd(user: str, store: str, as_json: bool) -> None:
 @shards_group.command("move")
 @click.argument("user")
 @click.option("--to", "to", type=int, required=True, help="The index of the target shard (0 is the first URL).")
+@click.option(
+    "--drain",
+    type=float,
+    default=None,
+    help="Seconds to wait between the switch and deleting the old copy: longer than every router remembers a "
+    "route (default: 35). 0 only when no other process has the store open.",
+)
 @store_option
 @click.option("--json", "as_json", is_flag=True)
-def move_cmd(user: str, to: int, store: str, as_json: bool) -> None:
+def move_cmd(user: str, to: int, drain: float | None, store: str, as_json: bool) -> None:
     """Move USER to shard --to: freeze the user on the source (their writes answer "being moved", 503, for
     the few seconds of the move), copy, verify, switch the map, wait for routers to notice, delete the
     source copy. Interrupted at any point, nothing is lost: run the same command again to finish.
@@ -107,11 +114,11 @@ def move_cmd(user: str, to: int, store: str, as_json: bool) -> None:
     Example:
       memlane shards move alice --to 1 --store postgresql://db1/memlane,postgresql://db2/memlane
     """
-    from memlane.core.store.postgres.moves import move_user
+    from memlane.core.store.postgres.moves import DRAIN_S, move_user
 
     sharded = open_sharded(store)
     try:
-        report = move_user(sharded, user, to)
+        report = move_user(sharded, user, to, drain_s=DRAIN_S if drain is None else drain)
     finally:
         sharded.close()
     if as_json:

@@ -33,7 +33,7 @@ from memlane.core.store.postgres.shard import MOVED, MOVING, ShardStore
 from memlane.core.store.postgres.sharded import ROUTE_TTL_S, ShardedStore
 
 FENCE_S = 1e10  # pushes a frozen user's jobs past any claim (~300 years); taken off again by the copy
-DRAIN_S = ROUTE_TTL_S + 1.0
+DRAIN_S = ROUTE_TTL_S + 5.0
 STEPS = ("freeze", "copy", "verify", "switch", "drain", "clean")
 
 # Every table that holds a user's rows (besides ``users``), in the order they are copied (parents first).

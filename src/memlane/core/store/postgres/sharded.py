@@ -38,7 +38,7 @@ from memlane.core.store.terms import BM25_B, BM25_K1
 
 T = TypeVar("T")
 
-ROUTE_TTL_S = 2.0  # how long a router trusts a user's remembered shard
+ROUTE_TTL_S = 30.0  # how long a router trusts a user's remembered shard (a move waits longer)
 EPOCH_BITS = 40  # bits of each shard's deletion epoch in the packed epoch
 SHARD_BITS = 10  # at most 1024 shards
 MAX_SHARDS = 1 << SHARD_BITS
