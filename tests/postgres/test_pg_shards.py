@@ -135,6 +135,16 @@ def test_the_shards_must_be_listed_in_their_order(urls: list[str], schema: str, 
         ShardedStore(list(reversed(urls)), schema=schema)
 
 
+def test_an_unsharded_store_with_users_is_not_taken_as_a_shard(urls: list[str], schema: str) -> None:
+    from memlane.core.store.postgres.store import PostgresStore
+
+    single = Memory(PostgresStore(urls[0], schema=schema), HashingEmbedder())
+    single.add("alice", chat("tomatoes"))
+    single.close()
+    with pytest.raises(ConfigError, match="holds the users of a store that was not sharded"):
+        ShardedStore(urls, schema=schema)
+
+
 def test_memory_open_and_the_cli_take_the_list(urls: list[str], schema: str) -> None:
     from memlane.interfaces.cli.app import cli, register_all
 

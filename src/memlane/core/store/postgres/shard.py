@@ -90,6 +90,13 @@ class ShardStore(PostgresStore):
         place = {"index": self.index, "count": self.count}
         with self.transaction() as conn:
             conn.execute(SHARD_TABLES.encode())
+            unplaced = conn.execute("SELECT 1 FROM meta WHERE key = 'shard'").fetchone() is None
+            if unplaced and self.count > 1 and conn.execute("SELECT 1 FROM users LIMIT 1").fetchone() is not None:
+                raise ConfigError(
+                    f"the database {self._where} holds the users of a store that was not sharded; listed as one of "
+                    f"{self.count} shards, some of its users would be looked for elsewhere (docs/scaling.md: "
+                    "adding a shard)"
+                )
             conn.execute(
                 "INSERT INTO meta(key, value) VALUES ('shard', %s) ON CONFLICT DO NOTHING", (json.dumps(place),)
             )
