@@ -9,6 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -313,3 +316,41 @@ def test_open_postgres_opens_a_list_as_a_sharded_store(urls: list[str], schema: 
         assert isinstance(store, ShardedStore) and store.count == 2
     finally:
         store.close()
+
+
+MEMLANE = "from memlane.interfaces.cli.app import main\nmain()\n"
+
+
+def test_a_move_killed_mid_way_is_finished_by_running_it_again(urls: list[str], schema: str) -> None:
+    """kill -9 of `memlane shards move` while it drains (the map switched, the source not yet cleaned)."""
+    url = ",".join(schema_url(u, schema) for u in urls)
+    store = ShardedStore(shard_urls(url), pool_max=2)
+    mem = Memory(store, HashingEmbedder())
+    user = user_on(0, "k")
+    seed(mem, user)
+    before = snapshot(mem, user)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", MEMLANE, "shards", "move", user, "--to", "1", "--drain", "60", "--store", url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while store.shard_of(user, fresh=True) != 1:
+            assert proc.poll() is None and time.monotonic() < deadline, "the move did not reach its switch"
+            time.sleep(0.1)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert unfinished(store, user) == (0, 1) and store.shards[0].has_user(user)
+    res = subprocess.run(
+        [sys.executable, "-c", MEMLANE, "shards", "move", user, "--to", "1", "--drain", "0", "--store", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0 and f"moved {user} from shard 0 to shard 1" in res.stdout, res.stdout + res.stderr
+    assert unfinished(store, user) is None and not store.shards[0].has_user(user)
+    store.forget_route(user)
+    assert snapshot(mem, user) == before
+    store.close()
