@@ -240,6 +240,7 @@ def test_a_move_interrupted_after_any_step_loses_nothing_and_a_rerun_finishes_it
     seed(mem, other)
     key = ApiKeys(store).create(user, label="laptop")
     before = snapshot(mem, user)
+    assert store.shards[0].query("SELECT count(*) FROM embed_cache")[0][0] > 0
 
     def hook(step: str) -> None:
         if step == stop_after:
@@ -272,6 +273,8 @@ def test_a_move_interrupted_after_any_step_loses_nothing_and_a_rerun_finishes_it
     assert not store.shards[0].has_user(user) and store.shards[1].has_user(user)
     assert snapshot(mem, user) == before
     assert sum(store.shards[0].user_row_counts(user).values()) == 0
+    # the cached vectors of the user's texts went too (only this user lived on shard 0)
+    assert store.shards[0].query("SELECT count(*) FROM embed_cache")[0][0] == 0
     assert ApiKeys(store).verify(key.key) is not None
     # The fenced jobs are claimable again on the target, and complete there.
     assert mem.worker(concurrency=2, poll_s=0.01).run(drain=True).done == 4

@@ -17,7 +17,8 @@ what is recorded and carries on from there):
    target is the home). From here on routers send the user to the target.
 5. **drain** — wait :data:`~memlane.core.store.postgres.sharded.ROUTE_TTL_S` and a margin, so every router
    has given up its remembered route: reads that still go to the source find the (frozen) copy there.
-6. **clean** — on the source, in one transaction: delete the user's rows and record
+6. **clean** — on the source, in one transaction: delete the user's rows (and the cached vectors of their
+   texts that no other user there shares) and record
    ``shard_moves(user, 'moved', target)``, which sends a stale write on to the target.
 """
 
@@ -247,8 +248,17 @@ def switch(store: ShardedStore, user: str, target: int) -> None:
 
 
 def clean(source: ShardStore, user: str, target: int) -> dict[str, int]:
+    """Delete the source copy, with the cached vectors of its texts that no other user there shares (as
+    delete_user does: a moved user's vectors must not outlive their deletion on the target)."""
     with source.transaction() as conn:
         uid = _user_id(conn, user, lock=True)
+        if uid is not None:
+            conn.execute(
+                "DELETE FROM embed_cache c USING (SELECT DISTINCT content_hash FROM search_keys WHERE user_id = %s) h "
+                "WHERE c.hash = h.content_hash AND NOT EXISTS "
+                "(SELECT 1 FROM search_keys k WHERE k.content_hash = h.content_hash AND k.user_id <> %s)",
+                (uid, uid),
+            )
         counts = {} if uid is None else _delete_rows(conn, uid)
         conn.execute(
             "UPDATE shard_moves SET state = %s, at = extract(epoch FROM now()) WHERE name = %s AND shard = %s",
