@@ -357,3 +357,57 @@ def test_a_move_killed_mid_way_is_finished_by_running_it_again(urls: list[str], 
     store.forget_route(user)
     assert snapshot(mem, user) == before
     store.close()
+
+
+@pytest.mark.parametrize("interrupted", [False, True])
+def test_growing_keeps_every_user_where_they_are_and_a_rerun_finishes_it(
+    urls: list[str], schema: str, interrupted: bool
+) -> None:
+    """Two shards grow to three (the third: another schema on the first server)."""
+    from memlane.core.store.postgres.grow import _pin, grow
+    from memlane.interfaces.cli.app import cli, register_all
+
+    third = f"{schema}_3"
+    with psycopg.connect(urls[0], autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(third)))
+    old = [schema_url(u, schema) for u in urls]
+    new = [*old, schema_url(urls[0], third)]
+    try:
+        store = ShardedStore(old)
+        mem = Memory(store, HashingEmbedder())
+        names = [f"g-{i}" for i in range(24)]
+        for name in names:
+            mem.add(name, chat(f"{name} grows tomatoes"))
+        move_user(store, names[0], 1 - store.shard_of(names[0]), drain_s=0.0)  # one user found by the map
+        seen = {name: [b.id for b in mem.list(name)] for name in names}
+        mem.close()
+        assert any(home_shard(n, 3) != home_shard(n, 2) for n in names)
+        if interrupted:  # pinned, then only the first shard recorded the new count
+            half = ShardedStore(new, accept_counts=(2,), pool_max=2)
+            _pin(half, 2)
+            half.shards[0].record_count(3)
+            half.close()
+            for urls_given in (old, new):
+                with pytest.raises(ConfigError, match="but the store URL lists it"):
+                    ShardedStore(urls_given)
+        register_all()
+        res = CliRunner().invoke(cli, ["shards", "grow", "--store", ",".join(old), "--new", ",".join(new)])
+        assert res.exit_code == 0 and "grew from 2 to 3 shards: 24 users" in res.output, res.output
+        with pytest.raises(ConfigError):
+            ShardedStore(old)  # the old list is refused from now on
+        grown = ShardedStore(new)
+        mem = Memory(grown, HashingEmbedder())
+        assert [u.name for u in mem.users()] == sorted(names)
+        assert {name: [b.id for b in mem.list(name)] for name in names} == seen
+        assert all(mem.search(name, "tomatoes", k=1)[0].block.user == name for name in names)
+        assert grown.shards[2].list_users() == []  # no data moved
+        mover = next(n for n in names if home_shard(n, 3) == 2)
+        move_user(grown, mover, 2, drain_s=0.0)
+        assert grown.shards[2].has_user(mover) and [b.id for b in mem.list(mover)] == seen[mover]
+        newcomer = next(f"new-{i}" for i in range(100) if home_shard(f"new-{i}", 3) == 2)
+        mem.add(newcomer, chat("hello"))
+        assert grown.shards[2].has_user(newcomer)
+        assert grow(old, new).pinned == 0  # finished: again does nothing
+        mem.close()
+    finally:
+        drop_schema(urls[0], third)

@@ -141,5 +141,34 @@ def move_cmd(user: str, to: int, drain: float | None, store: str, as_json: bool)
     click.echo(f"moved {user} from shard {report.source} to shard {report.target} ({copied})")
 
 
+@shards_group.command("grow")
+@store_option
+@click.option(
+    "--new", "new", required=True, help="The new list: the store's URLs in the same order, then the added ones."
+)
+@click.option("--json", "as_json", is_flag=True)
+def grow_cmd(store: str, new: str, as_json: bool) -> None:
+    """Add servers to the store: every user stays where they are (the shard map at their new home points
+    there); move users to the new shards afterwards with memlane shards move. Stop every process that
+    writes to the store first, and start them again with the new list. Interrupted, run it again.
+
+    \b
+    Example:
+      memlane shards grow --store postgresql://db1/m,postgresql://db2/m \\
+          --new postgresql://db1/m,postgresql://db2/m,postgresql://db3/m
+    """
+    from memlane.core.store.postgres import shard_urls
+    from memlane.core.store.postgres.grow import grow
+
+    report = grow(shard_urls(store), shard_urls(new))
+    if as_json:
+        click.echo(json.dumps(report.__dict__))
+        return
+    click.echo(
+        f"grew from {report.old} to {report.new} shards: {report.users} users stay where they are "
+        f"({report.pinned} found through the map at their new home)"
+    )
+
+
 def register(group: click.Group) -> None:
     group.add_command(shards_group)

@@ -74,9 +74,10 @@ def check_not_moving(conn: Conn, user: str) -> None:
 class ShardStore(PostgresStore):
     """Shard ``index`` of ``count``: the PostgreSQL store with the move check on every write path."""
 
-    def __init__(self, url: str, *, index: int, count: int, **kw: Any) -> None:
+    def __init__(self, url: str, *, index: int, count: int, accept_counts: tuple[int, ...] = (), **kw: Any) -> None:
+        """``accept_counts``: other shard counts to accept in the database's record (only while a store grows)."""
         super().__init__(url, **kw)
-        self.index, self.count = index, count
+        self.index, self.count, self.accept_counts = index, count, accept_counts
         try:
             self._claim_place()
         except BaseException:
@@ -103,12 +104,23 @@ class ShardStore(PostgresStore):
             row = conn.execute("SELECT value FROM meta WHERE key = 'shard'").fetchone()
         assert row is not None
         recorded = json.loads(str(row[0]))
-        if recorded != place:
+        self.recorded_count = int(recorded["count"])
+        if recorded["index"] != self.index or (
+            recorded["count"] != self.count and recorded["count"] not in self.accept_counts
+        ):
             raise ConfigError(
                 f"the database {self._where} is shard {recorded['index']} of {recorded['count']}, but the store URL "
                 f"lists it as shard {self.index} of {self.count}; list the shards in their original order "
                 "(docs/scaling.md: adding a shard)"
             )
+
+    def record_count(self, count: int) -> None:
+        """Record that the store now has ``count`` shards (the last step of growing it)."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE meta SET value = %s WHERE key = 'shard'", (json.dumps({"index": self.index, "count": count}),)
+            )
+        self.recorded_count = count
 
     @staticmethod
     def _lock_user(conn: Conn, user: str, *, create: bool) -> int | None:

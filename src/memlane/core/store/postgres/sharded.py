@@ -79,7 +79,10 @@ class ShardedStore:
         pool_max: int = 10,
         timeout_s: float = 30.0,
         create: bool = True,
+        accept_counts: tuple[int, ...] = (),
     ) -> None:
+        """``accept_counts``: other shard counts a shard's record may hold (only while the store grows,
+        memlane.core.store.postgres.grow)."""
         if not 1 <= len(urls) <= MAX_SHARDS:
             raise ConfigError(f"a sharded store has 1 to {MAX_SHARDS} shards, not {len(urls)}")
         self.urls, self.schema = list(urls), schema
@@ -96,6 +99,7 @@ class ShardedStore:
                         pool_max=pool_max,
                         timeout_s=timeout_s,
                         create=create,
+                        accept_counts=accept_counts,
                     )
                 )
         except BaseException:
