@@ -26,6 +26,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from memlane.core.embedding.protocol import Vectors
@@ -107,6 +108,9 @@ class ShardedStore:
             raise
         self._routes: dict[str, tuple[int, float]] = {}
         self._lock = threading.Lock()
+        # Reads asked of every shard at once (the epochs an add starts with, a key lookup) run side by side,
+        # so they take as long as one read: an add "begins" (reads its epochs) as early as on one server.
+        self._fan = ThreadPoolExecutor(max_workers=len(self.shards), thread_name_prefix="memlane-shards")
         self._queue = ShardedJobQueue(self)
 
     @property
@@ -114,8 +118,16 @@ class ShardedStore:
         return len(self.shards)
 
     def close(self) -> None:
+        if hasattr(self, "_fan"):
+            self._fan.shutdown(wait=True)
         for shard in self.shards:
             shard.close()
+
+    def _each(self, op: Callable[[ShardStore], T]) -> list[T]:
+        """``op`` on every shard at the same time; the results in shard order."""
+        if len(self.shards) == 1:
+            return [op(self.shards[0])]
+        return list(self._fan.map(op, self.shards))
 
     # -- routing -----------------------------------------------------------------------------------------
 
@@ -244,7 +256,7 @@ class ShardedStore:
 
     def deletion_epoch(self) -> int:
         """Every shard's epoch, packed (:func:`pack_epochs`); an add hands it back to write_blocks."""
-        return pack_epochs([s.deletion_epoch() for s in self.shards])
+        return pack_epochs(self._each(lambda s: s.deletion_epoch()))
 
     def add_api_key(self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float) -> bool:
         return self._write(user, lambda s: s.add_api_key(user, key_id, secret_sha256, label, created_at))
@@ -252,11 +264,10 @@ class ShardedStore:
     def get_api_key(self, key_id: str) -> StoredKey | None:
         """The key from whichever shard holds it, with the packed epochs: the other shards' read before the
         lookup, the key's own shard's in the lookup's snapshot."""
-        epochs = [s.deletion_epoch() for s in self.shards]
-        for shard in self.shards:
-            stored = shard.get_api_key(key_id)
+        epochs = self._each(lambda s: s.deletion_epoch())
+        for index, stored in enumerate(self._each(lambda s: s.get_api_key(key_id))):
             if stored is not None:
-                epochs[shard.index] = stored.epoch
+                epochs[index] = stored.epoch
                 return dataclasses.replace(stored, epoch=pack_epochs(epochs))
         return None
 
