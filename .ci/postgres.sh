@@ -4,6 +4,9 @@
 #   pg_env=$(bash .ci/postgres.sh start)      install what is missing, start a cluster on 127.0.0.1 and print
 #   eval "$pg_env"                            the exports the tests read (MEMLANE_TEST_POSTGRES_URL, ...);
 #                                             (an assignment first, so that `set -e` sees a failed start)
+#   pg_env_2=$(bash .ci/postgres.sh start _2) a second, independent cluster whose exports end in the suffix
+#                                             (MEMLANE_TEST_POSTGRES_URL_2, MEMLANE_TEST_PG_DIR_2, ...): the
+#                                             sharded store's tests put one shard on each
 #   bash .ci/postgres.sh stop "$MEMLANE_TEST_PG_DIR"   stop that cluster and remove its folder
 #   bash .ci/postgres.sh install              only install (PostgreSQL 15, then pgvector built from source)
 #
@@ -130,6 +133,11 @@ free_port() {
 }
 
 start() {
+    local suffix=${1:-}
+    case "$suffix" in
+    "" | _[0-9A-Za-z]*) ;;
+    *) log "the suffix of the exports starts with _ (start _2), not '$suffix'"; exit 2 ;;
+    esac
     install_postgres
     install_pgvector
     local dir port
@@ -176,10 +184,10 @@ EOF
         exit 1
     fi
     log "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') with pgvector on 127.0.0.1:$port ($dir)"
-    echo "export MEMLANE_TEST_POSTGRES_URL=postgresql://postgres@127.0.0.1:$port/$DB_NAME"
-    echo "export MEMLANE_TEST_PG_DIR=$dir"
-    echo "export MEMLANE_TEST_PG_DATA=$dir/data"
-    echo "export MEMLANE_TEST_PG_CTL=$PG_BIN/pg_ctl"
+    echo "export MEMLANE_TEST_POSTGRES_URL$suffix=postgresql://postgres@127.0.0.1:$port/$DB_NAME"
+    echo "export MEMLANE_TEST_PG_DIR$suffix=$dir"
+    echo "export MEMLANE_TEST_PG_DATA$suffix=$dir/data"
+    echo "export MEMLANE_TEST_PG_CTL$suffix=$PG_BIN/pg_ctl"
 }
 
 stop() {
@@ -195,14 +203,14 @@ stop() {
 }
 
 case "${1:-}" in
-start) start ;;
+start) start "${2:-}" ;;
 stop) stop "${2:-}" ;;
 install)
     install_postgres
     install_pgvector
     ;;
 *)
-    echo "usage: $0 start | stop DIR | install" >&2
+    echo "usage: $0 start [_SUFFIX] | stop DIR | install" >&2
     exit 2
     ;;
 esac

@@ -17,6 +17,8 @@ from memlane.core.store.sqlite import SqliteStore
 StoreFactory = Callable[[], Store]
 
 POSTGRES_URL_ENV = "MEMLANE_TEST_POSTGRES_URL"
+# A second server (.ci/postgres.sh start _2): the sharded store's runs put one shard on each.
+POSTGRES_URL_2_ENV = "MEMLANE_TEST_POSTGRES_URL_2"
 # Contract tests that exercise one backend's own mechanics, with the reason they skip on the others.
 SQLITE_ONLY = {
     "test_search_caches_see_writes_from_another_connection": "opens one SQLite file twice (tests/postgres covers "
@@ -56,7 +58,34 @@ def _postgres_factory(url: str) -> tuple[StoreFactory, Callable[[], None]]:
     return make, cleanup
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def _sharded_factory(urls: list[str]) -> tuple[StoreFactory, Callable[[], None]]:
+    """A store sharded over the two servers, each store in a schema of its own on both."""
+    from memlane.core.store.postgres.schema import drop_schema
+    from memlane.core.store.postgres.sharded import ShardedStore
+
+    made: list[tuple[ShardedStore, str]] = []
+
+    def make() -> Store:
+        schema = f"test_{uuid.uuid4().hex[:16]}"
+        made.append((ShardedStore(urls, schema=schema, pool_max=4), schema))
+        return made[-1][0]
+
+    def cleanup() -> None:
+        for store, schema in made:
+            store.close()
+            for url in urls:
+                drop_schema(url, schema)
+
+    return make, cleanup
+
+
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("sharded", marks=pytest.mark.postgres),
+    ]
+)
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
     """Every backend the contract suite runs against. A new backend adds a param here."""
     if request.param == "sqlite":
@@ -68,7 +97,15 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[St
     reason = SQLITE_ONLY.get(request.node.originalname)
     if reason:
         pytest.skip(f"SQLite-specific: {reason}")
-    make, cleanup = _postgres_factory(url)
+    if request.param == "sharded":
+        url_2 = os.environ.get(POSTGRES_URL_2_ENV)
+        if not url_2:
+            pytest.skip(
+                f"sharded PostgreSQL: set {POSTGRES_URL_2_ENV} too (.ci/postgres.sh start _2 starts a second server)"
+            )
+        make, cleanup = _sharded_factory([url, url_2])
+    else:
+        make, cleanup = _postgres_factory(url)
     yield make
     cleanup()
 

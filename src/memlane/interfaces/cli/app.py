@@ -225,6 +225,7 @@ def register_all() -> None:
     from memlane.interfaces.cli.qa_cmds import register as register_qa
     from memlane.interfaces.cli.retention_cmds import register as register_retention
     from memlane.interfaces.cli.serve_cmds import register as register_serve
+    from memlane.interfaces.cli.shards_cmds import register as register_shards
 
     if "add" not in cli.commands:
         register_memory(cli)
@@ -235,3 +236,4 @@ def register_all() -> None:
         register_serve(cli)
         register_retention(cli)
         register_config(cli)
+        register_shards(cli)
