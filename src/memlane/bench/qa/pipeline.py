@@ -31,7 +31,7 @@ from memlane.bench.qa.records import CallUsage, Failure
 from memlane.bench.qa.tokens import DEFAULT_COUNTER
 from memlane.bench.retrieval.history import HaystackIndex
 from memlane.bench.retrieval.run import ask_system, evaluate_question, evaluate_system
-from memlane.bench.retrieval.runlog import RetrievalConfig
+from memlane.bench.retrieval.runlog import QuestionRecord, RetrievalConfig
 from memlane.bench.systems import System
 from memlane.core.errors import LLMError, MemlaneError
 from memlane.core.extraction.extractor import ExtractionPrompt, Extractor
@@ -116,24 +116,7 @@ def prepare_retrieved(
         except MemlaneError as exc:
             errors.append({"stage": "retrieve", "error": type(exc).__name__, "message": str(exc)})
     entries = retrieved_entries(blocks, facts=facts)
-    context: dict[str, object] = {
-        "kind": "retrieved",
-        "mode": mode,
-        "depth": config.depth,
-        "hits": [[block_id, round(score, 6)] for block_id, score in record.hits],
-        "entries": len(entries),
-        "retrieval_scores": record.scores,
-    }
-    return Prepared(
-        index=index,
-        sample=sample,
-        question_date=sample.question_date or history_end(haystack),
-        context=context,
-        entries=tuple(entries),
-        blocks=tuple(_one_per_exchange(blocks)),
-        errors=tuple(errors),
-        latency_ms={"retrieve": (time.perf_counter() - started) * 1000},
-    )
+    return _retrieved(index, sample, haystack, config, record, mode, entries, errors, started, blocks)
 
 
 def prepare_system(
@@ -159,9 +142,26 @@ def prepare_system(
         errors.append({"stage": "retrieve", "error": record.error.split(":", 1)[0], "message": record.error})
     else:
         entries = system_entries(asked.hits[: config.ks[0]], haystack)
+    return _retrieved(index, sample, haystack, config, record, label, entries, errors, started)
+
+
+def _retrieved(
+    index: int,
+    sample: Sample,
+    haystack: Haystack,
+    config: RetrievalConfig,
+    record: QuestionRecord,
+    mode: str,
+    entries: Sequence[ContextEntry],
+    errors: Sequence[dict[str, object]],
+    started: float,
+    blocks: Sequence[MemoryBlock] = (),
+) -> Prepared:
+    """A retrieved context's question, ready to answer: what was searched (``mode``: a memlane mode or a
+    system's label), the hits, the entries shown, the failures."""
     context: dict[str, object] = {
         "kind": "retrieved",
-        "mode": label,
+        "mode": mode,
         "depth": config.depth,
         "hits": [[item_id, round(score, 6)] for item_id, score in record.hits],
         "entries": len(entries),
@@ -173,6 +173,7 @@ def prepare_system(
         question_date=sample.question_date or history_end(haystack),
         context=context,
         entries=tuple(entries),
+        blocks=tuple(_one_per_exchange(blocks)),
         errors=tuple(errors),
         latency_ms={"retrieve": (time.perf_counter() - started) * 1000},
     )
