@@ -26,6 +26,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from memlane.core.embedding.protocol import EmbedderConfig
 from memlane.core.errors import ConfigError
 from memlane.core.llm.settings import DEFAULT_BASE_URL, LLMSettings
+from memlane.core.store.annsettings import AnnSettings
 
 ENV_PREFIX = "MEMLANE_"
 DEFAULT_STORE = "memlane.db"
@@ -129,10 +130,11 @@ class Settings(BaseSettings):
     )
     ann_threshold: int = Field(
         default=20_000,
-        description="Keys from which `bench perf` searches a user through the approximate index (--ann-threshold)",
+        description="Keys from which a user is searched through a per-user approximate index, in every store "
+        "memlane opens and in `bench perf`; -1: never (--ann-threshold of bench perf)",
     )
     ann_ef_search: int = Field(
-        default=128, description="The approximate index's search beam in `bench perf` (--ann-ef-search)"
+        default=128, description="The approximate index's search beam (--ann-ef-search of bench perf)"
     )
     bench_ann_threshold: int | None = Field(
         default=None,
@@ -176,7 +178,12 @@ class Settings(BaseSettings):
 
     def memory_options(self) -> dict[str, Any]:
         """Keyword arguments of ``Memory.open`` that come from the environment."""
-        return {"embedder_config": self.embedder_config()}
+        return {"embedder_config": self.embedder_config(), "ann": self.ann_settings()}
+
+    def ann_settings(self) -> AnnSettings:
+        """When stores search a user through the approximate index (``MEMLANE_ANN_THRESHOLD``, -1: never)."""
+        threshold = None if self.ann_threshold < 0 else self.ann_threshold
+        return AnnSettings(threshold=threshold, ef_search=self.ann_ef_search)
 
     def llm_settings(self, **overrides: Any) -> LLMSettings:
         """The OpenAI-compatible client's settings; ``overrides`` (LLMSettings fields) win."""

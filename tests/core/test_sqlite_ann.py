@@ -204,3 +204,25 @@ def test_in_the_background_searches_stay_exact_until_the_index_is_ready(tmp_path
         time.sleep(0.05)
     assert store.ann.state(1)["loaded"] and store.ann.errors == []
     assert recall(store, exact, "alice") >= 0.95
+
+
+def test_memory_open_and_the_settings_hand_the_index_settings_to_the_store(tmp_path: Path) -> None:
+    from memlane.core.embedding.fake import HashingEmbedder
+    from memlane.core.memory import Memory
+    from memlane.settings import load
+
+    chosen = AnnSettings(threshold=7, ef_search=64)
+    mem = Memory.open(tmp_path / "a.db", embedder=HashingEmbedder(), ann=chosen)
+    try:
+        assert isinstance(mem.store, SqliteStore) and mem.store.ann_settings == chosen
+    finally:
+        mem.close()
+    # MEMLANE_ANN_THRESHOLD / MEMLANE_ANN_EF_SEARCH reach every store the command line opens; -1: never.
+    options = load({"MEMLANE_ANN_THRESHOLD": "-1", "MEMLANE_ANN_EF_SEARCH": "200"}).memory_options()
+    assert options["ann"] == AnnSettings(threshold=None, ef_search=200)
+    mem = Memory.open(tmp_path / "b.db", embedder=HashingEmbedder(), **options)
+    try:
+        assert isinstance(mem.store, SqliteStore) and mem.store.ann_settings.threshold is None
+    finally:
+        mem.close()
+    assert load({}).ann_settings() == AnnSettings()  # the defaults are the store's own

@@ -4,20 +4,22 @@ as the exact scan on a small set, kept by every write, dropped with its user."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import NewStore
 from memlane.core.store.annsettings import EXACT, AnnSettings
 from memlane.core.store.postgres import ann
 from memlane.core.store.postgres.adapt import PgVector
+from memlane.core.store.postgres.store import PostgresStore
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "core"))
 from test_sqlite_ann import T0, blocks_and_vectors, queries
 
 pytestmark = pytest.mark.postgres
+NewStore = Callable[..., PostgresStore]  # the new_store fixture (tests/postgres/conftest.py)
 INLINE = AnnSettings(threshold=0, background=False)
 
 

@@ -55,6 +55,7 @@ from memlane.core.retrieval import (
     score_kind,
     with_candidates,
 )
+from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.protocol import Store
 from memlane.core.timefmt import annotate, coerce_time, now_utc, to_epoch
 
@@ -143,6 +144,7 @@ class Memory:
         embedder_config: EmbedderConfig | None = None,
         prompt: ExtractionPrompt | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        ann: AnnSettings | None = None,
     ) -> Memory:
         """Open (or create) a store with an embedder (by name or instance): a ``postgresql://`` URL opens the
         PostgreSQL store there; anything else is the path of the embedded SQLite store. ``create=False``
@@ -154,12 +156,16 @@ class Memory:
         ``cache_dir`` is where MiniLM's built model is kept (default ``~/.cache/memlane``; it overrides
         ``embedder_config.cache_dir``). The core reads no environment variable: ``memlane.settings`` reads
         them at the edge and passes them here. ``path`` may also be a store opened with :meth:`open_store`
-        (a caller that must know the store exists before it makes anything else, such as an LLM call log)."""
+        (a caller that must know the store exists before it makes anything else, such as an LLM call log).
+        ``ann``: from how many keys a user is searched through a per-user approximate index, and its
+        parameters (:class:`memlane.core.store.annsettings.AnnSettings`; default: its defaults; docs/scaling.md)."""
 
         def open_store() -> Store:
             if not isinstance(path, str | Path):
                 return path
-            return cls.open_store(path, durability=durability, create=create, server_timeout_s=server_timeout_s)
+            return cls.open_store(
+                path, durability=durability, create=create, server_timeout_s=server_timeout_s, ann=ann
+            )
 
         config = embedder_config or EmbedderConfig()
         if cache_dir is not None:
@@ -179,15 +185,20 @@ class Memory:
 
     @staticmethod
     def open_store(
-        path: str | Path, *, durability: str = "full", create: bool = True, server_timeout_s: float = 30.0
+        path: str | Path,
+        *,
+        durability: str = "full",
+        create: bool = True,
+        server_timeout_s: float = 30.0,
+        ann: AnnSettings | None = None,
     ) -> Store:
         """The store at ``path`` (a ``postgresql://`` URL or a SQLite file), as :meth:`open` opens it."""
         from memlane.core.store.postgres import is_postgres_url, open_postgres
         from memlane.core.store.sqlite import SqliteStore
 
         if is_postgres_url(path):
-            return open_postgres(str(path), durability=durability, create=create, timeout_s=server_timeout_s)
-        return SqliteStore(path, durability=durability, create=create)
+            return open_postgres(str(path), durability=durability, create=create, timeout_s=server_timeout_s, ann=ann)
+        return SqliteStore(path, durability=durability, create=create, ann=ann)
 
     def close(self) -> None:
         self.store.close()

@@ -140,7 +140,11 @@ def open_memory(
     nothing is created (not even the call log), so a mistyped path is an error instead of an empty store.
     ``server_timeout_s``: how long an operation waits for a PostgreSQL server."""
     settings = cli_settings()
-    opened = None if create else Memory.open_store(store, create=False, server_timeout_s=server_timeout_s)
+    opened = (
+        None
+        if create
+        else Memory.open_store(store, create=False, server_timeout_s=server_timeout_s, ann=settings.ann_settings())
+    )
     log = None
     try:
         model = None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from memlane.core.store.postgres.url import is_postgres_url, redact, shard_urls
 
 if TYPE_CHECKING:
+    from memlane.core.store.annsettings import AnnSettings
     from memlane.core.store.postgres.sharded import ShardedStore
     from memlane.core.store.postgres.store import PostgresStore
 
@@ -18,14 +19,20 @@ __all__ = ["PostgresStore", "is_postgres_url", "open_postgres", "redact", "shard
 
 
 def open_postgres(
-    url: str, *, durability: str = "full", create: bool = True, timeout_s: float = 30.0
+    url: str,
+    *,
+    durability: str = "full",
+    create: bool = True,
+    timeout_s: float = 30.0,
+    ann: AnnSettings | None = None,
 ) -> PostgresStore | ShardedStore:
     """Open the store at a ``postgresql://`` URL (``create=False``: only one whose tables exist);
     ConfigError if the driver is not installed. ``timeout_s``: how long an operation waits for the server
     (to connect, or for a connection of the pool) before it fails with StoreError.
 
     Several URLs joined by commas (``postgresql://a/db,postgresql://b/db``) open a store sharded by user
-    over those servers, in that order (docs/scaling.md)."""
+    over those servers, in that order (docs/scaling.md). ``ann``: when large users are searched through a
+    per-user approximate index (default: :class:`AnnSettings`' defaults)."""
     from memlane.core.errors import ConfigError
 
     urls = shard_urls(url)
@@ -37,8 +44,8 @@ def open_postgres(
             f"a PostgreSQL store needs psycopg and psycopg-pool: pip install 'memlane[postgres]' ({exc})"
         ) from exc
     if len(urls) > 1:
-        return ShardedStore(urls, durability=durability, create=create, timeout_s=timeout_s)
-    return PostgresStore(url, durability=durability, create=create, timeout_s=timeout_s)
+        return ShardedStore(urls, durability=durability, create=create, timeout_s=timeout_s, ann=ann)
+    return PostgresStore(url, durability=durability, create=create, timeout_s=timeout_s, ann=ann)
 
 
 def __getattr__(name: str) -> object:

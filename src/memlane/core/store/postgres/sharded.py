@@ -36,6 +36,7 @@ from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, U
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
+from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.shard import ShardStore, UserMovingError, home_shard
 
@@ -83,6 +84,7 @@ class ShardedStore:
         timeout_s: float = 30.0,
         create: bool = True,
         accept_counts: tuple[int, ...] = (),
+        ann: AnnSettings | None = None,
     ) -> None:
         """``accept_counts``: other shard counts a shard's record may hold (only while the store grows,
         memlane.core.store.postgres.grow)."""
@@ -103,6 +105,7 @@ class ShardedStore:
                         timeout_s=timeout_s,
                         create=create,
                         accept_counts=accept_counts,
+                        ann=ann,
                     )
                 )
         except BaseException:
