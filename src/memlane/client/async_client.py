@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
-from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal
 
 import httpx
 
-from memlane.client.client import DEFAULT_TIMEOUT_S, TimeArg, _drop_none, _error, _segment, _time
+from memlane.client.client import DEFAULT_TIMEOUT_S, _error
 from memlane.client.errors import TransportError
 from memlane.client.models import (
     Health,
@@ -27,13 +25,27 @@ from memlane.client.models import (
     UserDeleted,
     add_result_from_json,
     block_from_json,
+    deleted_from_json,
     health_from_json,
     hit_from_json,
-    policy_from_json,
+    key_from_json,
+    new_key_from_json,
+    policies_from_json,
     queue_from_json,
     report_from_json,
     user_from_json,
+    user_policy_from_json,
 )
+from memlane.client.payloads import (
+    TimeArg,
+    add_body,
+    apply_body,
+    list_params,
+    policy_body,
+    retention_path,
+    search_body,
+)
+from memlane.client.payloads import segment as _segment
 from memlane.core.jobs import QueueStatus
 from memlane.core.model import AddResult, Hit, MemoryBlock, UserInfo
 from memlane.core.retention import Policies, RetentionPolicy, RetentionReport
@@ -80,15 +92,8 @@ class AsyncClient:
         extract: Literal["off", "async", "sync"] = "off",
     ) -> AddResult:
         """See :meth:`Client.add`."""
-        body = {
-            "messages": [_drop_none({**m, "time": _time(m.get("time"))}) for m in messages],
-            "conversation_id": conversation_id,
-            "session_id": session_id,
-            "time": _time(time),
-            "perspective": perspective,
-            "extract": extract,
-        }
-        return add_result_from_json(await self._call("POST", "/v1/memories", json=_drop_none(body)))
+        body = add_body(messages, conversation_id, session_id, time, perspective, extract)
+        return add_result_from_json(await self._call("POST", "/v1/memories", json=body))
 
     async def search(
         self,
@@ -101,8 +106,8 @@ class AsyncClient:
         at: TimeArg = None,
     ) -> builtins.list[Hit]:
         """See :meth:`Client.search`."""
-        body = {"query": query, "k": k, "mode": mode, "before": _time(before), "after": _time(after), "at": _time(at)}
-        return [hit_from_json(h) for h in await self._call("POST", "/v1/search", json=_drop_none(body))]
+        body = search_body(query, k, mode, before, after, at)
+        return [hit_from_json(h) for h in await self._call("POST", "/v1/search", json=body)]
 
     async def get(self, block_id: str) -> MemoryBlock:
         return block_from_json(await self._call("GET", f"/v1/memories/{_segment(block_id)}"))
@@ -115,9 +120,7 @@ class AsyncClient:
         limit: int = 100,
         offset: int = 0,
     ) -> builtins.list[MemoryBlock]:
-        params = _drop_none(
-            {"conversation_id": conversation_id, "session_id": session_id, "limit": limit, "offset": offset}
-        )
+        params = list_params(conversation_id, session_id, limit, offset)
         return [block_from_json(b) for b in await self._call("GET", "/v1/memories", params=params)]
 
     async def delete(self, block_id: str) -> None:
@@ -135,43 +138,35 @@ class AsyncClient:
         return [user_from_json(u) for u in await self._call("GET", "/v1/users")]
 
     async def create_key(self, user: str, label: str = "") -> NewKey:
-        d = await self._call("POST", f"/v1/users/{_segment(user)}/keys", json={"label": label})
-        return NewKey(key=d["key"], key_id=d["key_id"], user=d["user"], label=d["label"])
+        return new_key_from_json(await self._call("POST", f"/v1/users/{_segment(user)}/keys", json={"label": label}))
 
     async def keys(self, user: str) -> builtins.list[KeyInfo]:
-        return [
-            KeyInfo(k["key_id"], k["user"], k["label"], datetime.fromisoformat(k["created_at"]))
-            for k in await self._call("GET", f"/v1/users/{_segment(user)}/keys")
-        ]
+        return [key_from_json(k) for k in await self._call("GET", f"/v1/users/{_segment(user)}/keys")]
 
     async def revoke_key(self, user: str, key_id: str) -> None:
         await self._call("DELETE", f"/v1/users/{_segment(user)}/keys/{_segment(key_id)}")
 
     async def delete_user(self, user: str) -> UserDeleted:
-        d = await self._call("DELETE", f"/v1/users/{_segment(user)}")
-        return UserDeleted(user=d["user"], blocks_deleted=int(d["blocks_deleted"]), keys_deleted=int(d["keys_deleted"]))
+        return deleted_from_json(await self._call("DELETE", f"/v1/users/{_segment(user)}"))
 
     async def set_retention(self, user: str | None, policy: RetentionPolicy | None) -> None:
         """See :meth:`Client.set_retention`."""
-        path = "/v1/retention/default" if user is None else f"/v1/users/{_segment(user)}/retention"
+        path = retention_path(user)
         if policy is None:
             await self._call("DELETE", path)
         else:
-            await self._call("PUT", path, json=_drop_none(asdict(policy)))
+            await self._call("PUT", path, json=policy_body(policy))
 
     async def retention(self, user: str) -> tuple[RetentionPolicy | None, str]:
-        d = await self._call("GET", f"/v1/users/{_segment(user)}/retention")
-        return policy_from_json(d["policy"]), str(d["source"])
+        return user_policy_from_json(await self._call("GET", retention_path(user)))
 
     async def retention_policies(self) -> Policies:
-        d = await self._call("GET", "/v1/retention")
-        users = {name: policy_from_json(p) for name, p in d["users"].items()}
-        return Policies(default=policy_from_json(d["default"]), users={k: v for k, v in users.items() if v})
+        return policies_from_json(await self._call("GET", "/v1/retention"))
 
     async def apply_retention(
         self, *, at: TimeArg = None, user: str | None = None, dry_run: bool = False
     ) -> RetentionReport:
-        body = _drop_none({"at": _time(at), "user": user, "dry_run": dry_run})
+        body = apply_body(at, user, dry_run)
         return report_from_json(await self._call("POST", "/v1/retention/apply", json=body))
 
     # -- operations ------------------------------------------------------------------------------------------

@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
-from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal
-from urllib.parse import quote
 
 import httpx
 
@@ -31,27 +28,32 @@ from memlane.client.models import (
     UserDeleted,
     add_result_from_json,
     block_from_json,
+    deleted_from_json,
     health_from_json,
     hit_from_json,
-    policy_from_json,
+    key_from_json,
+    new_key_from_json,
+    policies_from_json,
     queue_from_json,
     report_from_json,
     user_from_json,
+    user_policy_from_json,
 )
+from memlane.client.payloads import (
+    TimeArg,
+    add_body,
+    apply_body,
+    list_params,
+    policy_body,
+    retention_path,
+    search_body,
+)
+from memlane.client.payloads import segment as _segment
 from memlane.core.jobs import QueueStatus
 from memlane.core.model import AddResult, Hit, MemoryBlock, UserInfo
 from memlane.core.retention import Policies, RetentionPolicy, RetentionReport
 
 DEFAULT_TIMEOUT_S = 30.0
-TimeArg = datetime | str | float | None
-
-
-def _time(value: TimeArg) -> str | float | None:
-    return value.isoformat() if isinstance(value, datetime) else value
-
-
-def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if v is not None}
 
 
 class Client:
@@ -94,15 +96,8 @@ class Client:
         extract: Literal["off", "async", "sync"] = "off",
     ) -> AddResult:
         """Store messages (``{"role", "content", "time"?, "id"?}``) as blocks; see :meth:`Memory.add`."""
-        body = {
-            "messages": [_drop_none({**m, "time": _time(m.get("time"))}) for m in messages],
-            "conversation_id": conversation_id,
-            "session_id": session_id,
-            "time": _time(time),
-            "perspective": perspective,
-            "extract": extract,
-        }
-        return add_result_from_json(self._call("POST", "/v1/memories", json=_drop_none(body)))
+        body = add_body(messages, conversation_id, session_id, time, perspective, extract)
+        return add_result_from_json(self._call("POST", "/v1/memories", json=body))
 
     def search(
         self,
@@ -115,15 +110,8 @@ class Client:
         at: TimeArg = None,
     ) -> list[Hit]:
         """The top-k blocks for ``query``; see :meth:`Memory.search` (``at``: when the question is asked)."""
-        body = {
-            "query": query,
-            "k": k,
-            "mode": mode,
-            "before": _time(before),
-            "after": _time(after),
-            "at": _time(at),
-        }
-        return [hit_from_json(h) for h in self._call("POST", "/v1/search", json=_drop_none(body))]
+        body = search_body(query, k, mode, before, after, at)
+        return [hit_from_json(h) for h in self._call("POST", "/v1/search", json=body)]
 
     def get(self, block_id: str) -> MemoryBlock:
         """One block; NotFoundError if it is not the key's user's."""
@@ -138,9 +126,7 @@ class Client:
         offset: int = 0,
     ) -> builtins.list[MemoryBlock]:
         """The blocks in event-time order."""
-        params = _drop_none(
-            {"conversation_id": conversation_id, "session_id": session_id, "limit": limit, "offset": offset}
-        )
+        params = list_params(conversation_id, session_id, limit, offset)
         return [block_from_json(b) for b in self._call("GET", "/v1/memories", params=params)]
 
     def delete(self, block_id: str) -> None:
@@ -162,46 +148,38 @@ class Client:
 
     def create_key(self, user: str, label: str = "") -> NewKey:
         """A new API key for ``user``; its secret is in the result only."""
-        d = self._call("POST", f"/v1/users/{_segment(user)}/keys", json={"label": label})
-        return NewKey(key=d["key"], key_id=d["key_id"], user=d["user"], label=d["label"])
+        return new_key_from_json(self._call("POST", f"/v1/users/{_segment(user)}/keys", json={"label": label}))
 
     def keys(self, user: str) -> builtins.list[KeyInfo]:
-        return [
-            KeyInfo(k["key_id"], k["user"], k["label"], datetime.fromisoformat(k["created_at"]))
-            for k in self._call("GET", f"/v1/users/{_segment(user)}/keys")
-        ]
+        return [key_from_json(k) for k in self._call("GET", f"/v1/users/{_segment(user)}/keys")]
 
     def revoke_key(self, user: str, key_id: str) -> None:
         self._call("DELETE", f"/v1/users/{_segment(user)}/keys/{_segment(key_id)}")
 
     def delete_user(self, user: str) -> UserDeleted:
         """Delete the user and everything of theirs, keys included."""
-        d = self._call("DELETE", f"/v1/users/{_segment(user)}")
-        return UserDeleted(user=d["user"], blocks_deleted=int(d["blocks_deleted"]), keys_deleted=int(d["keys_deleted"]))
+        return deleted_from_json(self._call("DELETE", f"/v1/users/{_segment(user)}"))
 
     # -- retention (the admin key; retention(user) also with the user's own key) -----------------------------
 
     def set_retention(self, user: str | None, policy: RetentionPolicy | None) -> None:
         """Set the default policy (``user`` None) or a user's own; ``policy`` None removes it."""
-        path = "/v1/retention/default" if user is None else f"/v1/users/{_segment(user)}/retention"
+        path = retention_path(user)
         if policy is None:
             self._call("DELETE", path)
         else:
-            self._call("PUT", path, json=_drop_none(asdict(policy)))
+            self._call("PUT", path, json=policy_body(policy))
 
     def retention(self, user: str) -> tuple[RetentionPolicy | None, str]:
         """The policy that applies to ``user`` and its source: ``"user"``, ``"default"`` or ``"none"``."""
-        d = self._call("GET", f"/v1/users/{_segment(user)}/retention")
-        return policy_from_json(d["policy"]), str(d["source"])
+        return user_policy_from_json(self._call("GET", retention_path(user)))
 
     def retention_policies(self) -> Policies:
-        d = self._call("GET", "/v1/retention")
-        users = {name: policy_from_json(p) for name, p in d["users"].items()}
-        return Policies(default=policy_from_json(d["default"]), users={k: v for k, v in users.items() if v})
+        return policies_from_json(self._call("GET", "/v1/retention"))
 
     def apply_retention(self, *, at: TimeArg = None, user: str | None = None, dry_run: bool = False) -> RetentionReport:
         """Sweep now (one user or all); ``dry_run`` only counts."""
-        body = _drop_none({"at": _time(at), "user": user, "dry_run": dry_run})
+        body = apply_body(at, user, dry_run)
         return report_from_json(self._call("POST", "/v1/retention/apply", json=body))
 
     # -- operations ------------------------------------------------------------------------------------------
@@ -234,13 +212,6 @@ class Client:
         if response.is_success:
             return response
         raise _error(response)
-
-
-def _segment(value: str) -> str:
-    """A path segment, percent-encoded, so that a block id or user name never escapes its segment."""
-    quoted = quote(value, safe="")
-    # "." and ".." would be dot segments that an HTTP stack may normalise away.
-    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
 
 
 def _error(response: httpx.Response) -> Exception:

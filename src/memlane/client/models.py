@@ -9,7 +9,7 @@ from typing import Any
 
 from memlane.core.jobs import JobError, JobStatus, QueueStatus
 from memlane.core.model import AddResult, ExtractionStatus, Hit, MemoryBlock, PerspectiveMode, UserInfo
-from memlane.core.retention import RetentionPolicy, RetentionReport, UserRetention
+from memlane.core.retention import Policies, RetentionPolicy, RetentionReport, UserRetention
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,3 +151,24 @@ def report_from_json(d: Mapping[str, Any]) -> RetentionReport:
         for u in d["users"]
     )
     return RetentionReport(at=datetime.fromisoformat(d["at"]), dry_run=bool(d["dry_run"]), users=users)
+
+
+def new_key_from_json(d: Mapping[str, Any]) -> NewKey:
+    return NewKey(key=d["key"], key_id=d["key_id"], user=d["user"], label=d["label"])
+
+
+def key_from_json(d: Mapping[str, Any]) -> KeyInfo:
+    return KeyInfo(d["key_id"], d["user"], d["label"], datetime.fromisoformat(d["created_at"]))
+
+
+def deleted_from_json(d: Mapping[str, Any]) -> UserDeleted:
+    return UserDeleted(user=d["user"], blocks_deleted=int(d["blocks_deleted"]), keys_deleted=int(d["keys_deleted"]))
+
+
+def user_policy_from_json(d: Mapping[str, Any]) -> tuple[RetentionPolicy | None, str]:
+    return policy_from_json(d["policy"]), str(d["source"])
+
+
+def policies_from_json(d: Mapping[str, Any]) -> Policies:
+    users = {name: policy_from_json(p) for name, p in d["users"].items()}
+    return Policies(default=policy_from_json(d["default"]), users={k: v for k, v in users.items() if v})
