@@ -189,7 +189,8 @@ NOT_MIRRORED = {
 def public_methods(cls: type) -> dict[str, inspect.Signature]:
     return {
         name: inspect.signature(member)
-        for name, member in vars(cls).items()
+        for klass in reversed(cls.__mro__[:-1])  # the class's own methods and those it inherits
+        for name, member in vars(klass).items()
         if callable(member) and not name.startswith("_")
     }
 

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, Self, TypeVar
 
 from memlane.core.errors import ConfigError
 from memlane.core.jobs import JobStatus, QueueStatus
@@ -56,7 +56,48 @@ R = TypeVar("R")
 TimeArg = datetime | str | float | None
 
 
-class AsyncMemory:
+class OffLoop:
+    """Runs a synchronous object's calls as coroutines on a pool of at most ``max_workers`` threads it owns,
+    so that the event loop never waits for them. Close it (``await x.close()`` or ``async with``) to wait
+    for the calls in flight, stop the threads and close what it wraps (:meth:`_close_wrapped`)."""
+
+    def __init__(self, max_workers: int, thread_name: str) -> None:
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
+            raise ConfigError(f"max_workers must be a positive integer, not {max_workers!r}")
+        self.max_workers = max_workers
+        self._pool = ThreadPoolExecutor(max_workers, thread_name_prefix=thread_name)
+        self._closed = False
+
+    async def _run(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self._closed:
+            raise ConfigError(f"this {type(self).__name__} is closed")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    async def close(self) -> None:
+        """Wait for the calls in flight, stop the threads, close what this wraps."""
+        if self._closed:
+            return
+        self._closed = True
+        await asyncio.get_running_loop().run_in_executor(None, self._shutdown)
+
+    def _shutdown(self) -> None:
+        self._pool.shutdown(wait=True)
+        self._close_wrapped()
+
+    def _close_wrapped(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+class AsyncMemory(OffLoop):
     """Per-user memory for asyncio code: :class:`Memory`'s methods as coroutines.
 
     Wraps a :class:`Memory` (``memory``, still usable from threads) and owns a pool of at most
@@ -64,12 +105,8 @@ class AsyncMemory:
     the threads and close the store."""
 
     def __init__(self, memory: Memory, *, max_workers: int = DEFAULT_MAX_WORKERS) -> None:
-        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
-            raise ConfigError(f"max_workers must be a positive integer, not {max_workers!r}")
+        super().__init__(max_workers, "memlane-async")
         self.memory = memory
-        self.max_workers = max_workers
-        self._pool = ThreadPoolExecutor(max_workers, thread_name_prefix="memlane-async")
-        self._closed = False
 
     @classmethod
     async def open(cls, path: str | Path, *, max_workers: int = DEFAULT_MAX_WORKERS, **options: Any) -> AsyncMemory:
@@ -79,30 +116,8 @@ class AsyncMemory:
         memory = await loop.run_in_executor(None, functools.partial(Memory.open, path, **options))
         return cls(memory, max_workers=max_workers)
 
-    async def _run(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
-        if self._closed:
-            raise ConfigError("this AsyncMemory is closed")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
-
-    async def close(self) -> None:
-        """Wait for the calls in flight, stop the threads, close the store."""
-        if self._closed:
-            return
-        self._closed = True
-        await asyncio.get_running_loop().run_in_executor(None, self._shutdown)
-
-    def _shutdown(self) -> None:
-        self._pool.shutdown(wait=True)
+    def _close_wrapped(self) -> None:
         self.memory.close()
-
-    async def __aenter__(self) -> AsyncMemory:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     # -- ingest ------------------------------------------------------------------------------------------
 

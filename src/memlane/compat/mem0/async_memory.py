@@ -7,23 +7,19 @@ embedder or the store.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import functools
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from types import TracebackType
+from collections.abc import Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 from memlane.compat.mem0.memory import Item, Memory
-from memlane.core.async_memory import DEFAULT_MAX_WORKERS
+from memlane.core.async_memory import DEFAULT_MAX_WORKERS, OffLoop
 from memlane.core.memory import Memory as CoreMemory
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class AsyncMemory:
+class AsyncMemory(OffLoop):
     """mem0's ``AsyncMemory`` API on a memlane store; the arguments and results of :class:`Memory`."""
 
     def __init__(
@@ -33,30 +29,15 @@ class AsyncMemory:
         memory: CoreMemory | None = None,
         max_workers: int = DEFAULT_MAX_WORKERS,
     ) -> None:
+        super().__init__(max_workers, "memlane-mem0")
         self.sync = Memory(config, memory=memory)
-        self._pool = ThreadPoolExecutor(max_workers, thread_name_prefix="memlane-mem0")
 
     @classmethod
     def from_config(cls, config_dict: Mapping[str, Any]) -> AsyncMemory:
         return cls(config_dict)
 
-    async def _run(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
-
-    async def close(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, self._shutdown)
-
-    def _shutdown(self) -> None:
-        self._pool.shutdown(wait=True)
+    def _close_wrapped(self) -> None:
         self.sync.close()
-
-    async def __aenter__(self) -> AsyncMemory:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def add(
         self,
