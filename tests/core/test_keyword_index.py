@@ -347,3 +347,28 @@ def test_a_search_looks_its_query_up_once_and_any_write_makes_it_look_again(
     first.search("alice", "something else entirely", k=5)
     first.store._query_weights(query)  # type: ignore[attr-defined]
     assert len(calls) == 5  # one query remembered per thread: the last one
+
+
+def test_query_weights_read_the_corpus_and_the_terms_from_one_snapshot(tmp_path: Path) -> None:
+    """Another connection's commit between the read of the corpus size and the read of the terms' document
+    frequencies must not give a term more keys than its corpus (a NaN idf, so NaN scores, under load)."""
+    first = Memory(SqliteStore(tmp_path / "s.db"), HashingEmbedder(dim=32))
+    second = Memory(SqliteStore(tmp_path / "s.db"), HashingEmbedder(dim=32))
+    first.add("alice", chat("a zebra at the zoo"))
+    conn = first.store._conn()  # type: ignore[attr-defined]
+    committed: list[str] = []
+
+    def commit_during_the_term_lookup(sql: str) -> None:
+        if "FROM terms WHERE term IN" in sql and not committed:
+            committed.append(sql)
+            for i in range(6):
+                second.add("bob", chat(f"zebra {i}", f"zebra stripes {i}"))
+
+    conn.set_trace_callback(commit_during_the_term_lookup)
+    try:
+        weights, avgdl = terms_module.query_weights(conn, "zebra")
+    finally:
+        conn.set_trace_callback(None)
+    assert committed, "the lookup ran no statement to interleave with: nothing tested"
+    assert weights and all(math.isfinite(w) and w > 0 for _, w in weights), weights
+    assert math.isfinite(avgdl) and avgdl > 0

@@ -172,8 +172,17 @@ def query_weights(conn: sqlite3.Connection, text: str) -> tuple[list[tuple[int, 
     stems = tokenize(conn, [" ".join(words)])[0]
     if not stems:
         return [], 0.0
-    n_keys, tokens = conn.execute("SELECT keys, tokens FROM corpus").fetchone()
-    known = lookup_terms(conn, sorted(stems))
+    # The corpus size and the terms' document frequencies from one snapshot: read apart, a commit between
+    # them could give a term more keys than the corpus it was counted against (a NaN idf).
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")
+    try:
+        n_keys, tokens = conn.execute("SELECT keys, tokens FROM corpus").fetchone()
+        known = lookup_terms(conn, sorted(stems))
+    finally:
+        if own:
+            conn.execute("COMMIT")
     if not known or n_keys <= 0:
         return [], 0.0
     terms = sorted(known)
