@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import random
 import sqlite3
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -372,3 +373,29 @@ def test_query_weights_read_the_corpus_and_the_terms_from_one_snapshot(tmp_path:
     assert committed, "the lookup ran no statement to interleave with: nothing tested"
     assert weights and all(math.isfinite(w) and w > 0 for _, w in weights), weights
     assert math.isfinite(avgdl) and avgdl > 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files through /proc (Linux)")
+def test_the_connection_of_an_ended_thread_is_closed(tmp_path: Path) -> None:
+    """A server's thread pool ends idle threads and starts new ones; each thread's connection must not
+    outlive it, or a long-running process runs out of file descriptors."""
+    db = tmp_path / "threads.db"
+    mem = Memory(SqliteStore(db), HashingEmbedder(dim=32))
+    mem.add("alice", chat("a zebra at the zoo"))
+
+    def open_files() -> int:
+        fds = Path("/proc/self/fd")
+        return sum(1 for fd in fds.iterdir() if str(fd.resolve(strict=False)) == str(db.resolve()))
+
+    def one_search() -> None:
+        assert mem.search("alice", "zebra", k=1)
+
+    for _ in range(30):
+        t = threading.Thread(target=one_search)
+        t.start()
+        t.join()
+    try:
+        assert open_files() <= 3, f"{open_files()} connections open after 30 threads came and went"
+    finally:
+        mem.close()
+    assert open_files() == 0

@@ -95,7 +95,9 @@ class SqliteStore:
         self.term_ids = TermIds()
         self.ann_settings = ann or AnnSettings()
         self.ann = AnnIndexes(self.path, self.ann_settings, self._conn)
-        self._conns: list[sqlite3.Connection] = []
+        # Each thread's connection, with its thread: a thread that ended has its connection closed when the
+        # next one is opened (servers' thread pools end idle threads and start new ones).
+        self._conns: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._conns_lock = threading.Lock()
         if create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,7 +127,12 @@ class SqliteStore:
                 raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
             self._local.conn = conn
             with self._conns_lock:
-                self._conns.append(conn)
+                ended = [c for t, c in self._conns if not t.is_alive()]
+                self._conns = [(t, c) for t, c in self._conns if t.is_alive()]
+                self._conns.append((threading.current_thread(), conn))
+            for old in ended:
+                with suppress(sqlite3.Error):
+                    old.close()
         return conn
 
     @contextmanager
@@ -178,7 +185,7 @@ class SqliteStore:
     def close(self) -> None:
         """Close every connection this store opened (in any thread)."""
         with self._conns_lock:
-            for conn in self._conns:
+            for _, conn in self._conns:
                 conn.close()
             self._conns.clear()
         self._local = threading.local()
