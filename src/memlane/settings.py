@@ -111,6 +111,9 @@ class Settings(BaseSettings):
     bench_embedder: str | None = Field(default=None, description="Embedder of the bench stores (--embedder)")
     bench_ks: str | None = Field(default=None, description="k values of `bench retrieval`, comma-separated (--k)")
     bench_limit: int | None = Field(default=None, description="At most N questions (--limit)")
+    bench_per_category: int | None = Field(
+        default=None, description="Only the first N questions of each category (--per-category)"
+    )
     bench_perspective: str | None = Field(default=None, description="Perspective of the bench stores (--perspective)")
     bench_out: Path | None = Field(default=None, description="Run folder of a bench command (--out)")
     bench_modes: str | None = Field(default=None, description="Search modes, space-separated (--mode)")

@@ -220,3 +220,28 @@ def test_compare_reads_only_the_shared_questions_by_default(root: Path) -> None:
     assert "the questions both runs scored" in format_compare(full, part)
     unpaired = format_compare(full, part, all_questions=True)
     assert "unpaired" in unpaired
+
+
+def test_per_category_asks_the_first_questions_of_each_category_and_ingests_only_theirs(root: Path) -> None:
+    out = root / "sampled"
+    ds = load_dataset("longmemeval-s", root / "data")
+    wanted: dict[str, list[str]] = {}
+    for s in ds.samples:
+        if len(wanted.setdefault(s.category, [])) < 2:
+            wanted[s.category].append(s.sample_id)
+    assert len(wanted) == 2 and sum(map(len, wanted.values())) == 4  # two categories: a sample of each
+    outcome = run_retrieval(options(root, modes=("hybrid",), per_category=2), out, progress=False)
+    asked = {r.sample.sample_id for r in read_log(out / (LOG_NAME + ".gz")).records}
+    assert asked == {q for ids in wanted.values() for q in ids}
+    assert outcome.ingest.ingested == 4 and outcome.ingest.namespaces_total == 4
+    header = read_log(out / (LOG_NAME + ".gz")).header
+    assert header.config.per_category == 2
+    assert "the first 2 questions of each category" in (out / "report.md").read_text()
+    # The store was filled from a sample: a full run afterwards ingests the rest and asks everything.
+    full = run_retrieval(options(root, modes=("hybrid",)), root / "full", progress=False)
+    assert full.ingest.ingested == len(ds.histories) - 4 and full.written == len(ds.samples)
+
+
+def test_per_category_must_be_positive(root: Path) -> None:
+    with pytest.raises(ConfigError, match="--per-category must be positive"):
+        run_retrieval(options(root, per_category=0), root / "bad", progress=False)

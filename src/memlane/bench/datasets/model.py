@@ -8,7 +8,7 @@ asked against it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from memlane.core.errors import ValidationError
@@ -149,3 +149,20 @@ def questions(haystacks: Iterable[Haystack], limit: int | None = None) -> Iterat
         samples = haystack.samples if limit is None else haystack.samples[: limit - asked]
         asked += len(samples)
         yield haystack, samples
+
+
+def per_category(haystacks: Iterable[Haystack], n: int) -> Iterator[Haystack]:
+    """The first ``n`` samples of each category, in data-set order, each with its haystack (a haystack none
+    of whose samples is kept is left out): a sample that weighs every question type alike, for systems too
+    slow to ingest every haystack. The same ``n`` picks the same questions on every run."""
+    if n < 1:
+        raise ValueError(f"per_category must be positive, got {n}")
+    taken: dict[str, int] = {}
+    for haystack in haystacks:
+        kept = []
+        for sample in haystack.samples:
+            if taken.get(sample.category, 0) < n:
+                taken[sample.category] = taken.get(sample.category, 0) + 1
+                kept.append(sample)
+        if kept:
+            yield replace(haystack, samples=tuple(kept))

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from memlane.bench.datasets.catalog import CATALOG, ENV_VAR, SHIPPED_DIR, DatasetInfo, KnownFile
 from memlane.bench.datasets.expansion import DEFAULT_SEED, DEFAULT_SIZE, expand_haystacks
-from memlane.bench.datasets.model import Dataset, Haystack, dataset_from_haystacks
+from memlane.bench.datasets.model import Dataset, Haystack, dataset_from_haystacks, per_category
 from memlane.bench.datasets.source import content_sha256, file_sha256
 from memlane.core.errors import ConfigError, NotFoundError, ValidationError
 from memlane.settings import read_setting
@@ -177,6 +177,9 @@ class DatasetStream:
     opener: Callable[[], Iterator[Haystack]]
     params: Mapping[str, int | str] = field(default_factory=dict)
     origin: Origin | None = None
+    # Set when only the first N questions of each category are read (:meth:`per_category`): then walking
+    # the stream is not walking the data set.
+    sampled_per_category: int | None = None
 
     def __iter__(self) -> Iterator[Haystack]:
         return self.opener()
@@ -192,6 +195,14 @@ class DatasetStream:
     def load(self) -> Dataset:
         """Materialise into a :class:`Dataset`."""
         return dataset_from_haystacks(self.name, self.sha256(), iter(self), self.params)
+
+    def per_category(self, n: int | None) -> DatasetStream:
+        """This data set with only the first ``n`` questions of each category (:func:`per_category`), and
+        the namespaces they need; the same data set (its identity and bench store) otherwise."""
+        if n is None:
+            return self
+        opener = self.opener
+        return replace(self, opener=lambda: per_category(opener(), n), sampled_per_category=n)
 
 
 def open_dataset(

@@ -130,7 +130,8 @@ def _describe(results: RunResults) -> list[str]:
         f"extraction `{c.extraction}`; bench store `{header.store.get('key')}` "
         f"({header.store.get('namespaces')} namespaces, {header.store.get('blocks')} blocks)",
         f"- search: modes {', '.join(c.modes)}; {c.depth} blocks per question; k = {', '.join(map(str, c.ks))}; "
-        f"before question date: {c.before_question_date}; limit: {c.limit}",
+        f"before question date: {c.before_question_date}; limit: {c.limit}"
+        + (f"; the first {c.per_category} questions of each category" if c.per_category else ""),
         f"- code: git {', '.join(revisions)}; memlane {header.packages.get('memlane')}, "
         f"onnxruntime {header.packages.get('onnxruntime')}, numpy {header.packages.get('numpy')}, "
         f"Python {header.packages.get('python')}",

@@ -348,7 +348,7 @@ def ingest(
             bench.mark_complete(haystack.namespace, stats)
             bar.set_postfix(blocks=report.blocks, embedded=report.texts_embedded)
         bar.close()
-        if limit is None or samples < limit:
+        if stream.sampled_per_category is None and (limit is None or samples < limit):
             # The whole data set was walked: from now on a rerun need not parse it.
             manifest.complete = True
             manifest.samples = samples
@@ -357,6 +357,9 @@ def ingest(
     report.namespaces_total = int(totals["namespaces"])
     report.blocks_total = int(totals["blocks"])
     if report.ingested or report.resumed:
-        manifest.ingests.append({"at": now_utc().isoformat(), "limit": limit} | report.to_json())
+        asked: dict[str, object] = {"at": now_utc().isoformat(), "limit": limit}
+        if stream.sampled_per_category is not None:
+            asked["per_category"] = stream.sampled_per_category
+        manifest.ingests.append(asked | report.to_json())
     bench.save()
     return report

@@ -74,6 +74,8 @@ class RetrievalOptions:
     evidence session timed later on the question's own day).
     ``baselines`` (names from :data:`memlane.bench.retrieval.baselines.BASELINES`) are ranked in the same run, over the
     same questions, as extra modes of the log: the reference figures sit next to memlane's in one report.
+    ``per_category``: only the first N questions of each category (in data-set order) and the namespaces
+    they need, with ``limit`` applied after it: a sample that weighs every category alike.
     ``ann_threshold``: search users of at least this many keys through the store's approximate index (0:
     every user, to measure the index against the exact scan); None: the store's default. Logged with each
     mode's search settings when set.
@@ -92,6 +94,7 @@ class RetrievalOptions:
     baselines: tuple[str, ...] = ()
     systems: tuple[SystemSpec, ...] = ()
     ann_threshold: int | None = None
+    per_category: int | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,8 @@ def _check_options(options: RetrievalOptions) -> None:
         raise ConfigError(f"k values must be positive integers, got {options.ks}")
     if options.limit is not None and options.limit < 1:
         raise ConfigError(f"--limit must be positive, got {options.limit}")
+    if options.per_category is not None and options.per_category < 1:
+        raise ConfigError(f"--per-category must be positive, got {options.per_category}")
     if options.depth is not None and not 1 <= options.depth <= MAX_K:
         raise ConfigError(f"--depth must be from 1 to {MAX_K}, got {options.depth}")
 
@@ -163,6 +168,7 @@ def resolve_config(
         modes=options.modes + tuple(b.name for b in baselines) + tuple(label for label, _ in systems),
         ks=ks,
         limit=options.limit,
+        per_category=options.per_category,
         depth=depth,
         min_length=max(MIN_RANKING_LENGTH, max(ks)),
         before_question_date=options.before_question_date,
@@ -280,7 +286,7 @@ def evaluate_question(
 def open_bench(options: RetrievalOptions) -> tuple[DatasetStream, BenchStore, Memory]:
     """Open the data set, its bench store for the options' ingest settings, and a Memory on it
     (close it with ``BenchStore.close``)."""
-    stream = open_dataset(options.dataset, options.data_dir)
+    stream = open_dataset(options.dataset, options.data_dir).per_category(options.per_category)
     family = DATASETS[options.dataset].family
     embedder = make_embedder(options.embedder, embedder_config_from_env())
     settings = IngestSettings(resolve_perspective(family, options.perspective), options.embedder, embedder.model_id)
@@ -359,7 +365,7 @@ def run_retrieval(
         log = RunLog.open(Path(run_dir), header, {"ingest": ingested.to_json()})
         written = errors = 0
         already = len(log.done)
-        total = options.limit or bench.manifest.samples
+        total = None if options.per_category else options.limit or bench.manifest.samples
         bar = tqdm(desc=f"retrieval {options.dataset}", unit="q", total=total, disable=not progress, leave=False)
         family = DATASETS[options.dataset].family
         split_of = sample_splitter(family, (h.namespace for h in stream))

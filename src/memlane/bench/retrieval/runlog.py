@@ -73,6 +73,7 @@ class RetrievalConfig:
     extraction: str = "off"
     dataset_params: dict[str, int | str] = field(default_factory=dict)
     search_settings: dict[str, dict[str, object]] = field(default_factory=dict)
+    per_category: int | None = None  # only the first N questions of each category were asked
 
     @classmethod
     def from_json(cls, obj: dict[str, object]) -> RetrievalConfig:

@@ -285,6 +285,15 @@ def system_specs(values: tuple[str, ...]) -> tuple[SystemSpec, ...]:
     help="Search users of at least this many keys through the approximate index; 0 forces it on for every "
     "user (to compare with an exact run). Default: the store's threshold. [env MEMLANE_BENCH_ANN_THRESHOLD]",
 )
+@click.option(
+    "--per-category",
+    type=click.IntRange(min=1),
+    default=None,
+    cls=SettingOption,
+    setting="bench_per_category",
+    help="Only the first N questions of each category (in data-set order) and the namespaces they need: a "
+    "sample that weighs every question type alike. [env MEMLANE_BENCH_PER_CATEGORY]",
+)
 @ingest_options
 def retrieval_cmd(
     dataset: str,
@@ -297,6 +306,7 @@ def retrieval_cmd(
     systems: tuple[str, ...],
     quiet: bool,
     ann_threshold: int | None,
+    per_category: int | None,
     limit: int | None,
     perspective: str,
     embedder: str,
@@ -315,6 +325,7 @@ def retrieval_cmd(
       memlane bench retrieval locomo --out runs/locomo --baselines default
       memlane bench retrieval locomo --out runs/peers --system memlane --system mem0 --system engram
       memlane bench retrieval locomo --out runs/locomo-ann --ann-threshold 0
+      memlane bench retrieval longmemeval-s --out runs/peers-s --per-category 5 --system memlane --system mem0
     """
     specs = system_specs(systems)
     options = RetrievalOptions(
@@ -331,6 +342,7 @@ def retrieval_cmd(
         baselines=baseline_names(baselines, dataset),
         systems=specs,
         ann_threshold=ann_threshold,
+        per_category=per_category,
     )
     outcome = run_retrieval(options, out, progress=not quiet)
     ing = outcome.ingest
