@@ -103,14 +103,24 @@ def key_mask(
 def best_per_block(
     scores: npt.NDArray[np.floating[Any]], block_pks: npt.NDArray[np.int64], k: int
 ) -> list[tuple[int, float]]:
-    """The k best blocks by their best key's score, best first; keys scored -inf are left out."""
+    """The k best blocks by their best key's score, best first; keys scored -inf are left out. Equal
+    scores rank by key position (the earlier key first), so the answer depends only on the scores and not
+    on how many keys without a score were passed along (the keyword stage passes only the keys it hit)."""
     n = scores.shape[0]
     if n == 0 or k <= 0:
         return []
     # A block may own several keys: take enough keys to find k distinct blocks, widening if needed.
     want = min(n, max(4 * k, k + 32))
     while True:
-        idx = np.argpartition(-scores, want - 1)[:want] if want < n else np.arange(n)
+        complete = want >= n
+        if complete:
+            idx = np.arange(n)
+        else:
+            # Every key scoring at least the want-th best score, in key order: argpartition picks among
+            # keys tied at that score in no defined order.
+            kth = float(scores[np.argpartition(-scores, want - 1)[want - 1]])
+            complete = kth == -np.inf
+            idx = np.flatnonzero(scores > kth if complete else scores >= kth)
         idx = idx[np.argsort(-scores[idx], kind="stable")]
         seen: dict[int, float] = {}
         for i in idx:
@@ -122,7 +132,7 @@ def best_per_block(
                 seen[pk] = s
                 if len(seen) == k:
                     break
-        if len(seen) == k or want >= n:
+        if len(seen) == k or complete:
             return list(seen.items())
         want = min(n, want * 4)
 
