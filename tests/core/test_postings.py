@@ -120,3 +120,22 @@ _FIELDS = (
     "version", "block_pks", "kinds", "event_ts", "lengths", "offsets", "term_ids", "counts", "sessions",
     "words_lengths", "words_offsets", "words_term_ids", "words_counts",
 )  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_appended_session_layout_is_the_one_computed_from_scratch(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    index = random_terms(rng, 200, 0, 1)
+    index.session_layout  # computed, so appends extend it  # noqa: B018
+    for step in range(6):
+        more = random_terms(rng, int(rng.integers(1, 5)), 1000 * (step + 1), index.version + 1)
+        if step % 2:  # a session the user has never had
+            kept = {f: getattr(more, f) for f in _FIELDS if f != "sessions"}
+            more = UserTerms(**kept, sessions=more.sessions + 7 + step)
+        index = index.appended(more)
+        assert "session_layout" in index.__dict__
+        fresh = UserTerms(**{f: getattr(index, f) for f in _FIELDS}).session_layout
+        got = index.session_layout
+        for name in ("codes", "of_key", "lengths"):
+            assert np.array_equal(getattr(got, name), getattr(fresh, name)), name
+        assert (got.n_with_words, got.avgdl, got.max_term) == (fresh.n_with_words, fresh.avgdl, fresh.max_term)

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memlane.core.store.columns import Column, capacity_bytes, extended
+
 KIND_CODES = {"message": 0, "summary": 1, "fact": 2}
 
 
@@ -37,27 +39,36 @@ class UserMatrix:
     # The keys' own pks, ascending (an approximate index names keys by them: memlane.core.store.sqlite.ann)
     key_pks: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
+    # The buffers the arrays live in once a write extended them (memlane.core.store.columns), by field.
+    _columns: dict[str, Column] = field(default_factory=dict, init=False, repr=False, compare=False)
+
     @property
     def n(self) -> int:
         return int(self.vectors.shape[0])
 
+    def _arrays(self) -> dict[str, npt.NDArray[Any]]:
+        return {name: getattr(self, name) for name in _MATRIX_COLUMNS}
+
     @property
     def nbytes(self) -> int:
-        arrays = (self.vectors, self.scales, self.block_pks, self.kinds, self.event_ts, self.key_pks)
-        return int(sum(a.nbytes for a in arrays))
+        """The memory the matrix holds, its buffers' room to grow included."""
+        return capacity_bytes(self._arrays(), self._columns)
 
     def appended(self, other: UserMatrix) -> UserMatrix:
+        """This matrix with ``other``'s rows after its own, extended in place where it can be
+        (:func:`memlane.core.store.columns.extended`): an add does not copy the user."""
         if self.vectors.shape[0] == 0:  # an empty user's matrix has no known width yet
             return other
-        return UserMatrix(
-            version=other.version,
-            vectors=np.concatenate([self.vectors, other.vectors]),
-            scales=np.concatenate([self.scales, other.scales]),
-            block_pks=np.concatenate([self.block_pks, other.block_pks]),
-            kinds=np.concatenate([self.kinds, other.kinds]),
-            event_ts=np.concatenate([self.event_ts, other.event_ts]),
-            key_pks=np.concatenate([self.key_pks, other.key_pks]),
-        )
+        arrays: dict[str, npt.NDArray[Any]] = {}
+        columns: dict[str, Column] = {}
+        for name in _MATRIX_COLUMNS:
+            arrays[name], columns[name] = extended(getattr(self, name), self._columns.get(name), getattr(other, name))
+        out = UserMatrix(version=other.version, **arrays)
+        out._columns = columns
+        return out
+
+
+_MATRIX_COLUMNS = ("vectors", "scales", "block_pks", "kinds", "event_ts", "key_pks")
 
 
 _CHUNK = 256  # rows dequantized at a time (a 384 KB scratch at dim 384)
