@@ -275,7 +275,9 @@ def _measure(
             search_store.vector_candidates(user, qv, 10)
             out[f"ann_build_s_{label}"] = time.perf_counter() - t0
         out.update(measure_stages(mem, exact, user, queries, label))
-        lat = []
+        # Adds into the large user, each followed by a search, as a live user's are: the add extends the
+        # cached indexes, and the search after it reads the extended ones.
+        lat, after = [], []
         for i in range(cfg.ingest_at_size):
             msgs = [
                 {"role": "user", "content": sentence(rng, 50_000_000 + size + i)},
@@ -284,8 +286,12 @@ def _measure(
             t0 = time.perf_counter()
             mem.add(user, msgs, session_id="late")
             lat.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            mem.search(user, queries[i % len(queries)], k=10)
+            after.append((time.perf_counter() - t0) * 1000)
         if lat:
             out[f"ingest_p50_ms_{label}"] = statistics.median(lat)
+            out[f"search_after_add_p50_ms_{label}"] = statistics.median(after)
     out["store_mb"] = store_bytes(search_store) / 1e6
     exact.close()
     mem.close()
