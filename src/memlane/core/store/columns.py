@@ -15,6 +15,7 @@ version that ends at ``used``; any other (an older version appended to again) ge
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,17 @@ def extended(
     buffer[:n] = current
     buffer[n : n + k] = extra
     return buffer[: n + k], Column(buffer, n + k)
+
+
+def extended_all(
+    current: Mapping[str, npt.NDArray[Any]], columns: Mapping[str, Column], extra: Mapping[str, npt.NDArray[Any]]
+) -> tuple[dict[str, npt.NDArray[Any]], dict[str, Column]]:
+    """:func:`extended` for each named array of an index: the new arrays and the columns they live in."""
+    arrays: dict[str, npt.NDArray[Any]] = {}
+    grown: dict[str, Column] = {}
+    for name, array in current.items():
+        arrays[name], grown[name] = extended(array, columns.get(name), extra[name])
+    return arrays, grown
 
 
 def capacity_bytes(arrays: dict[str, npt.NDArray[Any]], columns: dict[str, Column]) -> int:

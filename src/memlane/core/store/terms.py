@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1, term_scores
 from memlane.core.ranking.session_words import SessionWordCounts
-from memlane.core.store.columns import Column, capacity_bytes, extended
+from memlane.core.store.columns import Column, capacity_bytes, extended_all
 from memlane.core.store.vectors import best_per_block, key_mask
 
 
@@ -42,6 +42,25 @@ class SessionLayout:
     n_with_words: int
     avgdl: float
     max_term: int
+
+    @classmethod
+    def of(
+        cls,
+        codes: npt.NDArray[np.int64],
+        of_key: npt.NDArray[np.int64],
+        lengths: npt.NDArray[np.float64],
+        max_term: int,
+    ) -> SessionLayout:
+        """The layout with what follows from the sessions' lengths: how many have words, and their mean."""
+        with_words = lengths > 0
+        return cls(
+            codes=codes,
+            of_key=of_key,
+            lengths=lengths,
+            n_with_words=int(with_words.sum()),
+            avgdl=float(lengths[with_words].mean()) if with_words.any() else 0.0,
+            max_term=max_term,
+        )
 
     def extended(
         self,
@@ -67,15 +86,8 @@ class SessionLayout:
             lengths = lengths.copy()
         idx = np.searchsorted(codes, sessions)
         np.add.at(lengths, idx, words_lengths.astype(np.float64))  # in key order, as bincount sums
-        with_words = lengths > 0
-        return SessionLayout(
-            codes=codes,
-            of_key=np.concatenate([of_key, idx]),
-            lengths=lengths,
-            n_with_words=int(with_words.sum()),
-            avgdl=float(lengths[with_words].mean()) if with_words.any() else 0.0,
-            max_term=max(self.max_term, int(words_term_ids.max()) if words_term_ids.size else -1),
-        )
+        top = max(self.max_term, int(words_term_ids.max()) if words_term_ids.size else -1)
+        return SessionLayout.of(codes, np.concatenate([of_key, idx]), lengths, top)
 
 
 # Entries appended after the postings were built are scanned directly until they reach this share of the
@@ -102,6 +114,13 @@ class Postings:
         starts = np.zeros(counts.shape[0] + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
         return cls(order=order, starts=starts, covered=int(term_ids.shape[0]))
+
+    @classmethod
+    def serving(cls, current: Postings | None, term_ids: npt.NDArray[np.int32]) -> Postings:
+        """``current`` if it may serve ``term_ids`` (:meth:`fresh`), else postings built over all of them."""
+        if current is None or not current.fresh(term_ids.shape[0]):
+            return cls.build(term_ids)
+        return current
 
     def fresh(self, total: int) -> bool:
         """Whether these postings may serve an array of ``total`` entries (the rest is scanned)."""
@@ -180,17 +199,10 @@ class UserTerms:
         of_key[order] = starts
         n_sessions = int(starts[-1]) + 1 if starts.shape[0] else 0
         lengths = np.bincount(of_key, weights=self.words_lengths, minlength=n_sessions).astype(np.float64)
-        with_words = lengths > 0
         first = np.ones(ordered.shape[0], dtype=np.bool_)
         first[1:] = ordered[1:] != ordered[:-1]
-        return SessionLayout(
-            codes=ordered[first],
-            of_key=of_key,
-            lengths=lengths,
-            n_with_words=int(with_words.sum()),
-            avgdl=float(lengths[with_words].mean()) if with_words.any() else 0.0,
-            max_term=int(self.words_term_ids.max()) if self.words_term_ids.size else -1,
-        )
+        top = int(self.words_term_ids.max()) if self.words_term_ids.size else -1
+        return SessionLayout.of(ordered[first], of_key, lengths, top)
 
     @property
     def max_term(self) -> int:
@@ -201,17 +213,13 @@ class UserTerms:
 
     def postings(self) -> Postings:
         """The keys' postings (built now if missing, or if too many entries came after them)."""
-        current = self._postings
-        if current is None or not current.fresh(self.term_ids.shape[0]):
-            current = self._postings = Postings.build(self.term_ids)
-        return current
+        self._postings = Postings.serving(self._postings, self.term_ids)
+        return self._postings
 
     def words_postings(self) -> Postings:
         """The people's words' postings, as :meth:`postings`."""
-        current = self._words_postings
-        if current is None or not current.fresh(self.words_term_ids.shape[0]):
-            current = self._words_postings = Postings.build(self.words_term_ids)
-        return current
+        self._words_postings = Postings.serving(self._words_postings, self.words_term_ids)
+        return self._words_postings
 
     def appended(self, other: UserTerms) -> UserTerms:
         """These keys with ``other``'s after them, extended in place where the buffers allow
@@ -219,10 +227,7 @@ class UserTerms:
         extra = other._arrays()
         extra["offsets"] = other.offsets[1:] + self.offsets[-1]
         extra["words_offsets"] = other.words_offsets[1:] + self.words_offsets[-1]
-        arrays: dict[str, npt.NDArray[Any]] = {}
-        columns: dict[str, Column] = {}
-        for name in _TERM_COLUMNS:
-            arrays[name], columns[name] = extended(getattr(self, name), self._columns.get(name), extra[name])
+        arrays, columns = extended_all(self._arrays(), self._columns, extra)
         out = UserTerms(version=other.version, **arrays)
         out._columns = columns
         # The entries keep their places, so the postings stay true for the prefix they cover.

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memlane.core.store.columns import Column, capacity_bytes, extended
+from memlane.core.store.columns import Column, capacity_bytes, extended_all
 
 KIND_CODES = {"message": 0, "summary": 1, "fact": 2}
 
@@ -59,10 +59,7 @@ class UserMatrix:
         (:func:`memlane.core.store.columns.extended`): an add does not copy the user."""
         if self.vectors.shape[0] == 0:  # an empty user's matrix has no known width yet
             return other
-        arrays: dict[str, npt.NDArray[Any]] = {}
-        columns: dict[str, Column] = {}
-        for name in _MATRIX_COLUMNS:
-            arrays[name], columns[name] = extended(getattr(self, name), self._columns.get(name), getattr(other, name))
+        arrays, columns = extended_all(self._arrays(), self._columns, other._arrays())
         out = UserMatrix(version=other.version, **arrays)
         out._columns = columns
         return out
