@@ -28,8 +28,21 @@ HTTP_API_KEYS = """CREATE TABLE IF NOT EXISTS http_api_keys(
 )"""
 
 
+def downgrade_to_v9(path: Path) -> None:
+    """Schema 9: jobs without their count of tries that found the LLM unreachable."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= 10:
+        conn.execute("BEGIN")
+        for column in ("llm_failures", "llm_failing_since"):
+            conn.execute(f"ALTER TABLE jobs DROP COLUMN {column}")
+        conn.execute("PRAGMA user_version = 9")
+        conn.execute("COMMIT")
+    conn.close()
+
+
 def downgrade_to_v7(path: Path) -> None:
     """Schema 7: no retention policies."""
+    downgrade_to_v9(path)
     conn = sqlite3.connect(path, isolation_level=None)
     if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= 8:
         conn.execute("BEGIN")

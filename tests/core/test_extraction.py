@@ -113,13 +113,17 @@ def test_transport_errors_are_retried_by_the_queue(tmp_path: Path) -> None:
     assert (res.jobs_enqueued, res.jobs_done, res.jobs_failed) == (1, 0, 0)
     st = mem.queue_status()
     assert (st.queued, st.dead) == (1, 0) and "LLMTransportError" in st.last_errors[0].error
+    # The outage did not use up an attempt: the job waits for the LLM (with a backoff), and says so.
+    assert sql(mem, "SELECT attempts, llm_failures FROM jobs") == [(0, 1)]
+    assert st.llm_outage is not None and st.llm_outage.jobs == 1 and st.llm_outage.next_try_in_s > 0
+    assert mem.requeue(dead_only=False).waiting == 1  # run it now, instead of after the backoff
     assert mem.run_jobs([1], retry_pause_s=0.0) == {1: JobStatus.DONE}  # what a worker does later
     assert mem.queue_status().done == 1
     assert mem.list("alice")[0].summary == "Summary of: one"
     # A job that ends done is not listed among the errors, but keeps its history.
-    assert mem.queue_status().last_errors == ()
-    row = sql(mem, "SELECT attempts, last_error FROM jobs")[0]
-    assert row[0] == 3 and "LLMResponseError" in row[1]
+    assert mem.queue_status().last_errors == () and mem.queue_status().llm_outage is None
+    row = sql(mem, "SELECT attempts, last_error, llm_failures FROM jobs")[0]
+    assert row[0] == 2 and "LLMResponseError" in row[1] and row[2] == 0  # the bad reply's attempt, and this one
 
 
 def test_a_worker_that_lost_its_lease_writes_nothing(tmp_path: Path) -> None:

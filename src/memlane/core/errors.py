@@ -70,7 +70,15 @@ class LLMError(MemlaneError):
 
 
 class LLMTransportError(LLMError):
-    """Timeout, connection error, HTTP 429 or 5xx that outlasted the retries."""
+    """Timeout, connection error, HTTP 429 or 5xx that outlasted the retries, or a refusal of the request.
+
+    ``outage`` says the server could not serve any request now, whatever it asked (unreachable, timing out,
+    overloaded, 5xx, or refusing the key or the model: 401, 403, 404), so a job waits for it without using
+    up an attempt; False for a refusal of this request (400, 413, 422: another request may pass)."""
+
+    def __init__(self, message: str, *, outage: bool = True) -> None:
+        self.outage = outage
+        super().__init__(message)
 
 
 class LLMResponseError(LLMError):

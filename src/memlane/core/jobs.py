@@ -32,6 +32,7 @@ class ClaimedJob:
     max_attempts: int
     block: MemoryBlock
     block_ref: int  # the store's internal reference of the block
+    llm_failures: int = 0  # tries in a row before this one that found the LLM unreachable (attempts not used)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +56,22 @@ class JobError:
 
 
 @dataclass(frozen=True, slots=True)
+class LLMOutage:
+    """Queued jobs whose last try found the LLM unreachable (a transport failure: no reply at all): they
+    wait for it with backoff, their attempts untouched. ``since`` is when the longest-waiting of them first
+    failed (epoch seconds), ``next_try_in_s`` how long until the next of them is tried again (0: now),
+    ``last_error`` the newest of their errors."""
+
+    jobs: int
+    since: float
+    next_try_in_s: float
+    last_error: str
+
+
+@dataclass(frozen=True, slots=True)
 class QueueStatus:
-    """Counts by status, the age of the oldest queued job, recent throughput and the last errors."""
+    """Counts by status, the age of the oldest queued job, recent throughput and the last errors; ``llm_outage``
+    when queued jobs are waiting for an LLM that could not be reached."""
 
     queued: int
     running: int
@@ -65,6 +80,7 @@ class QueueStatus:
     oldest_queued_age_s: float | None
     done_last_5_min: int
     last_errors: tuple[JobError, ...]
+    llm_outage: LLMOutage | None = None
 
     @property
     def throughput_per_min(self) -> float:
@@ -73,6 +89,18 @@ class QueueStatus:
     @property
     def pending(self) -> int:
         return self.queued + self.running
+
+
+@dataclass(frozen=True, slots=True)
+class Requeued:
+    """What a requeue did: ``dead`` jobs queued again with their attempts reset (their blocks back to
+    ``queued``), and ``waiting`` jobs (queued, waiting out a backoff after a failure) made ready now."""
+
+    dead: int = 0
+    waiting: int = 0
+
+    def __add__(self, other: Requeued) -> Requeued:
+        return Requeued(self.dead + other.dead, self.waiting + other.waiting)
 
 
 class JobQueue(Protocol):
@@ -96,7 +124,30 @@ class JobQueue(Protocol):
         cache_entries: tuple[str, dict[str, Vectors]] | None = None,
     ) -> bool: ...
 
-    def fail(self, job: ClaimedJob, error: str, raw: str | None, retry_in_s: float) -> JobStatus | None: ...
+    def fail(self, job: ClaimedJob, error: str, raw: str | None, retry_in_s: float) -> JobStatus | None:
+        """A failed attempt (the reply was unusable): back to the queue after ``retry_in_s``, or dead after
+        the last attempt. None if the lease was lost."""
+        ...
+
+    def defer(self, job: ClaimedJob, error: str, retry_in_s: float) -> JobStatus | None:
+        """The LLM could not be reached (an outage, not this job's fault): back to the queue after
+        ``retry_in_s`` with the attempt given back, the failure counted in ``llm_failures``. QUEUED, or None
+        if the lease was lost."""
+        ...
+
+    def requeue(
+        self,
+        *,
+        user: str | None = None,
+        since: float | None = None,
+        block_ids: Sequence[str] | None = None,
+        dead_only: bool = True,
+    ) -> Requeued:
+        """Queue the dead jobs again (attempts reset, their blocks back to ``queued``) and, unless
+        ``dead_only``, make the jobs that wait out a backoff after a failure ready now. Only those of
+        ``user``, of the blocks ``block_ids``, and that failed (or died) at or after ``since`` (epoch seconds),
+        when given. Running and done jobs are never touched; a second call finds nothing to do."""
+        ...
 
     def statuses(self, job_ids: Sequence[int]) -> dict[int, JobStatus]:
         """The status of each of ``job_ids`` that still exists (jobs go with their user)."""

@@ -12,22 +12,29 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import secrets
+import threading
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from time import sleep
 from typing import Any
 
+from memlane.core.calls import (
+    POSTGRES_CALL_LOG,
+    default_call_log_path,
+    forget_block_ids,
+    forget_blocks,
+    forget_user,
+)
 from memlane.core.embedding.protocol import CachedEmbedder, Embedder, EmbedderConfig, EmbeddingCache, make_embedder
-from memlane.core.errors import ConfigError, LLMError, LLMTransportError, NotFoundError, ValidationError
+from memlane.core.errors import ConfigError, NotFoundError, ValidationError
 from memlane.core.exchanges import BlockDraft, draft_blocks, parse_messages, parse_mode
-from memlane.core.extraction.extractor import ExtractionPrompt, Extractor, forget_block
-from memlane.core.extraction.worker import Worker, retry_delay, run_job
-from memlane.core.jobs import DEFAULT_LEASE_S, DEFAULT_MAX_ATTEMPTS, JobQueue, JobStatus, QueueStatus
+from memlane.core.extraction.extractor import ExtractionPrompt, Extractor
+from memlane.core.extraction.sync import run_now
+from memlane.core.extraction.worker import Worker, retry_delay
+from memlane.core.jobs import DEFAULT_LEASE_S, DEFAULT_MAX_ATTEMPTS, JobQueue, JobStatus, QueueStatus, Requeued
 from memlane.core.llm.calllog import CallLog
 from memlane.core.llm.protocol import LLM
 from memlane.core.model import (
@@ -44,7 +51,7 @@ from memlane.core.model import (
     content_hash,
 )
 from memlane.core.names import check_name, check_stored_name, check_text
-from memlane.core.retention import SWEEP_BATCH, Policies, RetentionPolicy, RetentionReport, UserRetention
+from memlane.core.retention import Policies, RetentionPolicy, RetentionReport, sweep_user
 from memlane.core.retrieval import (
     SearchSettings,
     check_k,
@@ -111,6 +118,7 @@ class Memory:
         prompt: ExtractionPrompt | None = None,
         call_log: CallLog | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        call_log_path: Path | None = None,
     ) -> None:
         """``embedding_cache`` (any object with get_vectors/put_vectors, e.g. another SqliteStore) replaces
         the store's own cache, so several stores can share one: the harness keeps one per machine so no
@@ -118,7 +126,10 @@ class Memory:
         entries are written in the add's own transaction.
 
         ``llm`` runs extraction (needed for ``extract="sync"`` and by workers; ``"async"`` only enqueues).
-        ``call_log`` is the LLM's call log, so that :meth:`delete_user` also removes the user's calls."""
+        ``call_log`` is the LLM's call log, so that deleting a block, a user or expired blocks also deletes
+        their LLM calls (the LLM's own call log, if it keeps another, is cleaned too). Without one,
+        ``call_log_path`` names the call log file to clean: it is opened by the first delete that finds
+        it there (a worker in another process may create it later), and closed by :meth:`close`."""
         self.store = store
         self._shared_cache = embedding_cache is not None
         self.embedder = CachedEmbedder(embedder, embedding_cache or store)
@@ -127,6 +138,9 @@ class Memory:
         self.llm = llm
         self.prompt = prompt or ExtractionPrompt.load()
         self.call_log = call_log
+        self.call_log_path = None if call_log is not None else call_log_path
+        self._owns_call_log = False
+        self._call_log_lock = threading.Lock()
         self.max_attempts = max_attempts
 
     @classmethod
@@ -139,7 +153,7 @@ class Memory:
         create: bool = True,
         server_timeout_s: float = 30.0,
         llm: LLM | None = None,
-        call_log: CallLog | None = None,
+        call_log: CallLog | str | Path | None = None,
         cache_dir: Path | None = None,
         embedder_config: EmbedderConfig | None = None,
         prompt: ExtractionPrompt | None = None,
@@ -151,7 +165,11 @@ class Memory:
         opens only an existing store: StoreNotFoundError, creating nothing, if there is none.
         ``server_timeout_s`` (PostgreSQL): how long an operation waits for the database before StoreError.
 
-        ``llm``, ``call_log``, ``prompt`` and ``max_attempts`` are those of :class:`Memory`. An embedder by
+        ``llm``, ``prompt`` and ``max_attempts`` are those of :class:`Memory`. ``call_log`` is the LLM call
+        log (a :class:`CallLog`, or the path of its file) that deletes clean; by default the store's
+        (:func:`memlane.core.calls.default_call_log_path`: ``STORE.calls.db`` beside a SQLite store,
+        ``memlane.calls.db`` in the current folder for a PostgreSQL one), opened only once it exists, so
+        that deleting a user or a block deletes their LLM calls whoever made them. An embedder by
         name is built with ``embedder_config`` (the ``openai`` embedder's server, the model cache);
         ``cache_dir`` is where MiniLM's built model is kept (default ``~/.cache/memlane``; it overrides
         ``embedder_config.cache_dir``). The core reads no environment variable: ``memlane.settings`` reads
@@ -177,7 +195,11 @@ class Memory:
             emb = make_embedder(embedder, config) if isinstance(embedder, str) else embedder
             if store is None:
                 store = open_store()
-            return cls(store, emb, llm=llm, prompt=prompt, call_log=call_log, max_attempts=max_attempts)
+            log = call_log if isinstance(call_log, CallLog) else None
+            log_path = Path(call_log) if isinstance(call_log, str | Path) else _default_log(path, store)
+            return cls(
+                store, emb, llm=llm, prompt=prompt, call_log=log, max_attempts=max_attempts, call_log_path=log_path
+            )
         except BaseException:
             if store is not None:
                 store.close()
@@ -201,7 +223,22 @@ class Memory:
         return SqliteStore(path, durability=durability, create=create, ann=ann)
 
     def close(self) -> None:
+        """Close the store, and the call log if this memory opened it."""
         self.store.close()
+        with self._call_log_lock:
+            if self._owns_call_log and self.call_log is not None:
+                self.call_log.close()
+                self.call_log, self._owns_call_log = None, False
+
+    def call_logs(self) -> builtins.list[CallLog]:
+        """The LLM call logs a delete cleans: this memory's (opened now if its file has appeared since) and
+        the LLM's own, if it keeps another."""
+        with self._call_log_lock:
+            if self.call_log is None and self.call_log_path is not None and self.call_log_path.is_file():
+                self.call_log, self._owns_call_log = CallLog(self.call_log_path), True
+            mine = self.call_log
+        logs = [log for log in (mine, getattr(self.llm, "call_log", None)) if isinstance(log, CallLog)]
+        return [log for i, log in enumerate(logs) if all(log is not other for other in logs[:i])]
 
     # -- ingest ------------------------------------------------------------------------------------------
 
@@ -348,39 +385,10 @@ class Memory:
 
         A job whose reply was unusable is retried here at once, up to its attempts, and ends ``dead`` with
         its error kept. A server that cannot be reached (the LLM client has already retried it with backoff)
-        ends the run: that job and the ones not run yet stay ``queued`` for a worker, and are left out of the
-        returned outcome. A job a worker claimed first is waited for until it is done or dead; a job deleted
-        with its user meanwhile is left out too."""
-        extractor = self.extractor()
-        owner = f"sync-{uuid.uuid4().hex[:12]}"
-        outcome: dict[int, JobStatus] = {}
-        unreachable: list[LLMError] = []
-
-        def note(exc: LLMError) -> None:
-            if isinstance(exc, LLMTransportError):
-                unreachable.append(exc)
-
-        pending = list(job_ids)
-        pause = retry_pause_s
-        while pending and not unreachable:
-            for job_id in pending:
-                for job in self.queue.claim(owner, 1, DEFAULT_LEASE_S, job_ids=[job_id]):
-                    status = run_job(job, self.queue, extractor, self.embedder, retry_in_s=0.0, on_failure=note)
-                    outcome[job.job_id] = status or JobStatus.DONE
-                if unreachable:
-                    outcome.pop(job_id, None)
-                    break
-            if unreachable:
-                break
-            waiting = [j for j in pending if outcome.get(j) in (None, JobStatus.QUEUED)]
-            now = self.queue.statuses(waiting) if waiting else {}
-            outcome.update({j: st for j, st in now.items() if st in (JobStatus.DONE, JobStatus.DEAD)})
-            # Still to run: those that exist and are not finished (queued, or running in another worker).
-            pending = [j for j in waiting if j in now and now[j] not in (JobStatus.DONE, JobStatus.DEAD)]
-            if pending:
-                sleep(pause)
-                pause = min(pause * 2, 5.0)
-        return outcome
+        ends the run: that job (its attempt given back) and the ones not run yet stay ``queued`` for a
+        worker, and are left out of the returned outcome. A job a worker claimed first is waited for until it
+        is done or dead; a job deleted with its user meanwhile is left out too."""
+        return run_now(self.queue, self.extractor(), self.embedder, job_ids, retry_pause_s=retry_pause_s)
 
     def worker(
         self,
@@ -411,6 +419,29 @@ class Memory:
 
     def queue_status(self, *, recent_errors: int = 5) -> QueueStatus:
         return self.queue.status(recent_errors=recent_errors)
+
+    def requeue(
+        self,
+        *,
+        user: str | None = None,
+        since: datetime | str | float | None = None,
+        block_ids: Sequence[str] | None = None,
+        dead_only: bool = True,
+    ) -> Requeued:
+        """Queue the dead extraction jobs again, attempts reset and their blocks back to ``queued``; unless
+        ``dead_only``, also run now the jobs that wait out a backoff after a failure (an unreachable LLM, an
+        unusable reply). Only ``user``'s (NotFoundError for an unknown user), only the jobs of ``block_ids``,
+        only those that failed or died at or after ``since``, when given. Idempotent: a second call finds
+        nothing to do. Running and done jobs are never touched."""
+        if user is not None:
+            self._require_user(check_stored_name(user, "user"))
+        at = coerce_time(since, where="since")
+        if isinstance(block_ids, str):
+            raise ValidationError("must be a list of block ids, not one string", where="block_ids")
+        ids = None if block_ids is None else [check_text(b, f"block_ids[{i}]") for i, b in enumerate(block_ids)]
+        return self.queue.requeue(
+            user=user, since=None if at is None else to_epoch(at), block_ids=ids, dead_only=dead_only
+        )
 
     def probe_write(self, timeout_s: float = 5.0) -> None:
         """Raise StoreError (with a ``reason``) unless the store can take a write now: one small real
@@ -509,17 +540,22 @@ class Memory:
         )
 
     def delete(self, user: str, block_id: str) -> None:
-        """Delete one block of ``user`` with everything that refers to it (its keys, vectors, jobs, and its
-        extraction's LLM calls when the call log is known)."""
-        block = self.get(user, block_id) if self.call_log is not None else None
-        self.store.delete_block(check_stored_name(user, "user"), check_text(block_id, "block_id"))
-        if block is not None:
-            self._forget_calls([block])
+        """Delete one block of ``user`` with everything that refers to it: its keys, vectors, jobs, and its
+        extraction's LLM calls (:meth:`call_logs`). NotFoundError if it is not the user's; calls carrying
+        the block's id are deleted even then, so a delete that failed halfway can be repeated."""
+        user = check_stored_name(user, "user")
+        logs = self.call_logs()  # opened first: a call log that cannot be opened stops the delete before it starts
+        try:
+            block = self.store.delete_block(user, check_text(block_id, "block_id"))
+        except NotFoundError:
+            forget_block_ids(logs, user, [block_id])
+            raise
+        forget_blocks(logs, [block])
 
-    def _forget_calls(self, blocks: Sequence[MemoryBlock]) -> None:
-        if self.call_log is not None:
-            for block in blocks:
-                forget_block(self.call_log, self.prompt, block)
+    def forget_calls(self, blocks: Sequence[MemoryBlock]) -> int:
+        """Delete the LLM calls of ``blocks`` from every call log this memory knows (:meth:`call_logs`):
+        what every path that deletes blocks calls once the blocks are gone. Returns how many rows went."""
+        return forget_blocks(self.call_logs(), blocks) if blocks else 0
 
     # -- retention ---------------------------------------------------------------------------------------
 
@@ -563,27 +599,9 @@ class Memory:
         at = coerce_time(now, where="now") or now_utc()
         policies = self.store.retention_policies()
         infos = [self._require_user(check_stored_name(user, "user"))] if user is not None else self.store.list_users()
-        results: builtins.list[UserRetention] = []
-        for info in infos:
-            policy, source = policies.effective(info.name)
-            if policy is None or policy.keeps_everything:
-                results.append(UserRetention(info.name, policy, source, 0, info.blocks))
-                continue
-            expired, remaining = 0, info.blocks
-            while True:
-                found = self.store.delete_expired(
-                    info.name,
-                    before=policy.cutoff(at),
-                    keep=policy.max_blocks,
-                    limit=None if dry_run else SWEEP_BATCH,
-                    dry_run=dry_run,
-                )
-                self._forget_calls(found.blocks)
-                expired += found.count
-                remaining = found.remaining
-                if dry_run or found.count < SWEEP_BATCH:
-                    break
-            results.append(UserRetention(info.name, policy, source, expired, remaining))
+        results = [
+            sweep_user(self.store, info, policies, at, dry_run=dry_run, forget=self.forget_calls) for info in infos
+        ]
         return RetentionReport(at=at, dry_run=dry_run, users=tuple(results))
 
     def delete_user(self, user: str) -> int:
@@ -594,10 +612,17 @@ class Memory:
         return self.delete_user_counts(user).blocks
 
     def delete_user_counts(self, user: str) -> DeletedUser:
-        """:meth:`delete_user`, answering how many blocks and API keys went."""
-        deleted = self.store.delete_user(check_stored_name(user, "user"))
-        if self.call_log is not None:
-            self.call_log.delete_namespace(user)
+        """:meth:`delete_user`, answering how many blocks and API keys went. NotFoundError for an unknown
+        user, after deleting any LLM calls still logged under the name (what a delete that failed halfway
+        left), so that deleting again finishes the job."""
+        user = check_stored_name(user, "user")
+        logs = self.call_logs()  # opened first: a call log that cannot be opened stops the delete before it starts
+        try:
+            deleted = self.store.delete_user(user)
+        except NotFoundError:
+            forget_user(logs, user)
+            raise
+        forget_user(logs, user)
         return deleted
 
     def deletion_epoch(self) -> int:
@@ -609,3 +634,11 @@ class Memory:
 
     def users(self) -> builtins.list[UserInfo]:
         return self.store.list_users()
+
+
+def _default_log(path: str | Path | Store, store: Store) -> Path:
+    """The default call log of the store ``Memory.open`` was given (by location, or as an opened store)."""
+    if isinstance(path, str | Path):
+        return default_call_log_path(path)
+    location = getattr(store, "path", None)  # a SQLite store knows its file; a database has none
+    return default_call_log_path(location) if isinstance(location, Path) else Path(POSTGRES_CALL_LOG)

@@ -17,12 +17,16 @@ decides and deletes together, so a block added concurrently is never deleted by 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
+from typing import Protocol
 
 from memlane.core.errors import ValidationError
-from memlane.core.model import MemoryBlock
+from memlane.core.model import MemoryBlock, UserInfo
 from memlane.core.timefmt import to_epoch
+
+DAY_S = 86_400.0
 
 # Bounds a policy is checked against: beyond them a value is a mistake (a typo, a unit mix-up), not a
 # wish; a century or a billion blocks is "keep everything", which is what no policy means.
@@ -62,10 +66,12 @@ class RetentionPolicy:
         return self.max_age_days is None and self.max_blocks is None
 
     def cutoff(self, now: datetime) -> float | None:
-        """Epoch seconds before which a block's event time has expired (None: no age rule)."""
+        """Epoch seconds before which a block's event time has expired (None: no age rule). Counted in
+        seconds, not dates: a clock near the first representable time (``0001-01-01``) gives a cutoff
+        before it, which no block is older than, instead of a date that cannot exist."""
         if self.max_age_days is None:
             return None
-        return to_epoch(now - timedelta(days=self.max_age_days))
+        return to_epoch(now) - self.max_age_days * DAY_S
 
     def describe(self) -> str:
         """As people read it: "90 days", "newest 1,000 blocks", "90 days, newest 1,000 blocks", "keep all"."""
@@ -130,3 +136,43 @@ class RetentionReport:
     @property
     def expired(self) -> int:
         return sum(u.expired for u in self.users)
+
+
+class ExpiringStore(Protocol):
+    """What a sweep needs of a store (:meth:`memlane.core.store.protocol.Store.delete_expired`)."""
+
+    def delete_expired(
+        self, user: str, *, before: float | None, keep: int | None, limit: int | None, dry_run: bool = False
+    ) -> Expired: ...
+
+
+def sweep_user(
+    store: ExpiringStore,
+    info: UserInfo,
+    policies: Policies,
+    at: datetime,
+    *,
+    dry_run: bool,
+    forget: Callable[[Sequence[MemoryBlock]], object],
+) -> UserRetention:
+    """One user's part of a sweep at ``at``: their expired blocks deleted in batches of :data:`SWEEP_BATCH`
+    (each decided and deleted in one transaction of the store), ``forget`` called with each batch's blocks
+    (their LLM calls); with ``dry_run`` only counted."""
+    policy, source = policies.effective(info.name)
+    if policy is None or policy.keeps_everything:
+        return UserRetention(info.name, policy, source, 0, info.blocks)
+    expired, remaining = 0, info.blocks
+    while True:
+        found = store.delete_expired(
+            info.name,
+            before=policy.cutoff(at),
+            keep=policy.max_blocks,
+            limit=None if dry_run else SWEEP_BATCH,
+            dry_run=dry_run,
+        )
+        forget(found.blocks)
+        expired += found.count
+        remaining = found.remaining
+        if dry_run or found.count < SWEEP_BATCH:
+            break
+    return UserRetention(info.name, policy, source, expired, remaining)

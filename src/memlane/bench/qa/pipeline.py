@@ -229,6 +229,7 @@ class RecordingLLM:
         max_tokens: int | None = None,
         purpose: str = "",
         namespace: str | None = None,
+        block_id: str | None = None,
     ) -> LLMResult:
         return self._keep(
             self.inner.complete_json(
@@ -238,6 +239,7 @@ class RecordingLLM:
                 max_tokens=self.max_tokens if max_tokens is None else max_tokens,
                 purpose=purpose,
                 namespace=namespace,
+                block_id=block_id,
             )
         )
 
@@ -249,6 +251,7 @@ class RecordingLLM:
         max_tokens: int | None = None,
         purpose: str = "",
         namespace: str | None = None,
+        block_id: str | None = None,
     ) -> LLMResult:
         return self._keep(
             self.inner.complete_text(
@@ -257,6 +260,7 @@ class RecordingLLM:
                 max_tokens=self.max_tokens if max_tokens is None else max_tokens,
                 purpose=purpose,
                 namespace=namespace,
+                block_id=block_id,
             )
         )
 

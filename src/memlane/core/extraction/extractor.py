@@ -6,9 +6,10 @@ import hashlib
 from dataclasses import dataclass
 from importlib import resources
 
+from memlane.core.calls import forget_blocks
 from memlane.core.errors import LLMResponseError
 from memlane.core.jobs import ExtractionResult
-from memlane.core.llm.calllog import CallLog, prompt_hash
+from memlane.core.llm.calllog import CallLog
 from memlane.core.llm.protocol import LLM, ChatMessage, JSONSchema
 from memlane.core.model import MemoryBlock, PerspectiveMode
 
@@ -66,16 +67,11 @@ def _perspective_text(block: MemoryBlock) -> str:
 
 def extraction_messages(prompt: ExtractionPrompt, block: MemoryBlock) -> list[ChatMessage]:
     """What extracting ``block`` with ``prompt`` sends: the instructions as the system message, the exchange
-    alone as the user message. Their :func:`prompt_hash` finds the block's calls in the call log."""
+    alone as the user message."""
     return [
         {"role": "system", "content": prompt.render(block)},
         {"role": "user", "content": block.message},
     ]
-
-
-def forget_block(log: CallLog, prompt: ExtractionPrompt, block: MemoryBlock) -> int:
-    """Delete the logged LLM calls of ``block``'s extraction with ``prompt``; returns how many rows went."""
-    return log.delete_prompt(block.user, prompt_hash(extraction_messages(prompt, block)))
 
 
 class Extractor:
@@ -94,12 +90,15 @@ class Extractor:
         log = getattr(self.llm, "call_log", None)
         if not isinstance(log, CallLog):
             return 0
-        return forget_block(log, self.prompt, block)
+        return forget_blocks([log], [block])
 
     def extract(self, block: MemoryBlock) -> ExtractionResult:
         """Raises LLMError (transport) or LLMResponseError (bad reply, with ``raw``) on failure."""
         messages = self.messages(block)
-        res = self.llm.complete_json(messages, schema=EXTRACTION_SCHEMA, purpose="extract", namespace=block.user)
+        # The block's id goes into the call log with the call: deleting the block finds its calls by it.
+        res = self.llm.complete_json(
+            messages, schema=EXTRACTION_SCHEMA, purpose="extract", namespace=block.user, block_id=block.id
+        )
         parsed = res.parsed
         if not isinstance(parsed, dict):
             raise LLMResponseError("extraction reply is not an object", raw=res.text)

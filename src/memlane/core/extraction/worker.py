@@ -6,13 +6,14 @@ import logging
 import random
 import signal
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from memlane.core.embedding.protocol import CachedEmbedder
-from memlane.core.errors import LLMError, LLMResponseError
+from memlane.core.errors import LLMError, LLMResponseError, LLMTransportError, StoreError
 from memlane.core.extraction.extractor import Extractor
 from memlane.core.jobs import DEFAULT_LEASE_S, ClaimedJob, JobQueue, JobStatus
 
@@ -20,12 +21,31 @@ log = logging.getLogger("memlane.worker")
 
 RETRY_BASE_S = 5.0
 RETRY_CAP_S = 600.0
+# An LLM that cannot be reached is waited for, without end and without using up attempts: a job is tried
+# again after 10 s, then 20, 40, ... up to 5 minutes between tries, and the worker itself claims nothing
+# for a pause that grows the same way up to a minute, so an outage costs a few probes, not the queue.
+OUTAGE_BASE_S = 10.0
+OUTAGE_CAP_S = 300.0
+WORKER_PAUSE_CAP_S = 60.0
 
 
 def retry_delay(attempts: int, rng: random.Random | None = None) -> float:
-    """Exponential backoff with full jitter after the ``attempts``-th failure."""
+    """Exponential backoff with jitter (between half and all of the step) after the ``attempts``-th failure."""
     cap = min(RETRY_CAP_S, RETRY_BASE_S * 2 ** max(0, attempts - 1))
     return (rng or random).uniform(cap / 2, cap)
+
+
+def outage_delay(failures: int, rng: random.Random | None = None, *, cap_s: float = OUTAGE_CAP_S) -> float:
+    """How long a job waits after its ``failures``-th try in a row found the LLM unreachable: bounded
+    exponential backoff with jitter (between half and all of ``min(cap_s, 10 s * 2**(failures - 1))``)."""
+    cap = min(cap_s, OUTAGE_BASE_S * 2 ** min(max(0, failures - 1), 30))
+    return (rng or random).uniform(cap / 2, cap)
+
+
+def is_outage(exc: LLMError) -> bool:
+    """Whether ``exc`` says the LLM could not serve any request now (no reply at all), rather than that
+    this job's request or reply was bad: an outage does not use up the job's attempts."""
+    return isinstance(exc, LLMTransportError) and exc.outage
 
 
 def run_job(
@@ -36,27 +56,43 @@ def run_job(
     *,
     retry_in_s: float | None = None,
     on_failure: Callable[[LLMError], None] | None = None,
+    outage_in: Callable[[int], float] = outage_delay,
 ) -> JobStatus | None:
     """Extract one claimed job and record the outcome. Returns DONE, QUEUED (will retry), DEAD, or None when
     the lease was lost and nothing was written. LLM errors become job data, never exceptions (``on_failure``
-    sees them too). A failed job is retried after ``retry_in_s`` (default: exponential backoff with jitter)."""
+    sees them too). A job whose reply was unusable is retried after ``retry_in_s`` (default: exponential
+    backoff with jitter) and dies after its last attempt; a job that found the LLM unreachable gives its
+    attempt back and waits ``outage_in(failures in a row)`` (:func:`outage_delay`)."""
     try:
         result = extractor.extract(job.block)
     except LLMError as exc:
         if on_failure is not None:
             on_failure(exc)
-        raw = exc.raw if isinstance(exc, LLMResponseError) else None
-        delay = retry_delay(job.attempts) if retry_in_s is None else retry_in_s
-        final = job.attempts >= job.max_attempts
-        log.warning(
-            "extraction of block %s failed (attempt %d of %d%s): %s",
-            job.block.id,
-            job.attempts,
-            job.max_attempts,
-            ", giving up" if final else "",
-            exc,
-        )
-        status = queue.fail(job, f"{type(exc).__name__}: {exc}", raw, delay)
+        error = f"{type(exc).__name__}: {exc}"
+        if is_outage(exc):
+            delay = outage_in(job.llm_failures + 1)
+            log.warning(
+                "extraction of block %s waits for the LLM (unreachable %d time%s in a row; next try in %.0f s): %s",
+                job.block.id,
+                job.llm_failures + 1,
+                "" if job.llm_failures == 0 else "s",
+                delay,
+                exc,
+            )
+            status = queue.defer(job, error, delay)
+        else:
+            raw = exc.raw if isinstance(exc, LLMResponseError) else None
+            delay = retry_delay(job.attempts) if retry_in_s is None else retry_in_s
+            final = job.attempts >= job.max_attempts
+            log.warning(
+                "extraction of block %s failed (attempt %d of %d%s): %s",
+                job.block.id,
+                job.attempts,
+                job.max_attempts,
+                ", giving up" if final else "",
+                exc,
+            )
+            status = queue.fail(job, error, raw, delay)
     else:
         vectors, cache = embedder.embed_deferred([result.summary, *result.facts])
         done = queue.complete(job, result, vectors, (embedder.model_id, cache))
@@ -74,6 +110,9 @@ class WorkerStats:
     retried: int = 0
     dead: int = 0
     lost: int = 0
+    waited: int = 0  # tries that found the LLM unreachable (the jobs wait for it, their attempts kept)
+    llm_unreachable: bool = False  # a drain ended because the LLM could not be reached (the jobs stay queued)
+    claims_refused: int = 0  # claims the store could not take (a full disk, a database down): tried again
     errors: list[str] = field(default_factory=list)
     sweeps: int = 0
     sweep_errors: list[str] = field(default_factory=list)
@@ -99,11 +138,18 @@ class Worker:
         retry_in: Callable[[int], float] = retry_delay,
         sweep: Callable[[], object] | None = None,
         sweep_every_s: float | None = None,
+        outage_in: Callable[[int], float] = outage_delay,
+        pause_in: Callable[[int], float] | None = None,
     ) -> None:
         """``sweep`` (with ``sweep_every_s``): periodic work beside the jobs, on a thread of its own: run once
         when the worker starts, then every ``sweep_every_s`` seconds until it stops (the retention sweep,
         :meth:`memlane.core.memory.Memory.apply_retention`). A sweep that fails is logged and counted in
-        ``stats.sweep_errors``; the next one runs on time."""
+        ``stats.sweep_errors``; the next one runs on time.
+
+        ``outage_in(failures)`` is how long a job that found the LLM unreachable waits; ``pause_in(n)`` how
+        long the worker claims nothing after the n-th such try in a row (default: :func:`outage_delay` up to
+        :data:`WORKER_PAUSE_CAP_S`); a reply, good or bad, ends the pause. A claim the store refuses (a full
+        disk, a database that is down) is tried again at the next poll."""
         self.queue = queue
         self.extractor = extractor
         self.embedder = embedder
@@ -112,6 +158,11 @@ class Worker:
         self.poll_s = poll_s
         self.owner = owner or f"worker-{uuid.uuid4().hex[:12]}"
         self.retry_in = retry_in
+        self.outage_in = outage_in
+        self.pause_in = pause_in or (lambda n: outage_delay(n, cap_s=WORKER_PAUSE_CAP_S))
+        self._outages = 0  # tries in a row that found the LLM unreachable
+        self._paused_until = 0.0
+        self._waiting: set[int] = set()  # jobs whose last try here found the LLM unreachable
         self.stats = WorkerStats()
         self.sweep = sweep
         self.sweep_every_s = sweep_every_s
@@ -127,7 +178,8 @@ class Worker:
             signal.signal(sig, lambda _s, _f: self.stop())
 
     def run(self, *, drain: bool = False, on_progress: Callable[[WorkerStats], None] | None = None) -> WorkerStats:
-        """Work until stopped, or with ``drain`` until no job is queued or running."""
+        """Work until stopped, or with ``drain`` until no job is queued or running, or the LLM cannot be
+        reached (``stats.llm_unreachable``: the jobs stay queued for a later run)."""
         heartbeat = threading.Thread(target=self._heartbeat, name="memlane-heartbeat", daemon=True)
         heartbeat.start()
         sweeper = threading.Thread(target=self._sweeper, name="memlane-sweep", daemon=True)
@@ -136,17 +188,18 @@ class Worker:
         with ThreadPoolExecutor(self.concurrency, thread_name_prefix="memlane-job") as pool:
             while not self._stop.is_set():
                 self._reap_finished(on_progress)
-                free = self.concurrency - len(self._inflight)
-                jobs = self.queue.claim(self.owner, free, self.lease_s) if free > 0 else []
+                jobs = self._claim()
                 for job in jobs:
-                    fut = pool.submit(
-                        run_job, job, self.queue, self.extractor, self.embedder, retry_in_s=self.retry_in(job.attempts)
-                    )
+                    fut = pool.submit(self._run, job)
                     with self._lock:
                         self._inflight[job.job_id] = fut
                 if jobs:
                     continue
-                if drain and not self._inflight and self.queue.status(recent_errors=0).pending == 0:
+                if drain and not self._inflight and self._outages:
+                    # Draining waits for jobs, not for an LLM that cannot be reached: they stay queued.
+                    self.stats.llm_unreachable = True
+                    break
+                if drain and not self._inflight and self._drained():
                     break
                 self._stop.wait(self.poll_s if not self._inflight else min(self.poll_s, 0.05))
             for fut in list(self._inflight.values()):
@@ -157,6 +210,47 @@ class Worker:
         if sweeper.is_alive():
             sweeper.join()  # a sweep in progress finishes its batch: each is a transaction of its own
         return self.stats
+
+    def _claim(self) -> list[ClaimedJob]:
+        free = self.concurrency - len(self._inflight)
+        if free <= 0 or time.monotonic() < self._paused_until:
+            return []
+        try:
+            return self.queue.claim(self.owner, free, self.lease_s)
+        except StoreError as exc:  # the store cannot take the claim now: nothing was leased, try again later
+            log.warning("cannot claim jobs now (%s); trying again in %.0f s", exc.reason or exc, self.poll_s)
+            self.stats.claims_refused += 1
+            return []
+
+    def _drained(self) -> bool:
+        """No job queued or running (a store that cannot say is not drained)."""
+        try:
+            return self.queue.status(recent_errors=0).pending == 0
+        except StoreError:
+            return False
+
+    def _run(self, job: ClaimedJob) -> JobStatus | None:
+        """:func:`run_job`, and the worker's pause: an unreachable LLM pauses the claims (longer after each
+        such try in a row), and a reply, good or bad, ends the pause."""
+        outages: list[LLMError] = []
+        status = run_job(
+            job,
+            self.queue,
+            self.extractor,
+            self.embedder,
+            retry_in_s=self.retry_in(job.attempts),
+            on_failure=lambda exc: outages.append(exc) if is_outage(exc) else None,
+            outage_in=self.outage_in,
+        )
+        with self._lock:
+            if outages:
+                self._outages += 1
+                self._paused_until = time.monotonic() + self.pause_in(self._outages)
+                if status is JobStatus.QUEUED:
+                    self._waiting.add(job.job_id)
+            elif status is not None:
+                self._outages, self._paused_until = 0, 0.0
+        return status
 
     def _sweeper(self) -> None:
         assert self.sweep is not None and self.sweep_every_s
@@ -183,6 +277,8 @@ class Worker:
                 continue
             if status is JobStatus.DONE:
                 self.stats.done += 1
+            elif status is JobStatus.QUEUED and self._took_waiting(jid):
+                self.stats.waited += 1
             elif status is JobStatus.QUEUED:
                 self.stats.retried += 1
             elif status is JobStatus.DEAD:
@@ -191,6 +287,13 @@ class Worker:
                 self.stats.lost += 1
         if finished and on_progress:
             on_progress(self.stats)
+
+    def _took_waiting(self, job_id: int) -> bool:
+        with self._lock:
+            if job_id in self._waiting:
+                self._waiting.discard(job_id)
+                return True
+            return False
 
     def _heartbeat(self) -> None:
         interval = max(0.05, self.lease_s / 3)

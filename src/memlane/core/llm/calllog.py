@@ -10,6 +10,11 @@ namespace is not part of the key: the same prompt gets the same reply for every 
 
 The file has its own connection (WAL, autocommit, busy timeout) and a lock, so threads can share it.
 Schema changes are appended to ``MIGRATIONS`` and never edited once released (``PRAGMA user_version``).
+
+Deleting is the other half of keeping a log of people's words: a call made for a memory block carries the
+block's id (``block_id``), and :meth:`CallLog.delete_blocks` deletes a user's calls by block id, whatever
+prompt made them. Deleted rows are overwritten in the file (``secure_delete``), and every delete ends with
+a truncating checkpoint of the write-ahead log, so the words are in neither file afterwards.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -29,8 +35,15 @@ from typing import Any
 
 from memlane.core.errors import StoreError
 from memlane.core.llm.protocol import ChatMessage
+from memlane.core.store.sqlite.probe import sqlite_reason
 
+log = logging.getLogger("memlane.llm")
 BUSY_TIMEOUT_MS = 5000
+# The write-ahead log is cut back to this size after a checkpoint: what a busy log grew to does not stay.
+JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
+# How long a checkpoint after a delete waits for readers of older snapshots before it gives up (it is then
+# left to the next one; the delete itself is done).
+CHECKPOINT_WAIT_MS = 2000
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
@@ -56,6 +69,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # How many properties of a JSON reply were outside the schema and dropped (the reply was kept).
     ("ALTER TABLE llm_calls ADD COLUMN ignored_keys INTEGER NOT NULL DEFAULT 0",),
+    # The memory block a call was made for (extraction), so that deleting the block deletes its calls
+    # whatever prompt made them. Rows logged before have none (see CallLog.delete_blocks).
+    (
+        "ALTER TABLE llm_calls ADD COLUMN block_id TEXT",
+        "CREATE INDEX llm_calls_block ON llm_calls (namespace, block_id)",
+    ),
 )
 
 
@@ -97,9 +116,10 @@ class CallEntry:
     attempts: int
     cached: bool
     ignored_keys: int
+    block_id: str | None = None  # the memory block the call was made for, if any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CallRecord(CallEntry):
     """A logged call: the entry plus its row id and time."""
 
@@ -136,9 +156,12 @@ class CallLog:
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
+            # A deleted call's words are overwritten in the file, not left in its free pages.
+            self._db.execute("PRAGMA secure_delete = ON")
+            self._db.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
             self._migrate()
         except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open the LLM call log at {path}: {exc}") from exc
+            raise StoreError(f"cannot open the LLM call log at {path}: {exc}", reason=_reason(exc)) from exc
 
     def _migrate(self) -> None:
         version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
@@ -182,13 +205,60 @@ class CallLog:
     def delete_namespace(self, namespace: str) -> int:
         """Delete every call made for ``namespace``; return how many rows went."""
         with self._guard("delete calls"):
-            return self._db.execute("DELETE FROM llm_calls WHERE namespace = ?", (namespace,)).rowcount
+            n = int(self._db.execute("DELETE FROM llm_calls WHERE namespace = ?", (namespace,)).rowcount)
+        self.checkpoint()
+        return n
 
-    def delete_prompt(self, namespace: str, prompt: str) -> int:
-        """Delete the calls made for ``namespace`` with the messages whose :func:`prompt_hash` is ``prompt``."""
+    def delete_blocks(self, namespace: str, blocks: Mapping[str, str | None]) -> int:
+        """Delete the calls made for ``namespace`` about the blocks ``blocks`` (block id -> the block's
+        message, None if unknown); return how many rows went.
+
+        A call logged with a block id is found by it, whatever prompt made it. A call logged before calls
+        carried one (by an older memlane) is found by the block's message, which extraction sent as the user
+        message (alone, or followed by the client's JSON instruction after a blank line), whatever the
+        prompt around it; the perspectives of one exchange sent the same message, so such old calls of
+        the block's other perspectives go too."""
+        if not blocks:
+            return 0
+        ids = list(blocks)
+        n = 0
         with self._guard("delete calls"):
-            sql = "DELETE FROM llm_calls WHERE namespace = ? AND prompt_hash = ?"
-            return self._db.execute(sql, (namespace, prompt)).rowcount
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                n += self._db.execute(
+                    f"DELETE FROM llm_calls WHERE namespace = ? AND block_id IN ({','.join('?' * len(chunk))})",
+                    (namespace, *chunk),
+                ).rowcount
+            texts = {text for text in blocks.values() if text}
+            legacy = (
+                self._db.execute(
+                    "SELECT id, request FROM llm_calls WHERE namespace = ? AND block_id IS NULL", (namespace,)
+                ).fetchall()
+                if texts
+                else []
+            )
+            doomed = [int(row_id) for row_id, request in legacy if _sent_one_of(str(request), texts)]
+            for start in range(0, len(doomed), 500):
+                rows = doomed[start : start + 500]
+                marks = ",".join("?" * len(rows))
+                n += self._db.execute(f"DELETE FROM llm_calls WHERE id IN ({marks})", rows).rowcount
+        if n:
+            self.checkpoint()
+        return n
+
+    def checkpoint(self) -> bool:
+        """Copy the write-ahead log into the file and truncate it to nothing, so that the words of deleted
+        rows are in neither file; False (logged) if a reader of an older snapshot kept it from finishing
+        within :data:`CHECKPOINT_WAIT_MS` (the next checkpoint finishes it)."""
+        with self._guard("checkpoint the call log"):
+            self._db.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
+            try:
+                busy = int(self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if busy:
+            log.warning("the LLM call log's write-ahead log could not be truncated now (a reader holds it)")
+        return not busy
 
     def stats(self) -> CallStats:
         """Counts and totals over the whole log."""
@@ -230,7 +300,33 @@ class _Guard:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self._lock.release()
         if isinstance(exc, sqlite3.Error):
-            raise StoreError(f"{self._message}: {exc}") from exc
+            raise StoreError(f"{self._message}: {exc}", reason=_reason(exc)) from exc
+
+
+def _reason(exc: BaseException) -> str:
+    """The cause of a failure of the call log's file, in words safe to show (those of the store's file)."""
+    return sqlite_reason(exc) if isinstance(exc, sqlite3.Error) else "cannot open the file"
+
+
+def _sent_one_of(request: str, texts: set[str]) -> bool:
+    """Whether the logged ``request`` sent one of ``texts`` as a user message (alone, or followed by an
+    instruction after a blank line)."""
+    try:
+        messages = json.loads(request).get("messages", [])
+    except (ValueError, AttributeError):
+        return False
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, dict) and message.get("role") == "user" else None
+        if not isinstance(content, str):
+            continue
+        if content in texts:
+            return True
+        cut = content.find("\n\n")
+        while cut >= 0:
+            if content[:cut] in texts:
+                return True
+            cut = content.find("\n\n", cut + 1)
+    return False
 
 
 def _to_record(row: tuple[Any, ...]) -> CallRecord:

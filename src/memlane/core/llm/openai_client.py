@@ -50,6 +50,7 @@ class _Call:
     max_tokens: int | None
     purpose: str
     namespace: str | None
+    block_id: str | None = None
 
     def params(self) -> dict[str, object]:
         kind = "json" if self.want_json else "text"
@@ -108,11 +109,12 @@ class OpenAIChatClient:
         max_tokens: int | None = None,
         purpose: str = "",
         namespace: str | None = None,
+        block_id: str | None = None,
     ) -> LLMResult:
         """Ask for one JSON value matching ``schema`` (see the module docstring for how)."""
         if schema is not None:
             check_schema(schema)
-        call = _Call(check_messages(messages), schema, True, temperature, max_tokens, purpose, namespace)
+        call = _Call(check_messages(messages), schema, True, temperature, max_tokens, purpose, namespace, block_id)
         return self._run(call)
 
     def complete_text(
@@ -123,9 +125,10 @@ class OpenAIChatClient:
         max_tokens: int | None = None,
         purpose: str = "",
         namespace: str | None = None,
+        block_id: str | None = None,
     ) -> LLMResult:
         """Ask for a free-text reply."""
-        call = _Call(check_messages(messages), None, False, temperature, max_tokens, purpose, namespace)
+        call = _Call(check_messages(messages), None, False, temperature, max_tokens, purpose, namespace, block_id)
         return self._run(call)
 
     def close(self) -> None:
@@ -244,6 +247,7 @@ class OpenAIChatClient:
                 attempts=outcome.tally.attempts,
                 cached=outcome.cached,
                 ignored_keys=outcome.tally.ignored_keys,
+                block_id=call.block_id,
             )
             call_id = self.call_log.record(entry)
         return LLMResult(

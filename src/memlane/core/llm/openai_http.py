@@ -20,6 +20,9 @@ log = logging.getLogger("memlane.llm")
 
 EXCERPT_CHARS = 300
 CHAT_PATH = "chat/completions"
+# Refusals that say nothing of the request but of the service (the key, the model or the route is wrong):
+# an outage for the jobs, which wait instead of using up their attempts.
+_SERVICE_REFUSALS = frozenset({401, 403, 404, 407})
 # Statuses with which servers refuse an unsupported ``response_format`` (llama.cpp answers 500, §3.5).
 _FORMAT_REJECT_STATUS = frozenset({400, 422, 500})
 _FORMAT_WORDS = re.compile(r"response_format|json", re.IGNORECASE)
@@ -127,7 +130,8 @@ class ChatEndpoint:
             if "response_format" in body and status in _FORMAT_REJECT_STATUS and _FORMAT_WORDS.search(excerpt):
                 raise ResponseFormatRejected(f"HTTP {status}: {excerpt}")
             if not is_retryable_status(status):
-                raise LLMTransportError(f"HTTP {status} from {self._url}: {excerpt}")
+                outage = status in _SERVICE_REFUSALS
+                raise LLMTransportError(f"HTTP {status} from {self._url}: {excerpt}", outage=outage)
             last_error = f"HTTP {status}: {excerpt}"
             retry_after = parse_retry_after(response.headers.get("retry-after"), self._clock())
         raise LLMTransportError(

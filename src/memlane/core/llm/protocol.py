@@ -66,11 +66,13 @@ class LLM(Protocol):
         max_tokens: int | None = None,
         purpose: str = "",
         namespace: str | None = None,
+        block_id: str | None = None,
     ) -> LLMResult:
         """Ask for one JSON value, checked against ``schema`` when given.
 
         ``purpose`` labels the call in the log (``extract``, ``answer``, ``judge``); ``namespace`` is the
-        memory user the call is made for, so deleting the user deletes its logged calls.
+        memory user the call is made for, so deleting the user deletes its logged calls; ``block_id`` the
+        memory block it is about (an extraction's), so deleting the block deletes them.
         Raises :class:`~memlane.core.errors.LLMTransportError` or
         :class:`~memlane.core.errors.LLMResponseError` once the retries are spent.
         """
@@ -84,6 +86,7 @@ class LLM(Protocol):
         max_tokens: int | None = None,
         purpose: str = "",
         namespace: str | None = None,
+        block_id: str | None = None,
     ) -> LLMResult:
         """Ask for a free-text reply."""
         ...

@@ -85,12 +85,13 @@ class ScriptedLLM:
         max_tokens: int | None = None,
         purpose: str = "",
         namespace: str | None = None,
+        block_id: str | None = None,
     ) -> LLMResult:
         """Reply with the scripted or derived JSON value, checked against ``schema``."""
         if schema is not None:
             check_schema(schema)
         params = {"kind": "json", "schema": schema, "temperature": temperature, "max_tokens": max_tokens}
-        return self._run(check_messages(messages), schema, True, params, purpose, namespace)
+        return self._run(check_messages(messages), schema, True, params, purpose, (namespace, block_id))
 
     def complete_text(
         self,
@@ -100,10 +101,11 @@ class ScriptedLLM:
         max_tokens: int | None = None,
         purpose: str = "",
         namespace: str | None = None,
+        block_id: str | None = None,
     ) -> LLMResult:
         """Reply with the scripted text or the best-matching line of the conversation."""
         params = {"kind": "text", "schema": None, "temperature": temperature, "max_tokens": max_tokens}
-        return self._run(check_messages(messages), None, False, params, purpose, namespace)
+        return self._run(check_messages(messages), None, False, params, purpose, (namespace, block_id))
 
     def _run(
         self,
@@ -112,8 +114,9 @@ class ScriptedLLM:
         want_json: bool,
         params: Mapping[str, object],
         purpose: str,
-        namespace: str | None,
+        about: tuple[str | None, str | None],
     ) -> LLMResult:
+        namespace, block_id = about
         with self._lock:
             self.calls += 1
             number = self.calls
@@ -147,6 +150,7 @@ class ScriptedLLM:
             attempts=1,
             cached=False,
             ignored_keys=len(ignored),
+            block_id=block_id,
         )
         call_id = self.call_log.record(entry) if self.call_log is not None else None
         if error is not None:

@@ -59,7 +59,10 @@ class Store(Protocol):
         context rescoring reads."""
         ...
 
-    def delete_block(self, user: str, block_id: str) -> None: ...
+    def delete_block(self, user: str, block_id: str) -> MemoryBlock:
+        """Delete one block of ``user`` as completely as delete_user deletes, and return it as it was
+        (whose LLM calls the caller then deletes); NotFoundError if it is not the user's."""
+        ...
 
     def retention_policies(self) -> Policies:
         """The default retention policy and every user's own (memlane.core.retention)."""

@@ -11,15 +11,14 @@ from typing import Any, TypeVar
 
 import click
 
+from memlane.core.calls import default_call_log_path
 from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, ValidationError
 from memlane.core.llm import LLM, CallLog, make_llm
 from memlane.core.memory import Memory
-from memlane.core.store.postgres import is_postgres_url
 from memlane.interfaces.cli.options import SettingOption, cli_settings, gathered
 from memlane.settings import DEFAULT_STORE
 
 F = TypeVar("F", bound=Callable[..., Any])
-DEFAULT_CALL_LOG = "memlane.calls.db"
 
 
 @dataclass(frozen=True)
@@ -88,14 +87,9 @@ def llm_options(func: F) -> F:
 
 
 def call_log_path(store: str | Path, explicit: Path | None) -> Path:
-    """The LLM call log: ``explicit``, else beside the SQLite store, else (a PostgreSQL store) in the
-    current folder."""
-    if explicit:
-        return explicit
-    if is_postgres_url(store):
-        return Path(DEFAULT_CALL_LOG)
-    path = Path(store)
-    return path.with_name(path.name + ".calls.db")
+    """The LLM call log: ``explicit`` (``--llm-log``), else ``MEMLANE_LLM_LOG``, else the store's default
+    (beside a SQLite store; for a PostgreSQL store, ``memlane.calls.db`` in the current folder)."""
+    return explicit or cli_settings().llm_log or default_call_log_path(store)
 
 
 def _llm_overrides(llm: LLMChoice) -> dict[str, Any]:
@@ -132,13 +126,14 @@ def open_memory(
     *,
     create: bool = False,
     server_timeout_s: float = 30.0,
-    with_call_log: bool = False,
 ) -> Memory:
-    """The Memory a command works on, with the LLM ``llm`` and its call log (``with_call_log``: the call
-    log even without an LLM, so that deleting a user deletes their LLM calls made by other processes).
-    ``create``: make the store if there is none (add, serve, mcp); otherwise StoreNotFoundError (exit 3) and
-    nothing is created (not even the call log), so a mistyped path is an error instead of an empty store.
-    ``server_timeout_s``: how long an operation waits for a PostgreSQL server."""
+    """The Memory a command works on, with the LLM ``llm`` and its call log. Without an LLM the call log is
+    still known by its path (:func:`call_log_path`) and opened by the first delete that finds the file, so
+    that every command that deletes (a user, a block, a retention sweep) deletes their LLM calls, whichever
+    process made them. ``create``: make the store if there is none (add, serve, mcp); otherwise
+    StoreNotFoundError (exit 3) and nothing is created (not even the call log), so a mistyped path is an
+    error instead of an empty store. ``server_timeout_s``: how long an operation waits for a PostgreSQL
+    server."""
     settings = cli_settings()
     opened = (
         None
@@ -146,11 +141,11 @@ def open_memory(
         else Memory.open_store(store, create=False, server_timeout_s=server_timeout_s, ann=settings.ann_settings())
     )
     log = None
+    path = call_log_path(store, llm.log if llm else None)
     try:
         model = None
-        if llm is not None or with_call_log:
-            log = CallLog(call_log_path(store, llm.log if llm else None))
         if llm is not None:
+            log = CallLog(path)  # the LLM writes it: made now if it is missing
             model = build_llm(llm, log)
         return Memory.open(
             opened if opened is not None else store,
@@ -158,7 +153,7 @@ def open_memory(
             create=create,
             server_timeout_s=server_timeout_s,
             llm=model,
-            call_log=log,
+            call_log=log if log is not None else path,
             **settings.memory_options(),
         )
     except BaseException:

@@ -1,4 +1,4 @@
-"""Memory commands: init, add, search, get, list, delete-user, users, compact."""
+"""Memory commands: init, add, search, get, list, delete, delete-user, users, compact."""
 
 from __future__ import annotations
 
@@ -185,12 +185,33 @@ def search_cmd(
         click.echo(f"{i:>3}. {h.score:.4f}  [{h.block.time_annotation}] ({h.block.perspective}) {text[:160]}")
 
 
+@click.command("delete")
+@click.argument("user")
+@click.argument("block_id")
+@store_options
+def delete_cmd(user: str, block_id: str, store: Path, embedder: str) -> None:
+    """Delete one of USER's blocks with everything that refers to it: its keys, vectors, extraction job and
+    the LLM calls of its extraction (in the call log: --llm-log, MEMLANE_LLM_LOG, or STORE.calls.db).
+
+    \b
+    Example:
+      memlane delete alice 01a2377a3c1e9f0d8b7a6c
+    """
+    mem = open_memory(store, embedder)
+    try:
+        mem.delete(user, block_id)
+    finally:
+        mem.close()
+    click.echo(f"deleted block {block_id} of {user}")
+
+
 @click.command("delete-user")
 @click.argument("user")
 @store_options
 def delete_user_cmd(user: str, store: Path, embedder: str) -> None:
-    """Delete USER and everything of theirs, API keys included. Final: an add in flight for USER fails or
-    is deleted with them; a later add starts USER afresh.
+    """Delete USER and everything of theirs, API keys and LLM calls included (the call log: MEMLANE_LLM_LOG,
+    or STORE.calls.db). Final: an add in flight for USER fails or is deleted with them; a later add starts
+    USER afresh.
 
     \b
     Example:
@@ -348,5 +369,5 @@ def init_cmd(store: str) -> None:
 
 
 def register(group: click.Group) -> None:
-    for cmd in (init_cmd, add_cmd, search_cmd, delete_user_cmd, get_cmd, list_cmd, users_cmd, compact_cmd):
+    for cmd in (init_cmd, add_cmd, search_cmd, delete_cmd, delete_user_cmd, get_cmd, list_cmd, users_cmd, compact_cmd):
         group.add_command(cmd)

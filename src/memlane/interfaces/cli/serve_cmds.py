@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from memlane.core.apikeys import ApiKeys
-from memlane.core.errors import ConfigError, NotFoundError
+from memlane.core.errors import ConfigError, NotFoundError, StoreError
 from memlane.core.memory import Memory
 from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
 from memlane.core.store.postgres import is_postgres_url
@@ -99,9 +99,36 @@ def import_key_file(mem: Memory, store: str, explicit: Path | None) -> None:
 
 
 def service_memory(store: str, embedder: str, llm: LLMChoice | None) -> Memory:
-    """The Memory of a long-running service. It always knows the LLM call log, even with no LLM of its own
-    (workers in another process write it), so that deleting a user deletes their LLM calls too."""
-    return open_memory(store, embedder, llm, create=True, server_timeout_s=SERVICE_SERVER_TIMEOUT_S, with_call_log=True)
+    """The Memory of a long-running service. It knows the LLM call log even with no LLM of its own (workers
+    in another process write it), so that deleting a user or a block deletes their LLM calls too; it opens
+    the file only once there is one, so a service without an LLM creates none (and starts on a full disk).
+    With an LLM, if its call log cannot be made (a full or read-only disk), the service starts without
+    extraction and says so: its calls could not be logged, nor deleted with their users."""
+    try:
+        return open_memory(store, embedder, llm, create=True, server_timeout_s=SERVICE_SERVER_TIMEOUT_S)
+    except StoreError as exc:
+        if llm is None or "call log" not in str(exc):
+            raise
+        click.echo(
+            f"memlane: extraction is off: the LLM call log cannot be opened ({exc.reason or exc}); jobs stay "
+            "queued for a `memlane worker` (or a restart of this service) once it can.",
+            err=True,
+        )
+    return open_memory(store, embedder, None, create=True, server_timeout_s=SERVICE_SERVER_TIMEOUT_S)
+
+
+def report_writes(mem: Memory) -> None:
+    """Say at start when the store cannot take writes now (a full disk, a read-only file, ...): the service
+    still starts and serves what needs no write, and the requests that do get a 503 with the reason."""
+    try:
+        mem.probe_write(timeout_s=1.0)
+    except StoreError as exc:
+        click.echo(
+            f"memlane: the store cannot take writes now ({exc.reason or 'write failed'}): adds, new users and "
+            "keys, retention policies and sweeps, and extraction get 503 with that reason until it can; "
+            "searches, lists, reads and the queue status are served, and deletes are tried (a delete writes too).",
+            err=True,
+        )
 
 
 def close_memory(mem: Memory) -> None:
@@ -207,7 +234,10 @@ def serve_cmd(
         )
         chosen, workers = None, 0
     mem = service_memory(store, embedder, chosen)
+    if chosen is not None and mem.llm is None:
+        workers = 0
     try:
+        report_writes(mem)
         import_key_file(mem, store, keys_path)
         service = HttpService(
             host, port, workers, log_level, access_log, max_body, hosts, read_timeout, retention_every_s

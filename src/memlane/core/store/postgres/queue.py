@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from memlane.core.embedding.protocol import Vectors
-from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, QueueStatus
+from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, LLMOutage, QueueStatus, Requeued
 from memlane.core.model import ExtractionStatus, content_hash
 from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
@@ -48,15 +48,18 @@ WITH c AS (
 UPDATE jobs j SET status = 'running', lease_owner = %(owner)s, lease_until = {NOW} + %(lease)s,
     attempts = j.attempts + 1, updated_at = {NOW}
 FROM c WHERE j.user_id = c.user_id AND j.id = c.id
-RETURNING j.id, j.user_id, j.block_pk, j.attempts, j.max_attempts
+RETURNING j.id, j.user_id, j.block_pk, j.attempts, j.max_attempts, j.llm_failures
 """
 
 
 class PostgresJobQueue:
-    """:class:`~memlane.core.jobs.JobQueue` over a :class:`PostgresStore`."""
+    """:class:`~memlane.core.jobs.JobQueue` over a :class:`PostgresStore`. ``frozen_users``: a query of the
+    ids of users whose jobs a requeue must leave alone (a shard's users being moved away, whose jobs are
+    fenced until their copy elsewhere takes over)."""
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: PostgresStore, *, frozen_users: str | None = None) -> None:
         self.store = store
+        self.frozen_users = frozen_users
 
     def claim(self, owner: str, n: int, lease_s: float, *, job_ids: Sequence[int] | None = None) -> list[ClaimedJob]:
         """Lease up to ``n`` ready jobs (or only those of ``job_ids``) to ``owner`` for ``lease_s`` seconds."""
@@ -88,6 +91,7 @@ class PostgresJobQueue:
                 max_attempts=int(r[4]),
                 block=blocks[int(r[2])],
                 block_ref=int(r[2]),
+                llm_failures=int(r[5]),
             )
             for r in sorted(rows)
             if int(r[2]) in blocks
@@ -138,7 +142,8 @@ class PostgresJobQueue:
             user_id = int(row[0])
             cur = conn.execute(
                 f"UPDATE jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, finished_at = {NOW}, "
-                f"updated_at = {NOW} WHERE user_id = %s AND id = %s AND status = 'running' AND lease_owner = %s",
+                f"updated_at = {NOW}, llm_failures = 0, llm_failing_since = NULL "
+                "WHERE user_id = %s AND id = %s AND status = 'running' AND lease_owner = %s",
                 (user_id, job.job_id, job.owner),
             )
             if cur.rowcount != 1:
@@ -176,7 +181,7 @@ class PostgresJobQueue:
             row = conn.execute(
                 f"UPDATE jobs SET status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'queued' END, "
                 f"lease_owner = NULL, lease_until = NULL, run_after = {NOW} + %s, last_error = %s, "
-                f"raw_response = %s, updated_at = {NOW}, "
+                f"raw_response = %s, updated_at = {NOW}, llm_failures = 0, llm_failing_since = NULL, "
                 f"finished_at = CASE WHEN attempts >= max_attempts THEN {NOW} END "
                 "WHERE id = %s AND status = 'running' AND lease_owner = %s RETURNING status, user_id, block_pk",
                 (retry_in_s, error[:4000], None if raw is None else raw[:20000], job.job_id, job.owner),
@@ -190,6 +195,64 @@ class PostgresJobQueue:
                     (ExtractionStatus.FAILED.value, row[1], row[2]),
                 )
         return status
+
+    def defer(self, job: ClaimedJob, error: str, retry_in_s: float) -> JobStatus | None:
+        """The LLM could not be reached: back to the queue after ``retry_in_s``, the attempt given back and
+        the failure counted. QUEUED, or None if the lease was lost."""
+        with self.store.transaction() as conn:
+            cur = conn.execute(
+                f"UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL, run_after = {NOW} + %s, "
+                "attempts = greatest(attempts - 1, 0), llm_failures = llm_failures + 1, "
+                f"llm_failing_since = coalesce(llm_failing_since, {NOW}), last_error = %s, updated_at = {NOW} "
+                "WHERE id = %s AND status = 'running' AND lease_owner = %s",
+                (retry_in_s, error[:4000], job.job_id, job.owner),
+            )
+        return JobStatus.QUEUED if cur.rowcount == 1 else None
+
+    def requeue(
+        self,
+        *,
+        user: str | None = None,
+        since: float | None = None,
+        block_ids: Sequence[str] | None = None,
+        dead_only: bool = True,
+    ) -> Requeued:
+        """Dead jobs queued again (attempts reset, blocks back to ``queued``); unless ``dead_only``, jobs
+        waiting out a backoff made ready now (see :meth:`memlane.core.jobs.JobQueue.requeue`)."""
+        where = ""
+        params: dict[str, object] = {}
+        if user is not None:
+            where += " AND user_id = (SELECT id FROM users WHERE name = %(user)s)"
+            params["user"] = user
+        if since is not None:
+            where += " AND updated_at >= %(since)s"
+            params["since"] = since
+        if block_ids is not None:
+            where += " AND (user_id, block_pk) IN (SELECT user_id, pk FROM blocks WHERE id = ANY(%(ids)s))"
+            params["ids"] = list(block_ids)
+        if self.frozen_users is not None:
+            where += f" AND user_id NOT IN ({self.frozen_users})"
+        with self.store.transaction() as conn:
+            dead = conn.execute(
+                f"UPDATE jobs SET status = 'queued', attempts = 0, run_after = {NOW}, finished_at = NULL, "
+                "lease_owner = NULL, lease_until = NULL, llm_failures = 0, llm_failing_since = NULL, "
+                f"updated_at = {NOW} WHERE status = 'dead'{where} RETURNING user_id, block_pk",
+                params,
+            ).fetchall()
+            if dead:
+                conn.execute(
+                    "UPDATE blocks b SET extraction_status = %s FROM unnest(%s::bigint[], %s::bigint[]) AS x(uid, pk) "
+                    "WHERE b.user_id = x.uid AND b.pk = x.pk",
+                    (ExtractionStatus.QUEUED.value, [d[0] for d in dead], [d[1] for d in dead]),
+                )
+            waiting = 0
+            if not dead_only:
+                waiting = conn.execute(
+                    f"UPDATE jobs SET run_after = {NOW} WHERE status = 'queued' AND run_after > {NOW} "
+                    f"AND (attempts > 0 OR llm_failures > 0){where}",
+                    params,
+                ).rowcount
+        return Requeued(len(dead), int(waiting))
 
     def statuses(self, job_ids: Sequence[int]) -> dict[int, JobStatus]:
         """The status of each of ``job_ids`` that still exists (a deleted user's jobs do not)."""
@@ -214,6 +277,11 @@ class PostgresJobQueue:
                 "WHERE j.last_error IS NOT NULL AND j.status <> 'done' ORDER BY j.updated_at DESC, j.id DESC LIMIT %s",
                 (recent_errors,),
             ).fetchall()
+            outage = conn.execute(
+                f"SELECT count(*), min(llm_failing_since), greatest(min(run_after) - {NOW}, 0), "
+                "(SELECT last_error FROM jobs WHERE status = 'queued' AND llm_failures > 0 "
+                "ORDER BY updated_at DESC, id DESC LIMIT 1) FROM jobs WHERE status = 'queued' AND llm_failures > 0"
+            ).fetchone()
         return QueueStatus(
             queued=counts.get("queued", 0),
             running=counts.get("running", 0),
@@ -233,4 +301,16 @@ class PostgresJobQueue:
                 )
                 for r in errors
             ),
+            llm_outage=_outage(outage),
         )
+
+
+def _outage(row: tuple[object, ...] | None) -> LLMOutage | None:
+    """The outage of (jobs, first failure, seconds to the earliest retry, newest error) over the jobs waiting
+    for the LLM."""
+    if row is None or not row[0]:
+        return None
+    jobs, since, next_in, error = row
+    return LLMOutage(
+        jobs=int(str(jobs)), since=float(str(since)), next_try_in_s=float(str(next_in)), last_error=str(error)
+    )

@@ -209,6 +209,12 @@ MIGRATIONS: list[str] = [
         updated_at double precision NOT NULL
     );
     """,
+    # 6: an LLM outage does not use up a job's attempts (docs/design/002-extraction-queue.md): how many tries
+    #    in a row found the LLM unreachable, and when the first of them did (NULL: the last try reached it).
+    """
+    ALTER TABLE jobs ADD COLUMN llm_failures integer NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN llm_failing_since double precision;
+    """,
 ]
 
 _EXT_SCHEMA = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'vector'"

@@ -26,6 +26,8 @@ from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.store import PostgresStore
 
 MOVING, MOVED = "moving", "moved"
+# The users a shard is moving away or has moved (their rows here are frozen, their jobs fenced).
+FROZEN_USERS = "SELECT u.id FROM users u JOIN shard_moves m ON m.name = u.name"
 
 SHARD_TABLES = """
 CREATE TABLE IF NOT EXISTS shard_map(

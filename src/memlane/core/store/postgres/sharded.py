@@ -31,14 +31,14 @@ from typing import Any, TypeVar
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import ConfigError
-from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, QueueStatus
+from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, LLMOutage, QueueStatus, Requeued
 from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, UserInfo
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.postgres.queue import PostgresJobQueue
-from memlane.core.store.postgres.shard import ShardStore, UserMovingError, home_shard
+from memlane.core.store.postgres.shard import FROZEN_USERS, ShardStore, UserMovingError, home_shard
 
 T = TypeVar("T")
 
@@ -252,8 +252,8 @@ class ShardedStore:
         found = shard.block_positions(user, _local_refs(refs, shard.index))
         return {job_id_of(ref, shard.index): pos for ref, pos in found.items()}
 
-    def delete_block(self, user: str, block_id: str) -> None:
-        self._write(user, lambda s: s.delete_block(user, block_id))
+    def delete_block(self, user: str, block_id: str) -> MemoryBlock:
+        return self._write(user, lambda s: s.delete_block(user, block_id))
 
     def delete_user(self, user: str) -> DeletedUser:
         """On the user's shard, in one transaction there (its epoch raised, its tombstone written)."""
@@ -373,7 +373,8 @@ class ShardedJobQueue:
 
     def __init__(self, store: ShardedStore) -> None:
         self.store = store
-        self.queues = [PostgresJobQueue(s) for s in store.shards]
+        # A requeue leaves alone the users a shard is moving away: their jobs there are fenced.
+        self.queues = [PostgresJobQueue(s, frozen_users=FROZEN_USERS) for s in store.shards]
         self._next = 0
         self._lock = threading.Lock()
 
@@ -432,6 +433,25 @@ class ShardedJobQueue:
         index, local = self._local(job)
         return self.queues[index].fail(local, error, raw, retry_in_s)
 
+    def defer(self, job: ClaimedJob, error: str, retry_in_s: float) -> JobStatus | None:
+        index, local = self._local(job)
+        return self.queues[index].defer(local, error, retry_in_s)
+
+    def requeue(
+        self,
+        *,
+        user: str | None = None,
+        since: float | None = None,
+        block_ids: Sequence[str] | None = None,
+        dead_only: bool = True,
+    ) -> Requeued:
+        """On the user's shard only, or on every shard."""
+        indexes = range(len(self.queues)) if user is None else [self.store.shard_of(user)]
+        total = Requeued()
+        for index in indexes:
+            total += self.queues[index].requeue(user=user, since=since, block_ids=block_ids, dead_only=dead_only)
+        return total
+
     def statuses(self, job_ids: Sequence[int]) -> dict[int, JobStatus]:
         return {
             job_id_of(local, index): status
@@ -454,7 +474,20 @@ class ShardedJobQueue:
             oldest_queued_age_s=max(ages) if ages else None,
             done_last_5_min=sum(p.done_last_5_min for p in parts),
             last_errors=tuple(errors[:recent_errors]),
+            llm_outage=_joined_outage([p.llm_outage for p in parts if p.llm_outage is not None]),
         )
+
+
+def _joined_outage(parts: Sequence[LLMOutage]) -> LLMOutage | None:
+    """The shards' outages as one: all their waiting jobs, since the first failure, the next retry."""
+    if not parts:
+        return None
+    return LLMOutage(
+        jobs=sum(p.jobs for p in parts),
+        since=min(p.since for p in parts),
+        next_try_in_s=min(p.next_try_in_s for p in parts),
+        last_error=parts[0].last_error,
+    )
 
 
 def describe(store: ShardedStore) -> list[dict[str, Any]]:

@@ -258,8 +258,9 @@ class PostgresStore:
         """The extraction queue kept in this store's database."""
         return PostgresJobQueue(self)
 
-    def delete_block(self, user: str, block_id: str) -> None:
-        """Delete one block with its keys, vectors and jobs; NotFoundError if it is not the user's."""
+    def delete_block(self, user: str, block_id: str) -> MemoryBlock:
+        """Delete one block with its keys, vectors and jobs, and return it as it was; NotFoundError if it is
+        not the user's."""
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             row = conn.execute(
@@ -267,7 +268,9 @@ class PostgresStore:
             ).fetchone()
             if user_id is None or row is None:
                 raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
+            (block,) = expiry.blocks_by_pk(conn, user_id, [int(row[0])])
             expiry.delete_blocks(conn, user_id, [int(row[0])])
+        return block
 
     # -- retention (memlane.core.retention) ----------------------------------------------------------------
 

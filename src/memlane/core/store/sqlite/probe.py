@@ -24,8 +24,9 @@ PROBE_SQL = (
 )
 
 
-def sqlite_reason(exc: BaseException | None) -> str:
-    """A short cause of a SQLite failure, safe to show anyone (no path, no SQL)."""
+def sqlite_reason(exc: BaseException | None, default: str = "write failed") -> str:
+    """A short cause of a SQLite failure, safe to show anyone (no path, no SQL); ``default`` when the error
+    says no more."""
     name = str(getattr(exc, "sqlite_errorname", "") or "")
     for prefix, reason in (
         ("SQLITE_FULL", "disk full"),
@@ -40,7 +41,15 @@ def sqlite_reason(exc: BaseException | None) -> str:
     ):
         if name.startswith(prefix):
             return reason
-    return "write failed"
+    if "malformed" in str(exc):  # "database disk image is malformed" without an error name (old builds)
+        return "corrupt"
+    return default
+
+
+def store_error(message: str, exc: sqlite3.Error, *, default: str = "write failed") -> StoreError:
+    """The StoreError of a SQLite failure: ``message`` and the error's text for the log, its cause (disk
+    full, read-only, locked, corrupt, ...) as the ``reason`` anyone may be shown."""
+    return StoreError(f"{message}: {exc}", reason=sqlite_reason(exc, default))
 
 
 def check_free_space(path: Path) -> None:

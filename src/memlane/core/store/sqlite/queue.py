@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from memlane.core.embedding.protocol import Vectors
-from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, QueueStatus
+from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, LLMOutage, QueueStatus, Requeued
 from memlane.core.model import ExtractionStatus, content_hash
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys
@@ -53,7 +53,7 @@ class SqliteJobQueue:
                 "UPDATE jobs SET status = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1, "
                 "updated_at = ? WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND run_after <= ? "
                 f"{only}ORDER BY priority DESC, run_after, id LIMIT ?) "
-                "RETURNING id, block_pk, attempts, max_attempts",
+                "RETURNING id, block_pk, attempts, max_attempts, llm_failures",
                 params,
             ).fetchall()
             if not rows:
@@ -74,6 +74,7 @@ class SqliteJobQueue:
                 max_attempts=int(r[3]),
                 block=blocks[int(r[1])],
                 block_ref=int(r[1]),
+                llm_failures=int(r[4]),
             )
             for r in sorted(rows)
             if int(r[1]) in blocks
@@ -127,7 +128,8 @@ class SqliteJobQueue:
         with self.store.transaction() as conn:
             cur = conn.execute(
                 "UPDATE jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, finished_at = ?, "
-                f"updated_at = ? WHERE id = ? AND status = 'running' AND lease_owner = ? AND {SAME_BLOCK}",
+                "updated_at = ?, llm_failures = 0, llm_failing_since = NULL "
+                f"WHERE id = ? AND status = 'running' AND lease_owner = ? AND {SAME_BLOCK}",
                 (now, now, job.job_id, job.owner, job.block_ref, job.block.id),
             )
             if cur.rowcount != 1:
@@ -182,7 +184,8 @@ class SqliteJobQueue:
             status = JobStatus.DEAD if dead else JobStatus.QUEUED
             conn.execute(
                 "UPDATE jobs SET status = ?, lease_owner = NULL, lease_until = NULL, run_after = ?, last_error = ?, "
-                "raw_response = ?, updated_at = ?, finished_at = ? WHERE id = ?",
+                "raw_response = ?, updated_at = ?, finished_at = ?, llm_failures = 0, llm_failing_since = NULL "
+                "WHERE id = ?",
                 (
                     status.value,
                     now + retry_in_s,
@@ -199,6 +202,58 @@ class SqliteJobQueue:
                     (ExtractionStatus.FAILED.value, job.block_ref),
                 )
         return status
+
+    def defer(self, job: ClaimedJob, error: str, retry_in_s: float) -> JobStatus | None:
+        """The LLM could not be reached: back to the queue after ``retry_in_s``, the attempt given back and
+        the failure counted (``llm_failures``, since ``llm_failing_since``). QUEUED, or None if the lease
+        was lost."""
+        now = _now()
+        with self.store.transaction() as conn:
+            cur = conn.execute(
+                "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL, run_after = ?, "
+                "attempts = max(attempts - 1, 0), llm_failures = llm_failures + 1, "
+                "llm_failing_since = coalesce(llm_failing_since, ?), last_error = ?, updated_at = ? "
+                f"WHERE id = ? AND status = 'running' AND lease_owner = ? AND {SAME_BLOCK}",
+                (now + retry_in_s, now, error[:4000], now, job.job_id, job.owner, job.block_ref, job.block.id),
+            )
+        return JobStatus.QUEUED if cur.rowcount == 1 else None
+
+    def requeue(
+        self,
+        *,
+        user: str | None = None,
+        since: float | None = None,
+        block_ids: Sequence[str] | None = None,
+        dead_only: bool = True,
+    ) -> Requeued:
+        """Dead jobs queued again (attempts reset, blocks back to ``queued``); unless ``dead_only``, jobs
+        waiting out a backoff made ready now (see :meth:`memlane.core.jobs.JobQueue.requeue`)."""
+        now = _now()
+        ids = None if block_ids is None else list(dict.fromkeys(block_ids))
+        chunks = [None] if ids is None else [ids[i : i + 500] for i in range(0, len(ids), 500)]
+        done = Requeued()
+        with self.store.transaction() as conn:
+            for chunk in chunks:
+                where, params = _filters(user, since, chunk)
+                dead = conn.execute(
+                    "UPDATE jobs SET status = 'queued', attempts = 0, run_after = ?, finished_at = NULL, "
+                    "lease_owner = NULL, lease_until = NULL, llm_failures = 0, llm_failing_since = NULL, "
+                    f"updated_at = ? WHERE status = 'dead'{where} RETURNING block_pk",
+                    (now, now, *params),
+                ).fetchall()
+                conn.executemany(
+                    "UPDATE blocks SET extraction_status = ? WHERE pk = ?",
+                    [(ExtractionStatus.QUEUED.value, r[0]) for r in dead],
+                )
+                waiting = 0
+                if not dead_only:
+                    waiting = conn.execute(
+                        "UPDATE jobs SET run_after = ? WHERE status = 'queued' AND run_after > ? "
+                        f"AND (attempts > 0 OR llm_failures > 0){where}",
+                        (now, now, *params),
+                    ).rowcount
+                done += Requeued(len(dead), int(waiting))
+        return done
 
     def statuses(self, job_ids: Sequence[int]) -> dict[int, JobStatus]:
         """The status of each of ``job_ids`` that still exists (a deleted user's jobs do not)."""
@@ -222,6 +277,11 @@ class SqliteJobQueue:
             "WHERE j.last_error IS NOT NULL AND j.status != 'done' ORDER BY j.updated_at DESC, j.id DESC LIMIT ?",
             (recent_errors,),
         )
+        outage = self.store.query(
+            "SELECT count(*), min(llm_failing_since), min(run_after), "
+            "(SELECT last_error FROM jobs WHERE status = 'queued' AND llm_failures > 0 "
+            "ORDER BY updated_at DESC, id DESC LIMIT 1) FROM jobs WHERE status = 'queued' AND llm_failures > 0"
+        )[0]
         return QueueStatus(
             queued=counts.get("queued", 0),
             running=counts.get("running", 0),
@@ -241,4 +301,34 @@ class SqliteJobQueue:
                 )
                 for r in errors
             ),
+            llm_outage=_outage(outage, now),
         )
+
+
+def _filters(user: str | None, since: float | None, block_ids: Sequence[str] | None) -> tuple[str, list[object]]:
+    """The WHERE conditions (each led by AND) of a requeue's optional filters, and their parameters."""
+    where = ""
+    params: list[object] = []
+    if user is not None:
+        where += " AND user_id = (SELECT id FROM users WHERE name = ?)"
+        params.append(user)
+    if since is not None:
+        where += " AND updated_at >= ?"
+        params.append(since)
+    if block_ids is not None:
+        where += f" AND block_pk IN (SELECT pk FROM blocks WHERE id IN ({','.join('?' * len(block_ids))}))"
+        params.extend(block_ids)
+    return where, params
+
+
+def _outage(row: Sequence[object], now: float) -> LLMOutage | None:
+    """The outage of (jobs, first failure, earliest retry, newest error) over the jobs waiting for the LLM."""
+    jobs, since, next_at, error = row
+    if not jobs:
+        return None
+    return LLMOutage(
+        jobs=int(str(jobs)),
+        since=float(str(since)),
+        next_try_in_s=max(0.0, float(str(next_at)) - now),
+        last_error=str(error),
+    )

@@ -264,6 +264,12 @@ MIGRATIONS: list[Migration] = [
         deleted INTEGER NOT NULL DEFAULT 0
     );
     """,
+    # 10: an LLM outage does not use up a job's attempts (docs/design/002-extraction-queue.md): how many tries
+    # in a row found the LLM unreachable, and when the first of them did (NULL: the last try reached it).
+    """
+    ALTER TABLE jobs ADD COLUMN llm_failures INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN llm_failing_since REAL;
+    """,
 ]
 
 

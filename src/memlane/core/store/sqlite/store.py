@@ -8,6 +8,7 @@ acknowledged add survives kill -9 and never leaves the indexes out of step.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -30,7 +31,7 @@ from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite import accounts, expiry
 from memlane.core.store.sqlite.ann import AnnIndexes, drop_user
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index
-from memlane.core.store.sqlite.probe import probe_write
+from memlane.core.store.sqlite.probe import probe_write, store_error
 from memlane.core.store.sqlite.schema import migrate
 from memlane.core.store.sqlite.terms import TermIds, corpus_problems, query_weights
 from memlane.core.store.terms import UserTerms, bm25_top_blocks, session_word_counts
@@ -40,7 +41,15 @@ from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 if TYPE_CHECKING:
     from memlane.core.store.sqlite.queue import SqliteJobQueue
 
+log = logging.getLogger("memlane.store")
+
 BUSY_TIMEOUT_MS = 30_000
+# The write-ahead log is cut back to this size after a checkpoint, so a bulk load's log does not stay as
+# large as it grew (nor keep old pages' bytes beyond it).
+JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
+# How long a checkpoint after a deletion waits for readers of older snapshots (other connections mid-read)
+# before it is left to the next one: the deletion is done and answered either way.
+CHECKPOINT_WAIT_MS = 2000
 # 16 KiB pages: a 384-d float32 key vector row (1.6 kB) fits in its B-tree page instead of spilling 600
 # bytes onto an overflow page of its own, which made 4 KiB-page stores 2.4 times larger and a cold user
 # load twice as slow (measured on x500: 10.6 against 5.2 ms for 2,600 keys; docs/design/003-retrieval.md).
@@ -60,7 +69,7 @@ def _require_store(path: Path) -> None:
         with closing(sqlite3.connect(path)) as conn:
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+        raise store_error(f"cannot open the store at {path}", exc, default="cannot open the file") from exc
     if version == 0:
         raise StoreNotFoundError(f"no store at {path} (the file is not a memlane store)")
 
@@ -106,7 +115,7 @@ class SqliteStore:
         try:
             migrate(self._conn())
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+            raise store_error(f"cannot open the store at {self.path}", exc) from exc
 
     # -- connections and transactions -------------------------------------------------------------------
 
@@ -123,8 +132,9 @@ class SqliteStore:
                 conn.execute("PRAGMA temp_store = MEMORY")  # the tokenizer's scratch table
                 # Deleted rows are overwritten, so a deleted user's text does not linger in free pages.
                 conn.execute("PRAGMA secure_delete = ON")
+                conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
             except sqlite3.Error as exc:
-                raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+                raise store_error(f"cannot open the store at {self.path}", exc) from exc
             self._local.conn = conn
             with self._conns_lock:
                 ended = [c for t, c in self._conns if not t.is_alive()]
@@ -164,7 +174,7 @@ class SqliteStore:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot start a write transaction on {self.path}: {exc}") from exc
+            raise store_error(f"cannot start a write transaction on {self.path}", exc) from exc
         try:
             yield conn
             conn.execute("COMMIT")
@@ -173,14 +183,14 @@ class SqliteStore:
             with suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
-                raise StoreError(f"write failed on {self.path}: {exc}") from exc
+                raise store_error(f"write failed on {self.path}", exc) from exc
             raise
 
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
         try:
             return self._conn().execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+            raise store_error(f"read failed on {self.path}", exc, default="read failed") from exc
 
     def close(self) -> None:
         """Close every connection this store opened (in any thread)."""
@@ -232,13 +242,13 @@ class SqliteStore:
         try:
             return accounts.get_key(self._conn(), key_id)
         except sqlite3.Error as exc:
-            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+            raise store_error(f"read failed on {self.path}", exc, default="read failed") from exc
 
     def list_api_keys(self, user: str) -> list[KeyRecord]:
         try:
             return accounts.list_keys(self._conn(), user)
         except sqlite3.Error as exc:
-            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+            raise store_error(f"read failed on {self.path}", exc, default="read failed") from exc
 
     def revoke_api_key(self, user: str, key_id: str) -> bool:
         with self._write() as conn:
@@ -339,8 +349,9 @@ class SqliteStore:
         )
         return rows, job_ids
 
-    def delete_block(self, user: str, block_id: str) -> None:
-        """Delete one block with its keys, vectors and term rows; NotFoundError if not the user's."""
+    def delete_block(self, user: str, block_id: str) -> MemoryBlock:
+        """Delete one block with its keys, vectors and term rows, and return it as it was; NotFoundError if
+        not the user's."""
         with self._write() as conn:
             row = conn.execute(
                 "SELECT b.pk, u.id FROM blocks b JOIN users u ON u.id = b.user_id WHERE b.id = ? AND u.name = ?",
@@ -349,8 +360,11 @@ class SqliteStore:
             if row is None:
                 raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
             block_pk, user_id = row
+            (block,) = expiry.blocks_by_pk(conn, [int(block_pk)])
             expiry.delete_blocks(conn, int(user_id), [int(block_pk)])
         self.cache_drop(user_id)
+        self.checkpoint()
+        return block
 
     # -- retention (memlane.core.retention) ----------------------------------------------------------------
 
@@ -358,7 +372,7 @@ class SqliteStore:
         try:
             return expiry.read_policies(self._conn())
         except sqlite3.Error as exc:
-            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+            raise store_error(f"read failed on {self.path}", exc, default="read failed") from exc
 
     def set_retention(self, user: str | None, policy: RetentionPolicy | None) -> None:
         with self._write() as conn:
@@ -382,6 +396,7 @@ class SqliteStore:
             remaining = expiry.count_blocks(conn, user_id) - (len(pks) if dry_run else 0)
         if pks and not dry_run:
             self.cache_drop(user_id)
+            self.checkpoint()
         return Expired(len(pks), blocks, remaining)
 
     def delete_user(self, user: str) -> DeletedUser:
@@ -408,6 +423,7 @@ class SqliteStore:
             accounts.record_deletion(conn, user, to_epoch(now_utc()))
         self.cache_drop(user_id)
         self.ann.forget(user_id)
+        self.checkpoint()
         return DeletedUser(blocks=int(n), keys=int(keys))
 
     # -- reads -------------------------------------------------------------------------------------------
@@ -525,7 +541,7 @@ class SqliteStore:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             conn.execute("ROLLBACK")
-            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+            raise store_error(f"read failed on {self.path}", exc, default="read failed") from exc
         self._cache.put(user_id, matrix)
         self._terms.put(user_id, terms)
         return matrix, terms
@@ -578,7 +594,7 @@ class SqliteStore:
                 return weights, avgdl
             result = query_weights(conn, query)
         except sqlite3.Error as exc:
-            raise StoreError(f"read failed on {self.path}: {exc}") from exc
+            raise store_error(f"read failed on {self.path}", exc, default="read failed") from exc
         # Changes counted after the lookup: tokenizing writes a scratch table of this connection. The data
         # version read before it: a commit elsewhere during the lookup makes the memo miss next time.
         self._local.query_memo = ((query, int(data_version), conn.total_changes), result)
@@ -617,6 +633,24 @@ class SqliteStore:
         from memlane.core.store.sqlite.maintenance import compact
 
         return compact(self._conn(), self.path, PAGE_SIZE)
+
+    def checkpoint(self) -> bool:
+        """Copy the write-ahead log into the file and truncate it to nothing: after a deletion, the deleted
+        rows' words are then in neither file (the file's own pages are overwritten: ``secure_delete``).
+        Waits at most :data:`CHECKPOINT_WAIT_MS` for readers of older snapshots; False (logged) if one kept
+        it from finishing, which the next checkpoint then does."""
+        conn = self._conn()
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
+            try:
+                busy = int(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        except sqlite3.Error as exc:
+            raise store_error(f"checkpoint failed on {self.path}", exc) from exc
+        if busy:
+            log.warning("the store's write-ahead log could not be truncated now (a reader holds it)")
+        return not busy
 
     def page_size(self) -> int:
         return int(self._read("PRAGMA page_size")[0][0])

@@ -1,0 +1,53 @@
+"""The LLM call log beside a store: where it is by default, and the one way memlane forgets the calls of
+deleted blocks and users.
+
+The call log (:class:`~memlane.core.llm.calllog.CallLog`) holds people's words (an extraction call sends
+a block's exchange and gets its summary and facts back), so every path that deletes blocks or users, one
+block, a retention sweep, a user, or any later one, deletes their calls through :func:`forget_blocks` or
+:func:`forget_user`: by user and block id, never by re-rendering the prompt that made them (prompts change
+and can be purged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from memlane.core.llm.calllog import CallLog
+from memlane.core.model import MemoryBlock
+from memlane.core.store.postgres.url import is_postgres_url
+
+CALL_LOG_SUFFIX = ".calls.db"
+# A PostgreSQL store has no file to sit beside: its call log is a file of the folder the process runs in
+# (the workers', which make the calls, and the one that deletes), unless one is named.
+POSTGRES_CALL_LOG = "memlane.calls.db"
+
+
+def default_call_log_path(store: str | Path) -> Path:
+    """Where the LLM call log of ``store`` is unless another is named: ``STORE.calls.db`` beside a SQLite
+    store; ``memlane.calls.db`` in the current folder for a PostgreSQL store."""
+    if is_postgres_url(store):
+        return Path(POSTGRES_CALL_LOG)
+    path = Path(store)
+    return path.with_name(path.name + CALL_LOG_SUFFIX)
+
+
+def forget_blocks(logs: Iterable[CallLog], blocks: Sequence[MemoryBlock]) -> int:
+    """Delete from each of ``logs`` the calls made for ``blocks`` (found by user and block id; calls
+    logged before calls carried a block id, by the block's message: :meth:`CallLog.delete_blocks`).
+    Returns how many rows went."""
+    by_user: dict[str, dict[str, str | None]] = {}
+    for block in blocks:
+        by_user.setdefault(block.user, {})[block.id] = block.message
+    return sum(log.delete_blocks(user, texts) for log in logs for user, texts in by_user.items())
+
+
+def forget_block_ids(logs: Iterable[CallLog], user: str, block_ids: Sequence[str]) -> int:
+    """:func:`forget_blocks` when only the ids are known (the blocks are gone already): the calls that
+    carry those block ids."""
+    return sum(log.delete_blocks(user, dict.fromkeys(block_ids)) for log in logs)
+
+
+def forget_user(logs: Iterable[CallLog], user: str) -> int:
+    """Delete every call made for ``user`` from each of ``logs``; returns how many rows went."""
+    return sum(log.delete_namespace(user) for log in logs)

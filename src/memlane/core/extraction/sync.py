@@ -1,0 +1,60 @@
+"""Synchronous extraction (``add(..., extract="sync")``): the given jobs run in the caller's thread, with the
+code the workers run (:func:`memlane.core.extraction.worker.run_job`)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from time import sleep
+
+from memlane.core.embedding.protocol import CachedEmbedder
+from memlane.core.errors import LLMError
+from memlane.core.extraction.extractor import Extractor
+from memlane.core.extraction.worker import is_outage, run_job
+from memlane.core.jobs import DEFAULT_LEASE_S, JobQueue, JobStatus
+
+
+def run_now(
+    queue: JobQueue,
+    extractor: Extractor,
+    embedder: CachedEmbedder,
+    job_ids: Sequence[int],
+    *,
+    retry_pause_s: float = 0.5,
+) -> dict[int, JobStatus]:
+    """Run ``job_ids`` now and return how each ended (see :meth:`memlane.core.memory.Memory.run_jobs`).
+
+    A job whose reply was unusable is retried at once, up to its attempts. An LLM that cannot be reached
+    (after the client's own retries with backoff) ends the run: that job gives its attempt back and waits
+    with the outage backoff, and it and the jobs not run yet stay ``queued`` for a worker, left out of the
+    outcome. A job a worker claimed first is waited for until it is done or dead; a job deleted with its user
+    meanwhile is left out too."""
+    owner = f"sync-{uuid.uuid4().hex[:12]}"
+    outcome: dict[int, JobStatus] = {}
+    unreachable: list[LLMError] = []
+
+    def note(exc: LLMError) -> None:
+        if is_outage(exc):
+            unreachable.append(exc)
+
+    pending = list(job_ids)
+    pause = retry_pause_s
+    while pending and not unreachable:
+        for job_id in pending:
+            for job in queue.claim(owner, 1, DEFAULT_LEASE_S, job_ids=[job_id]):
+                status = run_job(job, queue, extractor, embedder, retry_in_s=0.0, on_failure=note)
+                outcome[job.job_id] = status or JobStatus.DONE
+            if unreachable:
+                outcome.pop(job_id, None)
+                break
+        if unreachable:
+            break
+        waiting = [j for j in pending if outcome.get(j) in (None, JobStatus.QUEUED)]
+        now = queue.statuses(waiting) if waiting else {}
+        outcome.update({j: st for j, st in now.items() if st in (JobStatus.DONE, JobStatus.DEAD)})
+        # Still to run: those that exist and are not finished (queued, or running in another worker).
+        pending = [j for j in waiting if j in now and now[j] not in (JobStatus.DONE, JobStatus.DEAD)]
+        if pending:
+            sleep(pause)
+            pause = min(pause * 2, 5.0)
+    return outcome
