@@ -32,6 +32,7 @@ ENV_PREFIX = "MEMLANE_"
 DEFAULT_STORE = "memlane.db"
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_READ_TIMEOUT_S = 30.0
+DEFAULT_HEALTH_CHECK_EVERY_S = 3600.0
 MASK = "********"
 
 
@@ -100,6 +101,11 @@ class Settings(BaseSettings):
     log_level: str = Field(default="info", description="Log level of `memlane serve` and `memlane mcp` (--log-level)")
     access_log: bool = Field(default=True, description="One log line per request (--access-log)")
     http_keys: Path | None = Field(default=None, description="An earlier memlane's key file to import (--keys)")
+    health_check_every: float = Field(
+        default=DEFAULT_HEALTH_CHECK_EVERY_S,
+        description="Seconds between the store's quick integrity checks of `memlane serve`, whose result "
+        "/healthz reports; 0: none (--health-check-every)",
+    )
     # -- memlane mcp -------------------------------------------------------------------------------------
     mcp_transport: str = Field(default="stdio", description="stdio or http (--transport)")
     mcp_user: str | None = Field(default=None, description="Whose memory, over stdio (--user)")

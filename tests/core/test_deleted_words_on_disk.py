@@ -50,7 +50,7 @@ def test_a_deleted_user_is_in_no_file_and_no_write_ahead_log(memory: Memory, tmp
     assert "m.db-wal" in files_holding(tmp_path, MARKER)  # the check sees the words where they are
     memory.delete_user("erin")
     assert files_holding(tmp_path, MARKER) == []
-    assert "bees" in " ".join(r.request for r in memory.call_logs()[0].list(10))  # the rest is kept
+    assert "bees" in " ".join(r.request for r in memory._call_logs()[0].list(10))  # the rest is kept
 
 
 def test_a_deleted_block_is_in_no_file(memory: Memory, tmp_path: Path) -> None:
@@ -74,6 +74,6 @@ def test_the_write_ahead_logs_are_bounded(memory: Memory, tmp_path: Path) -> Non
     assert memory.store.query("PRAGMA journal_size_limit")[0][0] > 0
     with sqlite3.connect(tmp_path / "m.db.calls.db") as db:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    log = memory.call_logs()[0]
+    log = memory._call_logs()[0]
     assert log._db.execute("PRAGMA journal_size_limit").fetchone()[0] > 0
     assert log._db.execute("PRAGMA secure_delete").fetchone()[0] == 1

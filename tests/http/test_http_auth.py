@@ -29,6 +29,7 @@ ROUTES: dict[tuple[str, str], tuple[str, dict[str, Any] | None]] = {
     ("GET", "/v1/memories/{block_id}"): ("user", None),
     ("DELETE", "/v1/memories/{block_id}"): ("user", None),
     ("GET", "/v1/queue"): ("any", None),
+    ("POST", "/v1/queue/retry"): ("admin", {"dead_only": True}),
     ("GET", "/healthz"): ("public", None),
     ("GET", "/v1/retention"): ("admin", None),
     ("PUT", "/v1/retention/default"): ("admin", {"max_age_days": 90}),

@@ -124,3 +124,44 @@ def test_the_worker_sweeps_when_it_starts(env: dict[str, str]) -> None:
 def test_serve_refuses_a_negative_sweep_interval(env: dict[str, str]) -> None:
     code, _, err = run(["serve", "--insecure-dev", "--retention-every", "-5"], env)
     assert code == 2 and "--retention-every" in err
+
+
+@pytest.mark.parametrize("at", ["0001-01-01", "0001-01-01T00:00:00Z", "1:56 pm on 1 January, 0001"])
+def test_a_sweep_at_the_first_representable_time_expires_nothing(env: dict[str, str], at: str) -> None:
+    add_days(env, "alice", range(3))
+    assert run(["retention", "set", "--max-age-days", "36500"], env)[0] == 0
+    for dry in (["--dry-run"], []):
+        code, out, err = run(["retention", "apply", "--at", at, "--json", *dry], env)
+        assert code == 0 and "Traceback" not in err, err
+        assert json.loads(out)["expired"] == 0 and json.loads(out)["at"].startswith("0001-01-01")
+    assert len(json.loads(run(["list", "alice", "--json"], env)[1])) == 6
+
+
+def test_a_sweep_far_in_the_future_asks_before_it_deletes(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlane.interfaces.cli import retention_cmds
+
+    add_days(env, "alice", range(3))
+    assert run(["retention", "set", "--max-age-days", "1"], env)[0] == 0
+    at = ["--at", "9999-12-31T23:59:59Z"]
+    code, out, _ = run(["retention", "apply", *at, "--dry-run", "--json"], env)
+    assert code == 0 and json.loads(out)["expired"] == 6  # a dry run only counts: no question
+    # Without a terminal to ask on (a script, a pipe): refused, naming the option and the way through.
+    code, out, err = run(["retention", "apply", *at], env)
+    assert code == 2 and "--at" in err and "--yes" in err and "deletes 6 blocks of 1 users" in err, err
+    assert "a sweep now would delete 6" in err
+    assert len(json.loads(run(["list", "alice", "--json"], env)[1])) == 6
+    monkeypatch.setattr(retention_cmds, "interactive", lambda: True)
+    code, out, err = run(["retention", "apply", *at], env, "n\n")
+    assert code == 1 and "nothing deleted" in err
+    assert len(json.loads(run(["list", "alice", "--json"], env)[1])) == 6
+    code, out, err = run(["retention", "apply", *at], env, "y\n")
+    assert code == 0 and "deleted 6 blocks of 1 users" in out, (out, err)
+    add_days(env, "alice", range(2))
+    monkeypatch.setattr(retention_cmds, "interactive", lambda: False)
+    code, out, _ = run(["retention", "apply", *at, "--yes", "--json"], env)
+    assert code == 0 and json.loads(out)["expired"] == 4
+
+
+def test_a_clock_in_the_future_that_deletes_nothing_needs_no_answer(env: dict[str, str]) -> None:
+    add_days(env, "alice", range(2))
+    assert run(["retention", "apply", "--at", "2999-01-01"], env)[0] == 0  # no policy: nothing to delete

@@ -189,3 +189,23 @@ def test_streamable_http_acts_for_the_key_of_each_request(tmp_path: Path) -> Non
         proc.terminate()
         proc.wait(timeout=20)
     assert proc.returncode == 0, "".join(log)
+
+
+def test_delete_memory_deletes_the_blocks_llm_calls(memory: Memory, tmp_path: Path) -> None:
+    """The MCP server's memory (opened as `memlane mcp` opens it, with no LLM) cleans the call log beside the
+    store that a worker wrote."""
+    from memlane.core.embedding.fake import HashingEmbedder
+    from memlane.core.llm import CallLog, ScriptedLLM
+
+    log = CallLog(tmp_path / "mcp.db.calls.db")
+    writer = Memory(memory.store, HashingEmbedder(), llm=ScriptedLLM(call_log=log), call_log=log)
+    added = writer.add("alice", ANA, extract="sync").block_ids
+    assert {r.block_id for r in log.list(10)} == set(added)
+
+    async def main() -> None:
+        async with Client(build_server(memory, user="alice")) as client:
+            result(await client.call_tool("delete_memory", {"block_id": added[0]}))
+
+    anyio.run(main)
+    assert {r.block_id for r in log.list(10)} == {added[1]}
+    log.close()

@@ -126,7 +126,9 @@ def test_integrity_check_notices_an_index_out_of_step(new_store: NewStore) -> No
 
 
 def undo_migration_4(conn: Conn) -> None:
-    """Back to schema 3: no API keys, deletion epoch or tombstones (and no retention policies, schema 5)."""
+    """Back to schema 3: no API keys, deletion epoch or tombstones (and no retention policies, schema 5, nor
+    the jobs' count of tries that found the LLM unreachable, schema 6)."""
+    conn.execute("ALTER TABLE jobs DROP COLUMN IF EXISTS llm_failures, DROP COLUMN IF EXISTS llm_failing_since")
     conn.execute("DROP TABLE IF EXISTS retention_policies, retention_default")
     conn.execute("DROP TABLE api_keys, deletion_epoch, user_deletions")
     conn.execute("DELETE FROM schema_migrations WHERE version >= 4")

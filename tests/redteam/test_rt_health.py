@@ -45,7 +45,7 @@ def test_health_says_the_store_is_writable_and_shows_the_queue(tmp_path: Path) -
         status, body = health(svc)
         assert status == 200 and body["store"]["detail"]["writable"] is True
         assert body["queue"]["detail"] | {"oldest_s": None} == {
-            "queued": 2, "running": 0, "done": 0, "dead": 0, "oldest_s": None,
+            "queued": 2, "running": 0, "done": 0, "dead": 0, "oldest_s": None, "llm_waiting": 0,
         }  # fmt: skip
     finally:
         svc.transport.shutdown()

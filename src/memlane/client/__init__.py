@@ -8,6 +8,7 @@ from memlane.client.errors import (
     PayloadTooLargeError,
     PermissionDeniedError,
     ServiceUnavailableError,
+    StoreCorruptError,
     TransportError,
 )
 from memlane.client.models import ComponentHealth, Health, KeyInfo, NewKey, UserDeleted
@@ -24,6 +25,7 @@ __all__ = [
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "ServiceUnavailableError",
+    "StoreCorruptError",
     "TransportError",
     "UserDeleted",
 ]

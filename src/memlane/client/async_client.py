@@ -33,6 +33,7 @@ from memlane.client.models import (
     policies_from_json,
     queue_from_json,
     report_from_json,
+    requeued_from_json,
     user_from_json,
     user_policy_from_json,
 )
@@ -42,11 +43,12 @@ from memlane.client.payloads import (
     apply_body,
     list_params,
     policy_body,
+    requeue_body,
     retention_path,
     search_body,
 )
 from memlane.client.payloads import segment as _segment
-from memlane.core.jobs import QueueStatus
+from memlane.core.jobs import QueueStatus, Requeued
 from memlane.core.model import AddResult, Hit, MemoryBlock, UserInfo
 from memlane.core.retention import Policies, RetentionPolicy, RetentionReport
 
@@ -128,6 +130,17 @@ class AsyncClient:
 
     async def queue_status(self) -> QueueStatus:
         return queue_from_json(await self._call("GET", "/v1/queue"))
+
+    async def requeue(
+        self,
+        *,
+        user: str | None = None,
+        since: TimeArg = None,
+        block_ids: Sequence[str] | None = None,
+        dead_only: bool = True,
+    ) -> Requeued:
+        body = requeue_body(user, since, block_ids, dead_only)
+        return requeued_from_json(await self._call("POST", "/v1/queue/retry", json=body))
 
     # -- users and keys --------------------------------------------------------------------------------------
 

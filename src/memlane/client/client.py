@@ -36,6 +36,7 @@ from memlane.client.models import (
     policies_from_json,
     queue_from_json,
     report_from_json,
+    requeued_from_json,
     user_from_json,
     user_policy_from_json,
 )
@@ -45,11 +46,12 @@ from memlane.client.payloads import (
     apply_body,
     list_params,
     policy_body,
+    requeue_body,
     retention_path,
     search_body,
 )
 from memlane.client.payloads import segment as _segment
-from memlane.core.jobs import QueueStatus
+from memlane.core.jobs import QueueStatus, Requeued
 from memlane.core.model import AddResult, Hit, MemoryBlock, UserInfo
 from memlane.core.retention import Policies, RetentionPolicy, RetentionReport
 
@@ -136,6 +138,19 @@ class Client:
     def queue_status(self) -> QueueStatus:
         """The extraction queue (a user's key sees only its own errors)."""
         return queue_from_json(self._call("GET", "/v1/queue"))
+
+    def requeue(
+        self,
+        *,
+        user: str | None = None,
+        since: TimeArg = None,
+        block_ids: Sequence[str] | None = None,
+        dead_only: bool = True,
+    ) -> Requeued:
+        """Run failed extraction jobs again, as :meth:`memlane.core.memory.Memory.requeue` (admin key)."""
+        return requeued_from_json(
+            self._call("POST", "/v1/queue/retry", json=requeue_body(user, since, block_ids, dead_only))
+        )
 
     # -- users and keys (the admin key; delete_user also with the user's own key) ----------------------------
 

@@ -12,7 +12,9 @@ MemlaneError
 └── APIError                        any other failure; ``status`` (0 without a response) and ``code``
     ├── AuthenticationError         401: no key, or an unknown or revoked one
     ├── PermissionDeniedError       403: a valid key that may not do this (a user key on an admin route)
-    ├── ServiceUnavailableError     503: the server's store or embedder failed; worth a retry
+    ├── ServiceUnavailableError     503: the server's store or embedder failed (the message says why:
+    │   │                           disk full, read-only, locked, unreachable); worth a retry
+    │   └── StoreCorruptError       503 store_corrupt: the store is damaged; a retry will not help
     └── TransportError              no response: connection refused, timeout, broken connection
 """
 
@@ -38,6 +40,7 @@ __all__ = [
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "ServiceUnavailableError",
+    "StoreCorruptError",
     "TransportError",
     "ValidationError",
     "error_from_response",
@@ -65,6 +68,11 @@ class ServiceUnavailableError(APIError):
     """503: the server's store or embedder failed."""
 
 
+class StoreCorruptError(ServiceUnavailableError):
+    """503 ``store_corrupt``: the server's store found a damaged page; retrying will not help (its operator
+    must check the store and restore it from a backup)."""
+
+
 class TransportError(APIError):
     """No response: the connection failed or timed out."""
 
@@ -90,6 +98,8 @@ def error_from_response(status: int, code: str, message: str, field: str | None)
         return ConflictError(message)
     if code == "llm_error":
         return LLMError(message)
+    if code == "store_corrupt":
+        return StoreCorruptError(message, status=status, code=code)
     kind: type[APIError] = {
         401: AuthenticationError,
         403: PermissionDeniedError,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memlane.core.jobs import JobError, JobStatus, QueueStatus
+from memlane.core.jobs import JobError, JobStatus, LLMOutage, QueueStatus, Requeued
 from memlane.core.model import AddResult, ExtractionStatus, Hit, MemoryBlock, PerspectiveMode, UserInfo
 from memlane.core.retention import Policies, RetentionPolicy, RetentionReport, UserRetention
 
@@ -124,7 +124,21 @@ def queue_from_json(d: Mapping[str, Any]) -> QueueStatus:
             )
             for e in d["last_errors"]
         ),
+        llm_outage=None if not d.get("llm_outage") else outage_from_json(d["llm_outage"]),
     )
+
+
+def outage_from_json(d: Mapping[str, Any]) -> LLMOutage:
+    return LLMOutage(
+        jobs=int(d["jobs"]),
+        since=float(d["since"]),
+        next_try_in_s=float(d["next_try_in_s"]),
+        last_error=str(d["last_error"]),
+    )
+
+
+def requeued_from_json(d: Mapping[str, Any]) -> Requeued:
+    return Requeued(dead=int(d["dead"]), waiting=int(d["waiting"]))
 
 
 def health_from_json(d: Mapping[str, Any]) -> Health:

@@ -77,3 +77,8 @@ def policy_body(policy: RetentionPolicy) -> dict[str, Any]:
 
 def apply_body(at: TimeArg, user: str | None, dry_run: bool) -> dict[str, Any]:
     return drop_none({"at": time_value(at), "user": user, "dry_run": dry_run})
+
+
+def requeue_body(user: str | None, since: TimeArg, block_ids: Sequence[str] | None, dead_only: bool) -> dict[str, Any]:
+    ids = None if block_ids is None else list(block_ids)
+    return drop_none({"user": user, "since": time_value(since), "block_ids": ids, "dead_only": dead_only})

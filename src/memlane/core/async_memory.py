@@ -31,7 +31,7 @@ from types import TracebackType
 from typing import Any, ParamSpec, Self, TypeVar
 
 from memlane.core.errors import ConfigError
-from memlane.core.jobs import JobStatus, QueueStatus
+from memlane.core.jobs import JobStatus, QueueStatus, Requeued
 from memlane.core.memory import DEFAULT_CONVERSATION, DEFAULT_SESSION, AddRequest, Memory
 from memlane.core.model import (
     AddResult,
@@ -162,6 +162,17 @@ class AsyncMemory(OffLoop):
 
     async def queue_status(self, *, recent_errors: int = 5) -> QueueStatus:
         return await self._run(self.memory.queue_status, recent_errors=recent_errors)
+
+    async def requeue(
+        self,
+        *,
+        user: str | None = None,
+        since: datetime | str | float | None = None,
+        block_ids: Sequence[str] | None = None,
+        dead_only: bool = True,
+    ) -> Requeued:
+        """See :meth:`Memory.requeue`."""
+        return await self._run(self.memory.requeue, user=user, since=since, block_ids=block_ids, dead_only=dead_only)
 
     async def probe_write(self, timeout_s: float = 5.0) -> None:
         """See :meth:`Memory.probe_write`."""

@@ -119,6 +119,7 @@ class Memory:
         call_log: CallLog | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         call_log_path: Path | None = None,
+        close_call_log: bool = False,
     ) -> None:
         """``embedding_cache`` (any object with get_vectors/put_vectors, e.g. another SqliteStore) replaces
         the store's own cache, so several stores can share one: the harness keeps one per machine so no
@@ -129,7 +130,8 @@ class Memory:
         ``call_log`` is the LLM's call log, so that deleting a block, a user or expired blocks also deletes
         their LLM calls (the LLM's own call log, if it keeps another, is cleaned too). Without one,
         ``call_log_path`` names the call log file to clean: it is opened by the first delete that finds
-        it there (a worker in another process may create it later), and closed by :meth:`close`."""
+        it there (a worker in another process may create it later), and closed by :meth:`close`, as is
+        ``call_log`` with ``close_call_log`` (it was opened for this memory)."""
         self.store = store
         self._shared_cache = embedding_cache is not None
         self.embedder = CachedEmbedder(embedder, embedding_cache or store)
@@ -139,7 +141,7 @@ class Memory:
         self.prompt = prompt or ExtractionPrompt.load()
         self.call_log = call_log
         self.call_log_path = None if call_log is not None else call_log_path
-        self._owns_call_log = False
+        self._owns_call_log = close_call_log and call_log is not None
         self._call_log_lock = threading.Lock()
         self.max_attempts = max_attempts
 
@@ -159,17 +161,18 @@ class Memory:
         prompt: ExtractionPrompt | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         ann: AnnSettings | None = None,
+        close_call_log: bool = False,
     ) -> Memory:
         """Open (or create) a store with an embedder (by name or instance): a ``postgresql://`` URL opens the
         PostgreSQL store there; anything else is the path of the embedded SQLite store. ``create=False``
         opens only an existing store: StoreNotFoundError, creating nothing, if there is none.
         ``server_timeout_s`` (PostgreSQL): how long an operation waits for the database before StoreError.
 
-        ``llm``, ``prompt`` and ``max_attempts`` are those of :class:`Memory`. ``call_log`` is the LLM call
-        log (a :class:`CallLog`, or the path of its file) that deletes clean; by default the store's
-        (:func:`memlane.core.calls.default_call_log_path`: ``STORE.calls.db`` beside a SQLite store,
-        ``memlane.calls.db`` in the current folder for a PostgreSQL one), opened only once it exists, so
-        that deleting a user or a block deletes their LLM calls whoever made them. An embedder by
+        ``llm``, ``prompt``, ``max_attempts`` and ``close_call_log`` are those of :class:`Memory`.
+        ``call_log`` is the LLM call log (a :class:`CallLog`, or the path of its file) that deletes clean; by
+        default the store's (:func:`memlane.core.calls.default_call_log_path`: ``STORE.calls.db`` beside a
+        SQLite store, ``memlane.calls.db`` in the current folder for a PostgreSQL one), opened only once it
+        exists, so that deleting a user or a block deletes their LLM calls whoever made them. An embedder by
         name is built with ``embedder_config`` (the ``openai`` embedder's server, the model cache);
         ``cache_dir`` is where MiniLM's built model is kept (default ``~/.cache/memlane``; it overrides
         ``embedder_config.cache_dir``). The core reads no environment variable: ``memlane.settings`` reads
@@ -198,7 +201,14 @@ class Memory:
             log = call_log if isinstance(call_log, CallLog) else None
             log_path = Path(call_log) if isinstance(call_log, str | Path) else _default_log(path, store)
             return cls(
-                store, emb, llm=llm, prompt=prompt, call_log=log, max_attempts=max_attempts, call_log_path=log_path
+                store,
+                emb,
+                llm=llm,
+                prompt=prompt,
+                call_log=log,
+                max_attempts=max_attempts,
+                call_log_path=log_path,
+                close_call_log=close_call_log,
             )
         except BaseException:
             if store is not None:
@@ -230,7 +240,7 @@ class Memory:
                 self.call_log.close()
                 self.call_log, self._owns_call_log = None, False
 
-    def call_logs(self) -> builtins.list[CallLog]:
+    def _call_logs(self) -> builtins.list[CallLog]:
         """The LLM call logs a delete cleans: this memory's (opened now if its file has appeared since) and
         the LLM's own, if it keeps another."""
         with self._call_log_lock:
@@ -541,10 +551,10 @@ class Memory:
 
     def delete(self, user: str, block_id: str) -> None:
         """Delete one block of ``user`` with everything that refers to it: its keys, vectors, jobs, and its
-        extraction's LLM calls (:meth:`call_logs`). NotFoundError if it is not the user's; calls carrying
+        extraction's LLM calls (:meth:`_call_logs`). NotFoundError if it is not the user's; calls carrying
         the block's id are deleted even then, so a delete that failed halfway can be repeated."""
         user = check_stored_name(user, "user")
-        logs = self.call_logs()  # opened first: a call log that cannot be opened stops the delete before it starts
+        logs = self._call_logs()  # opened first: a call log that cannot be opened stops the delete before it starts
         try:
             block = self.store.delete_block(user, check_text(block_id, "block_id"))
         except NotFoundError:
@@ -552,10 +562,10 @@ class Memory:
             raise
         forget_blocks(logs, [block])
 
-    def forget_calls(self, blocks: Sequence[MemoryBlock]) -> int:
-        """Delete the LLM calls of ``blocks`` from every call log this memory knows (:meth:`call_logs`):
+    def _forget_calls(self, blocks: Sequence[MemoryBlock]) -> int:
+        """Delete the LLM calls of ``blocks`` from every call log this memory knows (:meth:`_call_logs`):
         what every path that deletes blocks calls once the blocks are gone. Returns how many rows went."""
-        return forget_blocks(self.call_logs(), blocks) if blocks else 0
+        return forget_blocks(self._call_logs(), blocks) if blocks else 0
 
     # -- retention ---------------------------------------------------------------------------------------
 
@@ -600,7 +610,7 @@ class Memory:
         policies = self.store.retention_policies()
         infos = [self._require_user(check_stored_name(user, "user"))] if user is not None else self.store.list_users()
         results = [
-            sweep_user(self.store, info, policies, at, dry_run=dry_run, forget=self.forget_calls) for info in infos
+            sweep_user(self.store, info, policies, at, dry_run=dry_run, forget=self._forget_calls) for info in infos
         ]
         return RetentionReport(at=at, dry_run=dry_run, users=tuple(results))
 
@@ -616,7 +626,7 @@ class Memory:
         user, after deleting any LLM calls still logged under the name (what a delete that failed halfway
         left), so that deleting again finishes the job."""
         user = check_stored_name(user, "user")
-        logs = self.call_logs()  # opened first: a call log that cannot be opened stops the delete before it starts
+        logs = self._call_logs()  # opened first: a call log that cannot be opened stops the delete before it starts
         try:
             deleted = self.store.delete_user(user)
         except NotFoundError:

@@ -28,6 +28,7 @@ class HttpService:
     allowed_hosts: tuple[str, ...]
     read_timeout_s: float
     retention_every_s: float
+    health_check_every_s: float = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,7 @@ def run_http(memory: Memory, service: HttpService, *, admin_key: str | None, ins
             max_body_bytes=service.max_body_bytes,
             allowed_hosts=service.allowed_hosts,
             read_timeout_s=service.read_timeout_s,
+            health_check_every_s=service.health_check_every_s,
         ),
     )
 

@@ -167,7 +167,9 @@ class Worker:
         self.sweep = sweep
         self.sweep_every_s = sweep_every_s
         self._stop = threading.Event()
-        self._inflight: dict[int, Future[JobStatus | None]] = {}
+        # Each run of a job by its future: a job put back with no delay can be claimed again before the
+        # first run's result is read, so the job id alone would lose that result.
+        self._inflight: dict[Future[JobStatus | None], int] = {}
         self._lock = threading.Lock()
 
     def stop(self) -> None:
@@ -188,21 +190,24 @@ class Worker:
         with ThreadPoolExecutor(self.concurrency, thread_name_prefix="memlane-job") as pool:
             while not self._stop.is_set():
                 self._reap_finished(on_progress)
+                if drain and self._outages:
+                    # Draining waits for jobs, not for an LLM that cannot be reached: they stay queued.
+                    if not self._inflight:
+                        self.stats.llm_unreachable = True
+                        break
+                    self._stop.wait(min(self.poll_s, 0.05))
+                    continue
                 jobs = self._claim()
                 for job in jobs:
                     fut = pool.submit(self._run, job)
                     with self._lock:
-                        self._inflight[job.job_id] = fut
+                        self._inflight[fut] = job.job_id
                 if jobs:
                     continue
-                if drain and not self._inflight and self._outages:
-                    # Draining waits for jobs, not for an LLM that cannot be reached: they stay queued.
-                    self.stats.llm_unreachable = True
-                    break
                 if drain and not self._inflight and self._drained():
                     break
                 self._stop.wait(self.poll_s if not self._inflight else min(self.poll_s, 0.05))
-            for fut in list(self._inflight.values()):
+            for fut in list(self._inflight):
                 fut.result()
             self._reap_finished(on_progress)
         self._stop.set()
@@ -231,24 +236,31 @@ class Worker:
 
     def _run(self, job: ClaimedJob) -> JobStatus | None:
         """:func:`run_job`, and the worker's pause: an unreachable LLM pauses the claims (longer after each
-        such try in a row), and a reply, good or bad, ends the pause."""
-        outages: list[LLMError] = []
+        such try in a row), from before the job is put back, so the worker does not claim it again at once;
+        a reply, good or bad, ends the pause."""
+        outage = False
+
+        def note(exc: LLMError) -> None:
+            nonlocal outage
+            if is_outage(exc):
+                outage = True
+                with self._lock:
+                    self._outages += 1
+                    self._paused_until = time.monotonic() + self.pause_in(self._outages)
+
         status = run_job(
             job,
             self.queue,
             self.extractor,
             self.embedder,
             retry_in_s=self.retry_in(job.attempts),
-            on_failure=lambda exc: outages.append(exc) if is_outage(exc) else None,
+            on_failure=note,
             outage_in=self.outage_in,
         )
         with self._lock:
-            if outages:
-                self._outages += 1
-                self._paused_until = time.monotonic() + self.pause_in(self._outages)
-                if status is JobStatus.QUEUED:
-                    self._waiting.add(job.job_id)
-            elif status is not None:
+            if outage and status is JobStatus.QUEUED:
+                self._waiting.add(job.job_id)
+            elif not outage and status is not None:
                 self._outages, self._paused_until = 0, 0.0
         return status
 
@@ -265,9 +277,9 @@ class Worker:
 
     def _reap_finished(self, on_progress: Callable[[WorkerStats], None] | None) -> None:
         with self._lock:
-            finished = [(jid, f) for jid, f in self._inflight.items() if f.done()]
-            for jid, _ in finished:
-                del self._inflight[jid]
+            finished = [(jid, f) for f, jid in self._inflight.items() if f.done()]
+            for _, done in finished:
+                del self._inflight[done]
         for jid, fut in finished:
             try:
                 status = fut.result()
@@ -299,7 +311,7 @@ class Worker:
         interval = max(0.05, self.lease_s / 3)
         while not self._stop.wait(interval):
             with self._lock:
-                ids = list(self._inflight)
+                ids = sorted(set(self._inflight.values()))
             if ids:
                 try:
                     self.queue.extend(self.owner, ids, self.lease_s)

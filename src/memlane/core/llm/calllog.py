@@ -20,6 +20,7 @@ a truncating checkpoint of the write-ahead log, so the words are in neither file
 from __future__ import annotations
 
 import builtins
+import contextlib
 import hashlib
 import json
 import logging
@@ -35,6 +36,7 @@ from typing import Any
 
 from memlane.core.errors import StoreError
 from memlane.core.llm.protocol import ChatMessage
+from memlane.core.store.check import StoreCheck
 from memlane.core.store.sqlite.probe import sqlite_reason
 
 log = logging.getLogger("memlane.llm")
@@ -150,6 +152,7 @@ class CallLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        existed = path.exists()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -161,6 +164,13 @@ class CallLog:
             self._db.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
             self._migrate()
         except (sqlite3.Error, OSError) as exc:
+            if not existed:  # an empty file left by a failed creation (a full disk) would pass for a call log
+                with contextlib.suppress(sqlite3.Error, OSError, AttributeError):
+                    self._db.close()
+                for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                    with contextlib.suppress(OSError):
+                        if leftover.exists() and leftover.stat().st_size == 0:
+                            leftover.unlink()
             raise StoreError(f"cannot open the LLM call log at {path}: {exc}", reason=_reason(exc)) from exc
 
     def _migrate(self) -> None:
@@ -271,6 +281,16 @@ class CallLog:
         with self._guard("compute stats"):
             calls, hits, errors, t_in, t_out, latency, ignored = self._db.execute(sql).fetchone()
         return CallStats(int(calls), int(hits), int(errors), int(t_in), int(t_out), float(latency), int(ignored))
+
+    def check(self) -> StoreCheck:
+        """SQLite's integrity check of the call log's file."""
+        with self._lock:
+            try:
+                rows = self._db.execute("PRAGMA integrity_check").fetchall()
+                problems = tuple(f"SQLite: {r[0]}" for r in rows if r[0] != "ok")
+            except sqlite3.DatabaseError as exc:
+                problems = (f"SQLite integrity_check stopped: {exc}",)
+        return StoreCheck(("SQLite integrity_check",), problems)
 
     def close(self) -> None:
         """Close the connection."""

@@ -15,6 +15,7 @@ from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, U
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
+from memlane.core.store.check import StoreCheck
 
 
 class Store(Protocol):
@@ -140,6 +141,12 @@ class Store(Protocol):
     def user_row_counts(self, user: str) -> dict[str, int]: ...
 
     def integrity_check(self) -> list[str]: ...
+
+    def check(self, *, quick: bool = False) -> StoreCheck:
+        """The store's integrity: with ``quick``, what is cheap enough to run on a schedule; otherwise
+        everything (:class:`memlane.core.store.check.StoreCheck`). Damage found is a problem in the result,
+        not an exception."""
+        ...
 
     def probe_write(self, timeout_s: float = 5.0) -> None:
         """Commit one small real write (a row of its own in ``meta``), waiting at most ``timeout_s`` for

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from memlane.core.calls import default_call_log_path
-from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, ValidationError
+from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, StoreError, ValidationError
 from memlane.core.llm import LLM, CallLog, make_llm
 from memlane.core.memory import Memory
 from memlane.interfaces.cli.options import SettingOption, cli_settings, gathered
@@ -154,6 +154,7 @@ def open_memory(
             server_timeout_s=server_timeout_s,
             llm=model,
             call_log=log if log is not None else path,
+            close_call_log=True,
             **settings.memory_options(),
         )
     except BaseException:
@@ -179,6 +180,12 @@ class MemlaneGroup(click.Group):
             sys.exit(3)
         except MemlaneError as exc:
             click.echo(f"error: {exc}", err=True)
+            if isinstance(exc, StoreError) and exc.reason == "corrupt":
+                click.echo(
+                    "error: the store is corrupt (trying again will not help): `memlane check` lists the damage; "
+                    "restore the store from a backup",
+                    err=True,
+                )
             sys.exit(1)
 
 
@@ -217,6 +224,7 @@ def main() -> None:
 
 def register_all() -> None:
     from memlane.interfaces.cli.bench_cmds import register as register_bench
+    from memlane.interfaces.cli.check_cmds import register as register_check
     from memlane.interfaces.cli.config_cmds import register as register_config
     from memlane.interfaces.cli.dataset_cmds import register as register_datasets
     from memlane.interfaces.cli.extract_cmds import register as register_extract
@@ -236,3 +244,4 @@ def register_all() -> None:
         register_retention(cli)
         register_config(cli)
         register_shards(cli)
+        register_check(cli)

@@ -1,9 +1,10 @@
-"""Extraction commands: ``memlane worker``, ``memlane queue status``, ``memlane llm log``."""
+"""Extraction commands: ``memlane worker``, ``memlane queue status | retry``, ``memlane llm log``."""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -11,8 +12,10 @@ import click
 
 from memlane.core.errors import StoreNotFoundError
 from memlane.core.extraction.worker import WorkerStats
+from memlane.core.jobs import LLMOutage, QueueStatus
 from memlane.core.llm import CallLog
 from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
+from memlane.core.timefmt import coerce_time
 from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, open_memory, store_options
 from memlane.interfaces.cli.options import SettingOption
 
@@ -64,6 +67,10 @@ def worker_cmd(
     """Run extraction jobs from the store's queue until stopped (SIGTERM/Ctrl-C finish the jobs in flight),
     and the retention sweep every --retention-every seconds (`memlane retention`).
 
+    An LLM that cannot be reached uses up no job's attempts: the jobs wait for it (10 s, then longer, up to
+    5 minutes between tries) and `memlane queue status` shows the outage. --drain ends when the queue is
+    empty, or when the LLM cannot be reached (exit 1; the jobs stay queued for a later run).
+
     The store must exist (`memlane init` or a first add creates it): a worker on a mistyped path exits 3
     instead of waiting forever on an empty queue.
 
@@ -80,14 +87,24 @@ def worker_cmd(
         worker.install_signal_handlers()
 
         def progress(stats: WorkerStats) -> None:
-            click.echo(f"done {stats.done}  retried {stats.retried}  dead {stats.dead}  lost {stats.lost}", err=True)
+            click.echo(
+                f"done {stats.done}  retried {stats.retried}  dead {stats.dead}  lost {stats.lost}  "
+                f"waiting for the LLM {stats.waited}",
+                err=True,
+            )
 
         stats = worker.run(drain=drain, on_progress=progress)
     finally:
         mem.close()
     counts = {k: v for k, v in asdict(stats).items() if k not in ("errors", "sweep_errors")}
     click.echo(json.dumps(counts | {"crashes": len(stats.errors), "failed_sweeps": len(stats.sweep_errors)}))
-    if stats.errors or stats.sweep_errors:
+    if stats.llm_unreachable:
+        click.echo(
+            "error: the LLM could not be reached: the jobs stay queued with their attempts (`memlane queue "
+            "status` shows them); run the worker again once it is back.",
+            err=True,
+        )
+    if stats.errors or stats.sweep_errors or stats.llm_unreachable:
         sys.exit(1)
 
 
@@ -111,7 +128,25 @@ def queue_status_cmd(as_json: bool, store: Path, embedder: str) -> None:
         st = mem.queue_status()
     finally:
         mem.close()
-    data = {
+    if as_json:
+        click.echo(json.dumps(status_json(st)))
+        return
+    click.echo(f"queued {st.queued}  running {st.running}  done {st.done}  dead {st.dead}")
+    if st.llm_outage is not None:
+        click.echo(outage_line(st.llm_outage))
+    if st.oldest_queued_age_s is not None:
+        click.echo(f"oldest queued job: {st.oldest_queued_age_s:.0f} s")
+    click.echo(f"throughput: {st.throughput_per_min:.1f} jobs/min (last 5 min)")
+    for e in st.last_errors:
+        click.echo(f"job {e.job_id} ({e.status}, attempt {e.attempts}) {e.user}/{e.block_id}: {e.error[:200]}")
+    if st.dead:
+        click.echo(f"`memlane queue retry --dead` queues the {st.dead} dead jobs again")
+
+
+def status_json(st: QueueStatus) -> dict[str, object]:
+    """``memlane queue status --json``: the counts, the last errors and the LLM outage (null: none)."""
+    outage = st.llm_outage
+    return {
         "queued": st.queued,
         "running": st.running,
         "done": st.done,
@@ -119,16 +154,52 @@ def queue_status_cmd(as_json: bool, store: Path, embedder: str) -> None:
         "oldest_queued_age_s": st.oldest_queued_age_s,
         "throughput_per_min": st.throughput_per_min,
         "last_errors": [asdict(e) for e in st.last_errors],
+        "llm_outage": None if outage is None else asdict(outage) | {"waiting_s": max(0.0, time.time() - outage.since)},
     }
+
+
+def outage_line(outage: LLMOutage) -> str:
+    waited = max(0.0, time.time() - outage.since)
+    return (
+        f"LLM unreachable: {outage.jobs} queued jobs wait for it (for {waited:.0f} s; next try in "
+        f"{outage.next_try_in_s:.0f} s; their attempts are kept); last error: {outage.last_error[:200]}"
+    )
+
+
+@queue_group.command("retry")
+@click.option("--user", default=None, help="Only this user's jobs.")
+@click.option("--since", default=None, help="Only jobs that failed (or died) at or after this time.")
+@click.option(
+    "--dead",
+    "dead_only",
+    is_flag=True,
+    help="Only the dead jobs (by default also the queued jobs waiting out a backoff after a failure).",
+)
+@click.option("--json", "as_json", is_flag=True)
+@store_options
+def queue_retry_cmd(
+    user: str | None, since: str | None, dead_only: bool, as_json: bool, store: Path, embedder: str
+) -> None:
+    """Run failed extraction jobs again: the dead jobs are queued again with their attempts reset (their
+    blocks back to extraction status queued), and the queued jobs waiting out a backoff after a failure (an
+    unreachable LLM, an unusable reply) run at the next claim. Running and done jobs are left alone; running
+    it twice does nothing the second time.
+
+    \b
+    Example:
+      memlane queue retry --dead
+      memlane queue retry --user alice --since 2024-05-01T00:00:00Z --json
+    """
+    clock = coerce_time(since, where="--since")
+    mem = open_memory(store, embedder)
+    try:
+        done = mem.requeue(user=user, since=clock, dead_only=dead_only)
+    finally:
+        mem.close()
     if as_json:
-        click.echo(json.dumps(data))
+        click.echo(json.dumps({"dead": done.dead, "waiting": done.waiting}))
         return
-    click.echo(f"queued {st.queued}  running {st.running}  done {st.done}  dead {st.dead}")
-    if st.oldest_queued_age_s is not None:
-        click.echo(f"oldest queued job: {st.oldest_queued_age_s:.0f} s")
-    click.echo(f"throughput: {st.throughput_per_min:.1f} jobs/min (last 5 min)")
-    for e in st.last_errors:
-        click.echo(f"job {e.job_id} ({e.status}, attempt {e.attempts}) {e.user}/{e.block_id}: {e.error[:200]}")
+    click.echo(f"queued again: {done.dead} dead jobs (attempts reset); run now: {done.waiting} waiting jobs")
 
 
 @click.group("llm")

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import click
 
 from memlane.core.errors import ValidationError
+from memlane.core.memory import Memory
 from memlane.core.names import shown
 from memlane.core.retention import RetentionPolicy, RetentionReport
-from memlane.core.timefmt import coerce_time
+from memlane.core.timefmt import coerce_time, now_utc
 from memlane.interfaces.cli.app import open_memory, store_options
+
+# An --at up to this far ahead is a clock, not a mistake: beyond it a sweep asks before it deletes.
+FUTURE_MARGIN = timedelta(days=1)
 
 
 def policy_json(policy: RetentionPolicy | None) -> dict[str, int | None] | None:
@@ -128,19 +134,30 @@ def set_cmd(
 @click.option("--user", default=None, help="Sweep only this user.")
 @click.option("--dry-run", is_flag=True, help="Count what would expire; delete nothing.")
 @click.option("--at", "at", default=None, help="The sweep's clock (default: now), as any time memlane reads.")
+@click.option("--yes", is_flag=True, help="Do not ask before a sweep whose --at is in the future deletes blocks.")
 @click.option("--json", "as_json", is_flag=True)
 @store_options
-def apply_cmd(user: str | None, dry_run: bool, at: str | None, as_json: bool, store: Path, embedder: str) -> None:
-    """Delete the blocks that have expired under their user's policy, completely (keys, vectors, jobs).
+def apply_cmd(
+    user: str | None, dry_run: bool, at: str | None, yes: bool, as_json: bool, store: Path, embedder: str
+) -> None:
+    """Delete the blocks that have expired under their user's policy, completely (keys, vectors, jobs, LLM
+    calls).
+
+    An --at in the future deletes today what would expire only then: the command says how many blocks that
+    is (and how many a sweep now would delete) and asks, unless --yes; without a terminal to ask on, it
+    refuses (exit 2).
 
     \b
     Example:
       memlane retention apply --dry-run
       memlane retention apply --user alice --json
+      memlane retention apply --at 2030-01-01 --dry-run
     """
     clock = coerce_time(at, where="--at")
     mem = open_memory(store, embedder)
     try:
+        if clock is not None and not dry_run and not yes:
+            confirm_future_sweep(mem, clock, user)
         report = mem.apply_retention(now=clock, user=user, dry_run=dry_run)
     finally:
         mem.close()
@@ -152,6 +169,39 @@ def apply_cmd(user: str | None, dry_run: bool, at: str | None, as_json: bool, st
         if u.expired:
             click.echo(f"{shown(u.user)}: {verb} {u.expired} blocks, {u.remaining} left ({u.source} policy)")
     click.echo(f"{verb} {report.expired} blocks of {sum(u.expired > 0 for u in report.users)} users")
+
+
+def confirm_future_sweep(mem: Memory, clock: datetime, user: str | None) -> None:
+    """Before a sweep at a clock more than :data:`FUTURE_MARGIN` ahead deletes anything: say how much it
+    deletes against a sweep now, and ask; refuse (exit 2) when there is no terminal to ask on."""
+    now = now_utc()
+    if clock - now <= FUTURE_MARGIN:
+        return
+    then = mem.apply_retention(now=clock, user=user, dry_run=True)
+    if then.expired == 0:
+        return
+    today = mem.apply_retention(now=now, user=user, dry_run=True).expired
+    users = sum(u.expired > 0 for u in then.users)
+    ahead = (clock - now).days
+    click.echo(
+        f"warning: --at {clock.isoformat()} is {ahead:,} days from now: this sweep deletes {then.expired:,} "
+        f"blocks of {users:,} users (a sweep now would delete {today:,}).",
+        err=True,
+    )
+    if not interactive():
+        raise ValidationError(
+            "a sweep in the future deletes blocks that have not expired yet; rerun with --yes to delete them "
+            "(no terminal to ask on), or with --dry-run to count them",
+            where="--at",
+        )
+    if not click.confirm(f"Delete these {then.expired:,} blocks now?", default=False, err=True):
+        click.echo("nothing deleted", err=True)
+        sys.exit(1)
+
+
+def interactive() -> bool:
+    """Whether a question can be asked: stdin is a terminal."""
+    return sys.stdin.isatty()
 
 
 def register(group: click.Group) -> None:

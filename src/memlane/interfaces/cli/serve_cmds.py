@@ -22,7 +22,7 @@ from memlane.interfaces.cli.app import (
 )
 from memlane.interfaces.cli.options import SettingOption, cli_settings, log_level_option
 from memlane.interfaces.serve import HttpService, McpHttpService, check_admin_key, run_http, run_mcp_http, run_mcp_stdio
-from memlane.settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
+from memlane.settings import DEFAULT_HEALTH_CHECK_EVERY_S, DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -132,9 +132,7 @@ def report_writes(mem: Memory) -> None:
 
 
 def close_memory(mem: Memory) -> None:
-    mem.close()
-    if mem.call_log is not None:
-        mem.call_log.close()
+    mem.close()  # and the call log it opened
 
 
 @click.command("serve")
@@ -164,6 +162,17 @@ def close_memory(mem: Memory) -> None:
     show_default=True,
     help="Seconds between retention sweeps, run by the workers (with --workers > 0); 0: none. "
     "[env MEMLANE_RETENTION_EVERY]",
+)
+@click.option(
+    "--health-check-every",
+    "health_check_every_s",
+    cls=SettingOption,
+    setting="health_check_every",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_HEALTH_CHECK_EVERY_S,
+    show_default=True,
+    help="Seconds between the store's quick integrity checks (the first at start), whose result /healthz "
+    "reports (503 'corrupt'); 0: none. [env MEMLANE_HEALTH_CHECK_EVERY]",
 )
 @click.option(
     "--max-body",
@@ -199,6 +208,7 @@ def serve_cmd(
     port: int,
     workers: int,
     retention_every_s: float,
+    health_check_every_s: float,
     max_body: int,
     insecure_dev: bool,
     log_level: str,
@@ -240,7 +250,16 @@ def serve_cmd(
         report_writes(mem)
         import_key_file(mem, store, keys_path)
         service = HttpService(
-            host, port, workers, log_level, access_log, max_body, hosts, read_timeout, retention_every_s
+            host,
+            port,
+            workers,
+            log_level,
+            access_log,
+            max_body,
+            hosts,
+            read_timeout,
+            retention_every_s,
+            health_check_every_s,
         )
         run_http(mem, service, admin_key=admin_key, insecure_dev=insecure_dev)
     finally:

@@ -18,6 +18,7 @@ from memlane.core.apikeys import ApiKeys
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.memory import Memory
 from memlane.interfaces.http.errors import install_error_handlers
+from memlane.interfaces.http.integrity import IntegrityWatch
 from memlane.interfaces.http.json_body import JsonBodyMiddleware
 from memlane.interfaces.http.limits import BodyLimitMiddleware
 from memlane.interfaces.http.metrics import Metrics, MetricsMiddleware
@@ -60,13 +61,16 @@ def create_app(
         admin_key=admin_key,
         metrics=metrics,
         settings=settings,
+        integrity=IntegrityWatch(lambda: memory.store.check(quick=True), settings.health_check_every_s),
     )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        svc.integrity.start()
         try:
             yield
         finally:
+            svc.integrity.stop()
             if on_shutdown is not None:
                 on_shutdown()
 

@@ -24,6 +24,7 @@ body over the limit           413     payload_too_large
 Host not allowed              421     misdirected_request
 body not sent in time         408     request_timeout
 LLMError                      502     llm_error
+StoreError (corrupt)          503     store_corrupt
 StoreError, EmbedderError     503     unavailable
 anything else                 500     internal_error
 ============================  ======  ======================
@@ -46,6 +47,7 @@ from memlane.interfaces.wire.errors import (
     PUBLIC_FAILURE,
     core_status,
     error_body,
+    is_corrupt,
     public_message,
 )
 from memlane.interfaces.wire.requestid import request_id_of
@@ -104,6 +106,9 @@ def install_error_handlers(app: FastAPI) -> None:
         if status >= 500:
             rid = request_id_of(request)
             log.error("request %s: %s %s: %s: %s", rid, request.method, request.url.path, type(exc).__name__, exc)
+            if is_corrupt(exc):
+                # /healthz says so from now on, not only at the next scheduled check.
+                request.app.state.services.integrity.mark_corrupt(f"{request.method} {request.url.path}: {exc}")
             return error_response(status, code, public_message(exc, rid), request=request)
         where = exc.where if isinstance(exc, ValidationError) else None
         return error_response(status, code, str(exc), where, request=request)

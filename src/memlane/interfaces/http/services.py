@@ -8,6 +8,7 @@ from fastapi import Request
 
 from memlane.core.apikeys import ApiKeys
 from memlane.core.memory import Memory
+from memlane.interfaces.http.integrity import IntegrityWatch
 from memlane.interfaces.http.metrics import Metrics
 from memlane.interfaces.http.settings import HttpSettings
 
@@ -21,6 +22,7 @@ class Services:
     admin_key: str | None
     metrics: Metrics
     settings: HttpSettings
+    integrity: IntegrityWatch
 
 
 def services(request: Request) -> Services:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memlane.interfaces.wire.hosts import LOOPBACK_HOSTS
-from memlane.settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
+from memlane.settings import DEFAULT_HEALTH_CHECK_EVERY_S, DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
 
 DEFAULT_HEALTH_WRITE_TIMEOUT_S = 5.0
 __all__ = [
+    "DEFAULT_HEALTH_CHECK_EVERY_S",
     "DEFAULT_HEALTH_WRITE_TIMEOUT_S",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_READ_TIMEOUT_S",
@@ -23,9 +24,11 @@ class HttpSettings:
     ``allowed_hosts``: the ``Host`` names requests may carry (421 otherwise; ``"*"`` allows any).
     ``read_timeout_s``: a client gets this long to send a request's headers, and again to send its body
     (408 and a closed connection after). ``health_write_timeout_s``: how long ``/healthz`` waits for the
-    store's write lock."""
+    store's write lock. ``health_check_every_s``: how often the store's quick integrity check runs (from
+    the service's start; 0: never), whose result ``/healthz`` reports."""
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
     health_write_timeout_s: float = DEFAULT_HEALTH_WRITE_TIMEOUT_S
+    health_check_every_s: float = DEFAULT_HEALTH_CHECK_EVERY_S

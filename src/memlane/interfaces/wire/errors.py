@@ -4,6 +4,7 @@ The table is in ``memlane.interfaces.http.errors``."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from memlane.core.errors import (
@@ -46,6 +47,32 @@ PUBLIC_FAILURE = {
     EmbedderError: "the embedder is unavailable",
     LLMError: "the LLM call failed",
 }
+# A store that found a damaged page: not a passing condition, so the answer says so instead of "unavailable".
+CORRUPT = "corrupt"
+CORRUPT_CODE = "store_corrupt"
+CORRUPT_MESSAGE = (
+    "the store is corrupt: a damaged database page was found, and retrying will not help; the operator must "
+    "run `memlane check` and restore the store from a backup"
+)
+# Addresses an error text may carry (the LLM server's URL in a transport error, hosts and ports in a
+# server's reply): what a user's key is not shown.
+_ADDRESSES = re.compile(
+    r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+"  # URLs
+    r"|\[[0-9A-Fa-f:.]+\](?::\d+)?"  # [IPv6]:port
+    r"|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"  # IPv4:port
+    r"|\b(?:localhost|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+):\d{1,5}\b"  # host:port
+)
+
+
+def scrub_addresses(text: str) -> str:
+    """``text`` with every URL, IP address and host:port replaced by ``<address>``."""
+    return _ADDRESSES.sub("<address>", text)
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is a store failure on a damaged database (SQLite's SQLITE_CORRUPT, PostgreSQL's
+    data or index corruption)."""
+    return isinstance(exc, StoreError) and exc.reason == CORRUPT
 
 
 def error_body(code: str, message: str, field: str | None = None, *, request_id: str | None = None) -> dict[str, Any]:
@@ -59,16 +86,22 @@ def error_body(code: str, message: str, field: str | None = None, *, request_id:
 
 
 def public_message(exc: MemlaneError, request_id: str | None) -> str:
-    """What a 5xx body says of ``exc``: its kind of failure, a safe reason if it has one, where to look."""
-    text = next((m for kind, m in PUBLIC_FAILURE.items() if isinstance(exc, kind)), "internal error")
-    reason = getattr(exc, "reason", None)
-    if isinstance(reason, str) and reason:
-        text += f": {reason}"
+    """What a 5xx body says of ``exc``: its kind of failure, a safe reason if it has one (disk full,
+    read-only, locked, ...; a corrupt store in words of its own), where to look."""
+    if is_corrupt(exc):
+        text = CORRUPT_MESSAGE
+    else:
+        text = next((m for kind, m in PUBLIC_FAILURE.items() if isinstance(exc, kind)), "internal error")
+        reason = getattr(exc, "reason", None)
+        if isinstance(reason, str) and reason:
+            text += f": {reason}"
     return f"{text} (the server log has the details under request id {request_id})" if request_id else text
 
 
 def core_status(exc: MemlaneError) -> tuple[int, str]:
-    """HTTP status and error code of a core error."""
+    """HTTP status and error code of a core error (a corrupt store: 503 ``store_corrupt``)."""
+    if is_corrupt(exc):
+        return 503, CORRUPT_CODE
     for kind, status, code in CORE_STATUS:
         if isinstance(exc, kind):
             return status, code

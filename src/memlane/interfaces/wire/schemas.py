@@ -8,6 +8,7 @@ names it instead of a silently ignored option. Responses mirror ``memlane ... --
 from __future__ import annotations
 
 import math
+import time
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema
@@ -16,6 +17,7 @@ from memlane.core.jobs import QueueStatus
 from memlane.core.model import AddResult, Hit, MemoryBlock
 from memlane.core.retrieval import MAX_K, PRESETS
 from memlane.core.timefmt import MAX_EPOCH, MIN_EPOCH
+from memlane.interfaces.wire.errors import scrub_addresses
 from memlane.interfaces.wire.shapes import block_json, hit_json
 
 MAX_TEXT = 256
@@ -221,6 +223,16 @@ class JobErrorOut(BaseModel):
     at: float
 
 
+class LLMOutageOut(BaseModel):
+    """Queued jobs waiting for an LLM that could not be reached (their attempts kept)."""
+
+    jobs: int
+    since: float = Field(description="When the longest-waiting of them first failed (epoch seconds).")
+    waiting_s: float = Field(description="How long that is ago.")
+    next_try_in_s: float = Field(description="Seconds until the next of them is tried again (0: now).")
+    last_error: str
+
+
 class QueueOut(BaseModel):
     queued: int
     running: int
@@ -229,6 +241,26 @@ class QueueOut(BaseModel):
     oldest_queued_age_s: float | None
     throughput_per_min: float
     last_errors: list[JobErrorOut]
+    llm_outage: LLMOutageOut | None = Field(
+        default=None, description="Set while queued jobs wait for an LLM that could not be reached."
+    )
+
+
+class RequeueIn(Strict):
+    """Which failed extraction jobs to run again (every filter given must match)."""
+
+    user: Name | None = None
+    since: TimeValue | None = Field(default=None, description="Only jobs that failed (or died) at or after this.")
+    block_ids: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(default=None, max_length=10_000)
+    dead_only: bool = Field(
+        default=False,
+        description="Only the dead jobs; by default also the queued jobs waiting out a backoff after a failure.",
+    )
+
+
+class RequeueOut(BaseModel):
+    dead: int = Field(description="Dead jobs queued again, their attempts reset and their blocks back to queued.")
+    waiting: int = Field(description="Queued jobs that were waiting out a backoff, to be run now.")
 
 
 class ComponentOut(BaseModel):
@@ -244,8 +276,15 @@ class HealthOut(BaseModel):
 
 
 def queue_out(st: QueueStatus, *, only_user: str | None = None, max_errors: int = 5) -> QueueOut:
-    """The queue's state; with ``only_user``, the errors of other users are left out."""
+    """The queue's state. With ``only_user`` (a user's key), the errors of other users are left out, and
+    the errors' texts lose the addresses they name (the LLM server's URL, hosts and ports): a user is told
+    what failed, not where the service's machines are."""
     errors = [e for e in st.last_errors if only_user is None or e.user == only_user][:max_errors]
+
+    def shown(text: str) -> str:
+        return text if only_user is None else scrub_addresses(text)
+
+    outage = st.llm_outage
     return QueueOut(
         queued=st.queued,
         running=st.running,
@@ -260,11 +299,20 @@ def queue_out(st: QueueStatus, *, only_user: str | None = None, max_errors: int 
                 user=e.user,
                 status=e.status.value,
                 attempts=e.attempts,
-                error=e.error,
+                error=shown(e.error),
                 at=e.at,
             )
             for e in errors
         ],
+        llm_outage=None
+        if outage is None
+        else LLMOutageOut(
+            jobs=outage.jobs,
+            since=outage.since,
+            waiting_s=max(0.0, time.time() - outage.since),
+            next_try_in_s=outage.next_try_in_s,
+            last_error=shown(outage.last_error),
+        ),
     )
 
 

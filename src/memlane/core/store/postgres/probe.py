@@ -22,18 +22,20 @@ _REASONS = {
     "57014": "locked by another writer",  # the probe's statement timeout: it waited on a lock
     "40P01": "locked by another writer",
     "08": "unreachable",
+    "XX001": "corrupt",  # data_corrupted
+    "XX002": "corrupt",  # index_corrupted
     "57P": "unreachable",  # the server is shutting down or starting up
 }
 
 
-def postgres_reason(exc: BaseException | None) -> str:
-    """A short cause of a PostgreSQL failure, safe to show anyone."""
+def postgres_reason(exc: BaseException | None, default: str = "write failed") -> str:
+    """A short cause of a PostgreSQL failure, safe to show anyone; ``default`` when the error says no more."""
     state = str(getattr(exc, "sqlstate", "") or "")
     for key in (state, state[:3], state[:2]):
         if key and key in _REASONS:
             return _REASONS[key]
     # No SQLSTATE: no connection at all (refused, timed out, the pool could not lend one in time).
-    return "unreachable" if isinstance(exc, psycopg.OperationalError) and not state else "write failed"
+    return "unreachable" if isinstance(exc, psycopg.OperationalError) and not state else default
 
 
 def probe_write(conn: Conn, timeout_s: float) -> None:

@@ -37,6 +37,7 @@ from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.check import StoreCheck
 from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.shard import FROZEN_USERS, ShardStore, UserMovingError, home_shard
 
@@ -361,6 +362,13 @@ class ShardedStore:
 
     def integrity_check(self) -> list[str]:
         return [f"shard {s.index}: {problem}" for s in self.shards for problem in s.integrity_check()]
+
+    def check(self, *, quick: bool = False) -> StoreCheck:
+        """Every shard's check, each line naming its shard."""
+        total = StoreCheck((), ())
+        for shard in self.shards:
+            total += shard.check(quick=quick).prefixed(f"shard {shard.index}: ")
+        return total
 
     def probe_write(self, timeout_s: float = 5.0) -> None:
         """Every shard must take a write: a user on a shard that cannot is unavailable."""

@@ -28,7 +28,9 @@ from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.check import StoreCheck
 from memlane.core.store.postgres import accounts, ann, expiry, search
+from memlane.core.store.postgres import check as pg_check
 from memlane.core.store.postgres.adapt import register_vector
 from memlane.core.store.postgres.ann import AnnBuilder
 from memlane.core.store.postgres.blocks import (
@@ -136,7 +138,8 @@ class PostgresStore:
             with self._pool.connection() as conn:
                 yield conn
         except psycopg.Error as exc:
-            raise StoreError(f"database operation failed on {self._where}: {exc}") from exc
+            reason = postgres_reason(exc, default="database error")
+            raise StoreError(f"database operation failed on {self._where}: {exc}", reason=reason) from exc
 
     @contextmanager
     def _autocommit(self) -> Iterator[Conn]:
@@ -536,3 +539,9 @@ class PostgresStore:
             if n:
                 problems.append(f"{what}: {n}")
         return problems
+
+    def check(self, *, quick: bool = False) -> StoreCheck:
+        """With ``quick``, the pages that failed their checksum; otherwise memlane's cross-table checks and
+        amcheck's, where installed (:mod:`memlane.core.store.postgres.check`)."""
+        with self._autocommit() as conn:
+            return pg_check.quick_check(conn) if quick else pg_check.full_check(conn)

@@ -27,11 +27,12 @@ from memlane.core.ranking.session_words import SessionWordCounts, people_words
 from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.cache import UserCache
+from memlane.core.store.check import StoreCheck
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite import accounts, expiry
 from memlane.core.store.sqlite.ann import AnnIndexes, drop_user
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index
-from memlane.core.store.sqlite.probe import probe_write, store_error
+from memlane.core.store.sqlite.probe import check_free_space, probe_write, store_error
 from memlane.core.store.sqlite.schema import migrate
 from memlane.core.store.sqlite.terms import TermIds, corpus_problems, query_weights
 from memlane.core.store.terms import UserTerms, bm25_top_blocks, session_word_counts
@@ -134,7 +135,10 @@ class SqliteStore:
                 conn.execute("PRAGMA secure_delete = ON")
                 conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
             except sqlite3.Error as exc:
-                raise store_error(f"cannot open the store at {self.path}", exc) from exc
+                if conn is not None:
+                    with suppress(sqlite3.Error):
+                        conn.close()
+                raise self._open_error(exc) from exc
             self._local.conn = conn
             with self._conns_lock:
                 ended = [c for t, c in self._conns if not t.is_alive()]
@@ -144,6 +148,19 @@ class SqliteStore:
                 with suppress(sqlite3.Error):
                     old.close()
         return conn
+
+    def _open_error(self, exc: sqlite3.Error) -> StoreError:
+        """Why a connection could not be opened; on a full disk, that it is full (opening a store in WAL mode
+        creates its ``-shm`` and ``-wal`` files beside it, which needs some room)."""
+        try:
+            check_free_space(self.path)
+        except StoreError as full:
+            return StoreError(
+                f"cannot open the store at {self.path}: {exc} ({full}: opening it needs room for its -shm and "
+                "-wal files)",
+                reason=full.reason,
+            )
+        return store_error(f"cannot open the store at {self.path}", exc)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -678,9 +695,23 @@ class SqliteStore:
     def integrity_check(self) -> list[str]:
         """SQLite's integrity check, then the keyword index against the keys (counts, totals, every
         term's document frequency); an empty list means healthy."""
-        problems = [str(r[0]) for r in self._read("PRAGMA integrity_check") if r[0] != "ok"]
+        return list(self.check().problems)
+
+    def check(self, *, quick: bool = False) -> StoreCheck:
+        """SQLite's ``integrity_check`` (``quick_check`` with ``quick``: the pages and records, not whether
+        every index matches its table) and, unless ``quick``, memlane's own: the key segments and the
+        keyword index against the keys. A damaged page that stops a check is a problem, not an error."""
+        pragma = "quick_check" if quick else "integrity_check"
+        ran, problems = [f"SQLite {pragma}"], []
+        conn = self._conn()
         try:
-            problems += corpus_problems(self._conn())
-        except sqlite3.Error as exc:
-            problems.append(f"keyword index: {exc}")
-        return problems
+            problems += [f"SQLite: {r[0]}" for r in conn.execute(f"PRAGMA {pragma}").fetchall() if r[0] != "ok"]
+        except sqlite3.DatabaseError as exc:
+            problems.append(f"SQLite {pragma} stopped: {exc}")
+        if not quick:
+            ran.append("memlane's key segments and keyword index against the keys")
+            try:
+                problems += corpus_problems(conn)
+            except sqlite3.Error as exc:
+                problems.append(f"keyword index: {exc}")
+        return StoreCheck(tuple(ran), tuple(problems))

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
-from memlane.interfaces.http.auth import Caller, UserCaller, UserKey
+from memlane.interfaces.http.auth import Admin, Caller, UserCaller, UserKey
 from memlane.interfaces.http.services import services
 from memlane.interfaces.wire.schemas import (
     MAX_OFFSET,
@@ -16,6 +16,8 @@ from memlane.interfaces.wire.schemas import (
     BlockOut,
     HitOut,
     QueueOut,
+    RequeueIn,
+    RequeueOut,
     SearchIn,
     add_out,
     block_out,
@@ -94,3 +96,17 @@ def queue_status(caller: Caller, request: Request) -> QueueOut:
     if caller.user is None:
         return queue_out(svc.memory.queue_status())
     return queue_out(svc.memory.queue_status(recent_errors=ERRORS_SCANNED), only_user=caller.user)
+
+
+@router.post("/queue/retry", response_model=RequeueOut, tags=["operations"])
+def retry_jobs(_: Admin, request: Request, body: RequeueIn | None = None) -> RequeueOut:
+    """Run failed extraction jobs again: the dead ones are queued again with their attempts reset (their
+    blocks back to ``queued``) and, unless ``dead_only``, the queued ones waiting out a backoff after a
+    failure (an unreachable LLM, an unusable reply) run now. Only the user's, the blocks', or those that
+    failed at or after ``since``, when given; 404 for an unknown user. Idempotent: a second call answers
+    zeros. Admin key."""
+    body = body or RequeueIn()
+    done = services(request).memory.requeue(
+        user=body.user, since=body.since, block_ids=body.block_ids, dead_only=body.dead_only
+    )
+    return RequeueOut(dead=done.dead, waiting=done.waiting)
