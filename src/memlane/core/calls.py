@@ -10,6 +10,7 @@ and can be purged).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -30,6 +31,41 @@ def default_call_log_path(store: str | Path) -> Path:
         return Path(POSTGRES_CALL_LOG)
     path = Path(store)
     return path.with_name(path.name + CALL_LOG_SUFFIX)
+
+
+def default_call_log_of(store: object) -> Path:
+    """The default call log of an opened store: beside a SQLite store's file, else (a database, which has
+    no file) ``memlane.calls.db`` in the current folder."""
+    location = getattr(store, "path", None)
+    return default_call_log_path(location) if isinstance(location, Path) else Path(POSTGRES_CALL_LOG)
+
+
+class CallLogs:
+    """The call logs a memory's deletes clean: ``given`` (if ``close``, this holder closes it), else the file
+    at ``path``, opened by the first delete that finds it there (a worker in another process may create it
+    after the memory opened) and closed by :meth:`close`; and the LLM's own call log, if it keeps another."""
+
+    def __init__(self, given: CallLog | None, path: Path | None, *, close: bool = False) -> None:
+        self.log = given
+        self.path = None if given is not None else path
+        self._owned = close and given is not None
+        self._lock = threading.Lock()
+
+    def all(self, llm: object = None) -> list[CallLog]:
+        """This memory's call log (opened now if its file has appeared) and ``llm``'s, each once."""
+        with self._lock:
+            if self.log is None and self.path is not None and self.path.is_file():
+                self.log, self._owned = CallLog(self.path), True
+            mine = self.log
+        logs = [log for log in (mine, getattr(llm, "call_log", None)) if isinstance(log, CallLog)]
+        return [log for i, log in enumerate(logs) if all(log is not other for other in logs[:i])]
+
+    def close(self) -> None:
+        """Close the call log this holder opened (or was given to close)."""
+        with self._lock:
+            if self._owned and self.log is not None:
+                self.log.close()
+                self.log, self._owned = None, False
 
 
 def forget_blocks(logs: Iterable[CallLog], blocks: Sequence[MemoryBlock]) -> int:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import secrets
-import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -22,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core.calls import (
-    POSTGRES_CALL_LOG,
+    CallLogs,
+    default_call_log_of,
     default_call_log_path,
     forget_block_ids,
     forget_blocks,
@@ -37,6 +37,7 @@ from memlane.core.extraction.worker import Worker, retry_delay
 from memlane.core.jobs import DEFAULT_LEASE_S, DEFAULT_MAX_ATTEMPTS, JobQueue, JobStatus, QueueStatus, Requeued
 from memlane.core.llm.calllog import CallLog
 from memlane.core.llm.protocol import LLM
+from memlane.core.memory_retention import RetentionMethods
 from memlane.core.model import (
     AddResult,
     DeletedUser,
@@ -51,7 +52,6 @@ from memlane.core.model import (
     content_hash,
 )
 from memlane.core.names import check_name, check_stored_name, check_text
-from memlane.core.retention import Policies, RetentionPolicy, RetentionReport, sweep_user
 from memlane.core.retrieval import (
     SearchSettings,
     check_k,
@@ -102,7 +102,7 @@ def _check_annotations(value: Mapping[str, str] | None, where: str) -> dict[str,
     return dict(value)
 
 
-class Memory:
+class Memory(RetentionMethods):
     """Per-user memory: add conversation turns, search them back.
 
     Every call is scoped to exactly one user; the store enforces the namespace in its queries.
@@ -139,10 +139,7 @@ class Memory:
         self.queue: JobQueue = store.job_queue()
         self.llm = llm
         self.prompt = prompt or ExtractionPrompt.load()
-        self.call_log = call_log
-        self.call_log_path = None if call_log is not None else call_log_path
-        self._owns_call_log = close_call_log and call_log is not None
-        self._call_log_lock = threading.Lock()
+        self._calls = CallLogs(call_log, call_log_path, close=close_call_log)
         self.max_attempts = max_attempts
 
     @classmethod
@@ -232,23 +229,19 @@ class Memory:
             return open_postgres(str(path), durability=durability, create=create, timeout_s=server_timeout_s, ann=ann)
         return SqliteStore(path, durability=durability, create=create, ann=ann)
 
+    @property
+    def call_log(self) -> CallLog | None:
+        """The LLM call log this memory's deletes clean (None until its file exists, when known by path)."""
+        return self._calls.log
+
     def close(self) -> None:
         """Close the store, and the call log if this memory opened it."""
         self.store.close()
-        with self._call_log_lock:
-            if self._owns_call_log and self.call_log is not None:
-                self.call_log.close()
-                self.call_log, self._owns_call_log = None, False
+        self._calls.close()
 
     def _call_logs(self) -> builtins.list[CallLog]:
-        """The LLM call logs a delete cleans: this memory's (opened now if its file has appeared since) and
-        the LLM's own, if it keeps another."""
-        with self._call_log_lock:
-            if self.call_log is None and self.call_log_path is not None and self.call_log_path.is_file():
-                self.call_log, self._owns_call_log = CallLog(self.call_log_path), True
-            mine = self.call_log
-        logs = [log for log in (mine, getattr(self.llm, "call_log", None)) if isinstance(log, CallLog)]
-        return [log for i, log in enumerate(logs) if all(log is not other for other in logs[:i])]
+        """The LLM call logs a delete cleans (:class:`memlane.core.calls.CallLogs`)."""
+        return self._calls.all(self.llm)
 
     # -- ingest ------------------------------------------------------------------------------------------
 
@@ -567,53 +560,6 @@ class Memory:
         what every path that deletes blocks calls once the blocks are gone. Returns how many rows went."""
         return forget_blocks(self._call_logs(), blocks) if blocks else 0
 
-    # -- retention ---------------------------------------------------------------------------------------
-
-    def set_retention(self, user: str | None, policy: RetentionPolicy | None) -> None:
-        """Set the retention policy of ``user``, or with ``user`` None the default of every user without one
-        of their own; ``policy`` None removes it (the user falls back to the default; without a default,
-        nothing expires). NotFoundError for an unknown user. Blocks expire at the next sweep
-        (:meth:`apply_retention`), not here."""
-        if policy is not None and not isinstance(policy, RetentionPolicy):
-            raise ValidationError("must be a RetentionPolicy or None", where="policy")
-        self.store.set_retention(None if user is None else check_stored_name(user, "user"), policy)
-
-    def retention(self, user: str | None = None) -> tuple[RetentionPolicy | None, str]:
-        """The policy that applies to ``user`` and where it comes from (``"user"``, ``"default"``, or
-        ``"none"``: nothing expires); with ``user`` None, the default. NotFoundError for an unknown user."""
-        policies = self.store.retention_policies()
-        if user is None:
-            return policies.default, "default" if policies.default is not None else "none"
-        self._require_user(check_stored_name(user, "user"))
-        return policies.effective(user)
-
-    def retention_policies(self) -> Policies:
-        """The default policy and every user's own."""
-        return self.store.retention_policies()
-
-    def _require_user(self, user: str) -> UserInfo:
-        for info in self.store.list_users():
-            if info.name == user:
-                return info
-        raise NotFoundError(f"user {user!r} not found")
-
-    def apply_retention(
-        self, *, now: datetime | str | float | None = None, user: str | None = None, dry_run: bool = False
-    ) -> RetentionReport:
-        """Delete every block that has expired at ``now`` (default: the current time) under its user's
-        policy, for one user or all; with ``dry_run``, only count them. Expired blocks go completely, like
-        a deleted user's (keys, vectors, keyword statistics, jobs, cached vectors, LLM calls when the call
-        log is known), in batches of :data:`SWEEP_BATCH`, each decided and deleted in one transaction: an
-        add running meanwhile is either seen by a batch or untouched by it. A user deleted meanwhile is
-        simply skipped. NotFoundError for an unknown ``user``."""
-        at = coerce_time(now, where="now") or now_utc()
-        policies = self.store.retention_policies()
-        infos = [self._require_user(check_stored_name(user, "user"))] if user is not None else self.store.list_users()
-        results = [
-            sweep_user(self.store, info, policies, at, dry_run=dry_run, forget=self._forget_calls) for info in infos
-        ]
-        return RetentionReport(at=at, dry_run=dry_run, users=tuple(results))
-
     def delete_user(self, user: str) -> int:
         """Delete the user and everything of theirs (blocks, search keys, vectors, jobs, API keys, and their
         LLM calls when the call log is known); returns the number of blocks removed. Final: an add in
@@ -648,7 +594,4 @@ class Memory:
 
 def _default_log(path: str | Path | Store, store: Store) -> Path:
     """The default call log of the store ``Memory.open`` was given (by location, or as an opened store)."""
-    if isinstance(path, str | Path):
-        return default_call_log_path(path)
-    location = getattr(store, "path", None)  # a SQLite store knows its file; a database has none
-    return default_call_log_path(location) if isinstance(location, Path) else Path(POSTGRES_CALL_LOG)
+    return default_call_log_path(path) if isinstance(path, str | Path) else default_call_log_of(store)

@@ -163,6 +163,7 @@ class Worker:
         self._outages = 0  # tries in a row that found the LLM unreachable
         self._paused_until = 0.0
         self._waiting: set[int] = set()  # jobs whose last try here found the LLM unreachable
+        self._refusing = False  # the store refused the last claim
         self.stats = WorkerStats()
         self.sweep = sweep
         self.sweep_every_s = sweep_every_s
@@ -221,11 +222,17 @@ class Worker:
         if free <= 0 or time.monotonic() < self._paused_until:
             return []
         try:
-            return self.queue.claim(self.owner, free, self.lease_s)
+            jobs = self.queue.claim(self.owner, free, self.lease_s)
         except StoreError as exc:  # the store cannot take the claim now: nothing was leased, try again later
-            log.warning("cannot claim jobs now (%s); trying again in %.0f s", exc.reason or exc, self.poll_s)
+            if not self._refusing:  # once per stretch of refusals, not once per poll
+                log.warning("cannot claim jobs (%s); trying again every %.0f s", exc.reason or exc, self.poll_s)
+            self._refusing = True
             self.stats.claims_refused += 1
             return []
+        if self._refusing:
+            log.warning("claims work again")
+            self._refusing = False
+        return jobs
 
     def _drained(self) -> bool:
         """No job queued or running (a store that cannot say is not drained)."""

@@ -37,6 +37,7 @@ from typing import Any
 from memlane.core.errors import StoreError
 from memlane.core.llm.protocol import ChatMessage
 from memlane.core.store.check import StoreCheck
+from memlane.core.store.sqlite.maintenance import sqlite_check, truncate_wal
 from memlane.core.store.sqlite.probe import sqlite_reason
 
 log = logging.getLogger("memlane.llm")
@@ -261,14 +262,10 @@ class CallLog:
         rows are in neither file; False (logged) if a reader of an older snapshot kept it from finishing
         within :data:`CHECKPOINT_WAIT_MS` (the next checkpoint finishes it)."""
         with self._guard("checkpoint the call log"):
-            self._db.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
-            try:
-                busy = int(self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
-            finally:
-                self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        if busy:
+            done = truncate_wal(self._db, CHECKPOINT_WAIT_MS, BUSY_TIMEOUT_MS)
+        if not done:
             log.warning("the LLM call log's write-ahead log could not be truncated now (a reader holds it)")
-        return not busy
+        return done
 
     def stats(self) -> CallStats:
         """Counts and totals over the whole log."""
@@ -285,12 +282,7 @@ class CallLog:
     def check(self) -> StoreCheck:
         """SQLite's integrity check of the call log's file."""
         with self._lock:
-            try:
-                rows = self._db.execute("PRAGMA integrity_check").fetchall()
-                problems = tuple(f"SQLite: {r[0]}" for r in rows if r[0] != "ok")
-            except sqlite3.DatabaseError as exc:
-                problems = (f"SQLite integrity_check stopped: {exc}",)
-        return StoreCheck(("SQLite integrity_check",), problems)
+            return sqlite_check(self._db, quick=False)
 
     def close(self) -> None:
         """Close the connection."""

@@ -1,4 +1,5 @@
-"""Rewriting a SQLite store in place (``memlane compact``)."""
+"""Keeping a SQLite file (the store, the LLM call log) in shape: rewriting it in place (``memlane compact``),
+truncating its write-ahead log after a deletion, checking its integrity."""
 
 from __future__ import annotations
 
@@ -6,6 +7,30 @@ import sqlite3
 from pathlib import Path
 
 from memlane.core.errors import StoreError
+from memlane.core.store.check import StoreCheck
+
+
+def truncate_wal(conn: sqlite3.Connection, wait_ms: int, busy_timeout_ms: int) -> bool:
+    """Copy the write-ahead log into the file and truncate it to nothing (``wal_checkpoint(TRUNCATE)``), so
+    that the pages as they were before a deletion are in neither file; wait at most ``wait_ms`` for readers
+    of older snapshots, then put the connection's ``busy_timeout_ms`` back. False if a reader kept it from
+    finishing (the next checkpoint does). sqlite3 errors are the caller's to translate."""
+    conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
+    try:
+        return int(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]) == 0
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+
+
+def sqlite_check(conn: sqlite3.Connection, *, quick: bool) -> StoreCheck:
+    """SQLite's ``integrity_check`` (``quick_check`` with ``quick``: the pages and records, not whether every
+    index matches its table); a damaged page that stops the check is a problem found, not an error."""
+    pragma = "quick_check" if quick else "integrity_check"
+    try:
+        problems = tuple(f"SQLite: {r[0]}" for r in conn.execute(f"PRAGMA {pragma}").fetchall() if r[0] != "ok")
+    except sqlite3.DatabaseError as exc:
+        problems = (f"SQLite {pragma} stopped: {exc}",)
+    return StoreCheck((f"SQLite {pragma}",), problems)
 
 
 def compact(conn: sqlite3.Connection, path: Path, page_size: int) -> tuple[int, int]:

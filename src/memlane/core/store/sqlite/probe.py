@@ -83,3 +83,16 @@ def probe_write(conn: sqlite3.Connection, path: Path, timeout_s: float, busy_tim
             conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
     except sqlite3.Error as exc:
         raise StoreError(f"write probe failed on {path}: {exc}", reason=sqlite_reason(exc)) from exc
+
+
+def open_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    """Why a connection to the store at ``path`` could not be opened; on a full disk, that it is full
+    (opening a store in WAL mode creates its ``-shm`` and ``-wal`` files beside it, which needs some room)."""
+    try:
+        check_free_space(path)
+    except StoreError as full:
+        return StoreError(
+            f"cannot open the store at {path}: {exc} ({full}: opening it needs room for its -shm and -wal files)",
+            reason=full.reason,
+        )
+    return store_error(f"cannot open the store at {path}", exc)

@@ -32,7 +32,8 @@ from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite import accounts, expiry
 from memlane.core.store.sqlite.ann import AnnIndexes, drop_user
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index
-from memlane.core.store.sqlite.probe import check_free_space, probe_write, store_error
+from memlane.core.store.sqlite.maintenance import sqlite_check, truncate_wal
+from memlane.core.store.sqlite.probe import open_error, probe_write, store_error
 from memlane.core.store.sqlite.schema import migrate
 from memlane.core.store.sqlite.terms import TermIds, corpus_problems, query_weights
 from memlane.core.store.terms import UserTerms, bm25_top_blocks, session_word_counts
@@ -138,7 +139,7 @@ class SqliteStore:
                 if conn is not None:
                     with suppress(sqlite3.Error):
                         conn.close()
-                raise self._open_error(exc) from exc
+                raise open_error(self.path, exc) from exc
             self._local.conn = conn
             with self._conns_lock:
                 ended = [c for t, c in self._conns if not t.is_alive()]
@@ -148,19 +149,6 @@ class SqliteStore:
                 with suppress(sqlite3.Error):
                     old.close()
         return conn
-
-    def _open_error(self, exc: sqlite3.Error) -> StoreError:
-        """Why a connection could not be opened; on a full disk, that it is full (opening a store in WAL mode
-        creates its ``-shm`` and ``-wal`` files beside it, which needs some room)."""
-        try:
-            check_free_space(self.path)
-        except StoreError as full:
-            return StoreError(
-                f"cannot open the store at {self.path}: {exc} ({full}: opening it needs room for its -shm and "
-                "-wal files)",
-                reason=full.reason,
-            )
-        return store_error(f"cannot open the store at {self.path}", exc)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -656,18 +644,13 @@ class SqliteStore:
         rows' words are then in neither file (the file's own pages are overwritten: ``secure_delete``).
         Waits at most :data:`CHECKPOINT_WAIT_MS` for readers of older snapshots; False (logged) if one kept
         it from finishing, which the next checkpoint then does."""
-        conn = self._conn()
         try:
-            conn.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
-            try:
-                busy = int(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
-            finally:
-                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            done = truncate_wal(self._conn(), CHECKPOINT_WAIT_MS, BUSY_TIMEOUT_MS)
         except sqlite3.Error as exc:
             raise store_error(f"checkpoint failed on {self.path}", exc) from exc
-        if busy:
+        if not done:
             log.warning("the store's write-ahead log could not be truncated now (a reader holds it)")
-        return not busy
+        return done
 
     def page_size(self) -> int:
         return int(self._read("PRAGMA page_size")[0][0])
@@ -701,17 +684,12 @@ class SqliteStore:
         """SQLite's ``integrity_check`` (``quick_check`` with ``quick``: the pages and records, not whether
         every index matches its table) and, unless ``quick``, memlane's own: the key segments and the
         keyword index against the keys. A damaged page that stops a check is a problem, not an error."""
-        pragma = "quick_check" if quick else "integrity_check"
-        ran, problems = [f"SQLite {pragma}"], []
         conn = self._conn()
+        found = sqlite_check(conn, quick=quick)
+        if quick:
+            return found
         try:
-            problems += [f"SQLite: {r[0]}" for r in conn.execute(f"PRAGMA {pragma}").fetchall() if r[0] != "ok"]
-        except sqlite3.DatabaseError as exc:
-            problems.append(f"SQLite {pragma} stopped: {exc}")
-        if not quick:
-            ran.append("memlane's key segments and keyword index against the keys")
-            try:
-                problems += corpus_problems(conn)
-            except sqlite3.Error as exc:
-                problems.append(f"keyword index: {exc}")
-        return StoreCheck(tuple(ran), tuple(problems))
+            problems = corpus_problems(conn)
+        except sqlite3.Error as exc:
+            problems = [f"keyword index: {exc}"]
+        return found + StoreCheck(("memlane's key segments and keyword index against the keys",), tuple(problems))
