@@ -29,6 +29,11 @@ def cells_containing(db: Path, needle: str) -> list[str]:
     return found
 
 
+def files_holding(folder: Path, needle: str) -> list[str]:
+    """Every file in ``folder`` whose bytes hold ``needle`` (the store, the call log, their -wal and -shm)."""
+    return sorted(p.name for p in folder.iterdir() if p.is_file() and needle.encode() in p.read_bytes())
+
+
 def test_delete_user_leaves_nothing_of_them(service: Service) -> None:
     alice_key, bob_key = service.new_user("alice"), service.new_user("bob")
     service.admin.post("/v1/users/alice/keys", json={"label": "second key"})
@@ -65,6 +70,8 @@ def test_delete_user_leaves_nothing_of_them(service: Service) -> None:
     assert cells_containing(store_path, MARKER) == []
     assert {r.namespace for r in service.call_log.list(1000)} == {"bob"}
     assert cells_containing(service.call_log.path, MARKER) == []
+    # Nor in the bytes of any file beside the store, the write-ahead logs included, while it is open.
+    assert files_holding(store_path.parent, MARKER) == []
 
     # Her keys are dead, bob is untouched, and the name is free again.
     assert alice.get("/v1/memories").status_code == 401
