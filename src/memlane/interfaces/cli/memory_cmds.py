@@ -250,6 +250,7 @@ def get_cmd(user: str, block_id: str, store: Path, embedder: str) -> None:
 @click.option("--limit", type=int, default=100, show_default=True)
 @click.option("--offset", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--ids", "ids_only", is_flag=True, help="Print only the block ids, one per line.")
 @store_options
 def list_cmd(
     user: str,
@@ -258,6 +259,7 @@ def list_cmd(
     limit: int,
     offset: int,
     as_json: bool,
+    ids_only: bool,
     store: Path,
     embedder: str,
 ) -> None:
@@ -266,12 +268,17 @@ def list_cmd(
     \b
     Example:
       memlane list alice --session s1 --json
+      memlane delete alice "$(memlane list alice --ids --limit 1)"
     """
     mem = open_memory(store, embedder)
     try:
         blocks = mem.list(user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset)
     finally:
         mem.close()
+    if ids_only:
+        for b in blocks:
+            click.echo(b.id)
+        return
     if as_json:
         click.echo(json.dumps([block_json(b) for b in blocks], ensure_ascii=False))
         return
