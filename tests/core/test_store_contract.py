@@ -274,3 +274,18 @@ def test_a_shared_embedding_cache_serves_several_stores(store_factory: StoreFact
     second.add("alice", chat("a text both stores see"))
     assert emb.texts_embedded == 1
     assert len(second.search("alice", "text both", k=5, distinct=False)) == 2
+
+
+def test_index_status_and_build_name_every_user(memory: Memory) -> None:
+    """`memlane index status | build` on every backend (the sharded store asks the user's shard): users
+    below the threshold (20,000 keys by default) need no index and get none."""
+    add_sample(memory, "bob", "chess", n=2)
+    add_sample(memory, "alice", "gardening")
+    found = [(s.user, s.keys, s.needed, s.state) for s in memory.store.index_status()]
+    assert found == [("alice", 6, False, "none"), ("bob", 4, False, "none")]
+    assert memory.store.build_index("alice").state == "none"
+    assert [s.user for s in memory.store.index_status("bob")] == ["bob"]
+    with pytest.raises(NotFoundError):
+        memory.store.build_index("carol")
+    with pytest.raises(NotFoundError):
+        memory.store.index_status("carol")

@@ -101,7 +101,15 @@ def import_key_file(mem: Memory, store: str, explicit: Path | None) -> None:
 def service_memory(store: str, embedder: str, llm: LLMChoice | None) -> Memory:
     """The Memory of a long-running service. It always knows the LLM call log, even with no LLM of its own
     (workers in another process write it), so that deleting a user deletes their LLM calls too."""
-    return open_memory(store, embedder, llm, create=True, server_timeout_s=SERVICE_SERVER_TIMEOUT_S, with_call_log=True)
+    return open_memory(
+        store,
+        embedder,
+        llm,
+        create=True,
+        server_timeout_s=SERVICE_SERVER_TIMEOUT_S,
+        with_call_log=True,
+        long_lived=True,
+    )
 
 
 def close_memory(mem: Memory) -> None:

@@ -27,7 +27,7 @@ from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, U
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.postgres import accounts, ann, expiry, search
 from memlane.core.store.postgres.adapt import register_vector
 from memlane.core.store.postgres.ann import AnnBuilder
@@ -154,7 +154,9 @@ class PostgresStore:
             return conn.execute(statement, params).fetchall()
 
     def close(self) -> None:
-        """Close the pool and every connection in it."""
+        """Cancel and wait for the index builds this store runs, then close the pool and every connection
+        in it."""
+        self.ann.close()
         self._pool.close()
 
     # -- settings bound to the database ------------------------------------------------------------------
@@ -438,6 +440,30 @@ class PostgresStore:
         for user_id in unindexed:
             self.ann.ensure(user_id)
         return found
+
+    def build_index(self, user: str) -> IndexStatus:
+        """Make the user's approximate index now, if the user is at or past the threshold and has none
+        (:mod:`memlane.core.store.postgres.ann`)."""
+        user_id, keys = self._index_user(user)
+        if self.ann_settings.applies(keys):
+            self.ann.build_now(user_id)
+        return self.index_status(user)[0]
+
+    def index_status(self, user: str | None = None) -> list[IndexStatus]:
+        """Where the approximate index of ``user`` (default: of every user, by name) stands."""
+        if user is not None:
+            rows = [(*self._index_user(user), user)]
+        else:
+            rows = [(int(i), int(n), str(name)) for i, n, name in self.query(
+                "SELECT id, n_keys, name FROM users ORDER BY name")]  # fmt: skip
+        with self.transaction() as conn:
+            return [ann.status(conn, self.ann_settings, i, name, n) for i, n, name in rows]
+
+    def _index_user(self, user: str) -> tuple[int, int]:
+        rows = self.query("SELECT id, n_keys FROM users WHERE name = %s", (user,))
+        if not rows:
+            raise NotFoundError(f"user {user!r} not found")
+        return int(rows[0][0]), int(rows[0][1])
 
     def keyword_candidates(
         self,

@@ -24,11 +24,12 @@ from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, U
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts, people_words
 from memlane.core.retention import Expired, Policies, RetentionPolicy
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.cache import UserCache
 from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.store.sqlite import accounts, expiry
 from memlane.core.store.sqlite.ann import AnnIndexes, drop_user
+from memlane.core.store.sqlite.ann import status as ann_status
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index
 from memlane.core.store.sqlite.probe import probe_write
 from memlane.core.store.sqlite.schema import migrate
@@ -183,7 +184,9 @@ class SqliteStore:
             raise StoreError(f"read failed on {self.path}: {exc}") from exc
 
     def close(self) -> None:
-        """Close every connection this store opened (in any thread)."""
+        """Stop and wait for the index builds this store runs, then close every connection it opened (in
+        any thread)."""
+        self.ann.close()
         with self._conns_lock:
             for _, conn in self._conns:
                 conn.close()
@@ -505,6 +508,25 @@ class SqliteStore:
             if found is not None:
                 return found
         return top_blocks(matrix, query.reshape(-1), k, kinds=codes, after=after, before=before)
+
+    def build_index(self, user: str) -> IndexStatus:
+        """Build the user's approximate index now, or bring it up to date (every key added since it was
+        saved), and save it, if the user is at or past the threshold (:mod:`memlane.core.store.sqlite.ann`)."""
+        row = self._user_row(user)
+        if row is None:
+            raise NotFoundError(f"user {user!r} not found")
+        matrix = self._matrix(*row)
+        if matrix.n and self.ann_settings.applies(matrix.n):
+            self.ann.build_now(row[0], matrix)
+        return ann_status(self._conn(), self.path, self.ann_settings, row[0], user)
+
+    def index_status(self, user: str | None = None) -> list[IndexStatus]:
+        """Where the approximate index of ``user`` (default: of every user, by name) stands."""
+        rows = self._read("SELECT id, name FROM users" + (" WHERE name = ?" if user is not None else " ORDER BY name"),
+                          () if user is None else (user,))  # fmt: skip
+        if user is not None and not rows:
+            raise NotFoundError(f"user {user!r} not found")
+        return [ann_status(self._conn(), self.path, self.ann_settings, int(r[0]), str(r[1])) for r in rows]
 
     def _matrix(self, user_id: int, version: int) -> UserMatrix:
         cached = self._cache.get(user_id, version)
