@@ -10,10 +10,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from memlane.core.embedding.protocol import EmbedderConfig
 from memlane.core.errors import ConfigError
 from memlane.interfaces.cli.app import cli, register_all
 from memlane.interfaces.cli.options import SettingOption, parse_ks
-from memlane.settings import Settings, env_var, load, read_setting
+from memlane.settings import Settings, bench_cache_from_env, embedder_config_from_env, env_var, load, read_setting
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "memlane"
@@ -135,3 +136,50 @@ def test_the_one_k_parser() -> None:
     for bad in ("", "a", "0,1", "-3"):
         with pytest.raises(click.BadParameter):
             parse_ks(bad)
+
+
+def plausible(name: str) -> str:
+    """A value of the right type for setting ``name``, as a user might export it."""
+    annotation = str(Settings.model_fields[name].annotation)
+    for kind, value in (("bool", "true"), ("int", "3"), ("float", "2.5"), ("Path", "/srv/memlane-elsewhere")):
+        if kind in annotation:
+            return value
+    return f"exported-{name.replace('_', '-')}"
+
+
+@pytest.fixture
+def polluted(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Every documented MEMLANE_* variable exported in this process with a plausible value."""
+    docs = _docs()
+    names = [name for name in Settings.model_fields if f"`{env_var(name)}`" in docs]
+    exported = {env_var(name): plausible(name) for name in names}
+    for key, value in exported.items():
+        monkeypatch.setenv(key, value)
+    assert load().cache_dir == Path("/srv/memlane-elsewhere")  # the process environment is really polluted
+    return exported
+
+
+def test_a_given_mapping_is_all_that_is_read(polluted: dict[str, str]) -> None:
+    """Reading a given mapping never reads the process environment: each value comes from the mapping or
+    the default, and a bad value is blamed on the variable that holds it."""
+    assert len(polluted) == len(Settings.model_fields)
+    empty = load({})
+    assert empty.model_fields_set == set()
+    assert {n: getattr(empty, n) for n in Settings.model_fields} == {
+        n: f.default for n, f in Settings.model_fields.items()
+    }
+    assert load({"MEMLANE_CACHE_DIR": "/c"}).cache_dir == Path("/c") and load({}).cache_dir is None
+    with pytest.raises(ConfigError, match=r"^MEMLANE_PORT='eighty'"):
+        load({"MEMLANE_PORT": "eighty", "MEMLANE_DATA": "./data"})
+    assert read_setting("data", {"MEMLANE_DATA": "./data"}) == Path("data")
+    assert read_setting("cache_dir", {}) is None
+    assert embedder_config_from_env({}) == EmbedderConfig()
+    assert bench_cache_from_env({}) == Path.home() / ".cache" / "memlane" / "bench"
+
+
+def test_one_setting_is_read_alone_from_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLANE_PORT", "eighty")
+    monkeypatch.setenv("MEMLANE_DATA", "./data")
+    assert read_setting("data") == Path("data")
+    with pytest.raises(ConfigError, match=r"^MEMLANE_PORT='eighty'"):
+        load()
