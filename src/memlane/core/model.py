@@ -122,6 +122,14 @@ class MemoryBlock:
     extraction_prompt: str | None = None  # "<prompt id>@<sha256>" of the prompt that wrote summary/contexts
     annotations: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def exchange_key(self) -> tuple[str, str, int, datetime, str]:
+        """What the blocks of one exchange (its perspectives) share and two exchanges never do: its place
+        (conversation, session, index: indexes continue across adds to a session) and the add that wrote
+        it (its ingest time), which also tells apart exchanges of stores written when every add numbered
+        its exchanges from 0; and its text."""
+        return (self.conversation_id, self.session_id, self.exchange_index, self.ingest_time, self.content_hash)
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:

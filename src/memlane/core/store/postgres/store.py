@@ -35,13 +35,14 @@ from memlane.core.store.postgres.blocks import (
     INTEGRITY_CHECKS,
     add_session_terms,
     copy_blocks,
+    last_exchange,
 )
 from memlane.core.store.postgres.keys import Conn, bump_user, insert_keys, next_ids
 from memlane.core.store.postgres.probe import postgres_reason, probe_write
 from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.schema import migrate, prepare_database, store_exists
 from memlane.core.store.postgres.url import redact
-from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
+from memlane.core.store.rows import BLOCK_COLUMNS, continue_sessions, row_to_block
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
 NOW = "extract(epoch FROM now())"  # the database's clock: leases compare times written by many machines
@@ -236,6 +237,8 @@ class PostgresStore:
             assert user_id is not None
             accounts.check_not_deleted(conn, user, epoch)  # after the lock: it sees a deletion it waited for
             pks = next_ids(conn, "blocks_pk_seq", len(blocks))
+            # Under the user's row lock: no other write of the user comes between this read and the COPY.
+            blocks = continue_sessions(blocks, lambda c, s: last_exchange(conn, user_id, c, s))
             copy_blocks(conn, user_id, pks, blocks)
             add_session_terms(conn, user_id, pks)
             job_ids = next_ids(conn, "jobs_id_seq", len(pks) if enqueue_attempts else 0)

@@ -26,7 +26,7 @@ from memlane.core.ranking.session_words import SessionWordCounts, people_words
 from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.cache import UserCache
-from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
+from memlane.core.store.rows import BLOCK_COLUMNS, continue_sessions, row_to_block
 from memlane.core.store.sqlite import accounts, expiry
 from memlane.core.store.sqlite.ann import AnnIndexes, drop_user
 from memlane.core.store.sqlite.ann import status as ann_status
@@ -293,9 +293,19 @@ class SqliteStore:
         self, conn: sqlite3.Connection, user_id: int, blocks: Sequence[MemoryBlock], vectors: Vectors, enqueue: int
     ) -> tuple[tuple[UserMatrix, UserTerms], list[int]]:
         """Insert blocks and their message keys; with ``enqueue`` > 0, one extraction job per block (at most
-        ``enqueue`` attempts) in the same transaction: the outbox."""
+        ``enqueue`` attempts) in the same transaction: the outbox. Exchange indexes continue the session's
+        (:func:`memlane.core.store.rows.continue_sessions`)."""
         block_pks: list[int] = []
         now = to_epoch(now_utc())
+
+        def last_index(conversation: str, session: str) -> int | None:
+            row = conn.execute(
+                "SELECT max(exchange_index) FROM blocks WHERE user_id = ? AND conversation_id = ? AND session_id = ?",
+                (user_id, conversation, session),
+            ).fetchone()
+            return None if row is None or row[0] is None else int(row[0])
+
+        blocks = continue_sessions(blocks, last_index)
         for b in blocks:
             cur = conn.execute(
                 "INSERT INTO blocks(id, user_id, conversation_id, session_id, exchange_index, perspective, mode, "
