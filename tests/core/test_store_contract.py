@@ -309,7 +309,8 @@ def test_exchange_indexes_continue_across_adds_to_a_session(memory: Memory) -> N
     memory.add("alice", chat("three", "c"), session_id="s1", time=T0 + timedelta(hours=1))
     memory.add("alice", chat("elsewhere", "d"), session_id="s2", time=T0)
     memory.add("alice", chat("other talk", "e"), conversation_id="c2", session_id="s1", time=T0)
-    places = {(b.conversation_id, b.session_id, b.exchange_index, b.message.split("\n")[0]) for b in memory.list("alice")}
+    blocks = memory.list("alice")
+    places = {(b.conversation_id, b.session_id, b.exchange_index, b.message.split("\n")[0]) for b in blocks}
     assert places == {
         ("default", "s1", 0, "user: one"),
         ("default", "s1", 1, "user: two"),
