@@ -193,3 +193,15 @@ def test_the_tables_show_the_figures_of_report_md(page: Any, runs: tuple[Path, P
                 compared += 1
     assert compared >= 40
     assert any(row["session R_all@5"] == "0.312" for row in report["vector"])  # the tie is in the fixture
+
+
+def test_the_controls_never_cover_the_question_brought_into_view(page: Any) -> None:
+    """The bar of controls stays at the top of the window; a question's detail scrolled into view (as a
+    screenshot of it does) starts below the bar, its title readable."""
+    page.click("[data-testid=question-row] >> nth=0")
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.locator("[data-testid=detail]").evaluate("e => e.scrollIntoView()")
+    bar = page.locator("[data-testid=controls]").bounding_box()
+    title = page.locator("[data-testid=detail-question]").bounding_box()
+    assert bar is not None and title is not None
+    assert title["y"] >= bar["y"] + bar["height"], (bar, title)
