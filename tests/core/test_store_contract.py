@@ -318,3 +318,11 @@ def test_exchange_indexes_continue_across_adds_to_a_session(memory: Memory) -> N
         ("default", "s2", 0, "user: elsewhere"),
         ("c2", "s1", 0, "user: other talk"),
     }
+
+
+def test_count_is_what_list_pages_through(memory: Memory) -> None:
+    add_sample(memory, "alice", "gardening", n=3)
+    add_sample(memory, "bob", "chess", n=1)
+    assert memory.count("alice") == len(memory.list("alice")) == 6
+    assert memory.count("alice", session_id="s1") == len(memory.list("alice", session_id="s1")) == 2
+    assert memory.count("alice", conversation_id="other") == 0 and memory.count("nobody") == 0

@@ -508,6 +508,14 @@ class Memory:
             offset=offset,
         )
 
+    def count(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
+        """How many blocks :meth:`list` pages through with these filters (0 for an unknown user)."""
+        return self.store.count_blocks(
+            check_stored_name(user, "user"),
+            conversation_id=None if conversation_id is None else check_stored_name(conversation_id, "conversation_id"),
+            session_id=None if session_id is None else check_stored_name(session_id, "session_id"),
+        )
+
     def delete(self, user: str, block_id: str) -> None:
         """Delete one block of ``user`` with everything that refers to it (its keys, vectors, jobs, and its
         extraction's LLM calls when the call log is known)."""

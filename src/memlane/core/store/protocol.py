@@ -53,6 +53,10 @@ class Store(Protocol):
         offset: int = 0,
     ) -> list[MemoryBlock]: ...
 
+    def count_blocks(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
+        """How many blocks ``list_blocks`` pages through with these filters."""
+        ...
+
     def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]: ...
 
     def block_positions(self, user: str, refs: Sequence[int]) -> dict[int, tuple[str, int, float]]:

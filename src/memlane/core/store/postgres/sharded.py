@@ -242,6 +242,9 @@ class ShardedStore:
             user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset
         )
 
+    def count_blocks(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
+        return self.at(user).count_blocks(user, conversation_id=conversation_id, session_id=session_id)
+
     def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]:
         shard = self.at(user)
         found = shard.fetch_blocks(user, _local_refs(refs, shard.index))

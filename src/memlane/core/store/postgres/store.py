@@ -384,20 +384,19 @@ class PostgresStore:
         offset: int = 0,
     ) -> list[MemoryBlock]:
         """The user's blocks in event order (then exchange order)."""
-        where = ["u.name = %s"]
-        params: list[object] = [user]
-        if conversation_id is not None:
-            where.append("b.conversation_id = %s")
-            params.append(conversation_id)
-        if session_id is not None:
-            where.append("b.session_id = %s")
-            params.append(session_id)
+        where, params = _block_filter(user, conversation_id, session_id)
         rows = self.query(
-            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {' AND '.join(where)} "
+            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where} "
             "ORDER BY b.event_ts, b.conversation_id, b.session_id, b.exchange_index, b.pk LIMIT %s OFFSET %s",
             [*params, limit, offset],
         )
         return [row_to_block(r) for r in rows]
+
+    def count_blocks(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
+        """How many blocks :meth:`list_blocks` pages through."""
+        where, params = _block_filter(user, conversation_id, session_id)
+        rows = self.query(f"SELECT count(*) FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where}", params)
+        return int(rows[0][0])
 
     def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]:
         """Blocks by internal reference, only those of ``user``."""
@@ -562,3 +561,16 @@ class PostgresStore:
             if n:
                 problems.append(f"{what}: {n}")
         return problems
+
+
+def _block_filter(user: str, conversation_id: str | None, session_id: str | None) -> tuple[str, list[object]]:
+    """The WHERE clause (and its parameters) of a listing of the user's blocks."""
+    where = ["u.name = %s"]
+    params: list[object] = [user]
+    if conversation_id is not None:
+        where.append("b.conversation_id = %s")
+        params.append(conversation_id)
+    if session_id is not None:
+        where.append("b.session_id = %s")
+        params.append(session_id)
+    return " AND ".join(where), params
