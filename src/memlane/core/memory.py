@@ -57,7 +57,7 @@ from memlane.core.retrieval import (
 )
 from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.protocol import Store
-from memlane.core.timefmt import annotate, coerce_time, now_utc, to_epoch
+from memlane.core.timefmt import annotate, coerce_time, coerce_time_of_day, now_utc, to_epoch
 
 DEFAULT_CONVERSATION = "default"
 DEFAULT_SESSION = "default"
@@ -302,8 +302,8 @@ class Memory:
         mode = parse_mode(req.perspective)
         messages = parse_messages(req.messages, where=at("messages"))
         ingest_time = now_utc()
-        session_time = coerce_time(req.time, where=at("time")) or ingest_time
-        drafts, exchanges, skipped = draft_blocks(messages, mode, session_time)
+        given, time_of_day = coerce_time_of_day(req.time, where=at("time"))
+        drafts, exchanges, skipped = draft_blocks(messages, mode, given or ingest_time, session_time_of_day=time_of_day)
         annotations = _check_annotations(req.annotations, at("annotations"))
         blocks = [self._block(req, mode, d, ingest_time, status, annotations) for d in drafts]
         return req, blocks, (exchanges, skipped)
@@ -329,7 +329,7 @@ class Memory:
             message=text,
             event_time=d.event_time,
             ingest_time=ingest_time,
-            time_annotation=annotate(d.event_time),
+            time_annotation=annotate(d.event_time, time_of_day=d.time_of_day),
             content_hash=content_hash(text),
             message_ids=d.exchange.message_ids,
             extraction_status=status,

@@ -58,6 +58,7 @@ class Message:
     content: str
     time: datetime | None = None
     id: str | None = None
+    time_of_day: bool = True  # False: ``time`` was given as a date alone (annotated as the date)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,7 @@ class Turn:
     content: str
     time: datetime | None
     message_ids: tuple[str, ...]
+    time_of_day: bool = True
 
 
 @dataclass(frozen=True, slots=True)
