@@ -138,7 +138,7 @@ def test_unknown_perspective() -> None:
 
 
 def test_a_date_alone_is_annotated_as_a_date_on_every_block(tmp_path: object) -> None:
-    """"12:00 am on 8 May, 2023" was a clock nobody gave: a session or message time given as a date alone
+    """ "12:00 am on 8 May, 2023" was a clock nobody gave: a session or message time given as a date alone
     is annotated "8 May, 2023" (and still sorts as that day's midnight); a given clock is kept."""
     from pathlib import Path
 
