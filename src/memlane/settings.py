@@ -157,9 +157,9 @@ class Settings(BaseSettings):
     qa_answer_prompt: str | None = Field(default=None, description="Answer prompt of `bench qa` (--answer-prompt)")
     qa_k: int | None = Field(default=None, description="Blocks the answerer gets (--k)")
     qa_mode: str | None = Field(default=None, description="Search mode of `bench qa` (--mode)")
-    qa_sweep_ks: str | None = Field(default=None, description="k values of `bench qa-sweep`, comma-separated (--k)")
-    qa_sweep_modes: str | None = Field(default=None, description="Search modes of `bench qa-sweep` (--mode)")
-    qa_sweep_answer_prompts: str | None = Field(default=None, description="Answer prompts of `bench qa-sweep`")
+    qa_sweep_ks: str | None = Field(default=None, description="k values of `bench sweep`, comma-separated (--k)")
+    qa_sweep_modes: str | None = Field(default=None, description="Search modes of `bench sweep` (--mode)")
+    qa_sweep_answer_prompts: str | None = Field(default=None, description="Answer prompts of `bench sweep`")
     qa_sweep_full_context: bool = Field(default=False, description="Add the full-context baseline to a sweep")
 
     # -- derived values, for the entry points --------------------------------------------------------------

@@ -183,3 +183,15 @@ def test_one_setting_is_read_alone_from_the_process_environment(monkeypatch: pyt
     assert read_setting("data") == Path("data")
     with pytest.raises(ConfigError, match=r"^MEMLANE_PORT='eighty'"):
         load()
+
+
+def test_the_bench_commands_the_settings_name_exist() -> None:
+    """docs/configuration.md (and `memlane config show`) named `bench qa-sweep`, a command that is `bench sweep`."""
+    register_all()
+    bench = cli.commands["bench"]
+    assert isinstance(bench, click.Group)
+    text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8") + "\n".join(
+        f.description or "" for f in Settings.model_fields.values()
+    )
+    named = set(re.findall(r"[`(]bench ([a-z][a-z0-9-]*)", text))
+    assert len(named) > 5 and named <= set(bench.commands), named - set(bench.commands)
