@@ -195,3 +195,51 @@ def test_the_bench_commands_the_settings_name_exist() -> None:
     )
     named = set(re.findall(r"[`(]bench ([a-z][a-z0-9-]*)", text))
     assert len(named) > 5 and named <= set(bench.commands), named - set(bench.commands)
+
+
+# What a developer might well have exported: values a command accepts, unlike plausible()'s placeholders.
+EXPORTED = {
+    "MEMLANE_EMBEDDER": "hashing",
+    "MEMLANE_LLM": "scripted",
+    "MEMLANE_EXTRACT": "async",
+    "MEMLANE_PERSPECTIVE": "single",
+    "MEMLANE_SESSION": "monday",
+    "MEMLANE_ANN_THRESHOLD": "50",
+    "MEMLANE_BENCH_LIMIT": "7",
+    "MEMLANE_LLM_BASE_URL": "http://127.0.0.1:9/v1",
+}
+
+
+def test_the_tests_run_the_same_with_every_documented_variable_exported(tmp_path: Path) -> None:
+    """`make test` with a shell that exports memlane's settings (MEMLANE_STORE, MEMLANE_EXTRACT=async, ...):
+    the tests' conftest unexports them (all but MEMLANE_CACHE_DIR and MEMLANE_DATA, which the tests use
+    as given), so commands run by tests that failed with them exported pass."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import KEPT_SETTINGS
+
+    assert not [env_var(n) for n in Settings.model_fields if n not in KEPT_SETTINGS and env_var(n) in os.environ]
+    docs = _docs()
+    exported = {
+        env_var(name): str(tmp_path / name) if "Path" in str(field.annotation) else plausible(name)
+        for name, field in Settings.model_fields.items()
+        if f"`{env_var(name)}`" in docs and name not in KEPT_SETTINGS
+    }
+    exported.update(EXPORTED)
+    exported["MEMLANE_STORE"] = str(tmp_path / "exported.db")
+    tests = [
+        "tests/interfaces/test_cli.py::test_add_search_delete_round_trip",
+        "tests/interfaces/test_cli.py::test_list_says_how_many_more_blocks_follow",
+        "tests/interfaces/test_settings.py::test_config_show_says_where_each_value_came_from",
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+        cwd=ROOT,
+        env={**os.environ, **exported},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0 and "3 passed" in proc.stdout, proc.stdout[-3000:]
