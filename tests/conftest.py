@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 
 import pytest
@@ -13,6 +13,7 @@ from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.memory import Memory
 from memlane.core.store.protocol import Store
 from memlane.core.store.sqlite import SqliteStore
+from memlane.settings import Settings, env_var
 
 StoreFactory = Callable[[], Store]
 
@@ -26,8 +27,24 @@ SQLITE_ONLY = {
 }
 
 
+# The settings a developer's shell may export that the tests read on purpose: where the model (and the bench
+# cache) lives, and the folder of the data sets the real-data tests use (they skip, saying why, without it).
+KEPT_SETTINGS = ("cache_dir", "data")
+
+
+def unexport_settings(environ: MutableMapping[str, str]) -> list[str]:
+    """Remove every documented ``MEMLANE_*`` setting but :data:`KEPT_SETTINGS` from ``environ``; the removed
+    names. A `memlane` command run by a test (in process or as a subprocess) reads its settings from the
+    environment, so an exported ``MEMLANE_STORE``, ``MEMLANE_EXTRACT=async`` or ``MEMLANE_BENCH_LIMIT=7`` would
+    change what the command under test does; each test sets the variables it means to test."""
+    names = [env_var(name) for name in Settings.model_fields if name not in KEPT_SETTINGS]
+    return [name for name in names if environ.pop(name, None) is not None]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"postgres: needs a PostgreSQL server (${POSTGRES_URL_ENV})")
+    # Before any test module is imported, so that nothing reads the developer's settings.
+    unexport_settings(os.environ)
 
 
 def _sqlite_factory(tmp_path: Path) -> StoreFactory:

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import Field, SecretStr
 from pydantic import ValidationError as PydanticValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from memlane.core.embedding.protocol import EmbedderConfig
 from memlane.core.errors import ConfigError
@@ -163,9 +163,9 @@ class Settings(BaseSettings):
     qa_answer_prompt: str | None = Field(default=None, description="Answer prompt of `bench qa` (--answer-prompt)")
     qa_k: int | None = Field(default=None, description="Blocks the answerer gets (--k)")
     qa_mode: str | None = Field(default=None, description="Search mode of `bench qa` (--mode)")
-    qa_sweep_ks: str | None = Field(default=None, description="k values of `bench qa-sweep`, comma-separated (--k)")
-    qa_sweep_modes: str | None = Field(default=None, description="Search modes of `bench qa-sweep` (--mode)")
-    qa_sweep_answer_prompts: str | None = Field(default=None, description="Answer prompts of `bench qa-sweep`")
+    qa_sweep_ks: str | None = Field(default=None, description="k values of `bench sweep`, comma-separated (--k)")
+    qa_sweep_modes: str | None = Field(default=None, description="Search modes of `bench sweep` (--mode)")
+    qa_sweep_answer_prompts: str | None = Field(default=None, description="Answer prompts of `bench sweep`")
     qa_sweep_full_context: bool = Field(default=False, description="Add the full-context baseline to a sweep")
 
     # -- derived values, for the entry points --------------------------------------------------------------
@@ -236,16 +236,38 @@ def env_var(name: str) -> str:
     return ENV_PREFIX + name.upper()
 
 
+class _Given(Settings):
+    """Settings from a given mapping only: pydantic-settings reads ``os.environ`` in every construction of a
+    :class:`Settings`, ``model_validate`` included, so a variable of this process would win over the
+    mapping (and a bad one be blamed on a variable the mapping holds)."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
+
+
+def _validated(values: Mapping[str, Any]) -> Settings:
+    """:class:`Settings` holding ``values`` (by field name) and defaults; nothing else is read."""
+    return _Given(**values)
+
+
 def load(environ: Mapping[str, str] | None = None) -> Settings:
-    """The settings from the process environment (pydantic-settings reads it), or from ``environ``. A value
-    of the wrong type is a ConfigError naming the variable and the value."""
+    """The settings from the process environment (pydantic-settings reads it), or from ``environ`` only (the
+    process environment is then not read at all). A value of the wrong type is a ConfigError naming the
+    variable and the value."""
     values: dict[str, str] = {}
     if environ is not None:
         known = {env_var(name): name for name in Settings.model_fields}
         values = {known[k.upper()]: v for k, v in environ.items() if k.upper() in known and v}
     try:
-        # model_validate skips pydantic-settings' own reading of os.environ: only ``environ`` counts then.
-        return Settings() if environ is None else Settings.model_validate(values)
+        return Settings() if environ is None else _validated(values)
     except PydanticValidationError as exc:
         first = exc.errors()[0]
         field = str(first["loc"][0]) if first["loc"] else "?"
@@ -255,14 +277,15 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
 
 
 def read_setting(name: str, environ: Mapping[str, str] | None = None) -> Any:
-    """One setting from the environment, checked, without reading the others (for a library default, such
-    as the data folder of the bench, where a bad unrelated variable must not fail the call)."""
+    """One setting from the environment (or ``environ`` only), checked, without reading the others (for a
+    library default, such as the data folder of the bench, where a bad unrelated variable must not fail
+    the call)."""
     env = os.environ if environ is None else environ
     raw = env.get(env_var(name))
     if not raw:
         return Settings.model_fields[name].default
     try:
-        return getattr(Settings.model_validate({name: raw}), name)
+        return getattr(_validated({name: raw}), name)
     except PydanticValidationError as exc:
         raise ConfigError(f"{env_var(name)}={raw!r}: {exc.errors()[0]['msg']}") from None
 
@@ -271,7 +294,7 @@ def embedder_config_from_env(environ: Mapping[str, str] | None = None) -> Embedd
     """The built-in embedders' configuration from ``MEMLANE_CACHE_DIR`` and ``MEMLANE_EMBED_*`` only."""
     names = ("cache_dir", "embed_base_url", "embed_api_key", "embed_model", "embed_dim")
     values = {name: read_setting(name, environ) for name in names}
-    return Settings.model_validate(values).embedder_config()
+    return _validated(values).embedder_config()
 
 
 def bench_cache_from_env(environ: Mapping[str, str] | None = None) -> Path:

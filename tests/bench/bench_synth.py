@@ -23,11 +23,17 @@ NO_DATA = (
 )
 
 
-def real_data_dir() -> Path:
-    """The data folder named by ``$MEMLANE_DATA`` (for the LongMemEval files); skips when it is not set."""
+def real_data_dir(*names: str) -> Path:
+    """The data folder named by ``$MEMLANE_DATA`` (for the LongMemEval files); skips when it is not set, or
+    when it does not hold the data sets ``names``."""
+    from memlane.bench.datasets.registry import find_dataset
+
     env = os.environ.get("MEMLANE_DATA")
     if not env or not Path(env).is_dir():
         pytest.skip(NO_DATA)
+    missing = [name for name in names if find_dataset(name, Path(env)) is None]
+    if missing:
+        pytest.skip(f"MEMLANE_DATA={env} holds no {', '.join(missing)}: {NO_DATA}")
     return Path(env)
 
 

@@ -36,6 +36,13 @@ def test_retrieval_report_compare_and_ingest(tmp_path: Path) -> None:
     assert "| single-session-user |" in out
     assert f"report: {run / 'report.md'}" in out
     assert "3 namespaces ingested" in err
+    # The last line says what was measured: data set, questions, modes and their key figures, the report.
+    last = out.strip().splitlines()[-1]
+    hybrid = json.loads((run / "results.json").read_text())["modes"]["hybrid"]["groups"]["overall"]["means"]
+    figures = [f"{hybrid[m]:.3f}" for m in ("session/recall_all@10", "turn/recall_all@10")]
+    assert last.startswith("measured: longmemeval-s, 3 questions (overall), 2 modes; ")
+    assert f"session R_all@10 / turn R_all@10: hybrid {figures[0]} / {figures[1]}, keyword " in last
+    assert last.endswith(f"; report: {run / 'report.md'}")
 
     code, out, err = _run(["bench", "report", str(run)], env)
     assert code == 0, err

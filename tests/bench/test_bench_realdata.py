@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from bench_synth import real_data_dir
@@ -11,12 +10,6 @@ from bench_synth import real_data_dir
 from memlane.bench.datasets.expansion import expand_haystacks
 from memlane.bench.datasets.registry import load_dataset
 from memlane.bench.retrieval.metrics import aggregate, score_locomo, score_longmemeval
-
-
-@pytest.fixture(scope="module")
-def data_dir() -> Path:
-    return real_data_dir()
-
 
 # From the data sets' READMEs.
 LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
@@ -62,7 +55,8 @@ def test_locomo_counts() -> None:
 
 
 @pytest.mark.realdata
-def test_longmemeval_oracle_counts(data_dir: Path) -> None:
+def test_longmemeval_oracle_counts() -> None:
+    data_dir = real_data_dir("longmemeval-oracle")
     ds = load_dataset("longmemeval-oracle", data_dir)
     assert ds.sha256 == ORACLE_SHA256
     assert len(ds.samples) == 500
@@ -93,7 +87,8 @@ def test_longmemeval_oracle_counts(data_dir: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.realdata
-def test_longmemeval_s_counts_and_x500(data_dir: Path) -> None:
+def test_longmemeval_s_counts_and_x500() -> None:
+    data_dir = real_data_dir("longmemeval-s")
     s_ds = load_dataset("longmemeval-s", data_dir)
     assert s_ds.sha256 == S_SHA256
     assert len(s_ds.samples) == 499

@@ -162,3 +162,46 @@ def test_two_systems_show_what_one_gets_and_the_other_misses(page: Any) -> None:
     assert page.locator("[data-testid=answer]").count() == 1
     assert page.locator("[data-testid=judge-reply]").inner_text(timeout=2000) is not None
     page.screenshot(path=str(page.shots / "compare.png"), full_page=True)
+
+
+def report_tables(report: str) -> dict[str, list[dict[str, str]]]:
+    """The per-mode tables of a retrieval run's report.md: mode -> rows of {column label: cell}."""
+    out: dict[str, list[dict[str, str]]] = {}
+    for mode, body in re.findall(r"^## (\w[\w-]*)\n\n(\|.*?)\n\n", report, flags=re.M | re.S):
+        lines = [[c.strip() for c in line.strip("|").split("|")] for line in body.splitlines()]
+        if lines[0][0] != "group":
+            continue
+        out[mode] = [dict(zip(lines[0], row, strict=True)) for row in lines[2:]]
+    return out
+
+
+def test_the_tables_show_the_figures_of_report_md(page: Any, runs: tuple[Path, Path, Path]) -> None:
+    """Every figure of the run tables reads as in the run's report.md, to the last digit (the 16 temporal
+    questions of run a give means such as 5/16 = 0.3125, which the report writes 0.312)."""
+    a, _, _ = runs
+    report = report_tables((a / "report.md").read_text(encoding="utf-8"))
+    assert set(report) == {"vector", "keyword"}
+    cells = "ts => ts.map(t => [...t.rows].map(r => [...r.cells].map(c => c.textContent.trim())))"
+    shown = page.eval_on_selector_all("[data-testid=metric-table]", cells)
+    compared = 0
+    for table, mode in zip(shown[:2], ("vector", "keyword"), strict=True):
+        head, rows = table[0], table[1:]
+        assert len(rows) == len(report[mode])
+        for row, want in zip(rows, report[mode], strict=True):
+            for label, cell in zip(head[2:], row[2:], strict=True):
+                assert cell == want[label], (mode, row[0], label)
+                compared += 1
+    assert compared >= 40
+    assert any(row["session R_all@5"] == "0.312" for row in report["vector"])  # the tie is in the fixture
+
+
+def test_the_controls_never_cover_the_question_brought_into_view(page: Any) -> None:
+    """The bar of controls stays at the top of the window; a question's detail scrolled into view (as a
+    screenshot of it does) starts below the bar, its title readable."""
+    page.click("[data-testid=question-row] >> nth=0")
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.locator("[data-testid=detail]").evaluate("e => e.scrollIntoView()")
+    bar = page.locator("[data-testid=controls]").bounding_box()
+    title = page.locator("[data-testid=detail-question]").bounding_box()
+    assert bar is not None and title is not None
+    assert title["y"] >= bar["y"] + bar["height"], (bar, title)

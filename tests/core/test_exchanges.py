@@ -135,3 +135,37 @@ def test_named_roles_need_speakers_mode() -> None:
 def test_unknown_perspective() -> None:
     with pytest.raises(ValidationError, match="unknown perspective 'triple'"):
         parse_mode("triple")
+
+
+def test_a_date_alone_is_annotated_as_a_date_on_every_block(tmp_path: object) -> None:
+    """ "12:00 am on 8 May, 2023" was a clock nobody gave: a session or message time given as a date alone
+    is annotated "8 May, 2023" (and still sorts as that day's midnight); a given clock is kept."""
+    from pathlib import Path
+
+    from memlane.core.embedding.fake import HashingEmbedder
+    from memlane.core.memory import Memory
+    from memlane.core.store.sqlite import SqliteStore
+
+    assert isinstance(tmp_path, Path)
+    mem = Memory(SqliteStore(tmp_path / "m.db"), HashingEmbedder())
+    try:
+        mem.add("alice", msgs(("user", "I moved to Ghent."), ("assistant", "Nice.")), time="2023-05-08")
+        mem.add(
+            "alice",
+            [
+                {"role": "user", "content": "A new job!", "time": "2023/06/02 (Fri)"},
+                {"role": "assistant", "content": "Congratulations."},
+                {"role": "user", "content": "Starting Monday.", "time": "2023/06/02 (Fri) 18:30"},
+            ],
+            time="2023-06-01",
+        )
+        annotated = [(b.message.split("\n")[0], b.time_annotation, b.event_time) for b in mem.list("alice")]
+    finally:
+        mem.close()
+    assert annotated[::2] == [
+        ("user: I moved to Ghent.", "8 May, 2023", datetime(2023, 5, 8, tzinfo=UTC)),
+        ("user: A new job!", "2 June, 2023", datetime(2023, 6, 2, tzinfo=UTC)),
+        ("user: Starting Monday.", "6:30 pm on 2 June, 2023", datetime(2023, 6, 2, 18, 30, tzinfo=UTC)),
+    ]
+    with pytest.raises(ValidationError, match=r"messages\[0\]\.time: .*2023/06/02 is a Fri, not a Mon"):
+        parse_messages([{"role": "user", "content": "x", "time": "2023/06/02 (Mon) 10:00"}])

@@ -51,11 +51,28 @@ def test_k_means_k_distinct_exchanges(mem: Memory, perspective: str) -> None:
 
 
 def test_exchanges_of_separate_adds_to_one_session_are_not_folded(mem: Memory) -> None:
-    # Each add numbers its exchanges from 0, so two adds to one session share exchange_index 0.
     mem.add("alice", chat("I like green tea.", "Noted."), session_id="s1", perspective="single")
     mem.add("alice", chat("I like black tea too.", "Noted."), session_id="s1", perspective="single")
     hits = mem.search("alice", "tea", k=5)
     assert len(hits) == 2 and all(h.other_perspectives == () for h in hits)
+
+
+def test_a_store_written_when_every_add_restarted_at_0_still_folds_right(mem: Memory) -> None:
+    """Stores written before exchange indexes continued across adds hold two adds' exchanges at the same
+    place (session, index 0): the add that wrote a block (its ingest time) tells them apart, the same text
+    or not, and the perspectives of each still fold."""
+    said = chat("I went to the gym today.", "Good for you!")
+    first = mem.add("alice", said, time="2023-05-01T09:00:00Z")
+    second = mem.add("alice", said, time="2023-06-01T09:00:00Z")
+    assert isinstance(mem.store, SqliteStore)
+    with mem.store.transaction() as conn:
+        conn.execute("UPDATE blocks SET exchange_index = 0")  # as the earlier numbering left them
+    assert {b.exchange_index for b in mem.list("alice")} == {0}
+    hits = mem.search("alice", "gym", k=5)
+    assert sorted(h.block.event_time.month for h in hits) == [5, 6]
+    assert sorted(sorted([h.block.id, *h.other_perspectives]) for h in hits) == sorted(
+        [sorted(first.block_ids), sorted(second.block_ids)]
+    )
 
 
 def test_many_duplicates_still_fill_k(mem: Memory) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlane.core.errors import ConfigError
+from memlane.core.errors import ConfigError, NotFoundError
 from memlane.core.memory import new_block_id
 from memlane.core.model import ExtractionStatus, MemoryBlock, PerspectiveMode, content_hash
 from memlane.core.store.annsettings import EXACT, AnnSettings
@@ -226,3 +226,64 @@ def test_memory_open_and_the_settings_hand_the_index_settings_to_the_store(tmp_p
     finally:
         mem.close()
     assert load({}).ann_settings() == AnnSettings()  # the defaults are the store's own
+
+
+def test_close_stops_a_background_build_between_batches(tmp_path: Path) -> None:
+    """A store closed (or a process ending) while a build runs: the build stops before its next batch,
+    close() waits for it, and nothing half-made is saved."""
+    import threading
+
+    from memlane.core.store.sqlite import ann
+
+    store = SqliteStore(tmp_path / "m.db", ann=AnnSettings(threshold=0))
+    fill(store, "alice", 12 * ann.BATCH)
+    store.vector_candidates("alice", queries(1)[0], 10)  # starts the build on its thread
+    store.close()
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("memlane-ann-")]
+    assert store.ann.errors == [] and store.query("SELECT count(*) FROM ann_index") == [(0,)]
+    assert not folder(store.path).exists() or not list(folder(store.path).iterdir())
+    # A closed store's searches start no build; they stay exact.
+    store.vector_candidates("alice", queries(1)[0], 10)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("memlane-ann-")]
+
+
+def test_without_builds_searches_use_the_saved_index_and_build_none(tmp_path: Path) -> None:
+    """``build=False`` (one `memlane` command): a search never builds, extends or rebuilds; it loads the
+    saved index, which build_index makes and brings up to date."""
+    from memlane.core.store.sqlite import ann
+
+    settings = AnnSettings(threshold=1000, build=False)
+    store = SqliteStore(tmp_path / "m.db", ann=settings)
+    exact = SqliteStore(tmp_path / "m.db", ann=EXACT)
+    fill(store, "alice", 2000)
+    fill(store, "bob", 10, seed=2)
+    q = queries(1)[0]
+    assert store.vector_candidates("alice", q, 10) == exact.vector_candidates("alice", q, 10)
+    assert not folder(store.path).exists() and store.ann.state(1) == {"loaded": False}
+    assert [(s.user, s.needed, s.state) for s in store.index_status()] == [
+        ("alice", True, "none"),
+        ("bob", False, "none"),
+    ]
+
+    built = store.build_index("alice")
+    assert (built.state, built.indexed, built.tail) == ("ready", 2000, 0)
+    assert store.build_index("bob").state == "none"  # below the threshold: searched exactly, no index
+    later = SqliteStore(tmp_path / "m.db", ann=settings)  # the next command
+    assert recall(later, exact, "alice") >= 0.95
+    assert later.ann.state(1)["loaded"] and later.ann.state(1)["generation"] == 1
+
+    # Keys added past what an index-building search would extend: still found, and nothing is built.
+    target = queries(1, seed=5)[0]
+    new, _ = blocks_and_vectors("alice", 1, 3, start=9000)
+    store.write_blocks("alice", new, target.reshape(1, -1))
+    fill(store, "alice", ann.TAIL_MAX + 10, seed=4, start=10_000)
+    third = SqliteStore(tmp_path / "m.db", ann=settings)
+    top = third.vector_candidates("alice", target, 1)[0][0]
+    assert third.fetch_blocks("alice", [top])[top].id == new[0].id
+    assert third.ann.state(1)["generation"] == 1
+    stale = third.index_status("alice")[0]
+    assert (stale.state, stale.tail) == ("stale", ann.TAIL_MAX + 11)
+    caught_up = third.build_index("alice")
+    assert (caught_up.state, caught_up.indexed, caught_up.tail) == ("ready", 2000 + ann.TAIL_MAX + 11, 0)
+    with pytest.raises(NotFoundError):
+        third.build_index("carol")

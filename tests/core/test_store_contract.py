@@ -274,3 +274,55 @@ def test_a_shared_embedding_cache_serves_several_stores(store_factory: StoreFact
     second.add("alice", chat("a text both stores see"))
     assert emb.texts_embedded == 1
     assert len(second.search("alice", "text both", k=5, distinct=False)) == 2
+
+
+def test_index_status_and_build_name_every_user(memory: Memory) -> None:
+    """`memlane index status | build` on every backend (the sharded store asks the user's shard): users
+    below the threshold (20,000 keys by default) need no index and get none."""
+    add_sample(memory, "bob", "chess", n=2)
+    add_sample(memory, "alice", "gardening")
+    found = [(s.user, s.keys, s.needed, s.state) for s in memory.store.index_status()]
+    assert found == [("alice", 6, False, "none"), ("bob", 4, False, "none")]
+    assert memory.store.build_index("alice").state == "none"
+    assert [s.user for s in memory.store.index_status("bob")] == ["bob"]
+    with pytest.raises(NotFoundError):
+        memory.store.build_index("carol")
+    with pytest.raises(NotFoundError):
+        memory.store.index_status("carol")
+
+
+def test_the_same_sentence_said_on_two_days_is_two_hits(memory: Memory) -> None:
+    """Perspectives of one exchange fold into one hit; two exchanges never do, whatever their text."""
+    said = [{"role": "user", "content": "I went to the gym today."}]
+    first = memory.add("alice", said, time="2023-05-01T09:00:00Z")
+    second = memory.add("alice", said, time="2023-06-01T09:00:00Z")
+    hits = memory.search("alice", "When did I go to the gym?", k=5)
+    assert sorted(h.block.event_time.month for h in hits) == [5, 6]
+    folded = {h.block.id: set(h.other_perspectives) for h in hits}
+    assert sorted(map(sorted, [{i, *o} for i, o in folded.items()])) == sorted(
+        map(sorted, [set(first.block_ids), set(second.block_ids)])
+    )
+
+
+def test_exchange_indexes_continue_across_adds_to_a_session(memory: Memory) -> None:
+    memory.add("alice", chat("one", "a", "two", "b"), session_id="s1", time=T0)
+    memory.add("alice", chat("three", "c"), session_id="s1", time=T0 + timedelta(hours=1))
+    memory.add("alice", chat("elsewhere", "d"), session_id="s2", time=T0)
+    memory.add("alice", chat("other talk", "e"), conversation_id="c2", session_id="s1", time=T0)
+    blocks = memory.list("alice")
+    places = {(b.conversation_id, b.session_id, b.exchange_index, b.message.split("\n")[0]) for b in blocks}
+    assert places == {
+        ("default", "s1", 0, "user: one"),
+        ("default", "s1", 1, "user: two"),
+        ("default", "s1", 2, "user: three"),
+        ("default", "s2", 0, "user: elsewhere"),
+        ("c2", "s1", 0, "user: other talk"),
+    }
+
+
+def test_count_is_what_list_pages_through(memory: Memory) -> None:
+    add_sample(memory, "alice", "gardening", n=3)
+    add_sample(memory, "bob", "chess", n=1)
+    assert memory.count("alice") == len(memory.list("alice")) == 6
+    assert memory.count("alice", session_id="s1") == len(memory.list("alice", session_id="s1")) == 2
+    assert memory.count("alice", conversation_id="other") == 0 and memory.count("nobody") == 0

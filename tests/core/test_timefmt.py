@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from memlane.core.errors import ValidationError
-from memlane.core.timefmt import annotate, coerce_time, from_epoch, parse_time, to_epoch
+from memlane.core.timefmt import annotate, coerce_time, from_epoch, parse_time, read_time, to_epoch
 
 
 @pytest.mark.parametrize(
@@ -66,3 +66,38 @@ def test_unparseable_time_names_the_field(bad: str) -> None:
     with pytest.raises(ValidationError) as err:
         parse_time(bad, where="messages[2].time")
     assert "messages[2].time" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "annotation"),
+    [
+        ("2023-05-08", datetime(2023, 5, 8, tzinfo=UTC), "8 May, 2023"),
+        ("20230508", datetime(2023, 5, 8, tzinfo=UTC), "8 May, 2023"),
+        ("2023/05/08 (Mon)", datetime(2023, 5, 8, tzinfo=UTC), "8 May, 2023"),
+        ("2023/05/08", datetime(2023, 5, 8, tzinfo=UTC), "8 May, 2023"),
+        ("8 May, 2023", datetime(2023, 5, 8, tzinfo=UTC), "8 May, 2023"),
+        ("2023-05-08T00:00:00Z", datetime(2023, 5, 8, tzinfo=UTC), "12:00 am on 8 May, 2023"),
+        ("2023-05-08 13:56", datetime(2023, 5, 8, 13, 56, tzinfo=UTC), "1:56 pm on 8 May, 2023"),
+        ("2023/05/08 (Mon) 00:00", datetime(2023, 5, 8, tzinfo=UTC), "12:00 am on 8 May, 2023"),
+    ],
+)
+def test_a_date_alone_is_annotated_as_a_date(text: str, expected: datetime, annotation: str) -> None:
+    """A date without a time of day gets no made-up clock: midnight is what it sorts as, not what was said."""
+    dt, time_of_day = read_time(text)
+    assert dt == expected and annotate(dt, time_of_day=time_of_day) == annotation
+    assert parse_time(annotation) == dt  # the annotation reads back
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("2023/04/10 (Fri) 23:07", "2023/04/10 is a Mon, not a Fri: correct the date or the weekday"),
+        ("2023/04/10 (fri)", "2023/04/10 is a Mon, not a Fri"),
+        ("2023/04/10 (Xyz) 10:00", "unknown weekday 'Xyz'"),
+    ],
+)
+def test_a_weekday_that_is_not_the_dates_is_refused(text: str, message: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        parse_time(text, where="time")
+    assert str(err.value).startswith("time: cannot parse time") and message in str(err.value)
+    assert parse_time("2023/04/10 (mon) 23:07") == datetime(2023, 4, 10, 23, 7, tzinfo=UTC)  # any case

@@ -74,3 +74,22 @@ def test_no_server_is_a_transport_error() -> None:
             assert exc.value.status == 0
 
     asyncio.run(main())
+
+
+def test_the_async_client_adds_speaker_messages(service: Service) -> None:
+    """``{"speaker": ..., "content": ...}`` messages, as the CLI and Memory.add take them (a 422 before)."""
+
+    async def main() -> None:
+        async with client(service, ADMIN_KEY) as admin:
+            await admin.create_user("alice")
+            key = (await admin.create_key("alice")).key
+        async with client(service, key) as alice:
+            talk = [{"speaker": "Ana", "content": "I moved to Lisbon."}, {"speaker": "Bo", "content": "Lovely city!"}]
+            added = await alice.add(talk, perspective="speakers")
+            assert len(added.block_ids) == 2
+            assert sorted(b.perspective for b in await alice.list()) == ["Ana", "Bo"]
+            with pytest.raises(ValidationError) as exc:
+                await alice.add([{"role": "user", "speaker": "Ana", "content": "both"}])
+            assert exc.value.where == "messages[0]"
+
+    asyncio.run(main())

@@ -128,3 +128,11 @@ def test_no_server_is_a_transport_error() -> None:
     with Client("http://127.0.0.1:9", "k", timeout=2) as c, pytest.raises(TransportError) as exc:
         c.health()
     assert isinstance(exc.value, MemlaneError) and exc.value.status == 0
+
+
+def test_the_client_adds_speaker_messages(service: Service) -> None:
+    with client(service, service.new_user("alice")) as alice:
+        talk = [{"speaker": "Ana", "content": "I moved to Lisbon."}, {"speaker": "Bo", "content": "Lovely city!"}]
+        added = alice.add(talk, perspective="speakers")
+        assert len(added.block_ids) == 2
+        assert sorted(b.perspective for b in alice.list()) == ["Ana", "Bo"]

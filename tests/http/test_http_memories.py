@@ -76,6 +76,8 @@ def invalid_requests() -> Iterator[tuple[str, dict[str, Any], str]]:
     yield "/v1/memories", {"messages": [{"role": "user", "content": ""}]}, "messages[0].content"
     yield "/v1/memories", {"messages": [{"role": "user"}]}, "messages[0].content"
     yield "/v1/memories", {"messages": [{"role": "martian", "content": "hi"}]}, "messages[0].role"
+    yield "/v1/memories", {"messages": [{"content": "hi"}]}, "messages[0]"
+    yield "/v1/memories", {"messages": [{"role": "user", "speaker": "Ana", "content": "hi"}]}, "messages[0]"
     yield "/v1/memories", {"messages": [{"role": "user", "content": "x", "time": "yesterday"}]}, "messages[0].time"
     yield "/v1/memories", {**ok, "time": "not a time"}, "time"
     yield "/v1/memories", {**ok, "time": 1e300}, "time"
@@ -106,6 +108,20 @@ def test_validation_errors_are_422_and_name_the_field(
     assert err["code"] == "validation_error" and err["field"] == field and field in err["message"]
 
 
+def test_speaker_messages_are_taken_as_the_cli_takes_them(service: Service) -> None:
+    """``{"speaker": ..., "content": ...}`` (a chat between two people) works over HTTP as in the CLI and the
+    Python API: the speaker is the message's role."""
+    alice = service.client(service.new_user("alice"))
+    talk = [{"speaker": "Ana", "content": "I moved to Lisbon."}, {"speaker": "Bo", "content": "Lovely city!"}]
+    resp = alice.post("/v1/memories", json={"messages": talk, "perspective": "speakers"})
+    assert resp.status_code == 201, resp.text
+    blocks = alice.get("/v1/memories").json()
+    assert sorted(b["perspective"] for b in blocks) == ["Ana", "Bo"]
+    assert blocks[0]["message"] == "Ana: I moved to Lisbon.\nBo: Lovely city!"
+    resp = alice.post("/v1/memories", json={"messages": [{"content": "hi"}]})
+    assert resp.status_code == 422 and "neither role nor speaker" in resp.json()["error"]["message"]
+
+
 def test_query_parameters_are_validated_too(service: Service) -> None:
     alice = service.client(service.new_user("alice"))
     for params, field in (({"limit": 0}, "limit"), ({"offset": -1}, "offset"), ({"limit": "many"}, "limit")):
@@ -119,12 +135,36 @@ def test_malformed_json_is_400(service: Service) -> None:
     assert resp.status_code == 400 and resp.json()["error"]["field"] == "body"
 
 
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b'{"messages": [', "JSON decode error"),
+        (b'{"messages": ' + b"[" * 20_000 + b"]" * 20_000 + b"}", "nested too deeply"),
+        (b'{"a":' * 5_000 + b"1" + b"}" * 5_000, "nested too deeply"),
+        (b'{"messages": [], "time": ' + b"9" * 5_000 + b"}", "a number with too many digits"),
+    ],
+)
+def test_every_unreadable_body_gets_the_same_400(service: Service, body: bytes, reason: str) -> None:
+    """Bad syntax, nesting deeper than the parser goes and integers too long to convert are all one kind of
+    error: 400, field body, 'body is not valid JSON: <why>', with the request id."""
+    assert len(body) <= MAX_BODY
+    resp = service.client(service.new_user("alice")).post(
+        "/v1/memories", content=body, headers={"content-type": "application/json"}
+    )
+    assert resp.status_code == 400, resp.text
+    err = resp.json()["error"]
+    assert (err["code"], err["field"]) == ("bad_request", "body")
+    assert err["message"] == f"body is not valid JSON: {reason} (send a JSON body, Content-Type: application/json)"
+    assert err["request_id"] == resp.headers["x-request-id"]
+
+
 def test_bodies_over_the_limit_are_413_declared_or_streamed(service: Service) -> None:
     alice = service.client(service.new_user("alice"))
     big = json.dumps({"messages": chat("x" * 40_000, "y" * 40_000)}).encode()
     assert len(big) > MAX_BODY
     resp = alice.post("/v1/memories", content=big, headers={"content-type": "application/json"})
     assert resp.status_code == 413 and resp.json()["error"]["code"] == "payload_too_large"
+    assert resp.json()["error"]["request_id"] == resp.headers["x-request-id"]  # as in every error body
 
     def chunks() -> Iterator[bytes]:  # no Content-Length: the limit counts while reading
         for i in range(0, len(big), 8192):
@@ -132,6 +172,7 @@ def test_bodies_over_the_limit_are_413_declared_or_streamed(service: Service) ->
 
     resp = alice.post("/v1/memories", content=chunks(), headers={"content-type": "application/json"})
     assert resp.status_code == 413 and resp.json()["error"]["code"] == "payload_too_large"
+    assert resp.json()["error"]["request_id"] == resp.headers["x-request-id"]
     assert alice.get("/v1/memories").json() == []
 
 
@@ -150,9 +191,15 @@ def test_async_extraction_queues_jobs_and_sync_runs_them(service: Service) -> No
 
 
 def test_sync_extraction_without_an_llm_is_a_4xx(service: Service) -> None:
+    """The message names the server's settings, not the Python arguments a caller over HTTP cannot pass."""
     service.memory.llm = None
-    resp = service.client(service.new_user("alice")).post("/v1/memories", json={"messages": ANA, "extract": "sync"})
+    alice = service.client(service.new_user("alice"))
+    resp = alice.post("/v1/memories", json={"messages": ANA, "extract": "sync"})
     assert resp.status_code == 400 and resp.json()["error"]["code"] == "config_error"
+    message = resp.json()["error"]["message"]
+    assert "MEMLANE_LLM_BASE_URL" in message and "MEMLANE_LLM_MODEL" in message and "'async'" in message
+    assert "Memory(" not in message and "--llm" not in message
+    assert alice.get("/v1/memories").json() == []  # nothing stored
 
 
 def test_users_are_listed_for_the_admin(service: Service) -> None:

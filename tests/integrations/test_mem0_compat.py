@@ -240,3 +240,19 @@ def test_async_memory_concurrent_users(tmp_path: Path) -> None:
             assert (await mem.get_all(user_id="u5"))["results"] == []
 
     asyncio.run(main())
+
+
+def test_get_all_lists_an_exchange_of_several_perspectives_once(tmp_path: Path) -> None:
+    """A memory written by memlane itself in its default ``dual`` mode (one block per perspective): get_all
+    lists the exchange once, as search returns it once; two exchanges of the same text stay two."""
+    core = CoreMemory(SqliteStore(tmp_path / "m.db"), HashingEmbedder())
+    said = [{"role": "user", "content": "I went to the gym today."}, {"role": "assistant", "content": "Nice!"}]
+    core.add("alice", said, time="2023-05-01")
+    core.add("alice", said, time="2023-06-01")
+    assert len(core.list("alice")) == 4
+    with Memory(memory=core) as mem:
+        listed = mem.get_all(user_id="alice")["results"]
+        found = mem.search("gym", user_id="alice")["results"]
+    assert len(listed) == 2 and len(found) == 2
+    months = sorted(core.get("alice", r["id"].split("-")[0]).event_time.month for r in listed)
+    assert months == [5, 6]

@@ -96,6 +96,22 @@ def test_list_and_users(env: dict[str, str]) -> None:
     assert json.loads(out) == [{"user": "bob", "blocks": 1, "created_at": created, "retention": "default"}]
 
 
+def test_list_says_how_many_more_blocks_follow(env: dict[str, str]) -> None:
+    """`memlane list` shows --limit blocks (100 by default); when more follow, stderr says how many and where
+    the next page starts, and stdout (a JSON list with --json) holds the blocks alone."""
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"line {i}"} for i in range(250)]
+    assert run(["add", "carol", "--session", "s1"], env, json.dumps(messages))[0] == 0  # 125 exchanges, 250 blocks
+    code, out, err = run(["list", "carol"], env)
+    assert code == 0 and len(out.splitlines()) == 100
+    assert err.strip() == "... 150 more blocks (250 in all); use --limit/--offset: the next page is --offset 100"
+    code, out, err = run(["list", "carol", "--json", "--offset", "200"], env)
+    assert code == 0 and len(json.loads(out)) == 50 and err == ""  # the last page: nothing more to say
+    code, out, err = run(["list", "carol", "--json", "--limit", "40", "--offset", "200"], env)
+    assert len(json.loads(out)) == 40 and "10 more blocks (250 in all)" in err and "--offset 240" in err
+    code, out, err = run(["list", "carol", "--session", "other"], env)
+    assert code == 0 and out == "" and err == ""
+
+
 def test_bench_perf_json_keys(tmp_path: Path) -> None:
     env = {"MEMLANE_EMBEDDER": "hashing", "MEMLANE_PERF_SIZES": "200,500", "MEMLANE_ANN_THRESHOLD": "300"}
     code, out, _ = run(["bench", "perf", "--json", "--queries", "5", "--out", str(tmp_path / "perf")], env)

@@ -10,10 +10,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from memlane.core.embedding.protocol import EmbedderConfig
 from memlane.core.errors import ConfigError
 from memlane.interfaces.cli.app import cli, register_all
 from memlane.interfaces.cli.options import SettingOption, parse_ks
-from memlane.settings import Settings, env_var, load, read_setting
+from memlane.settings import Settings, bench_cache_from_env, embedder_config_from_env, env_var, load, read_setting
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "memlane"
@@ -135,3 +136,110 @@ def test_the_one_k_parser() -> None:
     for bad in ("", "a", "0,1", "-3"):
         with pytest.raises(click.BadParameter):
             parse_ks(bad)
+
+
+def plausible(name: str) -> str:
+    """A value of the right type for setting ``name``, as a user might export it."""
+    annotation = str(Settings.model_fields[name].annotation)
+    for kind, value in (("bool", "true"), ("int", "3"), ("float", "2.5"), ("Path", "/srv/memlane-elsewhere")):
+        if kind in annotation:
+            return value
+    return f"exported-{name.replace('_', '-')}"
+
+
+@pytest.fixture
+def polluted(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Every documented MEMLANE_* variable exported in this process with a plausible value."""
+    docs = _docs()
+    names = [name for name in Settings.model_fields if f"`{env_var(name)}`" in docs]
+    exported = {env_var(name): plausible(name) for name in names}
+    for key, value in exported.items():
+        monkeypatch.setenv(key, value)
+    assert load().cache_dir == Path("/srv/memlane-elsewhere")  # the process environment is really polluted
+    return exported
+
+
+def test_a_given_mapping_is_all_that_is_read(polluted: dict[str, str]) -> None:
+    """Reading a given mapping never reads the process environment: each value comes from the mapping or
+    the default, and a bad value is blamed on the variable that holds it."""
+    assert len(polluted) == len(Settings.model_fields)
+    empty = load({})
+    assert empty.model_fields_set == set()
+    assert {n: getattr(empty, n) for n in Settings.model_fields} == {
+        n: f.default for n, f in Settings.model_fields.items()
+    }
+    assert load({"MEMLANE_CACHE_DIR": "/c"}).cache_dir == Path("/c") and load({}).cache_dir is None
+    with pytest.raises(ConfigError, match=r"^MEMLANE_PORT='eighty'"):
+        load({"MEMLANE_PORT": "eighty", "MEMLANE_DATA": "./data"})
+    assert read_setting("data", {"MEMLANE_DATA": "./data"}) == Path("data")
+    assert read_setting("cache_dir", {}) is None
+    assert embedder_config_from_env({}) == EmbedderConfig()
+    assert bench_cache_from_env({}) == Path.home() / ".cache" / "memlane" / "bench"
+
+
+def test_one_setting_is_read_alone_from_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLANE_PORT", "eighty")
+    monkeypatch.setenv("MEMLANE_DATA", "./data")
+    assert read_setting("data") == Path("data")
+    with pytest.raises(ConfigError, match=r"^MEMLANE_PORT='eighty'"):
+        load()
+
+
+def test_the_bench_commands_the_settings_name_exist() -> None:
+    """docs/configuration.md (and `memlane config show`) named `bench qa-sweep`, a command that is `bench sweep`."""
+    register_all()
+    bench = cli.commands["bench"]
+    assert isinstance(bench, click.Group)
+    text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8") + "\n".join(
+        f.description or "" for f in Settings.model_fields.values()
+    )
+    named = set(re.findall(r"[`(]bench ([a-z][a-z0-9-]*)", text))
+    assert len(named) > 5 and named <= set(bench.commands), named - set(bench.commands)
+
+
+# What a developer might well have exported: values a command accepts, unlike plausible()'s placeholders.
+EXPORTED = {
+    "MEMLANE_EMBEDDER": "hashing",
+    "MEMLANE_LLM": "scripted",
+    "MEMLANE_EXTRACT": "async",
+    "MEMLANE_PERSPECTIVE": "single",
+    "MEMLANE_SESSION": "monday",
+    "MEMLANE_ANN_THRESHOLD": "50",
+    "MEMLANE_BENCH_LIMIT": "7",
+    "MEMLANE_LLM_BASE_URL": "http://127.0.0.1:9/v1",
+}
+
+
+def test_the_tests_run_the_same_with_every_documented_variable_exported(tmp_path: Path) -> None:
+    """`make test` with a shell that exports memlane's settings (MEMLANE_STORE, MEMLANE_EXTRACT=async, ...):
+    the tests' conftest unexports them (all but MEMLANE_CACHE_DIR and MEMLANE_DATA, which the tests use
+    as given), so commands run by tests that failed with them exported pass."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import KEPT_SETTINGS
+
+    assert not [env_var(n) for n in Settings.model_fields if n not in KEPT_SETTINGS and env_var(n) in os.environ]
+    docs = _docs()
+    exported = {
+        env_var(name): str(tmp_path / name) if "Path" in str(field.annotation) else plausible(name)
+        for name, field in Settings.model_fields.items()
+        if f"`{env_var(name)}`" in docs and name not in KEPT_SETTINGS
+    }
+    exported.update(EXPORTED)
+    exported["MEMLANE_STORE"] = str(tmp_path / "exported.db")
+    tests = [
+        "tests/interfaces/test_cli.py::test_add_search_delete_round_trip",
+        "tests/interfaces/test_cli.py::test_list_says_how_many_more_blocks_follow",
+        "tests/interfaces/test_settings.py::test_config_show_says_where_each_value_came_from",
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+        cwd=ROOT,
+        env={**os.environ, **exported},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0 and "3 passed" in proc.stdout, proc.stdout[-3000:]

@@ -84,6 +84,13 @@ def test_tools_in_process(memory: Memory) -> None:
             assert "mode" in error_text(await client.call_tool("search_memory", {"query": "x", "mode": "psychic"}))
             bad = await client.call_tool("add_memory", {"messages": [{"role": "martian", "content": "hi"}]})
             assert "messages[0].role" in error_text(bad)
+            # No LLM in this server: a synchronous extraction names the settings that would give it one.
+            sync = await client.call_tool("add_memory", {"messages": ANA, "extract": "sync"})
+            assert "MEMLANE_LLM_BASE_URL" in error_text(sync) and "Memory(" not in error_text(sync)
+            talk = [{"speaker": "Ana", "content": "Hi Bo."}, {"speaker": "Bo", "content": "Hi Ana."}]
+            spoken = result(await client.call_tool("add_memory", {"messages": talk, "perspective": "speakers"}))
+            deleted = result(await client.call_tool("delete_memory", {"block_id": spoken["block_ids"][0]}))
+            deleted = result(await client.call_tool("delete_memory", {"block_id": spoken["block_ids"][1]}))
 
     anyio.run(main)
     assert [b.id for b in memory.list("bob")] == list(bobs)

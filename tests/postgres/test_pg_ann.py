@@ -93,3 +93,68 @@ def test_deleting_the_user_drops_the_index(new_store: NewStore) -> None:
         assert dict(ann.indexes(conn)) == {ann.index_name(bob): True}
     assert set(store.user_row_counts("alice").values()) == {0}
     assert np.isfinite(store.vector_candidates("bob", q, 3)[0][1])
+
+
+def test_without_builds_a_search_makes_no_index_and_build_index_does(new_store: NewStore) -> None:
+    """``build=False`` (one `memlane` command): a search past the threshold starts no CREATE INDEX, which
+    the process would not live to finish; build_index makes it, and the planner then uses it."""
+    store = new_store(ann=AnnSettings(threshold=300, build=False))
+    fill(store, "large", 400)
+    fill(store, "small", 10, seed=2)
+    q = queries(1)[0]
+    store.vector_candidates("large", q, 10)
+    with store.transaction() as conn:
+        assert dict(ann.indexes(conn)) == {}
+    assert [(s.user, s.needed, s.state) for s in store.index_status()] == [
+        ("large", True, "none"),
+        ("small", False, "none"),
+    ]
+    built = store.build_index("large")
+    assert (built.state, built.keys, built.indexed) == ("ready", 400, 400)
+    assert store.build_index("small").state == "none"  # below the threshold: no index
+    with store.transaction() as conn:
+        assert list(dict(ann.indexes(conn)).values()) == [True]
+
+
+def test_close_cancels_a_running_build_and_drops_what_it_left(new_store: NewStore, pg_url: str) -> None:
+    """A store closed while its CREATE INDEX CONCURRENTLY runs: the statement is cancelled on the server,
+    its invalid index dropped, the thread waited for; nothing keeps running after the process."""
+    import threading
+    import time
+
+    import psycopg
+
+    store = new_store(ann=AnnSettings(threshold=0))
+    fill(store, "alice", 200)
+    with psycopg.connect(pg_url) as blocker:
+        # A writer's open transaction: the build waits for it ("waiting for writers before build").
+        blocker.execute(f"SET search_path TO {store.schema}")
+        blocker.execute("LOCK TABLE key_vectors IN ROW EXCLUSIVE MODE")
+        store.vector_candidates("alice", queries(1)[0], 10)
+        (user_id,) = store.query("SELECT id FROM users WHERE name = 'alice'")[0]
+
+        def building() -> bool:
+            return bool(
+                store.query(
+                    "SELECT 1 FROM pg_stat_progress_create_index WHERE index_relid = to_regclass(%s)",
+                    (ann.index_name(user_id),),
+                )
+            )
+
+        deadline = time.monotonic() + 30
+        while not building() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert building()
+        closer = threading.Thread(target=store.close)
+        closer.start()
+        while building() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not building()  # cancelled on the server, while the writer still holds its transaction
+        blocker.rollback()  # now the invalid index can be dropped
+        closer.join(timeout=30)
+        assert not closer.is_alive()
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("memlane-pg-ann-")]
+    reopened = new_store(schema=store.schema, ann=EXACT)
+    with reopened.transaction() as conn:
+        assert ann.index_state(conn, user_id) == "none"
+    assert store.ann.errors == []

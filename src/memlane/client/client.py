@@ -97,7 +97,8 @@ class Client:
         perspective: Literal["dual", "speakers", "single"] = "dual",
         extract: Literal["off", "async", "sync"] = "off",
     ) -> AddResult:
-        """Store messages (``{"role", "content", "time"?, "id"?}``) as blocks; see :meth:`Memory.add`."""
+        """Store messages (``{"role", "content", "time"?, "id"?}``, or ``{"speaker", "content", ...}`` for a chat
+        between two people) as blocks; see :meth:`Memory.add`."""
         body = add_body(messages, conversation_id, session_id, time, perspective, extract)
         return add_result_from_json(self._call("POST", "/v1/memories", json=body))
 

@@ -231,6 +231,10 @@ class AsyncMemory(OffLoop):
             self.memory.list, user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset
         )
 
+    async def count(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
+        """See :meth:`Memory.count`."""
+        return await self._run(self.memory.count, user, conversation_id=conversation_id, session_id=session_id)
+
     async def delete(self, user: str, block_id: str) -> None:
         """See :meth:`Memory.delete`."""
         await self._run(self.memory.delete, user, block_id)

@@ -33,7 +33,7 @@ from memlane.core.model import (
     Turn,
 )
 from memlane.core.names import check_text
-from memlane.core.timefmt import coerce_time
+from memlane.core.timefmt import coerce_time_of_day
 
 MAX_MESSAGE_BYTES = 64 * 1024
 MAX_MESSAGES_PER_ADD = 10_000
@@ -48,6 +48,7 @@ class BlockDraft:
     exchange: Exchange
     perspective: str
     event_time: datetime
+    time_of_day: bool = True  # False: the event time was given as a date alone
 
 
 def parse_messages(raw: Sequence[Mapping[str, Any] | Message], *, where: str = "messages") -> list[Message]:
@@ -92,11 +93,9 @@ def _message_from_mapping(item: Mapping[str, Any], at: str) -> Message:
     if isinstance(msg_id, int) and msg_id.bit_length() > 64:
         # str() of an int of thousands of digits is slow, or refused (sys.get_int_max_str_digits).
         raise ValidationError("a number id must fit in 64 bits; send long ids as text", where=f"{at}.id")
+    time, time_of_day = coerce_time_of_day(item.get("time"), where=f"{at}.time")
     return Message(
-        role=role,
-        content=content,
-        time=coerce_time(item.get("time"), where=f"{at}.time"),
-        id=None if msg_id is None else str(msg_id),
+        role=role, content=content, time=time, id=None if msg_id is None else str(msg_id), time_of_day=time_of_day
     )
 
 
@@ -139,9 +138,12 @@ def merge_turns(messages: Sequence[Message], mode: PerspectiveMode) -> tuple[lis
         ids = (msg.id,) if msg.id is not None else ()
         if turns and turns[-1].role == role:
             prev = turns[-1]
-            turns[-1] = Turn(role, prev.content + "\n" + msg.content, prev.time or msg.time, prev.message_ids + ids)
+            first = prev if prev.time is not None else msg  # the first time given is the turn's
+            turns[-1] = Turn(
+                role, prev.content + "\n" + msg.content, first.time, prev.message_ids + ids, first.time_of_day
+            )
         else:
-            turns.append(Turn(role, msg.content, msg.time, ids))
+            turns.append(Turn(role, msg.content, msg.time, ids, msg.time_of_day))
     if mode is PerspectiveMode.SPEAKERS:
         speakers = list(dict.fromkeys(t.role for t in turns))
         if len(speakers) > 2:
@@ -179,16 +181,22 @@ def perspectives(exchange: Exchange, mode: PerspectiveMode) -> list[str]:
 
 
 def draft_blocks(
-    messages: Sequence[Message], mode: PerspectiveMode, session_time: datetime
+    messages: Sequence[Message], mode: PerspectiveMode, session_time: datetime, *, session_time_of_day: bool = True
 ) -> tuple[list[BlockDraft], int, int]:
     """Messages to block drafts. Returns (drafts, number of exchanges, system messages skipped).
 
-    An exchange's event time is the time of its first message if given, else the session time.
+    An exchange's event time is the time of its first message if given, else the session time
+    (``session_time_of_day``: False when that was given as a date alone).
     """
     turns, skipped = merge_turns(messages, mode)
     exchanges = build_exchanges(turns, mode)
     drafts = [
-        BlockDraft(exchange=ex, perspective=p, event_time=ex.first.time or session_time)
+        BlockDraft(
+            exchange=ex,
+            perspective=p,
+            event_time=ex.first.time or session_time,
+            time_of_day=ex.first.time_of_day if ex.first.time is not None else session_time_of_day,
+        )
         for ex in exchanges
         for p in perspectives(ex, mode)
     ]

@@ -64,7 +64,7 @@ from memlane.core.retrieval import (
 )
 from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.protocol import Store
-from memlane.core.timefmt import annotate, coerce_time, now_utc, to_epoch
+from memlane.core.timefmt import annotate, coerce_time, coerce_time_of_day, now_utc, to_epoch
 
 DEFAULT_CONVERSATION = "default"
 DEFAULT_SESSION = "default"
@@ -342,8 +342,8 @@ class Memory(RetentionMethods):
         mode = parse_mode(req.perspective)
         messages = parse_messages(req.messages, where=at("messages"))
         ingest_time = now_utc()
-        session_time = coerce_time(req.time, where=at("time")) or ingest_time
-        drafts, exchanges, skipped = draft_blocks(messages, mode, session_time)
+        given, time_of_day = coerce_time_of_day(req.time, where=at("time"))
+        drafts, exchanges, skipped = draft_blocks(messages, mode, given or ingest_time, session_time_of_day=time_of_day)
         annotations = _check_annotations(req.annotations, at("annotations"))
         blocks = [self._block(req, mode, d, ingest_time, status, annotations) for d in drafts]
         return req, blocks, (exchanges, skipped)
@@ -369,7 +369,7 @@ class Memory(RetentionMethods):
             message=text,
             event_time=d.event_time,
             ingest_time=ingest_time,
-            time_annotation=annotate(d.event_time),
+            time_annotation=annotate(d.event_time, time_of_day=d.time_of_day),
             content_hash=content_hash(text),
             message_ids=d.exchange.message_ids,
             extraction_status=status,
@@ -540,6 +540,14 @@ class Memory(RetentionMethods):
             session_id=None if session_id is None else check_stored_name(session_id, "session_id"),
             limit=limit,
             offset=offset,
+        )
+
+    def count(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
+        """How many blocks :meth:`list` pages through with these filters (0 for an unknown user)."""
+        return self.store.count_blocks(
+            check_stored_name(user, "user"),
+            conversation_id=None if conversation_id is None else check_stored_name(conversation_id, "conversation_id"),
+            session_id=None if session_id is None else check_stored_name(session_id, "session_id"),
         )
 
     def delete(self, user: str, block_id: str) -> None:

@@ -58,6 +58,7 @@ class Message:
     content: str
     time: datetime | None = None
     id: str | None = None
+    time_of_day: bool = True  # False: ``time`` was given as a date alone (annotated as the date)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,7 @@ class Turn:
     content: str
     time: datetime | None
     message_ids: tuple[str, ...]
+    time_of_day: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +123,14 @@ class MemoryBlock:
     extraction_status: ExtractionStatus = ExtractionStatus.OFF
     extraction_prompt: str | None = None  # "<prompt id>@<sha256>" of the prompt that wrote summary/contexts
     annotations: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def exchange_key(self) -> tuple[str, str, int, datetime, str]:
+        """What the blocks of one exchange (its perspectives) share and two exchanges never do: its place
+        (conversation, session, index: indexes continue across adds to a session) and the add that wrote
+        it (its ingest time), which also tells apart exchanges of stores written when every add numbered
+        its exchanges from 0; and its text."""
+        return (self.conversation_id, self.session_id, self.exchange_index, self.ingest_time, self.content_hash)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,11 +6,16 @@ and the wall-clock text a reader sees, and both survive that choice unchanged.
 
 Accepted input formats:
 
-* LoCoMo: ``"1:56 pm on 8 May, 2023"``
-* LongMemEval: ``"2023/04/10 (Mon) 23:07"``
+* LoCoMo: ``"1:56 pm on 8 May, 2023"``, or a date alone, ``"8 May, 2023"``
+* LongMemEval: ``"2023/04/10 (Mon) 23:07"``, the weekday and the clock optional
 * ISO 8601: ``"2023-05-08T13:56:00Z"``, ``"2023-05-08 13:56"``, ``"2023-05-08"``, with or without an offset
 
-Rendered annotation: ``"1:10 pm on 27 March, 2023"`` (the LoCoMo style, with the full month name).
+A LongMemEval weekday must be the date's (``"2023/04/10 (Fri)"`` is refused: 10 April 2023 was a Monday,
+and memlane cannot tell which of the two is wrong).
+
+Rendered annotation: ``"1:10 pm on 27 March, 2023"`` (the LoCoMo style, with the full month name); a time
+given as a date alone (``"2023-05-08"``, ``"2023/05/08 (Mon)"``) is annotated as the date, ``"8 May,
+2023"``, not with a midnight nobody said (:func:`read_time` says whether a text names a time of day).
 
 Accepted range: from ``0001-01-01T00:00:00Z`` to ``9999-12-31T23:59:59Z`` once converted to UTC (epoch
 seconds from -62135596800 to 253402300799), the span a ``datetime`` holds. The upper end is a whole second:
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from memlane.core.errors import ValidationError
 
@@ -64,13 +69,15 @@ _MONTH_NAMES = [
     "December",
 ]
 
-# "1:56 pm on 8 May, 2023" (LoCoMo). The comma and the minutes are optional in the wild.
+# "1:56 pm on 8 May, 2023" (LoCoMo). The comma and the minutes are optional in the wild; without the clock
+# ("8 May, 2023") it is a date alone, as memlane annotates one.
 _LOCOMO = re.compile(
-    r"^\s*(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ampm>[ap]\.?m\.?)\s+on\s+"
+    r"^\s*(?:(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ampm>[ap]\.?m\.?)\s+on\s+)?"
     r"(?P<d>\d{1,2})\s+(?P<mon>[A-Za-z]+)\.?,?\s+(?P<y>\d{4})\s*$",
     re.IGNORECASE,
 )
-# "2023/04/10 (Mon) 23:07" (LongMemEval). The weekday is informative only.
+_WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+# "2023/04/10 (Mon) 23:07" (LongMemEval). The weekday must agree with the date.
 _LME = re.compile(
     r"^\s*(?P<y>\d{4})/(?P<mo>\d{1,2})/(?P<d>\d{1,2})\s*(?:\((?P<wd>[A-Za-z]{3})\))?\s*"
     r"(?:(?P<h>\d{1,2}):(?P<m>\d{2}))?\s*$"
@@ -89,30 +96,59 @@ def parse_time(text: str, *, where: str | None = None) -> datetime:
     Raises :class:`ValidationError` naming ``where`` (a field or file position) when the text matches
     no format or names an impossible date.
     """
+    return read_time(text, where=where)[0]
+
+
+def read_time(text: str, *, where: str | None = None) -> tuple[datetime, bool]:
+    """:func:`parse_time`, and whether the text names a time of day (False for a date alone, which reads
+    as midnight UTC)."""
     if not isinstance(text, str) or not text.strip():
         raise ValidationError(f"empty or non-text time {_echo(text)}", where=where)
     try:
         m = _LOCOMO.match(text)
         if m:
+            month = _MONTHS.get(m["mon"].lower())
+            if month is None:
+                raise ValueError(f"unknown month {m['mon']!r}")
+            if m["h"] is None:
+                return datetime(int(m["y"]), month, int(m["d"]), tzinfo=UTC), False
             hour = int(m["h"])
             if not 1 <= hour <= 12:
                 raise ValueError(f"hour {hour} is not on a 12-hour clock")
             pm = m["ampm"].lower().startswith("p")
             hour = hour % 12 + (12 if pm else 0)
-            month = _MONTHS.get(m["mon"].lower())
-            if month is None:
-                raise ValueError(f"unknown month {m['mon']!r}")
-            return datetime(int(m["y"]), month, int(m["d"]), hour, int(m["m"] or 0), tzinfo=UTC)
+            return datetime(int(m["y"]), month, int(m["d"]), hour, int(m["m"] or 0), tzinfo=UTC), True
         m = _LME.match(text)
         if m:
-            return datetime(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"] or 0), int(m["m"] or 0), tzinfo=UTC)
-        return check_range(_parse_iso(text.strip()), where=where)
+            dt = datetime(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"] or 0), int(m["m"] or 0), tzinfo=UTC)
+            if m["wd"] is not None:
+                _check_weekday(dt, m["wd"])
+            return dt, m["h"] is not None
+        stripped = text.strip()
+        return check_range(_parse_iso(stripped), where=where), not _date_only(stripped)
     except OverflowError:
         raise ValidationError(f"{_echo(text)} is out of range: {RANGE_TEXT}", where=where) from None
     except ValueError as exc:
         if isinstance(exc, ValidationError):
             raise
         raise ValidationError(f"cannot parse time {_echo(text)}: {exc}", where=where) from None
+
+
+def _check_weekday(dt: datetime, given: str) -> None:
+    actual = _WEEKDAYS[dt.weekday()]
+    if given.lower() not in _WEEKDAYS:
+        raise ValueError(f"unknown weekday {given!r} (Mon to Sun)")
+    if given.lower() != actual:
+        raise ValueError(f"{dt:%Y/%m/%d} is a {actual.title()}, not a {given.title()}: correct the date or the weekday")
+
+
+def _date_only(text: str) -> bool:
+    """Whether an ISO 8601 text is a calendar date with no time of day."""
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _echo(value: object) -> str:
@@ -152,18 +188,26 @@ def check_range(dt: datetime, *, where: str | None = None) -> datetime:
 def coerce_time(value: datetime | str | float | int | None, *, where: str | None = None) -> datetime | None:
     """Accept a datetime, a parseable string or epoch seconds inside the accepted range; ``None`` stays
     ``None``. Anything else is a ValidationError naming ``where``."""
+    return coerce_time_of_day(value, where=where)[0]
+
+
+def coerce_time_of_day(
+    value: datetime | str | float | int | None, *, where: str | None = None
+) -> tuple[datetime | None, bool]:
+    """:func:`coerce_time`, and whether the value names a time of day: a text may be a date alone (see
+    :func:`read_time`); a datetime or epoch seconds always count as naming one."""
     if value is None:
-        return None
+        return None, True
     if isinstance(value, datetime):
-        return check_range(value, where=where)
+        return check_range(value, where=where), True
     if isinstance(value, bool):
         raise ValidationError(f"not a time: {value!r}", where=where)
     if isinstance(value, int | float):
         # Compared before any conversion: a huge int does not fit a float, NaN compares false to all.
         if not (MIN_EPOCH <= value <= MAX_EPOCH):
             raise ValidationError(f"epoch seconds {_short(value)} out of range: {RANGE_TEXT}", where=where)
-        return from_epoch(float(value))
-    return parse_time(value, where=where)
+        return from_epoch(float(value)), True
+    return read_time(value, where=where)
 
 
 def _short(value: float) -> str:
@@ -173,9 +217,12 @@ def _short(value: float) -> str:
     return repr(value)
 
 
-def annotate(dt: datetime) -> str:
-    """Render the human-readable annotation, e.g. ``"1:10 pm on 27 March, 2023"``."""
+def annotate(dt: datetime, *, time_of_day: bool = True) -> str:
+    """Render the human-readable annotation, e.g. ``"1:10 pm on 27 March, 2023"``; without
+    ``time_of_day`` (a time given as a date alone) the date, ``"27 March, 2023"``."""
     dt = to_utc(dt)
+    if not time_of_day:
+        return f"{dt.day} {_MONTH_NAMES[dt.month - 1]}, {dt.year}"
     hour12 = dt.hour % 12 or 12
     ampm = "am" if dt.hour < 12 else "pm"
     return f"{hour12}:{dt.minute:02d} {ampm} on {dt.day} {_MONTH_NAMES[dt.month - 1]}, {dt.year}"

@@ -109,6 +109,27 @@ def format_modes_table(results: RunResults, modes: dict[str, ModeResult] | None 
     return "\n".join(lines)
 
 
+HEADLINE_METRICS = ("session/recall_all@10", "turn/recall_all@10")
+
+
+def format_headline(results: RunResults, report: Path) -> str:
+    """One line of what a run measured: the data set, the headline group and its questions, each mode's
+    session and turn recall_all@10 there (the headline mode first), and where the report is."""
+    group = results.family.headline_row
+    first = headline_mode(results)
+    modes = [first, *(m for m in results.modes if m != first)]
+    summaries = {m: results.modes[m].groups.get(group) for m in modes}
+    n = max((g.n for g in summaries.values() if g is not None), default=0)
+    figures = ", ".join(
+        f"{m} " + " / ".join(format_cell(g, metric) for metric in HEADLINE_METRICS) for m, g in summaries.items()
+    )
+    labels = " / ".join(label for key, label in KEY_METRICS if key in HEADLINE_METRICS)
+    return (
+        f"measured: {results.dataset}, {n} questions ({group}), {len(modes)} modes; {labels}: {figures}; "
+        f"report: {report}"
+    )
+
+
 _PUBLISHED = {
     "matches": "the published file",
     "differs": "NOT the published file: figures are not comparable with published ones",

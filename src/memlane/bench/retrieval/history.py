@@ -34,8 +34,10 @@ if TYPE_CHECKING:
     # Only for annotations: the families import the QA context, which imports this module.
     from memlane.bench.datasets.families import Family
 
-# Bump when the way histories become add requests changes: stores built the old way are then not reused.
-INGEST_FORMAT = 1
+# Bump when the way histories become add requests changes, or what the store makes of them: stores built
+# the old way are then not reused. 2: exchange indexes continue across the adds of one session (a LongMemEval
+# session whose leading assistant turns go in an add of their own used to number both adds from 0).
+INGEST_FORMAT = 2
 
 
 def resolve_perspective(family: Family, perspective: str) -> PerspectiveMode:

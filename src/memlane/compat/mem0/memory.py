@@ -252,16 +252,20 @@ class Memory:
         limit: int | None = None,
     ) -> dict[str, builtins.list[Item]]:
         """The scope's memories, oldest first: ``{"results": [...]}`` (at most ``top_k``/``limit``, 100 by
-        default)."""
+        default). An exchange stored from several perspectives (memlane's ``dual`` or ``speakers``) is one
+        memory, its first perspective, as in :meth:`search`."""
         scope, meta_filters = _filters(filters, user_id, agent_id, run_id, where="get_all")
         k = _limit(top_k, limit, DEFAULT_LIST_LIMIT)
         user = _namespace(scope)
         results: builtins.list[Item] = []
+        seen: set[tuple[object, ...]] = set()
         for block in self._scoped(user, scope):
             if len(results) >= k:
                 break
-            if _matches(block, {}, meta_filters):
-                results.append(_item(block))
+            if block.exchange_key in seen or not _matches(block, {}, meta_filters):
+                continue
+            seen.add(block.exchange_key)
+            results.append(_item(block))
         return {"results": results}
 
     def get(self, memory_id: str) -> Item | None:

@@ -162,7 +162,7 @@ def hits(store: Store, user: str, ranked: Scored, k: int, kind: ScoreKind, *, di
 def _distinct_hits(store: Store, user: str, ranked: Scored, k: int, kind: ScoreKind) -> list[Hit]:
     """The first k exchanges of ``ranked`` (best first), each as its first block, the later blocks of the
     same exchange folded into it. Blocks are fetched 2k at a time: usually once."""
-    firsts: dict[tuple[str, str, int, str], tuple[MemoryBlock, float, dict[str, int], list[str]]] = {}
+    firsts: dict[tuple[str, str, int, datetime, str], tuple[MemoryBlock, float, dict[str, int], list[str]]] = {}
     for start in range(0, len(ranked), 2 * k):
         chunk = ranked[start : start + 2 * k]
         blocks = store.fetch_blocks(user, [ref for ref, _, _ in chunk])
@@ -170,9 +170,7 @@ def _distinct_hits(store: Store, user: str, ranked: Scored, k: int, kind: ScoreK
             block = blocks.get(ref)
             if block is None:  # deleted since it was ranked
                 continue
-            # Perspectives of one exchange share its place and its text (a later add can restart
-            # exchange_index in the same session, so the place alone is not enough).
-            exchange = (block.conversation_id, block.session_id, block.exchange_index, block.content_hash)
+            exchange = block.exchange_key  # never two exchanges, whatever their text
             if exchange in firsts:
                 firsts[exchange][3].append(block.id)
             elif len(firsts) < k:

@@ -25,7 +25,11 @@ class AnnSettings:
     * ``ef_search``: the search beam; a search asks the index for at least ``4 k + 32`` keys (a block may
       own several keys) and the beam is never narrower than that;
     * ``background`` (SQLite): build, load and extend indexes on a thread of their own while searches stay
-      exact (True), or inside the search that needs them (False: for tests and benchmarks).
+      exact (True), or inside the search that needs them (False: for tests and benchmarks);
+    * ``build``: whether a search that finds a user's index missing or stale starts building, extending or
+      rebuilding it (True), or uses the saved index as it is and otherwise scans exactly (False: for a
+      process that will not live to finish a build, such as one ``memlane`` command; ``memlane index
+      build``, i.e. ``Store.build_index``, makes the index). A stale index still answers right.
     """
 
     threshold: int | None = DEFAULT_THRESHOLD
@@ -33,6 +37,7 @@ class AnnSettings:
     ef_construction: int = 100
     ef_search: int = 128
     background: bool = True
+    build: bool = True
 
     def __post_init__(self) -> None:
         if self.threshold is not None and self.threshold < 0:
@@ -48,3 +53,25 @@ class AnnSettings:
 
 
 EXACT = AnnSettings(threshold=None)
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    """Where a user's approximate index stands (``memlane index status``):
+
+    * ``keys``: the user's search keys; ``needed``: at or past the threshold, so searches go through the
+      index once there is one (below it they scan exactly and an index is never used);
+    * ``state``: ``none``; ``ready`` (searches use it); ``stale`` (SQLite: still used and right, but so many
+      keys were added since it was saved, or deleted from it, that a build would extend or rebuild it);
+      ``building`` (PostgreSQL: being made, or left unusable by an interrupted build);
+    * ``indexed``: keys the index holds; ``tail`` (SQLite): keys added since it was saved, which every search
+      scans exactly; ``deleted`` (SQLite): keys deleted since, still in the graph and skipped.
+    """
+
+    user: str
+    keys: int
+    needed: bool
+    state: str
+    indexed: int = 0
+    tail: int = 0
+    deleted: int = 0

@@ -15,6 +15,7 @@ from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, U
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
+from memlane.core.store.annsettings import IndexStatus
 from memlane.core.store.check import StoreCheck
 
 
@@ -52,6 +53,10 @@ class Store(Protocol):
         limit: int = 100,
         offset: int = 0,
     ) -> list[MemoryBlock]: ...
+
+    def count_blocks(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
+        """How many blocks ``list_blocks`` pages through with these filters."""
+        ...
 
     def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]: ...
 
@@ -132,6 +137,15 @@ class Store(Protocol):
         :func:`memlane.core.ranking.session_words.people_words`), with the user's own statistics: the query
         terms' counts per session, the sessions' lengths, their number and mean length, and the rows of those
         of ``sessions`` (ids) the user has. None when nothing can match (no query term, no session)."""
+        ...
+
+    def build_index(self, user: str) -> IndexStatus:
+        """Build the user's approximate vector index now, in this thread, or bring it up to date, if the
+        user is at or past the store's threshold (``AnnSettings``); NotFoundError for an unknown user."""
+        ...
+
+    def index_status(self, user: str | None = None) -> list[IndexStatus]:
+        """Where the approximate index of ``user`` (default: every user, by name) stands."""
         ...
 
     def get_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vectors]: ...

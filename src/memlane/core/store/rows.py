@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from memlane.core.model import ExtractionStatus, MemoryBlock, PerspectiveMode
@@ -44,3 +45,22 @@ def row_to_block(r: Sequence[Any]) -> MemoryBlock:
         content_hash=str(h),
         annotations={str(k): str(v) for k, v in dict(_json(r[18])).items()},
     )
+
+
+def continue_sessions(blocks: Sequence[MemoryBlock], last_index: Callable[[str, str], int | None]) -> list[MemoryBlock]:
+    """The blocks of one write with their exchange indexes continued from their session's last exchange.
+
+    An add numbers its exchanges from 0; the store, inside the write's transaction (so no other write of the
+    user comes between the read and the insert), adds one more than the highest index the session already
+    holds (``last_index(conversation, session)``, None for a new session). So (conversation, session,
+    exchange_index) names one exchange, and neighbouring exchanges are neighbours in time, however many adds
+    a session took. A session written in one add keeps its indexes as they are."""
+    bases: dict[tuple[str, str], int] = {}
+    out = []
+    for b in blocks:
+        place = (b.conversation_id, b.session_id)
+        if place not in bases:
+            last = last_index(*place)
+            bases[place] = 0 if last is None else last + 1
+        out.append(replace(b, exchange_index=bases[place] + b.exchange_index) if bases[place] else b)
+    return out

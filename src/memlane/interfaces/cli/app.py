@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -126,6 +126,7 @@ def open_memory(
     *,
     create: bool = False,
     server_timeout_s: float = 30.0,
+    long_lived: bool = False,
 ) -> Memory:
     """The Memory a command works on, with the LLM ``llm`` and its call log. Without an LLM the call log is
     still known by its path (:func:`call_log_path`) and opened by the first delete that finds the file, so
@@ -133,12 +134,16 @@ def open_memory(
     process made them. ``create``: make the store if there is none (add, serve, mcp); otherwise
     StoreNotFoundError (exit 3) and nothing is created (not even the call log), so a mistyped path is an
     error instead of an empty store. ``server_timeout_s``: how long an operation waits for a PostgreSQL
-    server."""
+    server. ``long_lived`` (a server): searches may build approximate indexes in the background; a command
+    that ends after one search builds none (it would not live to use one) and uses the saved index, which
+    `memlane index build` makes."""
     settings = cli_settings()
+    options = settings.memory_options()
+    options["ann"] = replace(settings.ann_settings(), build=long_lived)
     opened = (
         None
         if create
-        else Memory.open_store(store, create=False, server_timeout_s=server_timeout_s, ann=settings.ann_settings())
+        else Memory.open_store(store, create=False, server_timeout_s=server_timeout_s, ann=options["ann"])
     )
     log = None
     path = call_log_path(store, llm.log if llm else None)
@@ -155,7 +160,7 @@ def open_memory(
             llm=model,
             call_log=log if log is not None else path,
             close_call_log=True,
-            **settings.memory_options(),
+            **options,
         )
     except BaseException:
         if log is not None:
@@ -228,6 +233,7 @@ def register_all() -> None:
     from memlane.interfaces.cli.config_cmds import register as register_config
     from memlane.interfaces.cli.dataset_cmds import register as register_datasets
     from memlane.interfaces.cli.extract_cmds import register as register_extract
+    from memlane.interfaces.cli.index_cmds import register as register_index
     from memlane.interfaces.cli.memory_cmds import register as register_memory
     from memlane.interfaces.cli.qa_cmds import register as register_qa
     from memlane.interfaces.cli.retention_cmds import register as register_retention
@@ -245,3 +251,4 @@ def register_all() -> None:
         register_config(cli)
         register_shards(cli)
         register_check(cli)
+        register_index(cli)

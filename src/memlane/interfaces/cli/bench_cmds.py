@@ -13,7 +13,7 @@ import click
 from memlane.bench.datasets.registry import DATASETS
 from memlane.bench.perf import PerfSettings, format_report, run_perf
 from memlane.bench.reports.compare import format_compare
-from memlane.bench.reports.report import format_mode_table, format_modes_table, write_reports
+from memlane.bench.reports.report import format_headline, format_mode_table, format_modes_table, write_reports
 from memlane.bench.reports.results import load_results
 from memlane.bench.retrieval.baselines import BASELINES
 from memlane.bench.retrieval.ingest import ingest
@@ -365,6 +365,7 @@ def _print_tables(run_dir: Path) -> None:
     for mode in results.modes:
         click.echo(f"\n{results.dataset}, {mode}:\n\n{format_mode_table(results, mode)}")
     click.echo(f"\nreport: {run_dir / 'report.md'}")
+    click.echo(format_headline(results, run_dir / "report.md"))
 
 
 @bench_group.command("ingest")

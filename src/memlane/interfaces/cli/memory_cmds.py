@@ -263,16 +263,25 @@ def list_cmd(
     store: Path,
     embedder: str,
 ) -> None:
-    """List USER's blocks in event-time order.
+    """List USER's blocks in event-time order, --limit at a time from --offset.
+
+    When more blocks follow, one line on stderr says how many and the --offset of the next page (stdout
+    holds the blocks only; with --json, the same JSON list as always).
 
     \b
     Example:
       memlane list alice --session s1 --json
+      memlane list alice --limit 100 --offset 100
       memlane delete alice "$(memlane list alice --ids --limit 1)"
     """
     mem = open_memory(store, embedder)
     try:
         blocks = mem.list(user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset)
+        total = (
+            mem.count(user, conversation_id=conversation_id, session_id=session_id)
+            if len(blocks) == limit
+            else offset + len(blocks)
+        )
     finally:
         mem.close()
     if ids_only:
@@ -281,9 +290,16 @@ def list_cmd(
         return
     if as_json:
         click.echo(json.dumps([block_json(b) for b in blocks], ensure_ascii=False))
-        return
-    for b in blocks:
-        click.echo(f"{b.id}  [{b.time_annotation}] ({b.perspective}) {b.message.replace(chr(10), ' | ')[:160]}")
+    else:
+        for b in blocks:
+            click.echo(f"{b.id}  [{b.time_annotation}] ({b.perspective}) {b.message.replace(chr(10), ' | ')[:160]}")
+    more = total - offset - len(blocks)
+    if more > 0:
+        click.echo(
+            f"... {more} more blocks ({total} in all); use --limit/--offset: the next page is "
+            f"--offset {offset + len(blocks)}",
+            err=True,
+        )
 
 
 @click.command("users")

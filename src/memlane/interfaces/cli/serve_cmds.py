@@ -105,7 +105,9 @@ def service_memory(store: str, embedder: str, llm: LLMChoice | None) -> Memory:
     With an LLM, if its call log cannot be made (a full or read-only disk), the service starts without
     extraction and says so: its calls could not be logged, nor deleted with their users."""
     try:
-        return open_memory(store, embedder, llm, create=True, server_timeout_s=SERVICE_SERVER_TIMEOUT_S)
+        return open_memory(
+            store, embedder, llm, create=True, server_timeout_s=SERVICE_SERVER_TIMEOUT_S, long_lived=True
+        )
     except StoreError as exc:
         if llm is None or "call log" not in str(exc):
             raise
@@ -114,7 +116,7 @@ def service_memory(store: str, embedder: str, llm: LLMChoice | None) -> Memory:
             "queued for a `memlane worker` (or a restart of this service) once it can.",
             err=True,
         )
-    return open_memory(store, embedder, None, create=True, server_timeout_s=SERVICE_SERVER_TIMEOUT_S)
+    return open_memory(store, embedder, None, create=True, server_timeout_s=SERVICE_SERVER_TIMEOUT_S, long_lived=True)
 
 
 def report_writes(mem: Memory) -> None:

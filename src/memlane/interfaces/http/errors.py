@@ -86,6 +86,25 @@ def error_response(
     return JSONResponse(error_body(code, message, field, request_id=rid), status_code=status, headers=headers)
 
 
+# FastAPI's words for a body whose parsing raised something other than a JSON syntax error: nesting
+# deeper than the parser's recursion limit, or an integer of more digits than Python converts.
+_UNPARSED = "There was an error parsing the body"
+
+
+def _bad_json(reason: str) -> str:
+    """The one message of every body that is not JSON memlane can read."""
+    return f"body is not valid JSON: {reason} (send a JSON body, Content-Type: application/json)"
+
+
+def _unparsed_reason(exc: StarletteHTTPException) -> str:
+    cause = exc.__cause__
+    if isinstance(cause, RecursionError):
+        return "nested too deeply"
+    if isinstance(cause, ValueError) and "digits" in str(cause):
+        return "a number with too many digits"
+    return "it cannot be read"
+
+
 def field_path(loc: Sequence[int | str]) -> str:
     """``("body", "messages", 0, "content")`` -> ``messages[0].content``: the name a client sent."""
     parts = list(loc)
@@ -124,8 +143,7 @@ def install_error_handlers(app: FastAPI) -> None:
             return error_response(422, "validation_error", "invalid request", request=request)
         first = errors[0]
         if first.get("type") == "json_invalid":
-            msg = f"body is not valid JSON: {first.get('msg')} (send a JSON body, Content-Type: application/json)"
-            return error_response(400, "bad_request", msg, "body", request=request)
+            return error_response(400, "bad_request", _bad_json(str(first.get("msg"))), "body", request=request)
         where = field_path(first.get("loc", ()))
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
@@ -133,6 +151,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.detail == _UNPARSED:
+            return error_response(400, "bad_request", _bad_json(_unparsed_reason(exc)), "body", request=request)
         code = HTTP_CODES.get(exc.status_code, "error")
         response = error_response(exc.status_code, code, str(exc.detail), request=request)
         if exc.status_code in (408, 413):

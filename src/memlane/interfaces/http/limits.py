@@ -8,6 +8,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memlane.interfaces.http.errors import error_body
+from memlane.interfaces.wire.requestid import request_id_of
 
 
 class BodyLimitMiddleware:
@@ -27,7 +28,7 @@ class BodyLimitMiddleware:
             return
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(send)
+            await self._refuse(send, request_id_of(scope))
             return
         received = 0
 
@@ -45,8 +46,9 @@ class BodyLimitMiddleware:
     def _message(self) -> str:
         return f"request body over the limit of {self.max_bytes} bytes"
 
-    async def _refuse(self, send: Send) -> None:
-        body = json.dumps(error_body("payload_too_large", self._message())).encode()
+    async def _refuse(self, send: Send, request_id: str | None) -> None:
+        # The same body as every other error, request id included (the header is added on the way out).
+        body = json.dumps(error_body("payload_too_large", self._message(), request_id=request_id)).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         # "close": the client may still be sending the body we will not read.
         headers.append((b"connection", b"close"))

@@ -37,7 +37,8 @@ from starlette.types import ASGIApp
 from memlane.core.apikeys import ApiKeys
 from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, ValidationError
 from memlane.core.memory import Memory
-from memlane.interfaces.wire.errors import public_message
+from memlane.core.model import AddResult
+from memlane.interfaces.wire.errors import check_extract, public_message
 from memlane.interfaces.wire.hosts import ANY_HOST, HostCheckMiddleware
 from memlane.interfaces.wire.requestid import RequestIdMiddleware, new_request_id
 from memlane.interfaces.wire.retention import UserPolicyOut, policy_out
@@ -121,11 +122,14 @@ class MemoryTools:
         perspective: Literal["dual", "speakers", "single"] = "dual",
         extract: Literal["off", "async", "sync"] = "off",
     ) -> AddOut:
-        """Remember conversation turns ({"role": "user"|"assistant", "content": ...}) as memory blocks."""
+        """Remember conversation turns ({"role": "user"|"assistant", "content": ...}, or {"speaker": name,
+        "content": ...} for a chat between two people) as memory blocks."""
         user, epoch = self.user(), self.epoch()
         raw = [m.model_dump(exclude_none=True) for m in messages]
-        res = await self.run(
-            lambda: self.memory.add(
+
+        def add() -> AddResult:
+            check_extract(extract, self.memory.llm is not None)
+            return self.memory.add(
                 user,
                 raw,
                 conversation_id=conversation_id,
@@ -135,8 +139,8 @@ class MemoryTools:
                 extract=extract,
                 epoch=epoch,
             )
-        )
-        return add_out(res)
+
+        return add_out(await self.run(add))
 
     async def search_memory(
         self,

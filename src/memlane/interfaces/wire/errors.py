@@ -75,6 +75,21 @@ def is_corrupt(exc: BaseException) -> bool:
     return isinstance(exc, StoreError) and exc.reason == CORRUPT
 
 
+# A server's caller cannot pass Memory(llm=...) or --llm: say which of the server's settings give it an LLM.
+NO_LLM_FOR_SYNC = (
+    "extract 'sync' needs an LLM and this server has none: whoever runs it sets MEMLANE_LLM_BASE_URL, "
+    "MEMLANE_LLM_MODEL and MEMLANE_LLM_API_KEY (or MEMLANE_LLM=scripted for the offline fake) before "
+    "`memlane serve`; meanwhile send extract 'async' (queued for a worker that has an LLM) or 'off'"
+)
+
+
+def check_extract(extract: str, has_llm: bool) -> None:
+    """ConfigError (400) for a synchronous extraction asked of a server without an LLM, naming the server's
+    settings rather than the Python arguments the core's own message names."""
+    if extract == "sync" and not has_llm:
+        raise ConfigError(NO_LLM_FOR_SYNC)
+
+
 def error_body(code: str, message: str, field: str | None = None, *, request_id: str | None = None) -> dict[str, Any]:
     """The JSON body of every error response."""
     err: dict[str, Any] = {"code": code, "message": message}

@@ -11,7 +11,7 @@ import math
 import time
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, model_validator
 
 from memlane.core.jobs import QueueStatus
 from memlane.core.model import AddResult, Hit, MemoryBlock
@@ -63,12 +63,22 @@ class Strict(BaseModel):
 
 
 class MessageIn(Strict):
-    """One message: ``role`` is user/assistant/system, or a speaker's name in ``speakers`` mode."""
+    """One message: ``role`` is user/assistant/system, or a speaker's name in ``speakers`` mode, where it may
+    be given as ``speaker`` instead (``{"speaker": "Ana", "content": ...}``, as the CLI and the Python API take
+    it). Exactly one of the two."""
 
-    role: Name
+    role: Name | None = Field(default=None, description="user, assistant or system; a speaker's name")
+    speaker: Name | None = Field(default=None, description="The same as role, for a chat between two people.")
     content: str = Field(min_length=1)
     time: TimeValue | None = None
     id: Name | None = Field(default=None, description="The caller's own message id, kept on its blocks.")
+
+    @model_validator(mode="after")
+    def _one_role(self) -> MessageIn:
+        if (self.role is None) == (self.speaker is None):
+            given = "both role and speaker" if self.role is not None else "neither role nor speaker"
+            raise ValueError(f"{given}: a message has one role (or speaker)")
+        return self
 
 
 class AddIn(Strict):

@@ -21,7 +21,16 @@ from typing import Any
 from memlane.bench.datasets.model import Haystack, Sample
 from memlane.bench.datasets.registry import DatasetNotFound, open_dataset
 from memlane.bench.qa.qalog import QA_LOG_FORMAT, QA_LOG_NAME, AnswerRecord, read_qa_log
-from memlane.bench.retrieval.runlog import LOG_FORMAT, LOG_NAME, QuestionRecord, log_file, read_lines, read_log
+from memlane.bench.reports.results import compute_results
+from memlane.bench.retrieval.runlog import (
+    LOG_FORMAT,
+    LOG_NAME,
+    LogContents,
+    QuestionRecord,
+    log_file,
+    read_lines,
+    read_log,
+)
 from memlane.core.errors import MemlaneError, ValidationError
 
 TOP = 10  # hits shown per system and question
@@ -119,21 +128,22 @@ def _plot(run_dir: Path) -> str | None:
     return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
 
 
-def _retrieval_tables(run_dir: Path, modes: Sequence[str]) -> dict[str, dict[str, dict[str, object]]]:
-    """Per mode, per group (category): n, skipped and the key figures, from results.json."""
-    path = run_dir / "results.json"
-    if not path.is_file():
-        return {}
-    results = json.loads(path.read_text(encoding="utf-8"))
+def _figure(mean: float | None) -> str | None:
+    """A table's figure as the reports write it (``report.md``: ``f"{mean:.3f}"``), rounded once from the
+    raw mean: rounding a rounded value again (or in the browser, whose ``toFixed`` breaks exact ties
+    upwards) gave 0.313 where the report said 0.312 for a mean of 5/16."""
+    return None if mean is None else f"{mean:.3f}"
+
+
+def _retrieval_tables(log: LogContents, modes: Sequence[str]) -> dict[str, dict[str, dict[str, object]]]:
+    """Per mode, per group (category): n, skipped and the key figures, computed from the run's log by the
+    code that writes its report."""
+    results = compute_results(log)
     out: dict[str, dict[str, dict[str, object]]] = {}
     for mode in modes:
-        groups = results.get("modes", {}).get(mode, {}).get("groups", {})
+        groups = results.modes[mode].groups if mode in results.modes else {}
         out[mode] = {
-            name: {
-                "n": g.get("n"),
-                "skipped": g.get("skipped"),
-                **{key: _round(g.get("means", {}).get(key)) for key, _ in RETRIEVAL_COLUMNS},
-            }
+            name: {"n": g.n, "skipped": g.skipped, **{key: _figure(g.means.get(key)) for key, _ in RETRIEVAL_COLUMNS}}
             for name, g in groups.items()
         }
     return out
@@ -149,14 +159,14 @@ def _qa_tables(run_dir: Path) -> dict[str, dict[str, dict[str, object]]]:
         metrics = cat.get("metrics", {})
         rows[str(cat.get("name"))] = {
             "n": max((m.get("n", 0) for m in metrics.values()), default=0),
-            **{key: _round(metrics.get(key, {}).get("mean")) for key, _ in QA_COLUMNS},
+            **{key: _figure(metrics.get(key, {}).get("mean")) for key, _ in QA_COLUMNS},
         }
     for name in ("overall", "overall_all"):
         if name in agg:
             overall = agg[name]
             rows[name] = {
                 "n": max((m.get("n", 0) for m in overall.values()), default=0),
-                **{key: _round(overall.get(key, {}).get("mean")) for key, _ in QA_COLUMNS},
+                **{key: _figure(overall.get(key, {}).get("mean")) for key, _ in QA_COLUMNS},
             }
     return {"qa": rows}
 
@@ -183,7 +193,7 @@ def build_model(run_dirs: Sequence[Path], *, data_dir: Path | None = None, top: 
                 "systems": [f"{name}/{m}" for m in modes],
                 "columns": RETRIEVAL_COLUMNS,
             }
-            tables = _retrieval_tables(run_dir, modes)
+            tables = _retrieval_tables(log, modes)
             run["tables"] = {f"{name}/{m}": t for m, t in tables.items()}
             texts = wanted.setdefault(_dataset_key(dataset), _Texts())
             for r in log.records:

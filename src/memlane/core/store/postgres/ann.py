@@ -14,18 +14,29 @@ PostgreSQL keeps the index in step with every insert and delete in the writing t
 no watermark to keep: a search sees exactly the committed keys. The index is made with
 ``CREATE INDEX CONCURRENTLY`` (writers of every user go on meanwhile; an index still being made is not
 valid and the planner does not use it), and dropped in the user's deletion (:func:`drop_user`).
+
+A build runs on a thread of its own (``AnnSettings.background``), started by a search that finds the index
+missing (``AnnSettings.build``), or in the caller's thread (:meth:`AnnBuilder.build_now`, ``memlane index
+build``). Closing the store, or the interpreter's exit, cancels the ``CREATE INDEX`` running on the server
+(psycopg's cancel request), drops what it left and waits for the thread: a process never ends with a build
+half-way on its connection, which would leave the invalid index to the next build.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
+import psycopg
 from psycopg import sql
 
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.errors import StoreError
+from memlane.core.store.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.postgres.keys import Conn
 
 log = logging.getLogger(__name__)
@@ -48,6 +59,24 @@ def index_state(conn: Conn, user_id: int) -> str:
     return "valid" if row[0] else "building"
 
 
+def being_made(conn: Conn, user_id: int) -> bool:
+    """Whether a ``CREATE INDEX`` of the user's index runs right now (in any process)."""
+    live = conn.execute(
+        "SELECT 1 FROM pg_stat_progress_create_index WHERE index_relid = to_regclass(%s)", (index_name(user_id),)
+    ).fetchone()
+    return live is not None
+
+
+def status(conn: Conn, settings: AnnSettings, user_id: int, user: str, keys: int) -> IndexStatus:
+    """Where the user's index stands (``memlane index status``): ``ready``, ``building``, ``invalid`` (left
+    by an interrupted build; the next build drops it and makes it again) or ``none``."""
+    state = index_state(conn, user_id)
+    if state == "building" and not being_made(conn, user_id):
+        state = "invalid"
+    shown = {"valid": "ready"}.get(state, state)
+    return IndexStatus(user, keys, settings.applies(keys), shown, keys if shown == "ready" else 0)
+
+
 def set_search(conn: Conn, settings: AnnSettings, want: int) -> None:
     """The session settings of one approximate search (for its transaction only): the beam, and an
     iterative scan in distance order, so filters on kind and time that drop rows the graph proposed make
@@ -68,53 +97,92 @@ def drop_user(conn: Conn, user_id: int) -> None:
 
 
 class AnnBuilder:
-    """Makes users' indexes, on a thread of its own per user (or inline: ``settings.background=False``)."""
+    """Makes users' indexes, on a thread of its own per user (or inline: ``settings.background=False``;
+    never from a search: ``settings.build=False``)."""
 
     def __init__(self, settings: AnnSettings, autocommit: Callable[[], AbstractContextManager[Conn]]) -> None:
         self.settings = settings
         self._autocommit = autocommit
         self._busy: set[int] = set()
+        self._threads: dict[int, threading.Thread] = {}
+        self._running: dict[int, Conn] = {}  # user id -> the connection its CREATE INDEX runs on
+        self._stop = threading.Event()
         self._lock = threading.Lock()
         self.errors: list[str] = []
+        _LIVE.add(self)
+
+    def close(self) -> None:
+        """Cancel the builds running in this process and wait for them; searches after this start none."""
+        self._stop.set()
+        with self._lock:
+            running = [t for t in self._threads.values() if t is not threading.current_thread()]
+            conns = list(self._running.values())
+        for conn in conns:
+            try:
+                conn.cancel_safe(timeout=5.0)
+            except psycopg.Error as exc:  # the server is gone: the build is gone with it
+                log.info("cancelling an index build: %s", exc)
+        for thread in running:
+            thread.join()
 
     def ensure(self, user_id: int) -> None:
-        """Start making the user's index unless it is being made by this process."""
-        with self._lock:
-            if user_id in self._busy:
-                return
-            self._busy.add(user_id)
+        """Start making the user's index unless it is being made by this process (or searches start no
+        builds here: ``settings.build=False``)."""
 
         def work() -> None:
             try:
                 self.build(user_id)
             except Exception as exc:  # searches stay exact; the failure is kept and logged
-                self.errors.append(f"user {user_id}: {exc}")
-                log.warning("approximate index of user %s: %s", user_id, exc)
+                if self._stop.is_set():
+                    log.info("approximate index of user %s: build cancelled (the store was closed)", user_id)
+                else:
+                    self.errors.append(f"user {user_id}: {exc}")
+                    log.warning("approximate index of user %s: %s", user_id, exc)
             finally:
                 with self._lock:
                     self._busy.discard(user_id)
+                    if self._threads.get(user_id) is threading.current_thread():
+                        del self._threads[user_id]
 
-        if self.settings.background:
-            threading.Thread(target=work, name=f"memlane-pg-ann-{user_id}", daemon=True).start()
-        else:
-            work()
+        if not self.settings.build:
+            return
+        with self._lock:
+            if user_id in self._busy or self._stop.is_set():
+                return
+            self._busy.add(user_id)
+            if self.settings.background:
+                # Started and registered under the lock, so a close() from now on waits for it.
+                thread = self._threads[user_id] = threading.Thread(
+                    target=work, name=f"memlane-pg-ann-{user_id}", daemon=True
+                )
+                thread.start()
+                return
+        work()
+
+    def build_now(self, user_id: int) -> None:
+        """Make the user's index in this thread (``memlane index build``), after any build of the user this
+        process runs in the background."""
+        with self._lock:
+            running = self._threads.get(user_id)
+        if running is not None:
+            running.join()
+        self.build(user_id)
 
     def build(self, user_id: int) -> None:
         """``CREATE INDEX CONCURRENTLY`` of the user's partial index (an invalid leftover of an interrupted
-        build is dropped first); dropped again if the user was deleted meanwhile."""
+        build is dropped first); dropped again if the user was deleted meanwhile, or if :meth:`close`
+        cancelled it."""
         name = sql.Identifier(index_name(user_id))
         with self._autocommit() as conn:
+            if self._stop.is_set():
+                raise StoreError("the store was closed: no index is built")
             state = index_state(conn, user_id)
             if state == "valid":
                 return
             if state == "building":
                 # Being made by another process (left alone), or the leftover of an interrupted build
                 # (invalid for good: dropped, then made again).
-                live = conn.execute(
-                    "SELECT 1 FROM pg_stat_progress_create_index WHERE index_relid = to_regclass(%s)",
-                    (index_name(user_id),),
-                ).fetchone()
-                if live is not None:
+                if being_made(conn, user_id):
                     return
                 conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(name))
             dims = conn.execute(
@@ -124,20 +192,50 @@ class AnnBuilder:
                 return  # no keys (any more)
             # The column has no fixed width (the embedder is chosen at run time), which HNSW needs: the
             # index is on the column cast to the user's width, and searches order by the same expression.
-            conn.execute(
-                sql.SQL(
-                    "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON key_vectors USING hnsw "
-                    "((embedding::vector({})) vector_ip_ops) WITH (m = {}, ef_construction = {}) WHERE user_id = {}"
-                ).format(
-                    name,
-                    sql.Literal(int(dims[0])),
-                    sql.Literal(self.settings.m),
-                    sql.Literal(self.settings.ef_construction),
-                    sql.Literal(user_id),
-                )
+            create = sql.SQL(
+                "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON key_vectors USING hnsw "
+                "((embedding::vector({})) vector_ip_ops) WITH (m = {}, ef_construction = {}) WHERE user_id = {}"
+            ).format(
+                name,
+                sql.Literal(int(dims[0])),
+                sql.Literal(self.settings.m),
+                sql.Literal(self.settings.ef_construction),
+                sql.Literal(user_id),
             )
+            self._create(conn, user_id, create, name)
             if conn.execute("SELECT 1 FROM users WHERE id = %s", (user_id,)).fetchone() is None:
                 conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(name))
+
+    def _create(self, conn: Conn, user_id: int, create: sql.Composed, name: sql.Identifier) -> None:
+        """Run the ``CREATE INDEX`` where :meth:`close` can cancel it; a cancelled one leaves an invalid
+        index, dropped here (within a few seconds, else by the next build)."""
+        with self._lock:
+            if self._stop.is_set():
+                raise StoreError("the store was closed: no index is built")
+            self._running[user_id] = conn
+        try:
+            conn.execute(create)
+        except psycopg.errors.QueryCanceled:
+            with contextlib.suppress(psycopg.Error):  # best effort: else the next build drops it
+                conn.execute("SET statement_timeout = 5000")
+                try:
+                    conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(name))
+                finally:
+                    conn.execute("RESET statement_timeout")
+            raise
+        finally:
+            with self._lock:
+                self._running.pop(user_id, None)
+
+
+_LIVE: weakref.WeakSet[AnnBuilder] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_builds() -> None:
+    """At interpreter exit: cancel and wait for every build (see the module's docstring)."""
+    for builder in list(_LIVE):
+        builder.close()
 
 
 def indexes(conn: Conn) -> Iterator[tuple[str, bool]]:

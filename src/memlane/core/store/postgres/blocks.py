@@ -101,6 +101,15 @@ def take_session_terms(conn: Conn, user_id: int, pks: Sequence[int]) -> None:
         )
 
 
+def last_exchange(conn: Conn, user_id: int, conversation: str, session: str) -> int | None:
+    """The highest exchange index of the user's session (an index seek on ``blocks_user_session``), or None."""
+    row = conn.execute(
+        "SELECT max(exchange_index) FROM blocks WHERE user_id = %s AND conversation_id = %s AND session_id = %s",
+        (user_id, conversation, session),
+    ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
 def copy_blocks(conn: Conn, user_id: int, pks: Sequence[int], blocks: Sequence[MemoryBlock]) -> None:
     """Write blocks (with their pre-allocated pks) in one COPY: one round trip for a whole batch."""
     with conn.cursor() as cur, cur.copy(_BLOCK_COPY) as copy:

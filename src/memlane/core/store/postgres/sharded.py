@@ -36,7 +36,7 @@ from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, U
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.check import StoreCheck
 from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.shard import FROZEN_USERS, ShardStore, UserMovingError, home_shard
@@ -243,6 +243,9 @@ class ShardedStore:
             user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset
         )
 
+    def count_blocks(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
+        return self.at(user).count_blocks(user, conversation_id=conversation_id, session_id=session_id)
+
     def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]:
         shard = self.at(user)
         found = shard.fetch_blocks(user, _local_refs(refs, shard.index))
@@ -315,6 +318,17 @@ class ShardedStore:
 
     def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:
         return self.at(user).session_word_counts(user, query, sessions)
+
+    def build_index(self, user: str) -> IndexStatus:
+        return self.at(user).build_index(user)
+
+    def index_status(self, user: str | None = None) -> list[IndexStatus]:
+        """The user's, on their shard; or every user's, by name (a user caught between two shards by a move
+        is listed from the shard the map names)."""
+        if user is not None:
+            return self.at(user).index_status(user)
+        found = [(shard, s) for shard in self.shards for s in shard.index_status()]
+        return sorted((s for shard, s in found if self.at(s.user) is shard), key=lambda s: s.user)
 
     # -- retention: the default policy lives on the first shard, a user's own with the user ---------------
 

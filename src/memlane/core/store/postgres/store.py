@@ -27,7 +27,7 @@ from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, U
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.check import StoreCheck
 from memlane.core.store.postgres import accounts, ann, expiry, search
 from memlane.core.store.postgres import check as pg_check
@@ -37,13 +37,14 @@ from memlane.core.store.postgres.blocks import (
     INTEGRITY_CHECKS,
     add_session_terms,
     copy_blocks,
+    last_exchange,
 )
 from memlane.core.store.postgres.keys import Conn, bump_user, insert_keys, next_ids
 from memlane.core.store.postgres.probe import postgres_reason, probe_write
 from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.schema import migrate, prepare_database, store_exists
 from memlane.core.store.postgres.url import redact
-from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
+from memlane.core.store.rows import BLOCK_COLUMNS, continue_sessions, row_to_block
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
 NOW = "extract(epoch FROM now())"  # the database's clock: leases compare times written by many machines
@@ -157,7 +158,9 @@ class PostgresStore:
             return conn.execute(statement, params).fetchall()
 
     def close(self) -> None:
-        """Close the pool and every connection in it."""
+        """Cancel and wait for the index builds this store runs, then close the pool and every connection
+        in it."""
+        self.ann.close()
         self._pool.close()
 
     # -- settings bound to the database ------------------------------------------------------------------
@@ -237,6 +240,8 @@ class PostgresStore:
             assert user_id is not None
             accounts.check_not_deleted(conn, user, epoch)  # after the lock: it sees a deletion it waited for
             pks = next_ids(conn, "blocks_pk_seq", len(blocks))
+            # Under the user's row lock: no other write of the user comes between this read and the COPY.
+            blocks = continue_sessions(blocks, lambda c, s: last_exchange(conn, user_id, c, s))
             copy_blocks(conn, user_id, pks, blocks)
             add_session_terms(conn, user_id, pks)
             job_ids = next_ids(conn, "jobs_id_seq", len(pks) if enqueue_attempts else 0)
@@ -385,20 +390,19 @@ class PostgresStore:
         offset: int = 0,
     ) -> list[MemoryBlock]:
         """The user's blocks in event order (then exchange order)."""
-        where = ["u.name = %s"]
-        params: list[object] = [user]
-        if conversation_id is not None:
-            where.append("b.conversation_id = %s")
-            params.append(conversation_id)
-        if session_id is not None:
-            where.append("b.session_id = %s")
-            params.append(session_id)
+        where, params = _block_filter(user, conversation_id, session_id)
         rows = self.query(
-            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {' AND '.join(where)} "
+            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where} "
             "ORDER BY b.event_ts, b.conversation_id, b.session_id, b.exchange_index, b.pk LIMIT %s OFFSET %s",
             [*params, limit, offset],
         )
         return [row_to_block(r) for r in rows]
+
+    def count_blocks(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
+        """How many blocks :meth:`list_blocks` pages through."""
+        where, params = _block_filter(user, conversation_id, session_id)
+        rows = self.query(f"SELECT count(*) FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where}", params)
+        return int(rows[0][0])
 
     def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]:
         """Blocks by internal reference, only those of ``user``."""
@@ -444,6 +448,30 @@ class PostgresStore:
         for user_id in unindexed:
             self.ann.ensure(user_id)
         return found
+
+    def build_index(self, user: str) -> IndexStatus:
+        """Make the user's approximate index now, if the user is at or past the threshold and has none
+        (:mod:`memlane.core.store.postgres.ann`)."""
+        user_id, keys = self._index_user(user)
+        if self.ann_settings.applies(keys):
+            self.ann.build_now(user_id)
+        return self.index_status(user)[0]
+
+    def index_status(self, user: str | None = None) -> list[IndexStatus]:
+        """Where the approximate index of ``user`` (default: of every user, by name) stands."""
+        if user is not None:
+            rows = [(*self._index_user(user), user)]
+        else:
+            rows = [(int(i), int(n), str(name)) for i, n, name in self.query(
+                "SELECT id, n_keys, name FROM users ORDER BY name")]  # fmt: skip
+        with self.transaction() as conn:
+            return [ann.status(conn, self.ann_settings, i, name, n) for i, n, name in rows]
+
+    def _index_user(self, user: str) -> tuple[int, int]:
+        rows = self.query("SELECT id, n_keys FROM users WHERE name = %s", (user,))
+        if not rows:
+            raise NotFoundError(f"user {user!r} not found")
+        return int(rows[0][0]), int(rows[0][1])
 
     def keyword_candidates(
         self,
@@ -545,3 +573,16 @@ class PostgresStore:
         amcheck's, where installed (:mod:`memlane.core.store.postgres.check`)."""
         with self._autocommit() as conn:
             return pg_check.quick_check(conn) if quick else pg_check.full_check(conn)
+
+
+def _block_filter(user: str, conversation_id: str | None, session_id: str | None) -> tuple[str, list[object]]:
+    """The WHERE clause (and its parameters) of a listing of the user's blocks."""
+    where = ["u.name = %s"]
+    params: list[object] = [user]
+    if conversation_id is not None:
+        where.append("b.conversation_id = %s")
+        params.append(conversation_id)
+    if session_id is not None:
+        where.append("b.session_id = %s")
+        params.append(session_id)
+    return " AND ".join(where), params

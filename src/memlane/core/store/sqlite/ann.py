@@ -12,21 +12,31 @@ user's version) stays the truth. The index only proposes keys, by pk; a search t
 * and scores them all exactly from the matrix, as the exact scan does.
 
 So an index file may be missing, stale or from before a crash: the answer stays right, and the index is
-rebuilt or extended in the background. Where the index stands is a row of ``ann_index`` (file, generation,
-watermark, keys indexed, keys deleted since), written only by a compare-and-set on the generation, after
-the file is complete on disk (written to a temporary name, fsynced, renamed). Every key deletion calls
+rebuilt or extended in the background (``AnnSettings.build``), or by :meth:`AnnIndexes.build_now`
+(``memlane index build``) in a process that would not live to finish a build. Where the index stands is a
+row of ``ann_index`` (file, generation, watermark, keys indexed, keys deleted since), written only by a
+compare-and-set on the generation, after the file is complete on disk (written to a temporary name,
+fsynced, renamed). Every key deletion calls
 :func:`forget_keys` in its transaction (it counts the deleted indexed keys: past a fifth of the index it
 is rebuilt); a user's deletion calls :func:`drop_user`, which removes the row and the files.
+
+A build runs hnswlib's native threads. A process must not end while one runs: a thread still inside
+hnswlib when the interpreter shuts down is torn down under it and the process aborts (``terminate called
+without an active exception``, exit 134). So builds stop between batches of :data:`BATCH` keys once
+:meth:`AnnIndexes.close` is called (by the store's ``close``, and for every live store at interpreter
+exit), and ``close`` waits for them; a stopped build saves nothing.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
 import secrets
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +45,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.errors import StoreError
+from memlane.core.store.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.vectors import UserMatrix, best_per_block, key_mask, key_scores
 
 if TYPE_CHECKING:
@@ -45,6 +56,7 @@ log = logging.getLogger(__name__)
 
 TAIL_MAX = 4096  # keys past the watermark scanned exactly before the index is extended
 REBUILD_DELETED = 0.2  # rebuild once this share of the indexed keys is deleted
+BATCH = 1024  # keys added to a graph at a time: a build stops between batches when the store closes
 _ROW = "SELECT file, generation, max_key_pk, keys, deleted FROM ann_index WHERE user_id = ?"
 
 
@@ -102,9 +114,32 @@ def drop_user(conn: sqlite3.Connection, db_path: Path, user_id: int) -> None:
             path.unlink(missing_ok=True)
 
 
+def status(conn: sqlite3.Connection, db_path: Path, settings: AnnSettings, user_id: int, user: str) -> IndexStatus:
+    """Where the user's index stands, from its row, its file and the user's keys (``memlane index status``)."""
+    got = conn.execute("SELECT count(*) FROM search_keys WHERE user_id = ?", (user_id,)).fetchone()
+    keys = int(got[0]) if got else 0
+    row = read_row(conn, user_id)
+    if row is None or not (folder(db_path) / row.file).is_file():
+        return IndexStatus(user, keys, settings.applies(keys), "none")
+    got = conn.execute(
+        "SELECT count(*) FROM search_keys WHERE user_id = ? AND pk > ?", (user_id, row.max_key_pk)
+    ).fetchone()
+    tail = int(got[0]) if got else 0
+    stale = row.deleted > REBUILD_DELETED * max(row.keys, 1) or tail > TAIL_MAX
+    return IndexStatus(user, keys, settings.applies(keys), "stale" if stale else "ready", row.keys, tail, row.deleted)
+
+
+class Cancelled(StoreError):
+    """A build stopped because its store was closed (or the interpreter is ending)."""
+
+    def __init__(self) -> None:
+        super().__init__("the store was closed: the index build stopped, nothing was saved")
+
+
 class AnnIndexes:
     """The indexes of one store in this process: loaded lazily, built, extended and rebuilt by one worker
-    thread per user (or inline, ``settings.background=False``)."""
+    thread per user (or inline, ``settings.background=False``; or never by a search, ``settings.build=False``,
+    which loads a saved index inline and leaves building to :meth:`build_now`)."""
 
     def __init__(
         self,
@@ -117,8 +152,24 @@ class AnnIndexes:
         self._connect = connect  # this thread's connection of the store
         self._loaded: dict[int, Loaded] = {}
         self._busy: set[int] = set()
+        self._threads: dict[int, threading.Thread] = {}
+        self._stop = threading.Event()
         self._lock = threading.Lock()
         self.errors: list[str] = []  # background failures (the search stayed exact)
+        _LIVE.add(self)
+
+    def close(self) -> None:
+        """Stop the builds running in this process (each stops before its next batch and saves nothing)
+        and wait for them; searches after this start none."""
+        self._stop.set()
+        with self._lock:
+            running = [t for t in self._threads.values() if t is not threading.current_thread()]
+        for thread in running:
+            thread.join()
+
+    def _check(self) -> None:
+        if self._stop.is_set():
+            raise Cancelled
 
     # -- search ------------------------------------------------------------------------------------------
 
@@ -198,32 +249,68 @@ class AnnIndexes:
             self._loaded.pop(user_id, None)  # dropped (the user was deleted): never reuse it
             loaded = None
         behind = loaded is None or (row is not None and row.generation != loaded.row.generation)
+        if not self.settings.build:
+            # Use the saved index as it is (a stale one still answers right); build nothing.
+            if behind and row is not None:
+                fresh = self._load(row, int(matrix.vectors.shape[1]))
+                if fresh is not None:
+                    self._loaded[user_id] = fresh
+            return self._loaded.get(user_id)
         if behind or (row is not None and _stale(row, matrix)):
             self._prepare(user_id, matrix, row)
         return self._loaded.get(user_id)
 
     def _prepare(self, user_id: int, matrix: UserMatrix, row: IndexRow | None) -> None:
-        with self._lock:
-            if user_id in self._busy:
-                return
-            self._busy.add(user_id)
-
         def work() -> None:
             try:
                 self._bring_up(user_id, matrix, row)
+            except Cancelled:
+                log.info("approximate index of user %s: build stopped (the store was closed)", user_id)
             except Exception as exc:  # the search stays exact; the failure is kept and logged
                 self.errors.append(f"user {user_id}: {exc}")
                 log.warning("approximate index of user %s: %s", user_id, exc)
             finally:
                 with self._lock:
                     self._busy.discard(user_id)
+                    if self._threads.get(user_id) is threading.current_thread():
+                        del self._threads[user_id]
 
-        if self.settings.background:
-            threading.Thread(target=work, name=f"memlane-ann-{user_id}", daemon=True).start()
-        else:
-            work()
+        with self._lock:
+            if user_id in self._busy or self._stop.is_set():
+                return
+            self._busy.add(user_id)
+            if self.settings.background:
+                # Started and registered under the lock, so a close() from now on waits for it.
+                thread = self._threads[user_id] = threading.Thread(
+                    target=work, name=f"memlane-ann-{user_id}", daemon=True
+                )
+                thread.start()
+                return
+        work()
 
-    def _bring_up(self, user_id: int, matrix: UserMatrix, row: IndexRow | None) -> None:
+    def build_now(self, user_id: int, matrix: UserMatrix) -> None:
+        """Bring the user's index fully up to date in this thread, whatever the threshold: build it if there
+        is none (or too much of it is deleted), else add every key past its watermark (``memlane index
+        build``), after any build of the user this process runs in the background. Cancelled (nothing
+        saved) if the store is closed meanwhile."""
+        while True:
+            with self._lock:
+                running = self._threads.get(user_id)
+                if running is None and user_id not in self._busy:
+                    self._busy.add(user_id)
+                    break
+            self._check()
+            if running is not None:
+                running.join()
+            else:
+                self._stop.wait(0.05)  # an inline build of another thread
+        try:
+            self._bring_up(user_id, matrix, read_row(self._connect(), user_id), tail_max=0)
+        finally:
+            with self._lock:
+                self._busy.discard(user_id)
+
+    def _bring_up(self, user_id: int, matrix: UserMatrix, row: IndexRow | None, *, tail_max: int = TAIL_MAX) -> None:
         loaded = self._loaded.get(user_id)
         if row is not None and (loaded is None or loaded.row.generation != row.generation):
             loaded = self._load(row, int(matrix.vectors.shape[1]))
@@ -233,7 +320,7 @@ class AnnIndexes:
             self._save(user_id, row, self._build(matrix), int(matrix.key_pks[-1]), matrix.n, rebuilt=True)
             return
         split = int(np.searchsorted(matrix.key_pks, row.max_key_pk, side="right"))
-        if matrix.n - split > TAIL_MAX:
+        if matrix.n - split > tail_max:
             self._extend(loaded, matrix, split)
             keys = row.keys + matrix.n - split
             self._save(user_id, row, loaded.index, int(matrix.key_pks[-1]), keys, rebuilt=False)
@@ -244,8 +331,9 @@ class AnnIndexes:
         s = self.settings
         index = hnswlib.Index(space="ip", dim=int(matrix.vectors.shape[1]))
         index.init_index(max_elements=_capacity(matrix.n), M=s.m, ef_construction=s.ef_construction, random_seed=7)
-        for start in range(0, matrix.n, 8192):
-            stop = min(matrix.n, start + 8192)
+        for start in range(0, matrix.n, BATCH):
+            self._check()
+            stop = min(matrix.n, start + BATCH)
             index.add_items(_dequantized(matrix, start, stop), matrix.key_pks[start:stop], num_threads=-1)
         return index
 
@@ -255,8 +343,9 @@ class AnnIndexes:
         with loaded.lock:
             if index.get_max_elements() < index.get_current_count() + matrix.n - split:
                 index.resize_index(_capacity(index.get_current_count() + matrix.n - split))
-        for start in range(split, matrix.n, 1024):
-            stop = min(matrix.n, start + 1024)
+        for start in range(split, matrix.n, BATCH):
+            self._check()
+            stop = min(matrix.n, start + BATCH)
             vectors = _dequantized(matrix, start, stop)
             with loaded.lock:
                 index.add_items(vectors, matrix.key_pks[start:stop], num_threads=-1)
@@ -284,6 +373,7 @@ class AnnIndexes:
         """Write the index to a new file, then record it if the row is still ``prev`` (else another
         process got there first: drop ours and use theirs). A rebuilt index holds none of the keys deleted
         before it was built; an extended one still holds them all (they are counted, not removed)."""
+        self._check()  # an extended graph that is not saved is dropped with the process: nothing is lost
         base = folder(self.db_path)
         base.mkdir(exist_ok=True)
         name = f"u{user_id}-{secrets.token_hex(6)}.hnsw"
@@ -343,6 +433,17 @@ class AnnIndexes:
 
     def forget(self, user_id: int) -> None:
         self._loaded.pop(user_id, None)
+
+
+_LIVE: weakref.WeakSet[AnnIndexes] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_builds() -> None:
+    """At interpreter exit, before daemon threads are torn down: stop and wait for every build (see the
+    module's docstring)."""
+    for indexes in list(_LIVE):
+        indexes.close()
 
 
 def _stale(row: IndexRow, matrix: UserMatrix) -> bool:

@@ -25,12 +25,13 @@ from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, U
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts, people_words
 from memlane.core.retention import Expired, Policies, RetentionPolicy
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.cache import UserCache
 from memlane.core.store.check import StoreCheck
-from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
+from memlane.core.store.rows import BLOCK_COLUMNS, continue_sessions, row_to_block
 from memlane.core.store.sqlite import accounts, expiry
 from memlane.core.store.sqlite.ann import AnnIndexes, drop_user
+from memlane.core.store.sqlite.ann import status as ann_status
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index
 from memlane.core.store.sqlite.maintenance import sqlite_check, truncate_wal
 from memlane.core.store.sqlite.probe import open_error, probe_write, store_error
@@ -198,7 +199,9 @@ class SqliteStore:
             raise store_error(f"read failed on {self.path}", exc, default="read failed") from exc
 
     def close(self) -> None:
-        """Close every connection this store opened (in any thread)."""
+        """Stop and wait for the index builds this store runs, then close every connection it opened (in
+        any thread)."""
+        self.ann.close()
         with self._conns_lock:
             for _, conn in self._conns:
                 conn.close()
@@ -305,9 +308,19 @@ class SqliteStore:
         self, conn: sqlite3.Connection, user_id: int, blocks: Sequence[MemoryBlock], vectors: Vectors, enqueue: int
     ) -> tuple[tuple[UserMatrix, UserTerms], list[int]]:
         """Insert blocks and their message keys; with ``enqueue`` > 0, one extraction job per block (at most
-        ``enqueue`` attempts) in the same transaction: the outbox."""
+        ``enqueue`` attempts) in the same transaction: the outbox. Exchange indexes continue the session's
+        (:func:`memlane.core.store.rows.continue_sessions`)."""
         block_pks: list[int] = []
         now = to_epoch(now_utc())
+
+        def last_index(conversation: str, session: str) -> int | None:
+            row = conn.execute(
+                "SELECT max(exchange_index) FROM blocks WHERE user_id = ? AND conversation_id = ? AND session_id = ?",
+                (user_id, conversation, session),
+            ).fetchone()
+            return None if row is None or row[0] is None else int(row[0])
+
+        blocks = continue_sessions(blocks, last_index)
         for b in blocks:
             cur = conn.execute(
                 "INSERT INTO blocks(id, user_id, conversation_id, session_id, exchange_index, perspective, mode, "
@@ -452,20 +465,19 @@ class SqliteStore:
         offset: int = 0,
     ) -> list[MemoryBlock]:
         """The user's blocks in event order (then exchange order)."""
-        where = ["u.name = ?"]
-        params: list[object] = [user]
-        if conversation_id is not None:
-            where.append("b.conversation_id = ?")
-            params.append(conversation_id)
-        if session_id is not None:
-            where.append("b.session_id = ?")
-            params.append(session_id)
+        where, params = _block_filter(user, conversation_id, session_id)
         rows = self._read(
-            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {' AND '.join(where)} "
+            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where} "
             "ORDER BY b.event_ts, b.conversation_id, b.session_id, b.exchange_index, b.pk LIMIT ? OFFSET ?",
             [*params, limit, offset],
         )
         return [row_to_block(r) for r in rows]
+
+    def count_blocks(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
+        """How many blocks :meth:`list_blocks` pages through."""
+        where, params = _block_filter(user, conversation_id, session_id)
+        rows = self._read(f"SELECT count(*) FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where}", params)
+        return int(rows[0][0])
 
     def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]:
         """Blocks by internal reference, only those of ``user``."""
@@ -526,6 +538,25 @@ class SqliteStore:
             if found is not None:
                 return found
         return top_blocks(matrix, query.reshape(-1), k, kinds=codes, after=after, before=before)
+
+    def build_index(self, user: str) -> IndexStatus:
+        """Build the user's approximate index now, or bring it up to date (every key added since it was
+        saved), and save it, if the user is at or past the threshold (:mod:`memlane.core.store.sqlite.ann`)."""
+        row = self._user_row(user)
+        if row is None:
+            raise NotFoundError(f"user {user!r} not found")
+        matrix = self._matrix(*row)
+        if matrix.n and self.ann_settings.applies(matrix.n):
+            self.ann.build_now(row[0], matrix)
+        return ann_status(self._conn(), self.path, self.ann_settings, row[0], user)
+
+    def index_status(self, user: str | None = None) -> list[IndexStatus]:
+        """Where the approximate index of ``user`` (default: of every user, by name) stands."""
+        rows = self._read("SELECT id, name FROM users" + (" WHERE name = ?" if user is not None else " ORDER BY name"),
+                          () if user is None else (user,))  # fmt: skip
+        if user is not None and not rows:
+            raise NotFoundError(f"user {user!r} not found")
+        return [ann_status(self._conn(), self.path, self.ann_settings, int(r[0]), str(r[1])) for r in rows]
 
     def _matrix(self, user_id: int, version: int) -> UserMatrix:
         cached = self._cache.get(user_id, version)
@@ -693,3 +724,16 @@ class SqliteStore:
         except sqlite3.Error as exc:
             problems = [f"keyword index: {exc}"]
         return found + StoreCheck(("memlane's key segments and keyword index against the keys",), tuple(problems))
+
+
+def _block_filter(user: str, conversation_id: str | None, session_id: str | None) -> tuple[str, list[object]]:
+    """The WHERE clause (and its parameters) of a listing of the user's blocks."""
+    where = ["u.name = ?"]
+    params: list[object] = [user]
+    if conversation_id is not None:
+        where.append("b.conversation_id = ?")
+        params.append(conversation_id)
+    if session_id is not None:
+        where.append("b.session_id = ?")
+        params.append(session_id)
+    return " AND ".join(where), params

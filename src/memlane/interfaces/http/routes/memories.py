@@ -8,6 +8,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 
 from memlane.interfaces.http.auth import Admin, Caller, UserCaller, UserKey
 from memlane.interfaces.http.services import services
+from memlane.interfaces.wire.errors import check_extract
 from memlane.interfaces.wire.schemas import (
     MAX_OFFSET,
     MAX_TEXT,
@@ -37,6 +38,7 @@ def add_memories(body: AddIn, caller: UserCaller, request: Request) -> AddOut:
     """Store a batch of messages as memory blocks; returns once they are durable and searchable. 409 if the
     user was deleted while the add was in flight (nothing was stored)."""
     assert caller.user is not None
+    check_extract(body.extract, services(request).memory.llm is not None)
     res = services(request).memory.add(
         caller.user,
         [m.model_dump(exclude_none=True) for m in body.messages],
