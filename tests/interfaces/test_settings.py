@@ -214,11 +214,17 @@ def test_the_tests_run_the_same_with_every_documented_variable_exported(tmp_path
     """`make test` with a shell that exports memlane's settings (MEMLANE_STORE, MEMLANE_EXTRACT=async, ...):
     the tests' conftest unexports them (all but MEMLANE_CACHE_DIR and MEMLANE_DATA, which the tests use
     as given), so commands run by tests that failed with them exported pass."""
+    import importlib.util
     import os
     import subprocess
     import sys
 
-    from conftest import KEPT_SETTINGS
+    # By path: with several conftest modules, the one imported as ``conftest`` depends on test order.
+    spec = importlib.util.spec_from_file_location("memlane_tests_root_conftest", ROOT / "tests" / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    root_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root_conftest)
+    KEPT_SETTINGS = root_conftest.KEPT_SETTINGS
 
     assert not [env_var(n) for n in Settings.model_fields if n not in KEPT_SETTINGS and env_var(n) in os.environ]
     docs = _docs()
