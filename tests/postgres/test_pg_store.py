@@ -125,9 +125,25 @@ def test_integrity_check_notices_an_index_out_of_step(new_store: NewStore) -> No
     ]
 
 
+def undo_migration_7(conn: Conn) -> None:
+    """Back to schema 6 (the last before the memory model): no sessions table, prompts, users' display
+    names and metadata, nor the blocks' kind, sides, TTL, expiry, update time, prompt and failure count."""
+    conn.execute("DROP TABLE IF EXISTS sessions, prompt_versions, prompts")
+    conn.execute("ALTER TABLE users DROP COLUMN IF EXISTS display_name, DROP COLUMN IF EXISTS metadata")
+    conn.execute(
+        "ALTER TABLE blocks DROP COLUMN IF EXISTS kind, DROP COLUMN IF EXISTS sides, DROP COLUMN IF EXISTS ttl_s, "
+        "DROP COLUMN IF EXISTS expires_at, DROP COLUMN IF EXISTS updated_at, DROP COLUMN IF EXISTS prompt_id, "
+        "DROP COLUMN IF EXISTS prompt_version, DROP COLUMN IF EXISTS fail_count, "
+        "DROP COLUMN IF EXISTS last_queued_at"
+    )
+    conn.execute("DROP INDEX IF EXISTS blocks_user_ingest, blocks_annotations")
+    conn.execute("DELETE FROM schema_migrations WHERE version >= 7")
+
+
 def undo_migration_4(conn: Conn) -> None:
     """Back to schema 3: no API keys, deletion epoch or tombstones (and no retention policies, schema 5, nor
-    the jobs' count of tries that found the LLM unreachable, schema 6)."""
+    the jobs' count of tries that found the LLM unreachable, schema 6, nor the memory model, schema 7)."""
+    undo_migration_7(conn)
     conn.execute("ALTER TABLE jobs DROP COLUMN IF EXISTS llm_failures, DROP COLUMN IF EXISTS llm_failing_since")
     conn.execute("DROP TABLE IF EXISTS retention_policies, retention_default")
     conn.execute("DROP TABLE api_keys, deletion_epoch, user_deletions")
