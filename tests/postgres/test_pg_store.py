@@ -132,9 +132,9 @@ def undo_migration_7(conn: Conn) -> None:
     conn.execute("ALTER TABLE users DROP COLUMN IF EXISTS display_name, DROP COLUMN IF EXISTS metadata")
     conn.execute(
         "ALTER TABLE blocks DROP COLUMN IF EXISTS kind, DROP COLUMN IF EXISTS sides, DROP COLUMN IF EXISTS ttl_s, "
-        "DROP COLUMN IF EXISTS expires_at, DROP COLUMN IF EXISTS updated_at, DROP COLUMN IF EXISTS prompt_id, "
+        "DROP COLUMN IF EXISTS expires_ts, DROP COLUMN IF EXISTS updated_ts, DROP COLUMN IF EXISTS prompt_id, "
         "DROP COLUMN IF EXISTS prompt_version, DROP COLUMN IF EXISTS fail_count, "
-        "DROP COLUMN IF EXISTS last_queued_at"
+        "DROP COLUMN IF EXISTS last_queued_ts"
     )
     conn.execute("DROP INDEX IF EXISTS blocks_user_ingest, blocks_annotations")
     conn.execute("DELETE FROM schema_migrations WHERE version >= 7")

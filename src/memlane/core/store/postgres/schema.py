@@ -216,7 +216,7 @@ MIGRATIONS: list[str] = [
     ALTER TABLE jobs ADD COLUMN llm_failing_since double precision;
     """,
     # 7: the memory model (docs/design/007-memory-model.md). Users gain a display name and metadata;
-    #    sessions become rows of their own (one per distinct conversation and session already on blocks);
+    #    sessions become rows of their own (one per distinct session id already on a user's blocks);
     #    blocks gain their kind (exchange or fact), an exchange's two sides, a TTL and the expiry it gave
     #    (write time + TTL; NULL: never), the time of their last update, the registry prompt that extracted
     #    them, and their extraction failures. Extraction prompts are global and small (reference tables on
@@ -236,24 +236,25 @@ MIGRATIONS: list[str] = [
         metadata jsonb NOT NULL DEFAULT '{}',
         default_ttl_s bigint CHECK (default_ttl_s >= 0),
         created_at double precision NOT NULL,
-        PRIMARY KEY (user_id, conversation_id, session_id)
+        PRIMARY KEY (user_id, session_id)
     );
     CREATE INDEX sessions_user_started ON sessions(user_id, started_at DESC, session_id);
-    CREATE INDEX sessions_user_id ON sessions(user_id, session_id);
+    -- A session id is unique per user; one the blocks share between conversations (possible before)
+    -- belongs to the first of them by name.
     INSERT INTO sessions(user_id, conversation_id, session_id, started_at, created_at)
-    SELECT user_id, conversation_id, session_id, min(event_ts), min(ingest_ts) FROM blocks
-    GROUP BY user_id, conversation_id, session_id;
+    SELECT user_id, min(conversation_id), session_id, min(event_ts), min(ingest_ts) FROM blocks
+    GROUP BY user_id, session_id;
     ALTER TABLE blocks ADD COLUMN kind text NOT NULL DEFAULT 'exchange' CHECK (kind IN ('exchange', 'fact'));
     ALTER TABLE blocks ADD COLUMN sides jsonb NOT NULL DEFAULT '[]';
     ALTER TABLE blocks ADD COLUMN ttl_s bigint CHECK (ttl_s >= 0);
-    ALTER TABLE blocks ADD COLUMN expires_at double precision;
-    ALTER TABLE blocks ADD COLUMN updated_at double precision;
+    ALTER TABLE blocks ADD COLUMN expires_ts double precision;
+    ALTER TABLE blocks ADD COLUMN updated_ts double precision;
     ALTER TABLE blocks ADD COLUMN prompt_id text;
     ALTER TABLE blocks ADD COLUMN prompt_version integer;
     ALTER TABLE blocks ADD COLUMN fail_count integer NOT NULL DEFAULT 0;
-    ALTER TABLE blocks ADD COLUMN last_queued_at double precision;
+    ALTER TABLE blocks ADD COLUMN last_queued_ts double precision;
     -- Only blocks with a TTL have an entry: a search of a user without one probes an empty range.
-    CREATE INDEX blocks_user_expiry ON blocks(user_id, expires_at) WHERE expires_at IS NOT NULL;
+    CREATE INDEX blocks_user_expiry ON blocks(user_id, expires_ts) WHERE expires_ts IS NOT NULL;
     CREATE INDEX blocks_user_ingest ON blocks(user_id, ingest_ts);
     -- Annotation filters (exact pairs, jsonb containment); blocks without annotations add no entry.
     CREATE INDEX blocks_annotations ON blocks USING gin(annotations jsonb_path_ops) WITH (fastupdate = off);
