@@ -5,20 +5,13 @@ of a search or a browse (:class:`memlane.core.model.Filters`) as SQL over the ``
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
 
-from memlane.core.model import BlockKind, Filters, MemoryBlock
-from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
-from memlane.core.timefmt import from_epoch, now_utc, to_epoch
+from memlane.core.model import Filters, MemoryBlock
+from memlane.core.store.rows import FULL_BLOCK_COLUMNS, row_to_block
+from memlane.core.timefmt import now_utc, to_epoch
 
-MODEL_COLUMNS = (
-    "b.kind, b.sides, b.ttl_s, b.expires_ts, b.updated_ts, b.prompt_id, b.prompt_version, b.fail_count, "
-    "b.last_queued_ts"
-)
-COLUMNS = f"{BLOCK_COLUMNS}, {MODEL_COLUMNS}"
-N_COLUMNS = COLUMNS.count(",") + 1
+COLUMNS = FULL_BLOCK_COLUMNS
+to_block = row_to_block
 
 # A block is live until its expiry (NULL: never); every read of blocks has this in its WHERE clause.
 LIVE = "(b.expires_ts IS NULL OR b.expires_ts > %(now)s)"
@@ -27,29 +20,6 @@ LIVE = "(b.expires_ts IS NULL OR b.expires_ts > %(now)s)"
 def now_epoch(now: float | None = None) -> float:
     """``now``, or the current time as epoch seconds (the clock the core decides expiries with)."""
     return to_epoch(now_utc()) if now is None else now
-
-
-def _epoch(value: Any) -> Any:
-    return None if value is None else from_epoch(float(value))
-
-
-def to_block(r: Sequence[Any]) -> MemoryBlock:
-    """A row of :data:`COLUMNS` as a block."""
-    block = row_to_block(r[:19])
-    kind, sides, ttl, expires, updated, prompt_id, prompt_version, fails, queued = r[19:28]
-    sides = json.loads(sides) if isinstance(sides, str | bytes) else sides
-    return replace(
-        block,
-        kind=BlockKind(kind),
-        sides=tuple((str(role), str(text)) for role, text in sides),
-        ttl_s=None if ttl is None else int(ttl),
-        expires_at=_epoch(expires),
-        updated_at=_epoch(updated),
-        prompt_id=None if prompt_id is None else str(prompt_id),
-        prompt_version=None if prompt_version is None else int(prompt_version),
-        fail_count=int(fails),
-        last_queued_at=_epoch(queued),
-    )
 
 
 def sides_json(block: MemoryBlock) -> str:

@@ -115,7 +115,7 @@ def update(
     head = get(conn, prompt_id, lock=True)
     if head.archived:
         raise PromptArchivedError(prompt_id)
-    if text is not None:
+    if text is not None and text != head.text:
         row = conn.execute(
             "UPDATE prompts SET current_version = next_version, next_version = next_version + 1 "
             "WHERE prompt_id = %s RETURNING current_version",
@@ -138,15 +138,11 @@ def update(
 
 
 def archive(conn: Conn, prompt_id: str, number: int | None, now: float) -> Prompt:
-    head = get(conn, prompt_id, lock=True)
-    if head.archived:
-        raise PromptArchivedError(prompt_id)
+    get(conn, prompt_id, lock=True)
     if number is None:
         conn.execute("UPDATE prompts SET archived = true, updated_at = %s WHERE prompt_id = %s", (now, prompt_id))
     else:
-        found = version(conn, prompt_id, number)
-        if found.archived:
-            raise PromptArchivedError(prompt_id, number)
+        version(conn, prompt_id, number)
         conn.execute(
             "UPDATE prompt_versions SET archived = true WHERE prompt_id = %s AND version = %s", (prompt_id, number)
         )

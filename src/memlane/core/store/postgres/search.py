@@ -152,7 +152,10 @@ def exact_pool(n_keys: int, approximate: bool) -> int:
     user's scan: every block for a user searched exactly (the pool is at most the user), an eighth of the
     user's keys (at least 2,000 blocks) past the ANN threshold, where the HNSW index's iterative scan would
     read many rows the filter drops."""
-    return n_keys if not approximate else max(2000, n_keys // 8)
+    return n_keys if not approximate else max(EXACT_POOL_MIN, n_keys // 8)
+
+
+EXACT_POOL_MIN = 2000  # blocks a filtered search past the ANN threshold always scores exactly
 
 
 def _pool(conn: Conn, rules: str, params: dict[str, object], limit: int | None) -> list[int]:
