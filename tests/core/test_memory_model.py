@@ -26,6 +26,7 @@ from memlane.core.llm import CallLog, ChatMessage, ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.model import BlockKind, ExtractionStatus, Filters, MemoryBlock
 from memlane.core.store.protocol import Store
+from memlane.core.store.sqlite import SqliteStore
 
 StoreFactory = Callable[[], Store]
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
@@ -161,6 +162,12 @@ def test_delete_session_leaves_nothing_in_any_table(store_factory: StoreFactory,
         assert swept.get_session("bob", "gone").blocks == 2  # another user's session of the same id stays
         assert swept.store.get_vectors(swept.embedder.model_id, [b for b in _hashes("secret plan gamma")]) == {}
         assert log.list(1000) and all("secret" not in repr(r) for r in log.list(1000))
+        if isinstance(swept.store, SqliteStore):  # no cell of any table holds a word of the deleted session
+            tables = [r[0] for r in swept.store.query("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            for table in tables:
+                for row in swept.store.query(f'SELECT * FROM "{table}"'):
+                    cells = [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in row]
+                    assert not any("secret" in c for c in cells), table
         for mode in ("vector", "keyword", "hybrid"):
             assert all("secret" not in h.block.message for h in swept.search("alice", "secret plan", k=5, mode=mode))
         with pytest.raises(NotFoundError):
