@@ -92,9 +92,10 @@ class AsyncClient:
         time: TimeArg = None,
         perspective: Literal["dual", "speakers", "single"] = "dual",
         extract: Literal["off", "async", "sync"] = "off",
+        annotations: Mapping[str, str] | None = None,
     ) -> AddResult:
         """See :meth:`Client.add`."""
-        body = add_body(messages, conversation_id, session_id, time, perspective, extract)
+        body = add_body(messages, conversation_id, session_id, time, perspective, extract, annotations)
         return add_result_from_json(await self._call("POST", "/v1/memories", json=body))
 
     async def search(

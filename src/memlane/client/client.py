@@ -96,10 +96,11 @@ class Client:
         time: TimeArg = None,
         perspective: Literal["dual", "speakers", "single"] = "dual",
         extract: Literal["off", "async", "sync"] = "off",
+        annotations: Mapping[str, str] | None = None,
     ) -> AddResult:
         """Store messages (``{"role", "content", "time"?, "id"?}``, or ``{"speaker", "content", ...}`` for a chat
-        between two people) as blocks; see :meth:`Memory.add`."""
-        body = add_body(messages, conversation_id, session_id, time, perspective, extract)
+        between two people) as blocks; see :meth:`Memory.add` (``annotations``: string labels kept on every block)."""
+        body = add_body(messages, conversation_id, session_id, time, perspective, extract, annotations)
         return add_result_from_json(self._call("POST", "/v1/memories", json=body))
 
     def search(

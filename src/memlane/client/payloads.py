@@ -36,6 +36,7 @@ def add_body(
     time: TimeArg,
     perspective: str,
     extract: str,
+    annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     return drop_none(
         {
@@ -45,6 +46,7 @@ def add_body(
             "time": time_value(time),
             "perspective": perspective,
             "extract": extract,
+            "annotations": None if annotations is None else dict(annotations),
         }
     )
 

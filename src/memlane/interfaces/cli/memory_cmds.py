@@ -15,6 +15,7 @@ from memlane.core.names import shown
 from memlane.interfaces.cli.app import LLMChoice, llm_options, open_memory, store_options
 from memlane.interfaces.cli.jsoninput import read_json
 from memlane.interfaces.cli.options import SettingOption, store_path_option
+from memlane.interfaces.cli.pairs import parse_pairs
 from memlane.interfaces.wire.shapes import block_json, hit_json
 
 
@@ -58,6 +59,13 @@ def _read_messages(file: Path | None) -> Any:
     setting="extract",
     help="LLM extraction of summary and facts: off, async (queued for `memlane worker`), sync (before returning).",
 )
+@click.option(
+    "--annotation",
+    "annotation_pairs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A string label kept on every block of the add (repeat for more); searches filter on them.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @store_options
 @llm_options
@@ -69,6 +77,7 @@ def add_cmd(
     perspective: str,
     file: Path | None,
     extract: str,
+    annotation_pairs: tuple[str, ...],
     as_json: bool,
     store: Path,
     embedder: str,
@@ -83,8 +92,9 @@ def add_cmd(
     \b
     Example:
       echo '[{"role":"user","content":"My sister is Ana."},{"role":"assistant","content":"Noted."}]' \\
-        | memlane add alice --session s1 --time "1:56 pm on 8 May, 2023"
+        | memlane add alice --session s1 --time "1:56 pm on 8 May, 2023" --annotation topic=family
     """
+    annotations = parse_pairs(annotation_pairs, "--annotation")
     source = str(file) if file else "stdin"
     messages = _read_messages(file)
     if not isinstance(messages, list):
@@ -100,6 +110,7 @@ def add_cmd(
             time=time_,
             perspective=perspective,
             extract=extract,  # type: ignore[arg-type]  # click.Choice guarantees the literal
+            annotations=annotations,
         )
     except ValidationError as exc:
         if exc.where and exc.where.startswith("messages"):

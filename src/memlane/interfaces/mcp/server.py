@@ -121,6 +121,10 @@ class MemoryTools:
         time: Annotated[TimeValue | None, Field(description="When the session happened; default now.")] = None,
         perspective: Literal["dual", "speakers", "single"] = "dual",
         extract: Literal["off", "async", "sync"] = "off",
+        annotations: Annotated[
+            dict[str, str] | None,
+            Field(description="String labels kept on the blocks (keys: letters, digits, '_'), to filter searches by."),
+        ] = None,
     ) -> AddOut:
         """Remember conversation turns ({"role": "user"|"assistant", "content": ...}, or {"speaker": name,
         "content": ...} for a chat between two people) as memory blocks."""
@@ -138,6 +142,7 @@ class MemoryTools:
                 perspective=perspective,
                 extract=extract,
                 epoch=epoch,
+                annotations=annotations,
             )
 
         return add_out(await self.run(add))

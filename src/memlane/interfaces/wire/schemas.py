@@ -51,6 +51,17 @@ TimeValue = Annotated[
     ),
 ]
 Name = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+MAX_ANNOTATIONS = 64
+# Keys are identifiers and values strings; what else a key or value may hold is the core's rule.
+Annotations = Annotated[
+    dict[Annotated[str, Field(min_length=1, max_length=MAX_TEXT)], Annotated[str, Field(max_length=MAX_TEXT)]],
+    Field(
+        max_length=MAX_ANNOTATIONS,
+        description="String labels kept on the blocks (keys are identifiers: letters, digits and '_', not "
+        "starting with a digit); searches can filter on them by exact match.",
+        examples=[{"topic": "travel", "source": "chat"}],
+    ),
+]
 
 
 class Strict(BaseModel):
@@ -90,6 +101,7 @@ class AddIn(Strict):
     extract: Literal["off", "async", "sync"] = Field(
         default="off", description="LLM extraction: off, async (queued for the workers) or sync (before replying)."
     )
+    annotations: Annotations | None = None
 
 
 class SearchIn(Strict):

@@ -48,6 +48,7 @@ def add_memories(body: AddIn, caller: UserCaller, request: Request) -> AddOut:
         perspective=body.perspective,
         extract=body.extract,
         epoch=caller.epoch,
+        annotations=body.annotations,
     )
     return add_out(res)
 
