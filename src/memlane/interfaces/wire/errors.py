@@ -8,12 +8,15 @@ import re
 from typing import Any
 
 from memlane.core.errors import (
+    AlreadyExistsError,
     ConfigError,
     ConflictError,
     EmbedderError,
     LLMError,
     MemlaneError,
     NotFoundError,
+    PromptArchivedError,
+    SessionEndedError,
     StoreError,
     ValidationError,
 )
@@ -22,6 +25,9 @@ from memlane.core.errors import (
 CORE_STATUS: tuple[tuple[type[MemlaneError], int, str], ...] = (
     (ValidationError, 422, "validation_error"),
     (NotFoundError, 404, "not_found"),
+    (AlreadyExistsError, 409, "already_exists"),
+    (SessionEndedError, 409, "session_ended"),
+    (PromptArchivedError, 409, "prompt_archived"),
     (ConflictError, 409, "conflict"),
     (ConfigError, 400, "config_error"),
     (LLMError, 502, "llm_error"),
