@@ -219,7 +219,7 @@ class Client:
         annotations: Mapping[str, str] | None = None,
         ttl_s: int | None = None,
         prompt: PromptArg = None,
-        extract: Literal["off", "async", "sync"] | None = None,
+        extract: Literal["off", "async"] | None = None,
     ) -> MemoryBlock:
         """Update a block in place (same id): a fact's ``content`` or an exchange's ``sides``, its annotations
         (replaced), its TTL (from now); see :meth:`Memory.update`."""

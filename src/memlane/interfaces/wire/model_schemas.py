@@ -165,8 +165,12 @@ class UpdateIn(Strict):
     assistant_content: str | None = None
     annotations: Annotations | None = None
     ttl_s: TtlSeconds | None = None
-    prompt: PromptRef | None = None
-    extract: Extract | None = Field(default=None, description="Default: async when the content changes.")
+    prompt: PromptRef | None = Field(
+        default=None, description="The registry prompt to extract with; null: memlane's own; left out: kept."
+    )
+    extract: Literal["off", "async"] | None = Field(
+        default=None, description="Extraction of the new content, queued for the workers; default: as before."
+    )
 
     @model_validator(mode="after")
     def _one_content(self) -> UpdateIn:
