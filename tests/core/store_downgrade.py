@@ -28,8 +28,20 @@ HTTP_API_KEYS = """CREATE TABLE IF NOT EXISTS http_api_keys(
 )"""
 
 
+def downgrade_to_v10(path: Path) -> None:
+    """Schema 10: API keys without a role."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= 11:
+        conn.execute("BEGIN")
+        conn.execute("ALTER TABLE api_keys DROP COLUMN role")
+        conn.execute("PRAGMA user_version = 10")
+        conn.execute("COMMIT")
+    conn.close()
+
+
 def downgrade_to_v9(path: Path) -> None:
     """Schema 9: jobs without their count of tries that found the LLM unreachable."""
+    downgrade_to_v10(path)
     conn = sqlite3.connect(path, isolation_level=None)
     if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= 10:
         conn.execute("BEGIN")

@@ -215,6 +215,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE jobs ADD COLUMN llm_failures integer NOT NULL DEFAULT 0;
     ALTER TABLE jobs ADD COLUMN llm_failing_since double precision;
     """,
+    # 7: an API key's role (memlane.core.apikeys.ROLES): what the key may do on its user's memory. Keys made
+    #    before roles could read and write.
+    """
+    ALTER TABLE api_keys ADD COLUMN role text NOT NULL DEFAULT 'read-write';
+    """,
 ]
 
 _EXT_SCHEMA = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'vector'"

@@ -270,6 +270,11 @@ MIGRATIONS: list[Migration] = [
     ALTER TABLE jobs ADD COLUMN llm_failures INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE jobs ADD COLUMN llm_failing_since REAL;
     """,
+    # 11: an API key's role (memlane.core.apikeys.ROLES): what the key may do on its user's memory. Keys made
+    # before roles could read and write.
+    """
+    ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'read-write';
+    """,
 ]
 
 
