@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from store_downgrade import HTTP_API_KEYS, downgrade_to_v6, downgrade_to_v10
+from store_downgrade import HTTP_API_KEYS, downgrade_to_v6, downgrade_to_v11
 
 from memlane.core.apikeys import ApiKeys, secret_hash
 from memlane.core.embedding.fake import HashingEmbedder
@@ -89,12 +89,12 @@ def test_a_key_keeps_its_role_and_old_keys_read_and_write(store_factory: StoreFa
 
 
 def test_keys_made_before_roles_read_and_write(tmp_path: Path) -> None:
-    path = tmp_path / "v10.db"
+    path = tmp_path / "v11.db"
     mem = Memory(SqliteStore(path), HashingEmbedder())
     mem.create_user("alice")
     old = ApiKeys(mem.store).create("alice", role="read-only")
     mem.close()
-    downgrade_to_v10(path)  # the role column is gone: the key as memlane made it before roles
+    downgrade_to_v11(path)  # the role column is gone: the key as memlane made it before roles
     mem = Memory(SqliteStore(path), HashingEmbedder())
     verified = ApiKeys(mem.store).verify(old.key)
     assert verified is not None and verified.record.role == "read-write"
