@@ -87,7 +87,7 @@ def test_the_batch_processor_routes_map_the_queue(llm_api: AgentApi) -> None:
     assert stats["statistics"]["total_enqueued"] == 1 and stats["statistics"]["total_completed"] == 0
     assert stats["rate_budget"]["per_request_token_limit"] == 4096
     assert all(isinstance(stats["statistics"][k], int) for k in BATCH_STATS)
-    assert llm_api.memory.run_jobs([1], retry_pause_s=0.0)  # what a worker does
+    llm_api.memory.worker(concurrency=1).run(drain=True)  # what memlane serve's workers do
     done = llm_api.admin.get("/health/async-batch-processor-stats").json()["statistics"]
     assert done["total_completed"] == 1 and done["total_enqueued"] == 1
 

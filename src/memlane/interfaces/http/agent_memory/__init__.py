@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from memlane.interfaces.http.agent_memory import health
+from memlane.interfaces.http.agent_memory import health, memory, prompts, sessions, users
 from memlane.interfaces.http.agent_memory.errors import FlatErrorMiddleware, serves
 
 __all__ = ["PUBLIC_PATHS", "FlatErrorMiddleware", "include", "serves"]
@@ -17,5 +17,5 @@ PUBLIC_PATHS = frozenset({"/health"})
 
 def include(app: FastAPI) -> None:
     """Add the routes to ``app`` (the caller adds :class:`FlatErrorMiddleware` among its middleware)."""
-    for module in (health,):
+    for module in (health, users, sessions, memory, prompts):
         app.include_router(module.router)

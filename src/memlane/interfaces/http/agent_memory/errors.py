@@ -102,11 +102,14 @@ def error_response(err: ApiError, request: Request) -> JSONResponse:
     return JSONResponse(envelope(err.code, err.message, err.details, rid), status_code=err.status, headers=headers)
 
 
+# What a core NotFoundError names first ("session 's1' not found for user 'alice'"): its code here.
+_NOT_FOUND_CODES = {"user": "USER_NOT_FOUND", "session": "SESSION_NOT_FOUND", "block": "BLOCK_NOT_FOUND"}
+_NOT_FOUND_CODES["prompt"] = "PROMPT_NOT_FOUND"
+
+
 def _not_found_code(exc: NotFoundError) -> str:
-    what = getattr(exc, "what", None)
-    if isinstance(what, str) and what.isidentifier():
-        return f"{what.upper()}_NOT_FOUND"
-    return "NOT_FOUND"
+    what = getattr(exc, "what", None) or str(exc).partition(" ")[0]
+    return _NOT_FOUND_CODES.get(str(what).lower(), "NOT_FOUND")
 
 
 def core_error(exc: MemlaneError, request: Request) -> ApiError:
