@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 
+from memlane.core.errors import PromptArchivedError
 from memlane.interfaces.http.agent_memory.auth import check_id, registry
 from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute
 from memlane.interfaces.http.agent_memory.schemas import MAX_OFFSET, MAX_PROMPTS_LIMIT, PromptIn, PromptUpdateIn
@@ -118,5 +119,10 @@ def archive_prompt(prompt_id: str, request: Request, vid: str | None = None) -> 
     """Archive a version or (``vid=all``) the prompt: kept, no longer usable; 409 if it was archived."""
     registry(request, write=True)
     check_id(prompt_id, "prompt_id")
-    memory_of(request).prompts.archive(prompt_id, _vid(vid, required=True))
+    prompts = memory_of(request).prompts
+    version = _vid(vid, required=True)
+    # The registry archives idempotently; that API answers a second archive with 409.
+    if (prompts.get(prompt_id) if version is None else prompts.version(prompt_id, version)).archived:
+        raise PromptArchivedError(prompt_id, version)
+    prompts.archive(prompt_id, version)
     return Response(status_code=204)
