@@ -10,18 +10,21 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from memlane.bench.perf import sentence
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.memory import AddRequest, Memory
+from memlane.core.model import BlockKind
 from memlane.core.ranking.session_words import people_words, session_word_ranks
 from memlane.core.store.postgres import is_postgres_url, redact
 from memlane.core.store.postgres.keys import Conn
-from memlane.core.store.postgres.schema import MIGRATIONS
+from memlane.core.store.postgres.schema import MIGRATIONS, prepare_database
 from memlane.core.store.postgres.store import PostgresStore
 from memlane.core.store.sqlite import SqliteStore
+from memlane.core.timefmt import to_epoch
 
 pytestmark = pytest.mark.postgres
 
@@ -125,9 +128,27 @@ def test_integrity_check_notices_an_index_out_of_step(new_store: NewStore) -> No
     ]
 
 
+def undo_migration_7(conn: Conn) -> None:
+    """Back to schema 6 (the last before the memory model): no sessions table, prompts, users' display
+    names and metadata, nor the blocks' kind, sides, TTL, expiry, update time, prompt and failure count
+    (nor the API keys' role, schema 8)."""
+    conn.execute("ALTER TABLE api_keys DROP COLUMN IF EXISTS role")
+    conn.execute("DROP TABLE IF EXISTS sessions, prompt_versions, prompts")
+    conn.execute("ALTER TABLE users DROP COLUMN IF EXISTS display_name, DROP COLUMN IF EXISTS metadata")
+    conn.execute(
+        "ALTER TABLE blocks DROP COLUMN IF EXISTS kind, DROP COLUMN IF EXISTS sides, DROP COLUMN IF EXISTS ttl_s, "
+        "DROP COLUMN IF EXISTS expires_ts, DROP COLUMN IF EXISTS updated_ts, DROP COLUMN IF EXISTS prompt_id, "
+        "DROP COLUMN IF EXISTS prompt_version, DROP COLUMN IF EXISTS fail_count, "
+        "DROP COLUMN IF EXISTS last_queued_ts"
+    )
+    conn.execute("DROP INDEX IF EXISTS blocks_user_ingest, blocks_annotations")
+    conn.execute("DELETE FROM schema_migrations WHERE version >= 7")
+
+
 def undo_migration_4(conn: Conn) -> None:
     """Back to schema 3: no API keys, deletion epoch or tombstones (and no retention policies, schema 5, nor
-    the jobs' count of tries that found the LLM unreachable, schema 6)."""
+    the jobs' count of tries that found the LLM unreachable, schema 6, nor the memory model, schema 7)."""
+    undo_migration_7(conn)
     conn.execute("ALTER TABLE jobs DROP COLUMN IF EXISTS llm_failures, DROP COLUMN IF EXISTS llm_failing_since")
     conn.execute("DROP TABLE IF EXISTS retention_policies, retention_default")
     conn.execute("DROP TABLE api_keys, deletion_epoch, user_deletions")
@@ -313,3 +334,69 @@ def test_recluster_rewrites_the_tables_and_changes_no_search(new_store: NewStore
         (u, q): [(h.block.id, h.score) for h in mem.search(u, q, k=5)] for u in ("user0", "user1") for q in queries
     }
     assert after == before and any(before.values())
+
+
+def _catalog(store: PostgresStore, schema: str | None = None) -> list[tuple[object, ...]]:
+    """The tables, columns and indexes of ``schema`` (default: the store's): what two stores of one schema
+    version share."""
+    name = schema or store.schema
+    return store.query(
+        "SELECT table_name, column_name, data_type, is_nullable, replace(column_default, %s || '.', '') "
+        "FROM information_schema.columns WHERE table_schema = %s ORDER BY table_name, column_name",
+        (name, name),
+    ) + store.query(
+        "SELECT tablename, indexname, regexp_replace(indexdef, ' ON [^ ]+\\.', ' ON ') FROM pg_indexes "
+        "WHERE schemaname = %s ORDER BY tablename, indexname",
+        (name,),
+    )
+
+
+def test_a_store_made_before_the_memory_model_migrates(
+    new_store: NewStore, new_schema: Callable[[], str], pg_url: str
+) -> None:
+    """A store at schema 6 (what the release before the memory model made) opens: one session per session id
+    on its blocks (started at the first block's event time), every block an exchange that never expires, the
+    searches unchanged."""
+    store = new_store()
+    mem = Memory(store, HashingEmbedder())
+    rng = random.Random(6)
+    for user in ("ann", "bo"):
+        for s in range(3):
+            for i in range(2):
+                mem.add(user, chat(sentence(rng, 10 * s + i), sentence(rng, 100 + i)), session_id=f"s{s}",
+                        time=T0 + timedelta(days=s, hours=i), perspective="single")  # fmt: skip
+    mem.add("ann", chat("in another conversation", "ok"), session_id="s0", conversation_id="other",
+            time=T0 - timedelta(days=1), perspective="single")  # fmt: skip
+    queries = _queries()[:5]
+    before = {(u, q, m): [h.block.id for h in mem.search(u, q, k=5, mode=m)]
+              for u in ("ann", "bo") for q in queries for m in ("vector", "keyword", "hybrid")}  # fmt: skip
+    listed = {u: [b.id for b in mem.list(u)] for u in ("ann", "bo")}
+    with store.transaction() as conn:
+        undo_migration_7(conn)
+    # the undone schema is the one the previous release's migrations (1 to 6, never edited) make
+    old = new_schema()
+    with psycopg.connect(pg_url) as conn:
+        prepare_database(conn, old)
+        conn.execute(
+            "CREATE TABLE schema_migrations(version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for statement in MIGRATIONS[:6]:
+            conn.execute(statement.encode())
+    assert _catalog(store) == _catalog(store, old)
+    migrated = new_store(schema=store.schema)
+    assert migrated.query("SELECT max(version) FROM schema_migrations") == [(len(MIGRATIONS),)]
+    sessions = migrated.list_sessions("ann", limit=10, offset=0, now=to_epoch(T0) + 1e9)
+    assert sorted((s.session_id, s.conversation_id, s.blocks) for s in sessions.items) == [
+        ("s0", "default", 3), ("s1", "default", 2), ("s2", "default", 2)
+    ]  # fmt: skip
+    s0 = next(s for s in sessions.items if s.session_id == "s0")
+    assert s0.started_at == T0 - timedelta(days=1) and not s0.ended and s0.default_ttl_s is None
+    blocks = migrated.list_blocks("ann", limit=100)
+    assert [b.id for b in blocks] == listed["ann"]
+    assert {(b.kind, b.expires_at, b.ttl_s, b.fail_count) for b in blocks} == {(BlockKind.EXCHANGE, None, None, 0)}
+    assert migrated.get_user("bo").sessions == 3
+    mem2 = Memory(migrated, HashingEmbedder())
+    after = {(u, q, m): [h.block.id for h in mem2.search(u, q, k=5, mode=m)]
+             for u in ("ann", "bo") for q in queries for m in ("vector", "keyword", "hybrid")}  # fmt: skip
+    assert after == before
+    assert migrated.integrity_check() == []

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 
 from memlane.core.model import MemoryBlock
+from memlane.core.store.postgres.blockrows import sides_json
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.timefmt import to_epoch
 
 _BLOCK_COPY = (
     "COPY blocks (user_id, pk, id, conversation_id, session_id, exchange_index, perspective, mode, message, summary, "
     "contexts, message_ids, event_ts, ingest_ts, time_annotation, extraction_status, extraction_prompt, content_hash, "
-    "annotations) FROM STDIN"
+    "annotations, kind, sides, ttl_s, expires_ts, updated_ts, prompt_id, prompt_version, fail_count, last_queued_ts) "
+    "FROM STDIN"
 )
 
 # Cross-table consistency, each a count of rows that should not exist (PostgresStore.integrity_check).
@@ -31,6 +34,8 @@ INTEGRITY_CHECKS = {
     "users whose session term counts are off": "SELECT count(*) FROM users u WHERE "
     "(SELECT coalesce(sum(tf), 0) FROM session_terms s WHERE s.user_id = u.id) <> "
     "(SELECT coalesce(sum(words_len), 0) FROM blocks b WHERE b.user_id = u.id)",
+    "blocks without a session": "SELECT count(*) FROM blocks b WHERE NOT EXISTS "
+    "(SELECT 1 FROM sessions s WHERE s.user_id = b.user_id AND s.session_id = b.session_id)",
     "session terms of unknown users": "SELECT count(*) FROM session_terms s WHERE NOT EXISTS "
     "(SELECT 1 FROM users u WHERE u.id = s.user_id)",
     "sessions whose length is off": "SELECT count(*) FROM (SELECT user_id, session_id, sum(words_len) AS words "
@@ -110,16 +115,30 @@ def last_exchange(conn: Conn, user_id: int, conversation: str, session: str) -> 
     return None if row is None or row[0] is None else int(row[0])
 
 
-def copy_blocks(conn: Conn, user_id: int, pks: Sequence[int], blocks: Sequence[MemoryBlock]) -> None:
-    """Write blocks (with their pre-allocated pks) in one COPY: one round trip for a whole batch."""
+def copy_blocks(
+    conn: Conn,
+    user_id: int,
+    pks: Sequence[int],
+    blocks: Sequence[MemoryBlock],
+    expires: Sequence[float | None],
+    queued_at: float | None,
+) -> None:
+    """Write blocks (with their pre-allocated pks, their expiries, and when their extraction was queued) in
+    one COPY: one round trip for a whole batch."""
     with conn.cursor() as cur, cur.copy(_BLOCK_COPY) as copy:
-        for pk, b in zip(pks, blocks, strict=True):
+        for pk, b, expiry in zip(pks, blocks, expires, strict=True):
+            queued = queued_at if queued_at is not None else _epoch(b.last_queued_at)
             copy.write_row(
                 (
                     user_id, pk, b.id, b.conversation_id, b.session_id, b.exchange_index, b.perspective,
                     b.mode.value, b.message, b.summary, json.dumps(list(b.contexts)),
                     json.dumps(list(b.message_ids)), to_epoch(b.event_time), to_epoch(b.ingest_time),
                     b.time_annotation, b.extraction_status.value, b.extraction_prompt, b.content_hash,
-                    json.dumps(b.annotations, sort_keys=True),
+                    json.dumps(b.annotations, sort_keys=True), b.kind.value, sides_json(b), b.ttl_s, expiry,
+                    _epoch(b.updated_at), b.prompt_id, b.prompt_version, b.fail_count, queued,
                 )
             )  # fmt: skip
+
+
+def _epoch(dt: datetime | None) -> float | None:
+    return None if dt is None else to_epoch(dt)

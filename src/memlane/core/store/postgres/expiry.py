@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from memlane.core.errors import NotFoundError
 from memlane.core.model import MemoryBlock
 from memlane.core.retention import Policies, RetentionPolicy
+from memlane.core.store.postgres.blockrows import COLUMNS, to_block
 from memlane.core.store.postgres.blocks import take_session_terms
 from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys
-from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 
 # The models the embedding cache holds vectors of, one index seek each (usually one model).
 CACHED_MODELS = (
@@ -34,6 +34,17 @@ def delete_blocks(conn: Conn, user_id: int, pks: Sequence[int]) -> int:
         return 0
     ids = list(pks)
     conn.execute("DELETE FROM jobs WHERE user_id = %s AND block_pk = ANY(%s)", (user_id, ids))
+    drop_cached(conn, user_id, ids)
+    keys, tokens = delete_block_keys(conn, user_id, ids, keep_messages=False)
+    take_session_terms(conn, user_id, ids)
+    n = conn.execute("DELETE FROM blocks WHERE user_id = %s AND pk = ANY(%s)", (user_id, ids)).rowcount
+    bump_user(conn, user_id, -keys, -tokens)
+    return int(n)
+
+
+def drop_cached(conn: Conn, user_id: int, pks: Sequence[int]) -> None:
+    """Drop the cached vectors of these blocks' keys' texts that no other key uses (before the keys go: a
+    deletion, or an update that replaces the block's text)."""
     # By (model, hash), the cache's primary key: by hash alone the planner scans the whole cache.
     models = [str(r[0]) for r in conn.execute(CACHED_MODELS).fetchall()]
     conn.execute(
@@ -41,13 +52,8 @@ def delete_blocks(conn: Conn, user_id: int, pks: Sequence[int]) -> int:
         "(SELECT DISTINCT content_hash FROM search_keys WHERE user_id = %(u)s AND block_pk = ANY(%(pks)s)) h "
         "WHERE c.model_id = ANY(%(models)s) AND c.hash = h.content_hash AND NOT EXISTS (SELECT 1 FROM search_keys k "
         "WHERE k.content_hash = h.content_hash AND NOT (k.user_id = %(u)s AND k.block_pk = ANY(%(pks)s)))",
-        {"u": user_id, "pks": ids, "models": models},
+        {"u": user_id, "pks": list(pks), "models": models},
     )
-    keys, tokens = delete_block_keys(conn, user_id, ids, keep_messages=False)
-    take_session_terms(conn, user_id, ids)
-    n = conn.execute("DELETE FROM blocks WHERE user_id = %s AND pk = ANY(%s)", (user_id, ids)).rowcount
-    bump_user(conn, user_id, -keys, -tokens)
-    return int(n)
 
 
 def expired_pks(conn: Conn, user_id: int, before: float | None, keep: int | None, limit: int | None) -> list[int]:
@@ -74,11 +80,11 @@ def blocks_by_pk(conn: Conn, user_id: int, pks: Sequence[int]) -> list[MemoryBlo
     if not pks:
         return []
     rows = conn.execute(
-        f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id "
+        f"SELECT {COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id "
         "WHERE b.user_id = %s AND b.pk = ANY(%s) ORDER BY b.event_ts, b.pk",
         (user_id, list(pks)),
     ).fetchall()
-    return [row_to_block(r) for r in rows]
+    return [to_block(r) for r in rows]
 
 
 def count_blocks(conn: Conn, user_id: int) -> int:

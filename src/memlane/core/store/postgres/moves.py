@@ -40,6 +40,7 @@ STEPS = ("freeze", "copy", "verify", "switch", "drain", "clean")
 
 # Every table that holds a user's rows (besides ``users``), in the order they are copied (parents first).
 USER_TABLES = (
+    "sessions",
     "blocks",
     "search_keys",
     "key_vectors",
@@ -51,10 +52,12 @@ USER_TABLES = (
 )
 # Digests that say two copies hold the same content (the row ids differ by design).
 _DIGESTS = {
-    "users": "SELECT md5(string_agg(concat_ws('|', u.n_keys, u.total_len, u.created_at), ',')) FROM users u "
+    "users": "SELECT md5(string_agg(concat_ws('|', u.n_keys, u.total_len, u.created_at, u.display_name, "
+    "u.metadata::text), ',')) FROM users u "
     "WHERE u.id = %(uid)s",
     "blocks": "SELECT md5(string_agg(concat_ws('|', b.id, b.message, b.summary, b.contexts::text, b.event_ts, "
-    "b.extraction_status, b.content_hash, b.annotations::text), ',' ORDER BY b.id)) FROM blocks b "
+    "b.extraction_status, b.content_hash, b.annotations::text, b.kind, b.sides::text, b.ttl_s, b.expires_ts, "
+    "b.updated_ts, b.prompt_id, b.prompt_version, b.fail_count, b.last_queued_ts), ',' ORDER BY b.id)) FROM blocks b "
     "WHERE b.user_id = %(uid)s",
     "search_keys": "SELECT md5(string_agg(concat_ws('|', b.id, k.kind, k.text, k.dl, k.tsv::text), ',' "
     "ORDER BY b.id, k.kind, k.text)) FROM search_keys k JOIN blocks b ON b.user_id = k.user_id AND b.pk = k.block_pk "
@@ -67,6 +70,9 @@ _DIGESTS = {
     "jobs": "SELECT md5(string_agg(concat_ws('|', b.id, j.kind, j.attempts, j.max_attempts, j.last_error), ',' "
     "ORDER BY b.id, j.created_at)) FROM jobs j JOIN blocks b ON b.user_id = j.user_id AND b.pk = j.block_pk "
     "WHERE j.user_id = %(uid)s",
+    "sessions": "SELECT md5(string_agg(concat_ws('|', session_id, conversation_id, started_at, ended_at, "
+    "annotations::text, metadata::text, default_ttl_s, created_at), ',' ORDER BY session_id)) FROM sessions "
+    "WHERE user_id = %(uid)s",
     "session_terms": "SELECT md5(string_agg(concat_ws('|', lexeme, session_id, tf), ',' ORDER BY lexeme, session_id)) "
     "FROM session_terms WHERE user_id = %(uid)s",
     "session_lengths": "SELECT md5(string_agg(concat_ws('|', session_id, words), ',' ORDER BY session_id)) "

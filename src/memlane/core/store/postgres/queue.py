@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, LLMOutage, QueueStatus, Requeued
 from memlane.core.model import ExtractionStatus, content_hash
+from memlane.core.store.postgres.blockrows import COLUMNS, to_block
 from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys
-from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
 from memlane.core.timefmt import to_epoch
 
 if TYPE_CHECKING:
@@ -76,9 +76,9 @@ class PostgresJobQueue:
             if not rows:
                 return []
             blocks = {
-                int(r[0]): row_to_block(r)
+                int(r[0]): to_block(r)
                 for r in conn.execute(
-                    f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id "
+                    f"SELECT {COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id "
                     "JOIN unnest(%s::bigint[], %s::bigint[]) AS x(uid, pk) ON b.user_id = x.uid AND b.pk = x.pk",
                     ([r[1] for r in rows], [r[2] for r in rows]),
                 )
@@ -103,8 +103,8 @@ class PostgresJobQueue:
         dead = [(r[0], r[1]) for r in conn.execute(_REAP).fetchall() if r[2] == "dead"]
         if dead:
             conn.execute(
-                "UPDATE blocks b SET extraction_status = %s FROM unnest(%s::bigint[], %s::bigint[]) AS x(uid, pk) "
-                "WHERE b.user_id = x.uid AND b.pk = x.pk",
+                "UPDATE blocks b SET extraction_status = %s, fail_count = fail_count + 1 "
+                "FROM unnest(%s::bigint[], %s::bigint[]) AS x(uid, pk) WHERE b.user_id = x.uid AND b.pk = x.pk",
                 (ExtractionStatus.FAILED.value, [d[0] for d in dead], [d[1] for d in dead]),
             )
 
@@ -191,7 +191,8 @@ class PostgresJobQueue:
             status = JobStatus(row[0])
             if status is JobStatus.DEAD:
                 conn.execute(
-                    "UPDATE blocks SET extraction_status = %s WHERE user_id = %s AND pk = %s",
+                    "UPDATE blocks SET extraction_status = %s, fail_count = fail_count + 1 "
+                    "WHERE user_id = %s AND pk = %s",
                     (ExtractionStatus.FAILED.value, row[1], row[2]),
                 )
         return status
@@ -241,8 +242,8 @@ class PostgresJobQueue:
             ).fetchall()
             if dead:
                 conn.execute(
-                    "UPDATE blocks b SET extraction_status = %s FROM unnest(%s::bigint[], %s::bigint[]) AS x(uid, pk) "
-                    "WHERE b.user_id = x.uid AND b.pk = x.pk",
+                    f"UPDATE blocks b SET extraction_status = %s, last_queued_ts = {NOW} "
+                    "FROM unnest(%s::bigint[], %s::bigint[]) AS x(uid, pk) WHERE b.user_id = x.uid AND b.pk = x.pk",
                     (ExtractionStatus.QUEUED.value, [d[0] for d in dead], [d[1] for d in dead]),
                 )
             waiting = 0

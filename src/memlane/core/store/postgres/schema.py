@@ -215,7 +215,69 @@ MIGRATIONS: list[str] = [
     ALTER TABLE jobs ADD COLUMN llm_failures integer NOT NULL DEFAULT 0;
     ALTER TABLE jobs ADD COLUMN llm_failing_since double precision;
     """,
-    # 7: an API key's role (memlane.core.apikeys.ROLES): what the key may do on its user's memory. Keys made
+    # 7: the memory model (docs/design/007-memory-model.md). Users gain a display name and metadata;
+    #    sessions become rows of their own (one per distinct session id already on a user's blocks);
+    #    blocks gain their kind (exchange or fact), an exchange's two sides, a TTL and the expiry it gave
+    #    (write time + TTL; NULL: never), the time of their last update, the registry prompt that extracted
+    #    them, and their extraction failures. Extraction prompts are global and small (reference tables on
+    #    a distributed PostgreSQL). Every new per-user key leads with user_id; every column added to blocks
+    #    has a constant default, so adding it rewrites no row.
+    """
+    ALTER TABLE users ADD COLUMN display_name text;
+    ALTER TABLE users ADD COLUMN metadata jsonb NOT NULL DEFAULT '{}';
+    CREATE INDEX users_display_name ON users(display_name) WHERE display_name IS NOT NULL;
+    CREATE TABLE sessions(
+        user_id bigint NOT NULL,
+        conversation_id text NOT NULL,
+        session_id text NOT NULL,
+        started_at double precision NOT NULL,
+        ended_at double precision,
+        annotations jsonb NOT NULL DEFAULT '{}',
+        metadata jsonb NOT NULL DEFAULT '{}',
+        default_ttl_s bigint CHECK (default_ttl_s >= 0),
+        created_at double precision NOT NULL,
+        PRIMARY KEY (user_id, session_id)
+    );
+    CREATE INDEX sessions_user_started ON sessions(user_id, started_at DESC, session_id);
+    -- A session id is unique per user; one the blocks share between conversations (possible before)
+    -- belongs to the first of them by name.
+    INSERT INTO sessions(user_id, conversation_id, session_id, started_at, created_at)
+    SELECT user_id, min(conversation_id), session_id, min(event_ts), min(ingest_ts) FROM blocks
+    GROUP BY user_id, session_id;
+    ALTER TABLE blocks ADD COLUMN kind text NOT NULL DEFAULT 'exchange' CHECK (kind IN ('exchange', 'fact'));
+    ALTER TABLE blocks ADD COLUMN sides jsonb NOT NULL DEFAULT '[]';
+    ALTER TABLE blocks ADD COLUMN ttl_s bigint CHECK (ttl_s >= 0);
+    ALTER TABLE blocks ADD COLUMN expires_ts double precision;
+    ALTER TABLE blocks ADD COLUMN updated_ts double precision;
+    ALTER TABLE blocks ADD COLUMN prompt_id text;
+    ALTER TABLE blocks ADD COLUMN prompt_version integer;
+    ALTER TABLE blocks ADD COLUMN fail_count integer NOT NULL DEFAULT 0;
+    ALTER TABLE blocks ADD COLUMN last_queued_ts double precision;
+    -- Only blocks with a TTL have an entry: a search of a user without one probes an empty range.
+    CREATE INDEX blocks_user_expiry ON blocks(user_id, expires_ts) WHERE expires_ts IS NOT NULL;
+    CREATE INDEX blocks_user_ingest ON blocks(user_id, ingest_ts);
+    -- Annotation filters (exact pairs, jsonb containment); blocks without annotations add no entry.
+    CREATE INDEX blocks_annotations ON blocks USING gin(annotations jsonb_path_ops) WITH (fastupdate = off);
+    CREATE TABLE prompts(
+        prompt_id text PRIMARY KEY,
+        description text NOT NULL,
+        annotations jsonb NOT NULL DEFAULT '{}',
+        archived boolean NOT NULL DEFAULT false,
+        current_version integer NOT NULL,
+        next_version integer NOT NULL,       -- versions are numbered from 0 and never reused
+        created_at double precision NOT NULL,
+        updated_at double precision NOT NULL
+    );
+    CREATE TABLE prompt_versions(
+        prompt_id text NOT NULL REFERENCES prompts(prompt_id) ON DELETE CASCADE,
+        version integer NOT NULL,
+        text text NOT NULL,
+        archived boolean NOT NULL DEFAULT false,
+        created_at double precision NOT NULL,
+        PRIMARY KEY (prompt_id, version)
+    );
+    """,
+    # 8: an API key's role (memlane.core.apikeys.ROLES): what the key may do on its user's memory. Keys made
     #    before roles could read and write.
     """
     ALTER TABLE api_keys ADD COLUMN role text NOT NULL DEFAULT 'read-write';

@@ -17,16 +17,19 @@ user (FTS5's are per file): a user's ranking never depends on other users' text.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
+from memlane.core.model import Filters
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1, sql_idf, sql_term_score
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.store.annsettings import EXACT, AnnSettings
 from memlane.core.store.keyword import query_terms
 from memlane.core.store.postgres.adapt import PgVector
 from memlane.core.store.postgres.ann import index_name, set_search
+from memlane.core.store.postgres.blockrows import LIVE, filter_sql, now_epoch, restricts
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import TEXT_CONFIG
 from memlane.core.store.vectors import KIND_CODES
@@ -66,28 +69,54 @@ def vector_top_blocks(
     before: float | None = None,
     ann: AnnSettings = EXACT,
     build_index: Callable[[int], None] = lambda _user_id: None,
+    filters: Filters | None = None,
+    now: float | None = None,
 ) -> list[tuple[int, float]]:
     """Top-k blocks by cosine similarity; a block scores as its best key. Exact, or for a user of at least
     ``ann.threshold`` keys through the user's HNSW index (:mod:`memlane.core.store.postgres.ann`) once it
-    is made; ``build_index`` is called with the user's id when the user has none yet."""
+    is made; ``build_index`` is called with the user's id when the user has none yet.
+
+    Blocks expired at ``now`` are never candidates: without filters, the user's expired blocks not swept
+    yet (an index probe of ``blocks_user_expiry``, empty for a user without TTLs) are left out by
+    reference; with filters (:attr:`Filters.pre`), the pool is the live blocks that pass them. A pool small
+    enough (:func:`exact_pool`) is scored exactly, key by key; a larger one filters the user's scan (exact,
+    or the HNSW index's iterative scan, which falls back to exact scoring of the pool if it comes up
+    short): recall 1.0 wherever the unfiltered search is exact."""
+    now = now_epoch(now)
     row = conn.execute(
         "SELECT id, n_keys, set_config('enable_seqscan', 'off', true), "
-        "(SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s || id)) FROM users WHERE name = %s",
-        (index_name(0).removesuffix("0"), user),
+        "(SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s || id)), "
+        f"({_GONE}) FROM users WHERE name = %s",
+        (index_name(0).removesuffix("0"), user, now, user),
     ).fetchone()
     if k <= 0 or row is None:
         return []
-    user_id, n_keys, _, valid = int(row[0]), int(row[1]), row[2], row[3]
+    user_id, n_keys, _, valid, gone = int(row[0]), int(row[1]), row[2], row[3], list(row[4] or [])
     approximate = ann.applies(n_keys)
     if approximate and not valid:
         build_index(user_id)
     approximate = approximate and bool(valid)
-    params: dict[str, object] = {"user_id": user_id, "q": PgVector(query.reshape(-1))}
+    params: dict[str, object] = {"user_id": user_id, "q": PgVector(query.reshape(-1)), "now": now}
     where = "v.user_id = %(user_id)s::bigint"  # psycopg would send a small id as int2
     if kinds is not None and len(kinds) < len(KIND_CODES):
         where += " AND v.kind = ANY(%(kinds)s::smallint[])"
         params["kinds"] = sorted(KIND_CODES[x] for x in kinds)
     where += _window("v.event_ts", after, before, params)
+    base, rules = where, None
+    if restricts(filters):
+        assert filters is not None
+        rules = filter_sql(filters.pre, params)
+        cap = exact_pool(n_keys, approximate)
+        pool = _pool(conn, rules, params, cap + 1)
+        if len(pool) <= cap:
+            return _exact_pool(conn, pool, base, params, k)
+        where += (
+            " AND EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = %(user_id)s::bigint AND b.pk = v.block_pk "
+            f"AND {LIVE}{rules})"
+        )
+    elif gone:
+        where += " AND v.block_pk <> ALL(%(gone)s::bigint[])"
+        params["gone"] = gone
     # The user's index is on the vector cast to its width (memlane.core.store.postgres.ann): the same
     # expression here lets the planner use it.
     column = f"v.embedding::vector({int(query.size)})" if approximate else "v.embedding"
@@ -99,15 +128,68 @@ def vector_top_blocks(
         if approximate:
             set_search(conn, ann, want)
         rows = conn.execute(statement, params).fetchall()
-        best: dict[int, float] = {}
-        for pk, d in rows:
-            if int(pk) not in best:
-                best[int(pk)] = -float(d)  # <#> is the negative inner product
-                if len(best) == k:
-                    return list(best.items())
+        best = _best(rows, k)
+        if len(best) == k:
+            return list(best.items())
         if len(rows) < want:
+            if approximate and rules is not None:
+                # the iterative scan gave up before the filtered pool ran out: score the pool exactly
+                return _exact_pool(conn, _pool(conn, rules, params, None), base, params, k)
             return list(best.items())
         want *= 4
+
+
+# The user's blocks expired at ``now`` and not swept yet: what an unfiltered search leaves out (from the
+# partial index blocks_user_expiry, which a user without TTLs has no entry in).
+_GONE = (
+    "SELECT array_agg(b.pk) FROM blocks b WHERE b.user_id = (SELECT id FROM users WHERE name = %s) "
+    "AND b.expires_ts <= %s"
+)
+
+
+def exact_pool(n_keys: int, approximate: bool) -> int:
+    """The most blocks a filtered vector search scores exactly, key by key, instead of filtering the
+    user's scan: every block for a user searched exactly (the pool is at most the user), an eighth of the
+    user's keys (at least 2,000 blocks) past the ANN threshold, where the HNSW index's iterative scan would
+    read many rows the filter drops."""
+    return n_keys if not approximate else max(EXACT_POOL_MIN, n_keys // 8)
+
+
+EXACT_POOL_MIN = 2000  # blocks a filtered search past the ANN threshold always scores exactly
+
+
+def _pool(conn: Conn, rules: str, params: dict[str, object], limit: int | None) -> list[int]:
+    """The live blocks of the user that pass the filter ``rules`` (at most ``limit``)."""
+    rows = conn.execute(
+        f"SELECT b.pk FROM blocks b WHERE b.user_id = %(user_id)s::bigint AND {LIVE}{rules}"
+        + ("" if limit is None else f" LIMIT {int(limit)}"),
+        params,
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def _exact_pool(conn: Conn, pool: list[int], where: str, params: dict[str, object], k: int) -> list[tuple[int, float]]:
+    """Exact top-k of the blocks ``pool``: every key of theirs (through the keys' block index) scored."""
+    if not pool:
+        return []
+    rows = conn.execute(
+        "SELECT v.block_pk, v.embedding <#> %(q)s AS d FROM search_keys k "
+        "JOIN key_vectors v ON v.user_id = k.user_id AND v.key_pk = k.pk "
+        f"WHERE k.user_id = %(user_id)s::bigint AND k.block_pk = ANY(%(pool)s::bigint[]) AND {where} ORDER BY d",
+        {**params, "pool": pool},
+    ).fetchall()
+    return list(_best(rows, k).items())
+
+
+def _best(rows: Sequence[tuple[Any, ...]], k: int) -> dict[int, float]:
+    """The first ``k`` distinct blocks of key rows (block pk, negative inner product) in distance order."""
+    best: dict[int, float] = {}
+    for pk, d in rows:
+        if int(pk) not in best:
+            best[int(pk)] = -float(d)  # <#> is the negative inner product
+            if len(best) == k:
+                break
+    return best
 
 
 _BM25 = f"""
@@ -148,13 +230,17 @@ def bm25_top_blocks(
     before: float | None = None,
     k1: float = BM25_K1,
     b: float = BM25_B,
+    filters: Filters | None = None,
+    now: float | None = None,
 ) -> list[tuple[int, float]]:
     """BM25 top-k blocks (a block scores as its best key); the filters narrow the ranked keys, not the
-    statistics, as in FTS5."""
+    statistics, as in FTS5. Blocks expired at ``now`` are never ranked (as in :func:`vector_top_blocks`)."""
     terms = query_terms(text)
-    user_id = _user_id(conn, user)
-    if not terms or k <= 0 or user_id is None:
+    now = now_epoch(now)
+    row = conn.execute(f"SELECT id, ({_GONE}) FROM users WHERE name = %s", (user, now, user)).fetchone()
+    if not terms or k <= 0 or row is None:
         return []
+    user_id, gone = int(row[0]), list(row[1] or [])
     # Terms are \\w+ runs, so quoting each one leaves no room for tsquery syntax; a term the parser splits
     # (``foo_bar``) becomes a phrase.
     params: dict[str, object] = {
@@ -164,13 +250,23 @@ def bm25_top_blocks(
         "k": k,
         "k1": k1,
         "b": b,
+        "now": now,
     }
-    filters = ""
+    rules = ""
     if kinds is not None:
-        filters += " AND m.kind = ANY(%(kinds)s::text[])"
+        rules += " AND m.kind = ANY(%(kinds)s::text[])"
         params["kinds"] = sorted(kinds)
-    filters += _window("m.event_ts", after, before, params)
-    rows = conn.execute(_BM25.replace("{filters}", filters), params).fetchall()
+    rules += _window("m.event_ts", after, before, params)
+    if restricts(filters):
+        assert filters is not None
+        rules += (
+            " AND EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = %(user_id)s::bigint AND b.pk = m.block_pk "
+            f"AND {LIVE}{filter_sql(filters.pre, params)})"
+        )
+    elif gone:
+        rules += " AND m.block_pk <> ALL(%(gone)s::bigint[])"
+        params["gone"] = gone
+    rows = conn.execute(_BM25.replace("{filters}", rules), params).fetchall()
     return [(int(pk), float(score)) for pk, score in rows]
 
 

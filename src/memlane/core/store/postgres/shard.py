@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from memlane.core.errors import ConfigError, StoreError
 from memlane.core.store.postgres import accounts
 from memlane.core.store.postgres.keys import Conn
+from memlane.core.store.postgres.sessions import update_user
 from memlane.core.store.postgres.store import PostgresStore
 
 MOVING, MOVED = "moving", "moved"
@@ -130,11 +132,15 @@ class ShardStore(PostgresStore):
         check_not_moving(conn, user)
         return user_id
 
-    def create_user(self, user: str) -> bool:
+    def create_user(
+        self, user: str, *, display_name: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> bool:
         with self.transaction() as conn:
             existed = self._lock_user(conn, user, create=False) is not None
             if not existed:
-                self._lock_user(conn, user, create=True)
+                user_id = self._lock_user(conn, user, create=True)
+                assert user_id is not None
+                update_user(conn, user_id, display_name=display_name or None, metadata=metadata)
         return not existed
 
     def add_api_key(

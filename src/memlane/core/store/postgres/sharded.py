@@ -25,14 +25,25 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import ConfigError
 from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, LLMOutage, QueueStatus, Requeued
-from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, UserInfo
+from memlane.core.model import (
+    DeletedUser,
+    Filters,
+    KeyRecord,
+    MemoryBlock,
+    Page,
+    Prompt,
+    PromptVersion,
+    Session,
+    StoredKey,
+    UserInfo,
+)
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
@@ -182,8 +193,192 @@ class ShardedStore:
         for shard in self.shards:
             shard.bind_embedder(model_id, dim)
 
-    def create_user(self, user: str) -> bool:
-        return self._write(user, lambda s: s.create_user(user))
+    def create_user(
+        self, user: str, *, display_name: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> bool:
+        return self._write(user, lambda s: s.create_user(user, display_name=display_name, metadata=metadata))
+
+    def get_user(self, user: str) -> UserInfo:
+        return self.at(user).get_user(user)
+
+    def update_user(
+        self, user: str, *, display_name: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> UserInfo:
+        return self._write(user, lambda s: s.update_user(user, display_name=display_name, metadata=metadata))
+
+    def find_users(
+        self,
+        *,
+        name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Page[UserInfo]:
+        """Every shard's matching users up to the page's end, merged by name (a user caught between two
+        shards by a move counted once, from the shard the map names)."""
+        pages = self._each(lambda s: s.find_users(name=name, metadata=metadata, limit=offset + limit, offset=0))
+        found: dict[str, list[tuple[int, UserInfo]]] = {}
+        for index, page in enumerate(pages):
+            for info in page.items:
+                found.setdefault(info.name, []).append((index, info))
+        merged = []
+        twice = 0
+        for user_name in sorted(found):
+            copies = found[user_name]
+            if len(copies) > 1:
+                twice += len(copies) - 1
+                where = self.shard_of(user_name, fresh=True)
+                copies = [c for c in copies if c[0] == where] or copies[:1]
+            merged.append(copies[0][1])
+        return Page(merged[offset : offset + limit], sum(p.total for p in pages) - twice, limit, offset)
+
+    # -- sessions and the memory model: on the user's shard ------------------------------------------------
+
+    def create_session(
+        self,
+        user: str,
+        session_id: str,
+        *,
+        conversation_id: str,
+        started_at: float,
+        annotations: Mapping[str, str],
+        metadata: Mapping[str, Any],
+        default_ttl_s: int | None,
+        exist_ok: bool = False,
+        now: float,
+    ) -> Session:
+        return self._write(
+            user,
+            lambda s: s.create_session(
+                user, session_id, conversation_id=conversation_id, started_at=started_at, annotations=annotations,
+                metadata=metadata, default_ttl_s=default_ttl_s, exist_ok=exist_ok, now=now,
+            ),
+        )  # fmt: skip
+
+    def get_session(self, user: str, session_id: str, *, now: float) -> Session:
+        return self.at(user).get_session(user, session_id, now=now)
+
+    def list_sessions(self, user: str, *, limit: int, offset: int, now: float) -> Page[Session]:
+        return self.at(user).list_sessions(user, limit=limit, offset=offset, now=now)
+
+    def update_session(
+        self,
+        user: str,
+        session_id: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        default_ttl_s: int | None = None,
+        now: float,
+    ) -> Session:
+        return self._write(
+            user,
+            lambda s: s.update_session(
+                user, session_id, annotations=annotations, metadata=metadata, default_ttl_s=default_ttl_s, now=now
+            ),
+        )
+
+    def end_session(self, user: str, session_id: str, *, at: float, now: float) -> Session:
+        return self._write(user, lambda s: s.end_session(user, session_id, at=at, now=now))
+
+    def delete_session(self, user: str, session_id: str) -> list[MemoryBlock]:
+        return self._write(user, lambda s: s.delete_session(user, session_id))
+
+    def update_block(
+        self,
+        user: str,
+        block: MemoryBlock,
+        vectors: Vectors | None,
+        *,
+        reset_ttl: bool = False,
+        default_ttl_s: int = 0,
+        enqueue_attempts: int = 0,
+        now: float,
+    ) -> MemoryBlock:
+        return self._write(
+            user,
+            lambda s: s.update_block(
+                user, block, vectors, reset_ttl=reset_ttl, default_ttl_s=default_ttl_s,
+                enqueue_attempts=enqueue_attempts, now=now,
+            ),
+        )  # fmt: skip
+
+    def set_ttl(
+        self,
+        user: str,
+        ttl_s: int,
+        *,
+        session_id: str | None = None,
+        block_ids: Sequence[str] | None = None,
+        now: float,
+    ) -> int:
+        return self._write(user, lambda s: s.set_ttl(user, ttl_s, session_id=session_id, block_ids=block_ids, now=now))
+
+    def browse_blocks(
+        self,
+        user: str,
+        filters: Filters | None,
+        *,
+        order: str,
+        limit: int,
+        offset: int,
+        after: float | None = None,
+        before: float | None = None,
+        now: float,
+    ) -> Page[MemoryBlock]:
+        return self.at(user).browse_blocks(
+            user, filters, order=order, limit=limit, offset=offset, after=after, before=before, now=now
+        )
+
+    def expired_users(self, now: float) -> list[str]:
+        found = self._each(lambda s: [(s, name) for name in s.expired_users(now)])
+        return sorted({name for part in found for shard, name in part if self.at(name) is shard})
+
+    def delete_ttl_expired(
+        self, user: str, *, now: float, limit: int | None, dry_run: bool = False
+    ) -> list[MemoryBlock]:
+        return self._write(user, lambda s: s.delete_ttl_expired(user, now=now, limit=limit, dry_run=dry_run))
+
+    def requeue_block(self, user: str, block_id: str, *, max_attempts: int, now: float) -> MemoryBlock:
+        return self._write(user, lambda s: s.requeue_block(user, block_id, max_attempts=max_attempts, now=now))
+
+    # -- the prompt registry: global, on the first shard (like the default retention policy) --------------
+
+    def create_prompt(
+        self, prompt_id: str, text: str, *, description: str, annotations: Mapping[str, str], now: float
+    ) -> Prompt:
+        return self.shards[0].create_prompt(prompt_id, text, description=description, annotations=annotations, now=now)
+
+    def get_prompt(self, prompt_id: str) -> Prompt:
+        return self.shards[0].get_prompt(prompt_id)
+
+    def get_prompt_version(self, prompt_id: str, version: int | None = None) -> PromptVersion:
+        return self.shards[0].get_prompt_version(prompt_id, version)
+
+    def list_prompts(self, *, limit: int, offset: int, include_archived: bool = False) -> Page[Prompt]:
+        return self.shards[0].list_prompts(limit=limit, offset=offset, include_archived=include_archived)
+
+    def list_prompt_versions(self, prompt_id: str, *, limit: int, offset: int) -> Page[PromptVersion]:
+        return self.shards[0].list_prompt_versions(prompt_id, limit=limit, offset=offset)
+
+    def update_prompt(
+        self,
+        prompt_id: str,
+        *,
+        text: str | None = None,
+        description: str | None = None,
+        annotations: Mapping[str, str] | None = None,
+        now: float,
+    ) -> Prompt:
+        return self.shards[0].update_prompt(
+            prompt_id, text=text, description=description, annotations=annotations, now=now
+        )
+
+    def archive_prompt(self, prompt_id: str, version: int | None = None, *, now: float) -> Prompt:
+        return self.shards[0].archive_prompt(prompt_id, version, now=now)
+
+    def purge_prompt(self, prompt_id: str, version: int | None = None) -> int:
+        return self.shards[0].purge_prompt(prompt_id, version)
 
     def list_users(self) -> list[UserInfo]:
         """Every shard's users by name; a user caught between two shards by a move is listed once, from
@@ -210,6 +405,7 @@ class ShardedStore:
         *,
         enqueue_attempts: int = 0,
         epoch: int | None = None,
+        default_ttl_s: int = 0,
     ) -> list[int]:
         def op(s: ShardStore) -> list[int]:
             ids = s.write_blocks(
@@ -219,6 +415,7 @@ class ShardedStore:
                 cache_entries,
                 enqueue_attempts=enqueue_attempts,
                 epoch=shard_epoch(epoch, s.index),
+                default_ttl_s=default_ttl_s,
             )
             return [job_id_of(j, s.index) for j in ids]
 
@@ -297,9 +494,13 @@ class ShardedStore:
         kinds: frozenset[str] | None = None,
         after: float | None = None,
         before: float | None = None,
+        filters: Filters | None = None,
+        now: float | None = None,
     ) -> list[tuple[int, float]]:
         shard = self.at(user)
-        found = shard.vector_candidates(user, query, k, kinds=kinds, after=after, before=before)
+        found = shard.vector_candidates(
+            user, query, k, kinds=kinds, after=after, before=before, filters=filters, now=now
+        )
         return [(job_id_of(ref, shard.index), score) for ref, score in found]
 
     def keyword_candidates(
@@ -313,9 +514,13 @@ class ShardedStore:
         before: float | None = None,
         k1: float = BM25_K1,
         b: float = BM25_B,
+        filters: Filters | None = None,
+        now: float | None = None,
     ) -> list[tuple[int, float]]:
         shard = self.at(user)
-        found = shard.keyword_candidates(user, query, k, kinds=kinds, after=after, before=before, k1=k1, b=b)
+        found = shard.keyword_candidates(
+            user, query, k, kinds=kinds, after=after, before=before, k1=k1, b=b, filters=filters, now=now
+        )
         return [(job_id_of(ref, shard.index), score) for ref, score in found]
 
     def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:

@@ -12,7 +12,7 @@ claims and completions wait for each other but never deadlock.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,31 +21,45 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from memlane.core.embedding.protocol import Vectors
-from memlane.core.errors import ConfigError, NotFoundError, StoreError, StoreNotFoundError
+from memlane.core.errors import ConfigError, NotFoundError, StoreError, StoreNotFoundError, ValidationError
 from memlane.core.jobs import EXTRACT_KIND
-from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, UserInfo
+from memlane.core.model import (
+    DeletedUser,
+    ExtractionStatus,
+    Filters,
+    KeyRecord,
+    MemoryBlock,
+    Page,
+    Prompt,
+    PromptVersion,
+    Session,
+    StoredKey,
+    UserInfo,
+)
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.check import StoreCheck
-from memlane.core.store.postgres import accounts, ann, expiry, search
+from memlane.core.store.postgres import accounts, ann, expiry, prompts, search, sessions
 from memlane.core.store.postgres import check as pg_check
 from memlane.core.store.postgres.adapt import register_vector
 from memlane.core.store.postgres.ann import AnnBuilder
+from memlane.core.store.postgres.blockrows import COLUMNS, LIVE, filter_sql, now_epoch, sides_json, to_block
 from memlane.core.store.postgres.blocks import (
     INTEGRITY_CHECKS,
     add_session_terms,
     copy_blocks,
     last_exchange,
+    take_session_terms,
 )
-from memlane.core.store.postgres.keys import Conn, bump_user, insert_keys, next_ids
+from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys, next_ids
 from memlane.core.store.postgres.probe import postgres_reason, probe_write
 from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.schema import migrate, prepare_database, store_exists
 from memlane.core.store.postgres.url import redact
-from memlane.core.store.rows import BLOCK_COLUMNS, continue_sessions, row_to_block
-from memlane.core.timefmt import from_epoch, now_utc, to_epoch
+from memlane.core.store.rows import continue_sessions
+from memlane.core.timefmt import now_utc, to_epoch
 
 NOW = "extract(epoch FROM now())"  # the database's clock: leases compare times written by many machines
 # How long the pool keeps retrying a lost connection (with a backoff that doubles from 1 s) before it gives
@@ -198,22 +212,363 @@ class PostgresStore:
             )
         raise StoreError(f"user {user!r} keeps being deleted while written to")
 
-    def create_user(self, user: str) -> bool:
-        """Create a namespace; returns False if it already existed."""
+    def create_user(
+        self, user: str, *, display_name: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Create a namespace with its display name and metadata; returns False (changing nothing) if it
+        already existed."""
         with self.transaction() as conn:
             row = conn.execute(
-                "INSERT INTO users(name, created_at) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING RETURNING id",
-                (user, to_epoch(now_utc())),
+                "INSERT INTO users(name, created_at, display_name, metadata) VALUES (%s, %s, %s, %s::jsonb) "
+                "ON CONFLICT (name) DO NOTHING RETURNING id",
+                (user, to_epoch(now_utc()), display_name or None, json.dumps(dict(metadata or {}))),
             ).fetchone()
         return row is not None
 
     def list_users(self) -> list[UserInfo]:
-        """Every namespace with its block count, by name."""
-        rows = self.query(
-            "SELECT u.name, u.created_at, (SELECT count(*) FROM blocks b WHERE b.user_id = u.id) "
-            "FROM users u ORDER BY u.name"
+        """Every namespace with its (live) block count, by name."""
+        with self.transaction() as conn:
+            rows = conn.execute(
+                "SELECT id, name, created_at, display_name, metadata FROM users ORDER BY name"
+            ).fetchall()
+            return sessions.user_infos(conn, rows, now_epoch())
+
+    def get_user(self, user: str) -> UserInfo:
+        with self.transaction() as conn:
+            return sessions.get_user(conn, user, now_epoch())
+
+    def update_user(
+        self, user: str, *, display_name: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> UserInfo:
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            if user_id is None:
+                raise NotFoundError(f"user {user!r} not found")
+            sessions.update_user(conn, user_id, display_name=display_name, metadata=metadata)
+            return sessions.get_user(conn, user, now_epoch())
+
+    def find_users(
+        self,
+        *,
+        name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Page[UserInfo]:
+        with self.transaction() as conn:
+            return sessions.find_users(conn, name=name, metadata=metadata, limit=limit, offset=offset, now=now_epoch())
+
+    # -- sessions (memlane.core.store.postgres.sessions) ----------------------------------------------------
+
+    def create_session(
+        self,
+        user: str,
+        session_id: str,
+        *,
+        conversation_id: str,
+        started_at: float,
+        annotations: Mapping[str, str],
+        metadata: Mapping[str, Any],
+        default_ttl_s: int | None,
+        exist_ok: bool = False,
+        now: float,
+    ) -> Session:
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            if user_id is None:
+                raise NotFoundError(f"user {user!r} not found")
+            return sessions.create_session(
+                conn, user, user_id, session_id, conversation_id=conversation_id, started_at=started_at,
+                annotations=annotations, metadata=metadata, default_ttl_s=default_ttl_s, exist_ok=exist_ok, now=now,
+            )  # fmt: skip
+
+    def get_session(self, user: str, session_id: str, *, now: float) -> Session:
+        with self.transaction() as conn:
+            return sessions.get_session(conn, user, self._user_row(conn, user), session_id, now)
+
+    def list_sessions(self, user: str, *, limit: int, offset: int, now: float) -> Page[Session]:
+        with self.transaction() as conn:
+            return sessions.list_sessions(conn, user, self._user_row(conn, user), limit, offset, now)
+
+    def update_session(
+        self,
+        user: str,
+        session_id: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        default_ttl_s: int | None = None,
+        now: float,
+    ) -> Session:
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            return sessions.update_session(
+                conn, user, user_id, session_id, annotations=annotations, metadata=metadata,
+                default_ttl_s=default_ttl_s, now=now,
+            )  # fmt: skip
+
+    def end_session(self, user: str, session_id: str, *, at: float, now: float) -> Session:
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            return sessions.end_session(conn, user, user_id, session_id, at, now)
+
+    def delete_session(self, user: str, session_id: str) -> list[MemoryBlock]:
+        """The session and its blocks (expired ones too), deleted as completely as by delete_block, in one
+        transaction; the blocks as they were."""
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            if user_id is None or sessions.session_row(conn, user_id, session_id) is None:
+                raise NotFoundError(f"session {session_id!r} not found for user {user!r}")
+            pks = [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT pk FROM blocks WHERE user_id = %s AND session_id = %s", (user_id, session_id)
+                ).fetchall()
+            ]
+            blocks = expiry.blocks_by_pk(conn, user_id, pks)
+            expiry.delete_blocks(conn, user_id, pks)
+            conn.execute("DELETE FROM sessions WHERE user_id = %s AND session_id = %s", (user_id, session_id))
+        return blocks
+
+    @staticmethod
+    def _user_row(conn: Conn, user: str) -> int | None:
+        row = conn.execute("SELECT id FROM users WHERE name = %s", (user,)).fetchone()
+        return None if row is None else int(row[0])
+
+    # -- updates, TTLs, the query-less browse ---------------------------------------------------------------
+
+    def update_block(
+        self,
+        user: str,
+        block: MemoryBlock,
+        vectors: Vectors | None,
+        *,
+        reset_ttl: bool = False,
+        default_ttl_s: int = 0,
+        enqueue_attempts: int = 0,
+        now: float,
+    ) -> MemoryBlock:
+        """Replace the block of the same id in one transaction (see the protocol): with new content its old
+        keys (message, summary, facts) go with their vectors (and so their ANN entries: the index follows
+        the table in the same transaction), tsvectors, keyword statistics and the sessions' people's words,
+        and the new message key comes in."""
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            row = None
+            if user_id is not None:
+                row = conn.execute(
+                    f"SELECT b.pk, b.session_id FROM blocks b WHERE b.user_id = %(u)s AND b.id = %(id)s AND {LIVE}",
+                    {"u": user_id, "id": block.id, "now": now},
+                ).fetchone()
+            if user_id is None or row is None:
+                raise NotFoundError(f"block {block.id!r} not found for user {user!r}")
+            pk, session_id = int(row[0]), str(row[1])
+            session = sessions.open_session(conn, user, user_id, session_id)
+            status = block.extraction_status.value
+            if vectors is not None:
+                conn.execute("DELETE FROM jobs WHERE user_id = %s AND block_pk = %s", (user_id, pk))
+                expiry.drop_cached(conn, user_id, [pk])
+                removed = delete_block_keys(conn, user_id, [pk], keep_messages=False)
+                take_session_terms(conn, user_id, [pk])
+            conn.execute(
+                "UPDATE blocks SET message = %s, summary = %s, contexts = %s::jsonb, content_hash = %s, "
+                "extraction_status = %s, extraction_prompt = %s, annotations = %s::jsonb, kind = %s, "
+                "sides = %s::jsonb, ttl_s = %s, updated_ts = %s, prompt_id = %s, prompt_version = %s "
+                "WHERE user_id = %s AND pk = %s",
+                (
+                    block.message, block.summary, json.dumps(list(block.contexts)), block.content_hash, status,
+                    block.extraction_prompt, json.dumps(block.annotations, sort_keys=True), block.kind.value,
+                    sides_json(block), block.ttl_s, now, block.prompt_id, block.prompt_version, user_id, pk,
+                ),
+            )  # fmt: skip
+            if vectors is not None:
+                add_session_terms(conn, user_id, [pk])
+                key = (pk, "message", block.message, block.content_hash, to_epoch(block.event_time))
+                added = insert_keys(conn, self.vector_oid, user_id, [key], vectors)
+                bump_user(conn, user_id, added[0] - removed[0], added[1] - removed[1])
+            if reset_ttl:
+                expires = sessions.expiry(
+                    now, block.ttl_s, None if session[6] is None else int(session[6]), default_ttl_s
+                )
+                conn.execute("UPDATE blocks SET expires_ts = %s WHERE user_id = %s AND pk = %s", (expires, user_id, pk))
+            if enqueue_attempts:
+                self._enqueue(conn, user_id, pk, enqueue_attempts)
+            (stored,) = expiry.blocks_by_pk(conn, user_id, [pk])
+        return stored
+
+    @staticmethod
+    def _enqueue(conn: Conn, user_id: int, pk: int, attempts: int) -> None:
+        """The block's extraction queued anew: its other jobs go, the block is queued and stamped."""
+        conn.execute("DELETE FROM jobs WHERE user_id = %s AND block_pk = %s", (user_id, pk))
+        (job_id,) = next_ids(conn, "jobs_id_seq", 1)
+        conn.execute(
+            "INSERT INTO jobs(user_id, id, kind, block_pk, status, run_after, max_attempts, created_at, updated_at) "
+            f"VALUES (%s, %s, %s, %s, 'queued', {NOW}, %s, {NOW}, {NOW})",
+            (user_id, job_id, EXTRACT_KIND, pk, attempts),
         )
-        return [UserInfo(name=str(r[0]), created_at=from_epoch(float(r[1])), blocks=int(r[2])) for r in rows]
+        conn.execute(
+            f"UPDATE blocks SET extraction_status = %s, last_queued_ts = {NOW} WHERE user_id = %s AND pk = %s",
+            (ExtractionStatus.QUEUED.value, user_id, pk),
+        )
+
+    def set_ttl(
+        self,
+        user: str,
+        ttl_s: int,
+        *,
+        session_id: str | None = None,
+        block_ids: Sequence[str] | None = None,
+        now: float,
+    ) -> int:
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            if user_id is None:
+                raise NotFoundError(f"user {user!r} not found")
+            params: dict[str, object] = {"u": user_id, "now": now, "ttl": ttl_s}
+            where = f"b.user_id = %(u)s AND {LIVE}"
+            if session_id is not None:
+                if sessions.session_row(conn, user_id, session_id) is None:
+                    raise NotFoundError(f"session {session_id!r} not found for user {user!r}")
+                where += " AND b.session_id = %(s)s"
+                params["s"] = session_id
+            if block_ids is not None:
+                where += " AND b.id = ANY(%(ids)s::text[])"
+                params["ids"] = list(block_ids)
+            return int(
+                conn.execute(
+                    "UPDATE blocks b SET ttl_s = %(ttl)s, "
+                    f"expires_ts = CASE WHEN %(ttl)s = 0 THEN NULL ELSE %(now)s + %(ttl)s END WHERE {where}",
+                    params,
+                ).rowcount
+            )
+
+    def browse_blocks(
+        self,
+        user: str,
+        filters: Filters | None,
+        *,
+        order: str,
+        limit: int,
+        offset: int,
+        after: float | None = None,
+        before: float | None = None,
+        now: float,
+    ) -> Page[MemoryBlock]:
+        column = {"ingested": "b.ingest_ts", "event": "b.event_ts"}.get(order)
+        if column is None:
+            raise ValidationError(f"order must be 'ingested' or 'event', not {order!r}", where="order")
+        with self.transaction() as conn:
+            user_id = self._user_row(conn, user)
+            if user_id is None:
+                return Page([], 0, limit, offset)
+            params: dict[str, object] = {"u": user_id, "now": now}
+            where = f"b.user_id = %(u)s AND {LIVE}{filter_sql(filters, params)}"
+            if after is not None:
+                where += " AND b.event_ts >= %(after)s"
+                params["after"] = after
+            if before is not None:
+                where += " AND b.event_ts < %(before)s"
+                params["before"] = before
+            total = conn.execute(f"SELECT count(*) FROM blocks b WHERE {where}", params).fetchone()
+            rows = conn.execute(
+                f"SELECT {COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where} "
+                f"ORDER BY {column} DESC, b.id DESC LIMIT %(limit)s OFFSET %(offset)s",
+                {**params, "limit": limit, "offset": offset},
+            ).fetchall()
+        return Page([to_block(r) for r in rows], int(total[0]) if total else 0, limit, offset)
+
+    def expired_users(self, now: float) -> list[str]:
+        """Users with a block whose TTL ran out (through the partial index of blocks with an expiry)."""
+        rows = self.query(
+            "SELECT u.name FROM users u WHERE u.id IN (SELECT DISTINCT user_id FROM blocks WHERE expires_ts <= %s) "
+            "ORDER BY u.name",
+            (now,),
+        )
+        return [str(r[0]) for r in rows]
+
+    def delete_ttl_expired(
+        self, user: str, *, now: float, limit: int | None, dry_run: bool = False
+    ) -> list[MemoryBlock]:
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            if user_id is None:
+                return []
+            pks = [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT pk FROM blocks WHERE user_id = %s AND expires_ts <= %s ORDER BY expires_ts, pk LIMIT %s",
+                    (user_id, now, limit),
+                ).fetchall()
+            ]
+            blocks = expiry.blocks_by_pk(conn, user_id, pks)
+            if not dry_run:
+                expiry.delete_blocks(conn, user_id, pks)
+        return blocks
+
+    def requeue_block(self, user: str, block_id: str, *, max_attempts: int, now: float) -> MemoryBlock:
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            row = None
+            if user_id is not None:
+                row = conn.execute(
+                    "SELECT b.pk, b.extraction_status FROM blocks b "
+                    f"WHERE b.user_id = %(u)s AND b.id = %(id)s AND {LIVE}",
+                    {"u": user_id, "id": block_id, "now": now},
+                ).fetchone()
+            if user_id is None or row is None:
+                raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
+            if row[1] != ExtractionStatus.FAILED.value:
+                raise ValidationError(
+                    f"block {block_id!r} is {row[1]}: only a block whose extraction failed is queued again",
+                    where="block_id",
+                )
+            self._enqueue(conn, user_id, int(row[0]), max_attempts)
+            (block,) = expiry.blocks_by_pk(conn, user_id, [int(row[0])])
+        return block
+
+    # -- the prompt registry (memlane.core.store.postgres.prompts) ------------------------------------------
+
+    def create_prompt(
+        self, prompt_id: str, text: str, *, description: str, annotations: Mapping[str, str], now: float
+    ) -> Prompt:
+        with self.transaction() as conn:
+            return prompts.create(conn, prompt_id, text, description=description, annotations=annotations, now=now)
+
+    def get_prompt(self, prompt_id: str) -> Prompt:
+        with self.transaction() as conn:
+            return prompts.get(conn, prompt_id)
+
+    def get_prompt_version(self, prompt_id: str, version: int | None = None) -> PromptVersion:
+        with self.transaction() as conn:
+            return prompts.version(conn, prompt_id, version)
+
+    def list_prompts(self, *, limit: int, offset: int, include_archived: bool = False) -> Page[Prompt]:
+        with self.transaction() as conn:
+            return prompts.list_heads(conn, limit=limit, offset=offset, include_archived=include_archived)
+
+    def list_prompt_versions(self, prompt_id: str, *, limit: int, offset: int) -> Page[PromptVersion]:
+        with self.transaction() as conn:
+            return prompts.list_versions(conn, prompt_id, limit=limit, offset=offset)
+
+    def update_prompt(
+        self,
+        prompt_id: str,
+        *,
+        text: str | None = None,
+        description: str | None = None,
+        annotations: Mapping[str, str] | None = None,
+        now: float,
+    ) -> Prompt:
+        with self.transaction() as conn:
+            return prompts.update(conn, prompt_id, text=text, description=description, annotations=annotations, now=now)
+
+    def archive_prompt(self, prompt_id: str, version: int | None = None, *, now: float) -> Prompt:
+        with self.transaction() as conn:
+            return prompts.archive(conn, prompt_id, version, now)
+
+    def purge_prompt(self, prompt_id: str, version: int | None = None) -> int:
+        with self.transaction() as conn:
+            return prompts.purge(conn, prompt_id, version)
 
     # -- writes ------------------------------------------------------------------------------------------
 
@@ -226,6 +581,7 @@ class PostgresStore:
         *,
         enqueue_attempts: int = 0,
         epoch: int | None = None,
+        default_ttl_s: int = 0,
     ) -> list[int]:
         """Store blocks with their message vectors in one transaction (the whole add, or nothing).
 
@@ -242,7 +598,12 @@ class PostgresStore:
             pks = next_ids(conn, "blocks_pk_seq", len(blocks))
             # Under the user's row lock: no other write of the user comes between this read and the COPY.
             blocks = continue_sessions(blocks, lambda c, s: last_exchange(conn, user_id, c, s))
-            copy_blocks(conn, user_id, pks, blocks)
+            ttls = sessions.ensure_sessions(conn, user, user_id, blocks, to_epoch(now_utc()))
+            expires = [
+                sessions.expiry(to_epoch(b.ingest_time), b.ttl_s, ttls.get(b.session_id), default_ttl_s) for b in blocks
+            ]
+            queued = conn.execute(f"SELECT {NOW}").fetchone() if enqueue_attempts else None
+            copy_blocks(conn, user_id, pks, blocks, expires, None if queued is None else float(queued[0]))
             add_session_terms(conn, user_id, pks)
             job_ids = next_ids(conn, "jobs_id_seq", len(pks) if enqueue_attempts else 0)
             if job_ids:
@@ -329,6 +690,7 @@ class PostgresStore:
             conn.execute("DELETE FROM session_terms WHERE user_id = %s", (user_id,))
             conn.execute("DELETE FROM session_lengths WHERE user_id = %s", (user_id,))
             n = conn.execute("DELETE FROM blocks WHERE user_id = %s", (user_id,)).rowcount
+            conn.execute("DELETE FROM sessions WHERE user_id = %s", (user_id,))
             keys = conn.execute("DELETE FROM api_keys WHERE user_id = %s", (user_id,)).rowcount
             conn.execute("DELETE FROM retention_policies WHERE user_id = %s", (user_id,))
             conn.execute("DELETE FROM users WHERE id = %s", (user_id,))
@@ -375,12 +737,13 @@ class PostgresStore:
     def get_block(self, user: str, block_id: str) -> MemoryBlock:
         """One block of ``user``; NotFoundError if it does not exist or is someone else's."""
         rows = self.query(
-            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE u.name = %s AND b.id = %s",
-            (user, block_id),
+            f"SELECT {COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id "
+            f"WHERE u.name = %(user)s AND b.id = %(id)s AND {LIVE}",
+            {"user": user, "id": block_id, "now": now_epoch()},
         )
         if not rows:
             raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
-        return row_to_block(rows[0])
+        return to_block(rows[0])
 
     def list_blocks(
         self,
@@ -394,11 +757,11 @@ class PostgresStore:
         """The user's blocks in event order (then exchange order)."""
         where, params = _block_filter(user, conversation_id, session_id)
         rows = self.query(
-            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where} "
+            f"SELECT {COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where} "
             "ORDER BY b.event_ts, b.conversation_id, b.session_id, b.exchange_index, b.pk LIMIT %s OFFSET %s",
             [*params, limit, offset],
         )
-        return [row_to_block(r) for r in rows]
+        return [to_block(r) for r in rows]
 
     def count_blocks(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
         """How many blocks :meth:`list_blocks` pages through."""
@@ -411,11 +774,11 @@ class PostgresStore:
         if not refs:
             return {}
         rows = self.query(
-            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id "
-            "WHERE u.name = %s AND b.pk = ANY(%s)",
-            (user, list(refs)),
+            f"SELECT {COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id "
+            f"WHERE u.name = %(user)s AND b.pk = ANY(%(refs)s) AND {LIVE}",
+            {"user": user, "refs": list(refs), "now": now_epoch()},
         )
-        return {int(r[0]): row_to_block(r) for r in rows}
+        return {int(r[0]): to_block(r) for r in rows}
 
     def block_positions(self, user: str, refs: Sequence[int]) -> dict[int, tuple[str, int, float]]:
         """(session id, exchange index, event time) of the user's blocks by reference, without their text."""
@@ -423,8 +786,8 @@ class PostgresStore:
             return {}
         rows = self.query(
             "SELECT b.pk, b.session_id, b.exchange_index, b.event_ts FROM blocks b JOIN users u ON u.id = b.user_id "
-            "WHERE u.name = %s AND b.pk = ANY(%s)",
-            (user, list(refs)),
+            f"WHERE u.name = %(user)s AND b.pk = ANY(%(refs)s) AND {LIVE}",
+            {"user": user, "refs": list(refs), "now": now_epoch()},
         )
         return {int(pk): (str(session), int(exchange), float(ts)) for pk, session, exchange, ts in rows}
 
@@ -437,14 +800,17 @@ class PostgresStore:
         kinds: frozenset[str] | None = None,
         after: float | None = None,
         before: float | None = None,
+        filters: Filters | None = None,
+        now: float | None = None,
     ) -> list[tuple[int, float]]:
         """Cosine top-k blocks of ``user`` (block reference, similarity), computed in the database: an exact
-        scan, or past the threshold the user's HNSW index (:mod:`memlane.core.store.postgres.ann`)."""
+        scan, or past the threshold the user's HNSW index (:mod:`memlane.core.store.postgres.ann`); filters
+        and expiry as :func:`memlane.core.store.postgres.search.vector_top_blocks` applies them."""
         unindexed: list[int] = []
         with self.transaction() as conn:
             found = search.vector_top_blocks(
                 conn, user, query, k, kinds=kinds, after=after, before=before, ann=self.ann_settings,
-                build_index=unindexed.append,
+                build_index=unindexed.append, filters=filters, now=now,
             )  # fmt: skip
         # After the search's transaction: CREATE INDEX CONCURRENTLY waits for every older transaction.
         for user_id in unindexed:
@@ -486,10 +852,14 @@ class PostgresStore:
         before: float | None = None,
         k1: float = BM25_K1,
         b: float = BM25_B,
+        filters: Filters | None = None,
+        now: float | None = None,
     ) -> list[tuple[int, float]]:
         """BM25 top-k blocks of ``user`` (block reference, BM25 score, higher is better)."""
         with self.transaction() as conn:
-            return search.bm25_top_blocks(conn, user, query, k, kinds=kinds, after=after, before=before, k1=k1, b=b)
+            return search.bm25_top_blocks(
+                conn, user, query, k, kinds=kinds, after=after, before=before, k1=k1, b=b, filters=filters, now=now
+            )
 
     def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:
         """The query terms' counts in the user's sessions' people's words
@@ -550,6 +920,7 @@ class PostgresStore:
                 "jobs",
                 "session_terms",
                 "session_lengths",
+                "sessions",
                 "api_keys",
                 "retention_policies",
             )
@@ -578,9 +949,9 @@ class PostgresStore:
 
 
 def _block_filter(user: str, conversation_id: str | None, session_id: str | None) -> tuple[str, list[object]]:
-    """The WHERE clause (and its parameters) of a listing of the user's blocks."""
-    where = ["u.name = %s"]
-    params: list[object] = [user]
+    """The WHERE clause (and its parameters) of a listing of the user's live blocks."""
+    where = ["u.name = %s", "(b.expires_ts IS NULL OR b.expires_ts > %s)"]
+    params: list[object] = [user, now_epoch()]
     if conversation_id is not None:
         where.append("b.conversation_id = %s")
         params.append(conversation_id)
