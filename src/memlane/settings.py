@@ -106,6 +106,10 @@ class Settings(BaseSettings):
     log_level: str = Field(default="info", description="Log level of `memlane serve` and `memlane mcp` (--log-level)")
     access_log: bool = Field(default=True, description="One log line per request (--access-log)")
     http_keys: Path | None = Field(default=None, description="An earlier memlane's key file to import (--keys)")
+    agent_memory_api: bool = Field(
+        default=True,
+        description="Serve the Agent Memory API's routes at the root, beside /v1 (--agent-memory-api)",
+    )
     health_check_every: float = Field(
         default=DEFAULT_HEALTH_CHECK_EVERY_S,
         description="Seconds between the store's quick integrity checks of `memlane serve`, whose result "

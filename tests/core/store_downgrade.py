@@ -38,9 +38,21 @@ V11_COLUMNS = {
 }  # fmt: skip
 
 
+def downgrade_to_v11(path: Path) -> None:
+    """Schema 11: API keys without a role."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= 12:
+        conn.execute("BEGIN")
+        conn.execute("ALTER TABLE api_keys DROP COLUMN role")
+        conn.execute("PRAGMA user_version = 11")
+        conn.execute("COMMIT")
+    conn.close()
+
+
 def downgrade_to_v10(path: Path) -> None:
     """Schema 10 (what the release before the memory model wrote): no sessions table, no prompt registry, no
     user display names or metadata, blocks without kind, sides, TTL, expiry, prompt or status columns."""
+    downgrade_to_v11(path)
     conn = sqlite3.connect(path, isolation_level=None)
     if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= 11:
         conn.execute("BEGIN")

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from store_downgrade import HTTP_API_KEYS, downgrade_to_v6
+from store_downgrade import HTTP_API_KEYS, downgrade_to_v6, downgrade_to_v11
 
 from memlane.core.apikeys import ApiKeys, secret_hash
 from memlane.core.embedding.fake import HashingEmbedder
-from memlane.core.errors import NotFoundError
+from memlane.core.errors import NotFoundError, ValidationError
 from memlane.core.memory import Memory
 from memlane.core.store.protocol import Store
 from memlane.core.store.sqlite import SqliteStore
@@ -68,3 +68,34 @@ def test_the_old_key_table_of_a_sqlite_store_moves_into_the_store(tmp_path: Path
     assert "http_api_keys" not in tables and {"api_keys", "deletion_epoch", "user_deletions"} <= tables
     assert store.integrity_check() == []
     store.close()
+
+
+def test_a_key_keeps_its_role_and_old_keys_read_and_write(store_factory: StoreFactory) -> None:
+    mem = Memory(store_factory(), HashingEmbedder())
+    keys = ApiKeys(mem.store)
+    mem.create_user("alice")
+    reader, writer, admin = (
+        keys.create("alice", role="read-only"),
+        keys.create("alice"),
+        keys.create("alice", role="admin"),
+    )
+    got = [keys.verify(k.key) for k in (reader, writer, admin)]
+    assert [v.record.role if v else None for v in got] == ["read-only", "read-write", "admin"]
+    assert sorted(k.role for k in keys.list("alice")) == ["admin", "read-only", "read-write"]
+    with pytest.raises(ValidationError, match="read-only, read-write, admin") as refused:
+        keys.create("alice", role="root")
+    assert refused.value.where == "role"
+    assert len(keys.list("alice")) == 3  # nothing half-made
+
+
+def test_keys_made_before_roles_read_and_write(tmp_path: Path) -> None:
+    path = tmp_path / "v11.db"
+    mem = Memory(SqliteStore(path), HashingEmbedder())
+    mem.create_user("alice")
+    old = ApiKeys(mem.store).create("alice", role="read-only")
+    mem.close()
+    downgrade_to_v11(path)  # the role column is gone: the key as memlane made it before roles
+    mem = Memory(SqliteStore(path), HashingEmbedder())
+    verified = ApiKeys(mem.store).verify(old.key)
+    assert verified is not None and verified.record.role == "read-write"
+    mem.close()

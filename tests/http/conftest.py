@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from agent_memory_support import api, llm_api, sqlite_api  # noqa: F401  (the Agent Memory routes' fixtures)
 from http_support import Service, make_service
 
 

@@ -12,6 +12,7 @@ from http_support import ADMIN_KEY, Service, chat
 
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.interfaces.http import create_app
+from memlane.interfaces.http.agent_memory import serves
 from memlane.interfaces.http.server import check_admin_key, is_loopback
 
 # (method, path template) -> who may call it, and a valid body.
@@ -83,7 +84,8 @@ def call(client: Any, method: str, path: str, body: dict[str, Any] | None) -> An
 
 
 def test_the_table_names_every_route(service: Service) -> None:
-    paths = service.app.openapi()["paths"]
+    # The Agent Memory routes have their own table (test_agent_memory_auth.py).
+    paths = {p: ops for p, ops in service.app.openapi()["paths"].items() if not serves(p)}
     assert {(m.upper(), p) for p, ops in paths.items() for m in ops} == set(ROUTES)
 
 
@@ -108,6 +110,33 @@ def test_a_user_key_on_an_admin_route_is_403(service: Service, method: str, path
 def test_the_admin_key_on_a_user_route_is_403(service: Service, method: str, path: str) -> None:
     resp = call(service.admin, method, path, ROUTES[(method, path)][1])
     assert resp.status_code == 403
+
+
+READ_ONLY_WRITES = [("POST", "/v1/memories"), ("DELETE", "/v1/memories/{block_id}"), ("DELETE", "/v1/users/{user}")]
+
+
+@pytest.mark.parametrize(("method", "path"), READ_ONLY_WRITES)
+def test_a_read_only_key_is_403_on_every_write(service: Service, method: str, path: str) -> None:
+    service.new_user("bob")
+    made = service.admin.post("/v1/users/bob/keys", json={"label": "ro", "role": "read-only"})
+    assert made.status_code == 201 and made.json()["role"] == "read-only"
+    reader = service.client(made.json()["key"])
+    resp = call(reader, method, path, ROUTES[(method, path)][1])
+    assert resp.status_code == 403 and "read-only" in resp.json()["error"]["message"]
+    assert service.memory.count("bob") == 0 and service.memory.users()[0].name == "bob"  # nothing written
+
+
+def test_a_read_only_key_reads_and_searches(service: Service) -> None:
+    writer = service.new_user("bob")
+    assert service.client(writer).post("/v1/memories", json={"messages": chat("hello", "hi")}).status_code == 201
+    made = service.admin.post("/v1/users/bob/keys", json={"role": "read-only"}).json()
+    reader = service.client(made["key"])
+    assert len(reader.get("/v1/memories").json()) == 2
+    assert reader.post("/v1/search", json={"query": "hello"}).status_code == 200
+    roles = {k["key_id"]: k["role"] for k in service.admin.get("/v1/users/bob/keys").json()}
+    assert roles[made["key_id"]] == "read-only" and sorted(roles.values()) == ["read-only", "read-write"]
+    bad = service.admin.post("/v1/users/bob/keys", json={"role": "root"})
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "role"
 
 
 def test_a_user_may_delete_themself_but_not_another(service: Service) -> None:

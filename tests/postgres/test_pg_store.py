@@ -130,7 +130,9 @@ def test_integrity_check_notices_an_index_out_of_step(new_store: NewStore) -> No
 
 def undo_migration_7(conn: Conn) -> None:
     """Back to schema 6 (the last before the memory model): no sessions table, prompts, users' display
-    names and metadata, nor the blocks' kind, sides, TTL, expiry, update time, prompt and failure count."""
+    names and metadata, nor the blocks' kind, sides, TTL, expiry, update time, prompt and failure count
+    (nor the API keys' role, schema 8)."""
+    conn.execute("ALTER TABLE api_keys DROP COLUMN IF EXISTS role")
     conn.execute("DROP TABLE IF EXISTS sessions, prompt_versions, prompts")
     conn.execute("ALTER TABLE users DROP COLUMN IF EXISTS display_name, DROP COLUMN IF EXISTS metadata")
     conn.execute(

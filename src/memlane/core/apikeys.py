@@ -23,13 +23,32 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from memlane.core.errors import NotFoundError, StoreError
+from memlane.core.errors import NotFoundError, StoreError, ValidationError
 from memlane.core.model import KeyRecord
 from memlane.core.store.protocol import Store
 
-__all__ = ["KEY_PREFIX", "ApiKeys", "KeyRecord", "NewKey", "VerifiedKey", "same_secret", "secret_hash"]
+__all__ = [
+    "KEY_PREFIX",
+    "ROLES",
+    "ROLE_ADMIN",
+    "ROLE_READ_ONLY",
+    "ROLE_READ_WRITE",
+    "ApiKeys",
+    "KeyRecord",
+    "NewKey",
+    "VerifiedKey",
+    "check_role",
+    "same_secret",
+    "secret_hash",
+]
 
 KEY_PREFIX = "mlk"
+# What a key may do on its user's memory: read (searches are reads); also write; also write what all users
+# share (the prompt registry). No role reaches another user's memory: only the admin key does.
+ROLE_READ_ONLY = "read-only"
+ROLE_READ_WRITE = "read-write"
+ROLE_ADMIN = "admin"
+ROLES = (ROLE_READ_ONLY, ROLE_READ_WRITE, ROLE_ADMIN)
 # Compared against when a key id is unknown, so that path costs the same as a wrong secret.
 _DUMMY_HASH = hashlib.sha256(b"memlane-no-such-key").hexdigest()
 
@@ -60,6 +79,13 @@ def secret_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def check_role(role: str, where: str = "role") -> str:
+    """``role`` if it is one of :data:`ROLES`, else a ValidationError naming ``where``."""
+    if role not in ROLES:
+        raise ValidationError(f"must be one of {', '.join(ROLES)}, not {role!r}", where=where)
+    return role
+
+
 def same_secret(given: str, expected: str) -> bool:
     """Constant-time comparison of two secrets (through their hashes, so lengths do not leak either)."""
     return hmac.compare_digest(secret_hash(given), secret_hash(expected))
@@ -71,13 +97,14 @@ class ApiKeys:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def create(self, user: str, label: str = "") -> NewKey:
-        """A new key for ``user`` (NotFoundError if there is no such user); the caller shows ``key`` once,
-        only its hash is kept."""
+    def create(self, user: str, label: str = "", role: str = ROLE_READ_WRITE) -> NewKey:
+        """A new key for ``user`` (NotFoundError if there is no such user) with ``role`` (one of
+        :data:`ROLES`); the caller shows ``key`` once, only its hash is kept."""
+        check_role(role)
         while True:
             key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
-            record = KeyRecord(key_id=key_id, user=user, label=label, created_at=time.time())
-            if self.store.add_api_key(user, key_id, secret_hash(secret), label, record.created_at):
+            record = KeyRecord(key_id=key_id, user=user, label=label, created_at=time.time(), role=role)
+            if self.store.add_api_key(user, key_id, secret_hash(secret), label, record.created_at, role):
                 return NewKey(key=f"{KEY_PREFIX}_{key_id}_{secret}", record=record)
 
     def verify(self, key: str) -> VerifiedKey | None:

@@ -367,6 +367,7 @@ class KeyRecord:
     user: str
     label: str
     created_at: float  # epoch seconds
+    role: str = "read-write"  # read-only | read-write | admin (memlane.core.apikeys.ROLES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ class HttpService:
     read_timeout_s: float
     retention_every_s: float
     health_check_every_s: float = 3600.0
+    agent_memory_api: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +72,7 @@ def run_http(memory: Memory, service: HttpService, *, admin_key: str | None, ins
             allowed_hosts=service.allowed_hosts,
             read_timeout_s=service.read_timeout_s,
             health_check_every_s=service.health_check_every_s,
+            agent_memory_api=service.agent_memory_api,
         ),
     )
 

@@ -314,7 +314,9 @@ class Store(Protocol):
 
     def deletion_epoch(self) -> int: ...
 
-    def add_api_key(self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float) -> bool:
+    def add_api_key(
+        self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float, role: str = "read-write"
+    ) -> bool:
         """Store a key of an existing user (NotFoundError otherwise); False if ``key_id`` is taken."""
         ...
 

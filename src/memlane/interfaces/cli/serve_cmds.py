@@ -192,6 +192,15 @@ def close_memory(mem: Memory) -> None:
     setting="insecure_dev",
     help="Run without MEMLANE_ADMIN_KEY (admin routes open); loopback hosts only. [env MEMLANE_INSECURE_DEV]",
 )
+@click.option(
+    "--agent-memory-api/--no-agent-memory-api",
+    cls=SettingOption,
+    setting="agent_memory_api",
+    default=True,
+    show_default=True,
+    help="Serve the Agent Memory API (its SDK's routes: /users, /prompts, /health) beside /v1. "
+    "[env MEMLANE_AGENT_MEMORY_API]",
+)
 @log_level_option
 @click.option(
     "--access-log/--no-access-log",
@@ -213,6 +222,7 @@ def serve_cmd(
     health_check_every_s: float,
     max_body: int,
     insecure_dev: bool,
+    agent_memory_api: bool,
     log_level: str,
     access_log: bool,
     allowed_hosts: str,
@@ -262,6 +272,7 @@ def serve_cmd(
             read_timeout,
             retention_every_s,
             health_check_every_s,
+            agent_memory_api,
         )
         run_http(mem, service, admin_key=admin_key, insecure_dev=insecure_dev)
     finally:

@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from memlane.core.apikeys import ApiKeys
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.memory import Memory
+from memlane.interfaces.http import agent_memory
 from memlane.interfaces.http.errors import install_error_handlers
 from memlane.interfaces.http.integrity import IntegrityWatch
 from memlane.interfaces.http.json_body import JsonBodyMiddleware
@@ -25,7 +26,7 @@ from memlane.interfaces.http.metrics import Metrics, MetricsMiddleware
 from memlane.interfaces.http.routes import memories, ops, prompts, retention, sessions, users
 from memlane.interfaces.http.services import Services
 from memlane.interfaces.http.settings import HttpSettings
-from memlane.interfaces.wire.hosts import HostCheckMiddleware
+from memlane.interfaces.wire.hosts import EXEMPT_PATHS, HostCheckMiddleware
 from memlane.interfaces.wire.requestid import RequestIdMiddleware
 from memlane.interfaces.wire.slow import ReadTimeoutMiddleware
 
@@ -89,12 +90,19 @@ def create_app(
     app.include_router(sessions.router)
     app.include_router(prompts.router)
     app.include_router(retention.router)
+    exempt = EXEMPT_PATHS
+    if settings.agent_memory_api:
+        agent_memory.include(app)
+        exempt = exempt | agent_memory.PUBLIC_PATHS
     app.add_middleware(JsonBodyMiddleware)
     # Added last = outermost. The request id first, so every answer carries one; the metrics next, so they
     # count every response, the 421s, 408s and 413s of the guards below included.
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(ReadTimeoutMiddleware, timeout_s=settings.read_timeout_s)
-    app.add_middleware(HostCheckMiddleware, allowed=settings.allowed_hosts)
+    app.add_middleware(HostCheckMiddleware, allowed=settings.allowed_hosts, exempt=exempt)
+    if settings.agent_memory_api:
+        # Outside the guards above, so what they refuse on the Agent Memory paths has that API's error body.
+        app.add_middleware(agent_memory.FlatErrorMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware)
     return app

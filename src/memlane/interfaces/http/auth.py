@@ -4,6 +4,7 @@ Keys travel as ``Authorization: Bearer <key>``. The admin key (``MEMLANE_ADMIN_K
 keys and reads the service's metrics; a user key acts for exactly one user, which every memory route takes
 from the key, never from the request. A missing or unknown key is 401; a valid key used where it has no
 say is 403, whether or not the thing it reaches for exists, so a 403 tells nothing about other users.
+A read-only key (its role: :data:`memlane.core.apikeys.ROLES`) is 403 on every write, whatever the route.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from memlane.core.apikeys import same_secret
+from memlane.core.apikeys import ROLE_ADMIN, ROLE_READ_ONLY, same_secret
 from memlane.interfaces.http.errors import AuthError
 from memlane.interfaces.http.services import services
 
@@ -26,6 +27,7 @@ class Principal:
     user: str | None
     key_id: str | None = None
     epoch: int | None = None
+    role: str = ROLE_ADMIN
 
     @property
     def admin(self) -> bool:
@@ -55,7 +57,21 @@ def authenticate(request: Request) -> Principal:
     verified = svc.keys.verify(token)
     if verified is None:
         raise AuthError(401, "unknown or revoked API key")
-    return Principal(user=verified.user, key_id=verified.record.key_id, epoch=verified.epoch)
+    role = verified.record.role
+    if role == ROLE_READ_ONLY and is_write(request.method, request.url.path):
+        raise AuthError(403, "this key is read-only: writes need a read-write or admin key")
+    return Principal(user=verified.user, key_id=verified.record.key_id, epoch=verified.epoch, role=role)
+
+
+# Routes that take a POST yet only read: searches.
+_READ_POSTS = ("/v1/search", "/memory/search")
+
+
+def is_write(method: str, path: str) -> bool:
+    """Whether a request writes: every method but GET, HEAD and OPTIONS, except the searches' POSTs."""
+    if method in ("GET", "HEAD", "OPTIONS"):
+        return False
+    return not (method == "POST" and path.endswith(_READ_POSTS))
 
 
 def require_admin(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:

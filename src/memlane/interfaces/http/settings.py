@@ -8,6 +8,10 @@ from memlane.interfaces.wire.hosts import LOOPBACK_HOSTS
 from memlane.settings import DEFAULT_HEALTH_CHECK_EVERY_S, DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
 
 DEFAULT_HEALTH_WRITE_TIMEOUT_S = 5.0
+# The Agent Memory routes' limits (that API's own defaults): a block's estimated tokens, and the blocks an
+# add may find waiting for extraction before it is refused with 429.
+DEFAULT_AGENT_BLOCK_TOKENS = 4096
+DEFAULT_AGENT_QUEUE_MAX = 10_000
 __all__ = [
     "DEFAULT_HEALTH_CHECK_EVERY_S",
     "DEFAULT_HEALTH_WRITE_TIMEOUT_S",
@@ -25,10 +29,15 @@ class HttpSettings:
     ``read_timeout_s``: a client gets this long to send a request's headers, and again to send its body
     (408 and a closed connection after). ``health_write_timeout_s``: how long ``/healthz`` waits for the
     store's write lock. ``health_check_every_s``: how often the store's quick integrity check runs (from
-    the service's start; 0: never), whose result ``/healthz`` reports."""
+    the service's start; 0: never), whose result ``/healthz`` reports. ``agent_memory_api``: serve the
+    Agent Memory routes at the root (``docs/integrations/agent-memory.md``); ``agent_block_tokens`` and
+    ``agent_queue_max``: their per-block token limit and extraction queue capacity."""
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
     health_write_timeout_s: float = DEFAULT_HEALTH_WRITE_TIMEOUT_S
     health_check_every_s: float = DEFAULT_HEALTH_CHECK_EVERY_S
+    agent_memory_api: bool = True
+    agent_block_tokens: int = DEFAULT_AGENT_BLOCK_TOKENS
+    agent_queue_max: int = DEFAULT_AGENT_QUEUE_MAX

@@ -188,6 +188,10 @@ class UserIn(Strict):
 
 class KeyIn(Strict):
     label: str = Field(default="", max_length=MAX_TEXT, description="A note for the admin: who holds the key.")
+    role: Literal["read-only", "read-write", "admin"] = Field(
+        default="read-write",
+        description="read-only: reads and searches; read-write: also writes; admin: also the prompt registry.",
+    )
 
 
 # -- responses ---------------------------------------------------------------------------------------------
@@ -298,6 +302,7 @@ class KeyCreated(BaseModel):
     key_id: str
     user: str
     label: str
+    role: str = "read-write"
 
 
 class KeyInfo(BaseModel):
@@ -305,6 +310,7 @@ class KeyInfo(BaseModel):
     user: str
     label: str
     created_at: str
+    role: str = "read-write"
 
 
 class UserDeleted(BaseModel):

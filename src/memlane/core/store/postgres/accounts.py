@@ -55,7 +55,9 @@ def deletion_epoch(conn: Conn) -> int:
     return int(row[0])
 
 
-def add_key(conn: Conn, user: str, key_id: str, secret_sha256: str, label: str, created_at: float) -> bool:
+def add_key(
+    conn: Conn, user: str, key_id: str, secret_sha256: str, label: str, created_at: float, role: str = "read-write"
+) -> bool:
     """Store a key of an existing user (NotFoundError otherwise); False if ``key_id`` is taken. The user's
     row is locked first, so a concurrent deletion either comes after (and takes the key) or before (and
     the user is not found)."""
@@ -63,9 +65,9 @@ def add_key(conn: Conn, user: str, key_id: str, secret_sha256: str, label: str, 
     if row is None:
         raise NotFoundError(f"user {user!r} not found")
     cur = conn.execute(
-        "INSERT INTO api_keys(user_id, key_id, secret_sha256, label, created_at) VALUES (%s, %s, %s, %s, %s) "
-        "ON CONFLICT (key_id) DO NOTHING",
-        (int(row[0]), key_id, secret_sha256, label, created_at),
+        "INSERT INTO api_keys(user_id, key_id, secret_sha256, label, created_at, role) "
+        "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (key_id) DO NOTHING",
+        (int(row[0]), key_id, secret_sha256, label, created_at, role),
     )
     return cur.rowcount == 1
 
@@ -73,23 +75,28 @@ def add_key(conn: Conn, user: str, key_id: str, secret_sha256: str, label: str, 
 def get_key(conn: Conn, key_id: str) -> StoredKey | None:
     """The key and the deletion epoch, read by one statement (one snapshot)."""
     row = conn.execute(
-        f"SELECT k.key_id, u.name, k.label, k.created_at, k.secret_sha256, {EPOCH} "
+        f"SELECT k.key_id, u.name, k.label, k.created_at, k.secret_sha256, {EPOCH}, k.role "
         "FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_id = %s",
         (key_id,),
     ).fetchone()
     if row is None:
         return None
-    record = KeyRecord(key_id=str(row[0]), user=str(row[1]), label=str(row[2]), created_at=float(row[3]))
+    record = KeyRecord(
+        key_id=str(row[0]), user=str(row[1]), label=str(row[2]), created_at=float(row[3]), role=str(row[6])
+    )
     return StoredKey(record=record, secret_sha256=str(row[4]), epoch=int(row[5]))
 
 
 def list_keys(conn: Conn, user: str) -> list[KeyRecord]:
     rows = conn.execute(
-        "SELECT k.key_id, u.name, k.label, k.created_at FROM api_keys k JOIN users u ON u.id = k.user_id "
+        "SELECT k.key_id, u.name, k.label, k.created_at, k.role FROM api_keys k JOIN users u ON u.id = k.user_id "
         "WHERE u.name = %s ORDER BY k.created_at, k.key_id",
         (user,),
     ).fetchall()
-    return [KeyRecord(key_id=str(r[0]), user=str(r[1]), label=str(r[2]), created_at=float(r[3])) for r in rows]
+    return [
+        KeyRecord(key_id=str(r[0]), user=str(r[1]), label=str(r[2]), created_at=float(r[3]), role=str(r[4]))
+        for r in rows
+    ]
 
 
 def revoke_key(conn: Conn, user: str, key_id: str) -> bool:

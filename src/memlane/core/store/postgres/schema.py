@@ -277,6 +277,11 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (prompt_id, version)
     );
     """,
+    # 8: an API key's role (memlane.core.apikeys.ROLES): what the key may do on its user's memory. Keys made
+    #    before roles could read and write.
+    """
+    ALTER TABLE api_keys ADD COLUMN role text NOT NULL DEFAULT 'read-write';
+    """,
 ]
 
 _EXT_SCHEMA = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'vector'"

@@ -143,10 +143,12 @@ class ShardStore(PostgresStore):
                 update_user(conn, user_id, display_name=display_name or None, metadata=metadata)
         return not existed
 
-    def add_api_key(self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float) -> bool:
+    def add_api_key(
+        self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float, role: str = "read-write"
+    ) -> bool:
         with self.transaction() as conn:
             self._lock_user(conn, user, create=False)
-            return accounts.add_key(conn, user, key_id, secret_sha256, label, created_at)
+            return accounts.add_key(conn, user, key_id, secret_sha256, label, created_at, role)
 
     def revoke_api_key(self, user: str, key_id: str) -> bool:
         with self.transaction() as conn:

@@ -464,8 +464,10 @@ class ShardedStore:
         """Every shard's epoch, packed (:func:`pack_epochs`); an add hands it back to write_blocks."""
         return pack_epochs(self._each(lambda s: s.deletion_epoch()))
 
-    def add_api_key(self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float) -> bool:
-        return self._write(user, lambda s: s.add_api_key(user, key_id, secret_sha256, label, created_at))
+    def add_api_key(
+        self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float, role: str = "read-write"
+    ) -> bool:
+        return self._write(user, lambda s: s.add_api_key(user, key_id, secret_sha256, label, created_at, role))
 
     def get_api_key(self, key_id: str) -> StoredKey | None:
         """The key from whichever shard holds it, with the packed epochs: the other shards' read before the

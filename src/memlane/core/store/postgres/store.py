@@ -705,9 +705,11 @@ class PostgresStore:
 
     # -- API keys (memlane.core.apikeys makes and checks them) ----------------------------------------------
 
-    def add_api_key(self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float) -> bool:
+    def add_api_key(
+        self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float, role: str = "read-write"
+    ) -> bool:
         with self.transaction() as conn:
-            return accounts.add_key(conn, user, key_id, secret_sha256, label, created_at)
+            return accounts.add_key(conn, user, key_id, secret_sha256, label, created_at, role)
 
     def get_api_key(self, key_id: str) -> StoredKey | None:
         with self.transaction() as conn:

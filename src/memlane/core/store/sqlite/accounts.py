@@ -49,15 +49,22 @@ def deletion_epoch(conn: sqlite3.Connection) -> int:
 
 
 def add_key(
-    conn: sqlite3.Connection, user: str, key_id: str, secret_sha256: str, label: str, created_at: float
+    conn: sqlite3.Connection,
+    user: str,
+    key_id: str,
+    secret_sha256: str,
+    label: str,
+    created_at: float,
+    role: str = "read-write",
 ) -> bool:
     """Store a key of an existing user (NotFoundError otherwise); False if ``key_id`` is taken."""
     row = conn.execute("SELECT id FROM users WHERE name = ?", (user,)).fetchone()
     if row is None:
         raise NotFoundError(f"user {user!r} not found")
     cur = conn.execute(
-        "INSERT OR IGNORE INTO api_keys(key_id, user_id, secret_sha256, label, created_at) VALUES (?, ?, ?, ?, ?)",
-        (key_id, int(row[0]), secret_sha256, label, created_at),
+        "INSERT OR IGNORE INTO api_keys(key_id, user_id, secret_sha256, label, created_at, role) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (key_id, int(row[0]), secret_sha256, label, created_at, role),
     )
     return cur.rowcount == 1
 
@@ -65,23 +72,28 @@ def add_key(
 def get_key(conn: sqlite3.Connection, key_id: str) -> StoredKey | None:
     """The key and the deletion epoch, read by one statement (one snapshot)."""
     row = conn.execute(
-        f"SELECT k.key_id, u.name, k.label, k.created_at, k.secret_sha256, {EPOCH} "
+        f"SELECT k.key_id, u.name, k.label, k.created_at, k.secret_sha256, {EPOCH}, k.role "
         "FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_id = ?",
         (key_id,),
     ).fetchone()
     if row is None:
         return None
-    record = KeyRecord(key_id=str(row[0]), user=str(row[1]), label=str(row[2]), created_at=float(row[3]))
+    record = KeyRecord(
+        key_id=str(row[0]), user=str(row[1]), label=str(row[2]), created_at=float(row[3]), role=str(row[6])
+    )
     return StoredKey(record=record, secret_sha256=str(row[4]), epoch=int(row[5]))
 
 
 def list_keys(conn: sqlite3.Connection, user: str) -> list[KeyRecord]:
     rows = conn.execute(
-        "SELECT k.key_id, u.name, k.label, k.created_at FROM api_keys k JOIN users u ON u.id = k.user_id "
+        "SELECT k.key_id, u.name, k.label, k.created_at, k.role FROM api_keys k JOIN users u ON u.id = k.user_id "
         "WHERE u.name = ? ORDER BY k.created_at, k.key_id",
         (user,),
     ).fetchall()
-    return [KeyRecord(key_id=str(r[0]), user=str(r[1]), label=str(r[2]), created_at=float(r[3])) for r in rows]
+    return [
+        KeyRecord(key_id=str(r[0]), user=str(r[1]), label=str(r[2]), created_at=float(r[3]), role=str(r[4]))
+        for r in rows
+    ]
 
 
 def revoke_key(conn: sqlite3.Connection, user: str, key_id: str) -> bool:

@@ -327,6 +327,11 @@ MIGRATIONS: list[Migration] = [
         PRIMARY KEY(prompt_id, version)
     ) WITHOUT ROWID;
     """,
+    # 12: an API key's role (memlane.core.apikeys.ROLES): what the key may do on its user's memory. Keys made
+    # before roles could read and write.
+    """
+    ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'read-write';
+    """,
 ]
 
 

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
+from memlane.core.apikeys import ROLE_READ_WRITE
 from memlane.core.errors import NotFoundError, ValidationError
 from memlane.core.names import check_label
 from memlane.interfaces.http.auth import Admin, AdminOrSelf
@@ -95,8 +96,8 @@ def create_key(user: UserPath, _: Admin, request: Request, body: KeyIn | None = 
     """A new API key for the user, shown this once (only its hash is stored); 404 if there is no such user.
     Admin key."""
     label = check_label(body.label, "label") if body else ""
-    new = services(request).keys.create(user, label)
-    return KeyCreated(key=new.key, key_id=new.record.key_id, user=user, label=new.record.label)
+    new = services(request).keys.create(user, label, body.role if body else ROLE_READ_WRITE)
+    return KeyCreated(key=new.key, key_id=new.record.key_id, user=user, label=new.record.label, role=new.record.role)
 
 
 @router.get("/{user}/keys", response_model=list[KeyInfo])
@@ -108,6 +109,7 @@ def list_keys(user: UserPath, _: Admin, request: Request) -> list[KeyInfo]:
             user=k.user,
             label=k.label,
             created_at=datetime.fromtimestamp(k.created_at, tz=UTC).isoformat(),
+            role=k.role,
         )
         for k in services(request).keys.list(user)
     ]

@@ -1,0 +1,148 @@
+"""The six health routes of that API, answered honestly from memlane's own probes.
+
+``GET /health`` needs no key (that API's clients probe it without one after a read timeout) and is exempt
+from the Host allowlist like ``/healthz``; it says whether the service runs and whether its store was
+found corrupt, and probes nothing (a probe that waits on a busy store would make a slow server look
+dead). The others need a key and probe: the store (a real write), the embedder (one text through the
+model) and the LLM (configured or not: a server without one says ``not_configured``, never ``healthy``),
+the extraction queue in that API's batch-processor shape, and the memory monitor memlane does not have
+(``not_initialized``).
+"""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+import memlane
+from memlane.interfaces.http.agent_memory.auth import caller
+from memlane.interfaces.http.agent_memory.errors import FlatErrorRoute
+from memlane.interfaces.http.routes.ops import embedder_health, queue_health, store_health
+from memlane.interfaces.http.services import services
+from memlane.interfaces.wire.requestid import request_id_of
+
+router = APIRouter(tags=["agent memory: health"], route_class=FlatErrorRoute)
+_STARTED = time.monotonic()
+
+
+def _word(ok: bool) -> str:
+    return "healthy" if ok else "unhealthy"
+
+
+@router.get("/health")
+def health(request: Request) -> JSONResponse:
+    """Whether the service runs: ``healthy``, or ``unhealthy`` (503) once its store was found corrupt. No key."""
+    corrupt = services(request).integrity.state().corrupt
+    body = {
+        "status": _word(not corrupt),
+        "version": memlane.__version__,
+        "uptime_seconds": round(time.monotonic() - _STARTED, 3),
+    }
+    return JSONResponse(body, status_code=503 if corrupt else 200)
+
+
+@router.get("/health/couchbase")
+def database(request: Request) -> JSONResponse:
+    """The store, probed with a real write (named for that API's database; memlane's is SQLite or
+    PostgreSQL). 503 with ``details`` when it fails."""
+    caller(request)
+    svc = services(request)
+    probe = store_health(svc.memory, svc.integrity, svc.settings.health_write_timeout_s, request_id_of(request))
+    backend = type(svc.memory.store).__name__
+    body = {"status": _word(probe.ok), "service": "database", "backend": backend, "details": probe.detail}
+    return JSONResponse(body, status_code=200 if probe.ok else 503)
+
+
+@router.get("/health/models")
+def models(request: Request) -> JSONResponse:
+    """The embedder (probed) and the LLM: ``not_configured`` without one, ``unhealthy`` while the queue
+    reports it unreachable, else ``healthy`` (configured and not failing; no call is spent on a probe)."""
+    caller(request)
+    svc = services(request)
+    rid = request_id_of(request)
+    embed = embedder_health(svc.memory, rid)
+    embedding = {"status": _word(embed.ok), "model": svc.memory.embedder.model_id}
+    llm_model = svc.memory.llm
+    if llm_model is None:
+        llm: dict[str, object] = {"status": "not_configured", "model": None}
+    else:
+        outage = svc.memory.queue_status(recent_errors=0).llm_outage
+        llm = {"status": _word(outage is None), "model": getattr(llm_model, "model", None) or type(llm_model).__name__}
+    overall = "healthy" if embed.ok and llm["status"] == "healthy" else ("degraded" if embed.ok else "unhealthy")
+    return JSONResponse({"status": overall, "embedding": embedding, "llm": llm})
+
+
+def _batch_processor(request: Request) -> tuple[dict[str, object], tuple[int, int, int, int]]:
+    """That API's batch-processor answer, and the queue's counts (queued, running, done, dead)."""
+    caller(request)
+    svc = services(request)
+    q = queue_health(svc.memory, request_id_of(request))
+    d = q.detail
+    queued, running, done, dead = (int(d.get(k, 0)) for k in ("queued", "running", "done", "dead"))
+    llm = svc.memory.llm is not None
+    status = "healthy" if q.ok and llm else ("not_initialized" if q.ok else "unhealthy")
+    message = "extraction queue" if llm else "no LLM is configured: blocks are stored ready, without extraction"
+    body: dict[str, object] = {
+        "status": status,
+        "message": message,
+        # Queued ids are not shown: they are users' block ids, and this route answers any key.
+        "queue": {"size": queued, "queued_ids": [], "processing": running, "max_size": svc.settings.agent_queue_max},
+        "loop_running": llm,
+        "dispatcher_alive": llm,
+    }
+    return body, (queued, running, done, dead)
+
+
+@router.get("/health/async-batch-processor")
+def batch_processor(request: Request) -> JSONResponse:
+    """The extraction queue: its size and how many jobs run (``not_initialized`` without an LLM)."""
+    return JSONResponse(_batch_processor(request)[0])
+
+
+@router.get("/health/async-batch-processor-stats")
+def batch_processor_stats(request: Request) -> JSONResponse:
+    """The same, with the queue's totals as that API's statistics. memlane has no model rate budget of its
+    own: its fields are 0, and ``per_request_token_limit`` is the per-block token limit of adds."""
+    body, (queued, running, done, dead) = _batch_processor(request)
+    total = queued + running + done + dead
+    svc = services(request)
+    body["rate_budget"] = {
+        "available_requests": 0,
+        "available_tokens": 0,
+        "max_requests_per_minute": 0,
+        "max_tokens_per_minute": 0,
+        "per_request_token_limit": svc.settings.agent_block_tokens,
+    }
+    body["statistics"] = {
+        "total_enqueued": total,
+        "total_recovered": 0,
+        "total_dispatched": running + done + dead,
+        "total_completed": done,
+        "total_failed": dead,
+        "queue_full": 0,
+        "queue_duplicates": 0,
+        "queue_oversized": 0,
+        "recovery_duplicates": 0,
+        "active_tasks": running,
+        "loop_running": body["loop_running"],
+        "dispatcher_alive": body["dispatcher_alive"],
+    }
+    return JSONResponse(body)
+
+
+@router.get("/health/memory")
+def memory_monitor(request: Request) -> JSONResponse:
+    """memlane has no memory-pressure monitor: ``not_initialized``, and requests are accepted."""
+    caller(request)
+    return JSONResponse(
+        {
+            "status": "not_initialized",
+            "message": "memlane has no memory monitor; ingestion is never refused for memory pressure",
+            "accepting_requests": True,
+            "usage_percent": None,
+            "threshold_percent": None,
+            "last_check": None,
+        }
+    )

@@ -1,0 +1,313 @@
+"""Memory (5 routes): add messages or facts, update a block, delete blocks, search, list.
+
+Extraction follows the call: ``context_required: false`` skips it; ``async_processing`` (the default)
+queues it and answers at once, the blocks ``processing`` until a worker has extracted them;
+``async_processing: false`` extracts before answering. A server without an LLM stores every block
+``ready``, unextracted (its models health says the LLM is ``not_configured``). Items over the per-block
+token limit are left out and reported inside the 201; a full extraction queue is a 429 with
+``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+
+from memlane.core.errors import NotFoundError
+from memlane.core.memory import Memory
+from memlane.core.model import Filters, MemoryBlock
+from memlane.core.timefmt import coerce_time
+from memlane.interfaces.http.agent_memory.auth import check_id, for_user
+from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute
+from memlane.interfaces.http.agent_memory.schemas import (
+    MAX_BROWSE,
+    MAX_ITEMS,
+    MAX_MEMORY_LIMIT,
+    MAX_OFFSET,
+    AddIn,
+    DeleteIn,
+    FiltersIn,
+    SearchIn,
+    UpdateIn,
+)
+from memlane.interfaces.http.agent_memory.shapes import block_out, hit_out, page_fields
+from memlane.interfaces.http.agent_memory.users import clamp, memory_of
+from memlane.interfaces.http.services import services
+from memlane.interfaces.http.settings import HttpSettings
+
+router = APIRouter(tags=["agent memory: memory"], route_class=FlatErrorRoute)
+SESSION_PATH = "/users/{user_id}/sessions/{session_id}/memory"
+# How long a client is told to wait when the extraction queue is full.
+QUEUE_FULL_RETRY_AFTER_S = 5
+BYTES_PER_TOKEN = 4
+
+
+def _invalid(message: str, field: str, code: str = "INVALID_REQUEST") -> ApiError:
+    return ApiError(400, code, message, {"field": field})
+
+
+def tokens_of(text: str) -> int:
+    """An estimate of a text's tokens (about four bytes of UTF-8 each), for the per-block limit."""
+    return math.ceil(len(text.encode("utf-8", "replace")) / BYTES_PER_TOKEN)
+
+
+def extract_mode(memory: Memory, async_processing: bool, context_required: bool | None) -> str:
+    """The core's extraction mode for a call: off when the call or the server (no LLM) has none."""
+    if context_required is False or memory.llm is None:
+        return "off"
+    return "async" if async_processing else "sync"
+
+
+def _prompt(
+    prompt_id: str | None, prompt_vid: int | None, context_required: bool | None
+) -> tuple[str, int | None] | None:
+    """The registry prompt of a call: refused with ``context_required: false``, which turns extraction off.
+    (A server without an LLM stamps the prompt on the blocks it stores unextracted.)"""
+    if prompt_vid is not None and prompt_id is None:
+        raise _invalid("prompt_vid needs prompt_id", "prompt_vid")
+    if prompt_id is None:
+        return None
+    if context_required is False:
+        message = "a prompt was given with context_required false, which turns extraction off"
+        raise _invalid(message, "prompt_id", "PROMPT_EXTRACTION_DISABLED")
+    return (check_id(prompt_id, "prompt_id"), prompt_vid)
+
+
+def update_mode(memory: Memory, body: UpdateIn, block: MemoryBlock) -> str | None:
+    """The core's extraction mode for an update: off when the call or the server has none; queued when the
+    content or prompt changes, or to retry a block whose extraction failed; else the block's own (None).
+    An update's extraction is always queued, ``async_processing: false`` included."""
+    if body.context_required is False or memory.llm is None:
+        return "off"
+    content = body.message is not None or body.fact is not None
+    steer = body.prompt_id is not None or body.prompt_vid is not None
+    if content or steer or block.status == "extraction_failed":
+        return "async"
+    return None
+
+
+def _check_queue(memory: Memory, settings: HttpSettings, mode: str, adding: int) -> None:
+    if mode != "async":
+        return
+    queued = memory.queue_status(recent_errors=0).queued
+    if queued + adding > settings.agent_queue_max:
+        raise ApiError(
+            429,
+            "QUEUE_FULL",
+            f"the extraction queue is full ({queued} of {settings.agent_queue_max} blocks waiting); retry later",
+            {"retry_after_seconds": QUEUE_FULL_RETRY_AFTER_S, "queue_size": queued},
+            {"Retry-After": str(QUEUE_FULL_RETRY_AFTER_S)},
+        )
+
+
+def _time(value: str | None, field: str) -> datetime | None:
+    return None if value is None else coerce_time(value, where=field)
+
+
+@router.post(SESSION_PATH, status_code=201)
+def add_memory(user_id: str, session_id: str, body: AddIn, request: Request) -> JSONResponse:
+    """Store each message (one exchange) or each fact as a block of the session: 201 with the block ids in
+    input order, and the items over the per-block token limit in ``rejected_details``."""
+    for_user(request, user_id, write=True)
+    check_id(session_id, "session_id")
+    if (body.messages is None) == (body.facts is None):
+        raise _invalid("give messages or facts (one of them, not both)", "messages")
+    svc = services(request)
+    memory = svc.memory
+    mode = extract_mode(memory, body.async_processing, body.context_required)
+    prompt = _prompt(body.prompt_id, body.prompt_vid, body.context_required)
+    session = memory.get_session(user_id, session_id)
+    texts = (
+        [f"{m.user_content}\n{m.assistant_content}" for m in body.messages]
+        if body.messages is not None
+        else list(body.facts or [])
+    )
+    limit = svc.settings.agent_block_tokens
+    rejected = [
+        {"input_index": i, "actual_tokens": n, "per_request_token_limit": limit, "reason": "token_limit_exceeded"}
+        for i, n in enumerate(tokens_of(t) for t in texts)
+        if n > limit
+    ]
+    dropped = {r["input_index"] for r in rejected}
+    common: dict[str, Any] = {
+        "session_id": session_id,
+        "conversation_id": session.conversation_id,
+        "time": _time(body.created_at, "created_at"),
+        "annotations": body.annotations,
+        "ttl_s": body.memory_block_ttl,
+        "prompt": prompt,
+        "extract": mode,
+    }
+    block_ids: Sequence[str] = ()
+    if len(dropped) < len(texts):
+        _check_queue(memory, svc.settings, mode, len(texts) - len(dropped))
+        if body.messages is not None:
+            pairs = [(m.user_content, m.assistant_content) for i, m in enumerate(body.messages) if i not in dropped]
+            block_ids = memory.add_exchanges(user_id, pairs, **common).block_ids
+        else:
+            facts = [f for i, f in enumerate(body.facts or []) if i not in dropped]
+            block_ids = memory.add_facts(user_id, facts, **common).block_ids
+    answer = {
+        "message": f"{len(block_ids)} memory blocks stored" + (f", {len(rejected)} rejected" if rejected else ""),
+        "accepted_count": len(block_ids),
+        "block_ids": list(block_ids),
+        "rejected_count": len(rejected),
+        "rejected_details": rejected,
+    }
+    return JSONResponse(answer, status_code=201)
+
+
+def _owned(memory: Memory, user_id: str, session_id: str, block_id: str) -> MemoryBlock:
+    """The block, if it is the session's (404 otherwise, as for a block that does not exist)."""
+    block = memory.get(user_id, block_id)
+    if block.session_id != session_id:
+        raise ApiError(404, "BLOCK_NOT_FOUND", f"session {session_id!r} has no memory block {block_id!r}")
+    return block
+
+
+@router.put(SESSION_PATH + "/{block_id}")
+def update_memory(user_id: str, session_id: str, block_id: str, body: UpdateIn, request: Request) -> JSONResponse:
+    """Replace a block's content (a fact's ``fact``, an exchange's ``message``), annotations, TTL or prompt,
+    keeping its id: re-embedded, and extracted again when its content or prompt changed."""
+    for_user(request, user_id, write=True)
+    check_id(session_id, "session_id")
+    check_id(block_id, "block_id")
+    given = (body.message, body.fact, body.annotations, body.memory_block_ttl, body.prompt_id, body.prompt_vid)
+    if all(v is None for v in given):
+        raise _invalid("give message, fact, annotations, memory_block_ttl, prompt_id or prompt_vid", "body")
+    if body.message is not None and body.fact is not None:
+        raise _invalid("give message or fact, not both", "message")
+    if body.fact is not None and not body.fact.strip():
+        raise _invalid("fact must not be blank", "fact")
+    memory = memory_of(request)
+    changes: dict[str, Any] = {"annotations": body.annotations, "ttl_s": body.memory_block_ttl}
+    if body.prompt_id == "default":
+        if body.prompt_vid is not None:
+            raise _invalid("prompt_vid needs a prompt_id other than 'default'", "prompt_vid")
+        changes["prompt"] = None
+    elif body.prompt_id is not None or body.prompt_vid is not None:
+        changes["prompt"] = _prompt(body.prompt_id, body.prompt_vid, body.context_required)
+    if body.fact is not None:
+        changes["content"] = body.fact
+    if body.message is not None:
+        changes["sides"] = (body.message.user_content, body.message.assistant_content)
+    block = _owned(memory, user_id, session_id, block_id)
+    changes["extract"] = update_mode(memory, body, block)
+    block = memory.update(user_id, block_id, **changes)
+    return JSONResponse({"message": "memory block updated", "block": block_out(block)})
+
+
+@router.delete(SESSION_PATH)
+def delete_memory(user_id: str, session_id: str, body: DeleteIn, request: Request) -> JSONResponse:
+    """Delete the listed blocks of the session, or ``"all"`` of them. A block already absent counts as
+    deleted (a retry is safe); a block of another session is not deleted and is reported in
+    ``failed_block_ids``; 404 only if nothing could be deleted."""
+    for_user(request, user_id, write=True)
+    check_id(session_id, "session_id")
+    memory = memory_of(request)
+    memory.get_session(user_id, session_id)
+    if body.block_ids == "all":
+        ids = [b.id for b in memory.browse(user_id, Filters(sessions=(session_id,)), limit=MAX_BROWSE).items]
+    elif isinstance(body.block_ids, str):
+        ids = [body.block_ids]
+    else:
+        ids = list(body.block_ids)
+    if not ids and body.block_ids != "all":
+        raise _invalid("block_ids must name at least one block, or be 'all'", "block_ids")
+    deleted, failed = 0, []
+    for block_id in ids:
+        check_id(block_id, "block_ids")
+        try:
+            _owned(memory, user_id, session_id, block_id)
+            memory.delete(user_id, block_id)
+        except NotFoundError:
+            pass  # absent: deleted already
+        except ApiError:
+            failed.append(block_id)
+            continue
+        deleted += 1
+    if ids and not deleted:
+        raise ApiError(404, "BLOCK_NOT_FOUND", "no listed block is the session's", {"failed_block_ids": failed})
+    return JSONResponse({"deleted_count": deleted, "failed_count": len(failed), "failed_block_ids": failed})
+
+
+def _sessions(value: list[str] | str | None, path_session: str) -> tuple[str, ...] | None:
+    """The sessions a search covers: the path's by default, the listed ones, or all (None)."""
+    if value is None:
+        return (path_session,)
+    if value == "all" or value == ["all"]:
+        return None
+    if isinstance(value, str):
+        value = [s for s in value.split(",") if s]
+    if not value:
+        raise _invalid("session_ids must name a session, or be 'all'", "filters.session_ids")
+    return tuple(check_id(s, "filters.session_ids") for s in value)
+
+
+def filters_of(f: FiltersIn, sessions: tuple[str, ...] | None) -> Filters:
+    if f.prompt_vid is not None and f.prompt_id is None:
+        raise _invalid("prompt_vid needs prompt_id", "filters.prompt_vid")
+    return Filters(
+        sessions=sessions,
+        block_ids=None if f.block_ids is None else tuple(f.block_ids),
+        annotations=dict(f.annotations or {}),
+        annotations_after_cut=f.annotation_filter_mode == "post",
+        ingested_after=_time(f.start_time, "filters.start_time"),
+        ingested_before=_time(f.end_time, "filters.end_time"),
+        prompt_id=f.prompt_id,
+        prompt_version=f.prompt_vid,
+    )
+
+
+@router.post(SESSION_PATH + "/search")
+def search_memory(user_id: str, session_id: str, request: Request, body: SearchIn | None = None) -> JSONResponse:
+    """With a query: at most ``relevant_k`` blocks, best first, each with its ``rel_score``. Without one:
+    every matching block (at most 10,000), newest first by ``order_by``. The path's session by default;
+    ``session_ids`` widens it (a list, or ``"all"``)."""
+    for_user(request, user_id, write=False)
+    check_id(session_id, "session_id")
+    body = body or SearchIn()
+    f = body.filters or FiltersIn()
+    memory = memory_of(request)
+    memory.get_session(user_id, session_id)
+    filters = filters_of(f, _sessions(f.session_ids, session_id))
+    after = _time(f.created_start_time, "filters.created_start_time")
+    before = _time(f.created_end_time, "filters.created_end_time")
+    if body.query is not None:
+        if not body.query.strip():
+            raise _invalid("query must not be blank (leave it out to list every match)", "query")
+        hits = memory.search(user_id, body.query, f.relevant_k, after=after, before=before, filters=filters)
+        blocks = [hit_out(h) for h in hits]
+    else:
+        order = "event" if f.order_by == "created_at" else "ingested"
+        page = memory.browse(user_id, filters, order=order, limit=MAX_BROWSE, before=before, after=after)
+        blocks = [block_out(b) for b in page.items]
+    return JSONResponse({"memory_blocks": blocks, "count": len(blocks)})
+
+
+@router.get("/users/{user_id}/memory")
+def list_memories(
+    user_id: str,
+    request: Request,
+    limit: Annotated[int, Query(ge=1)] = 20,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    order_by: Annotated[str, Query(pattern="^(ingested_at|created_at)$")] = "ingested_at",
+    session_ids: Annotated[str | None, Query(max_length=MAX_ITEMS * 256)] = None,
+) -> JSONResponse:
+    """The user's blocks, newest first by ``order_by``, a page at a time (``limit`` at most 200): all
+    sessions, or ``session_ids`` (comma-separated, or ``all``)."""
+    for_user(request, user_id, write=False)
+    sessions = None if session_ids in (None, "all") else _sessions(session_ids, "")
+    memory = memory_of(request)
+    memory.get_user(user_id)
+    order = "event" if order_by == "created_at" else "ingested"
+    page = memory.browse(
+        user_id, Filters(sessions=sessions), order=order, limit=clamp(limit, 20, MAX_MEMORY_LIMIT), offset=offset
+    )
+    blocks = [block_out(b) for b in page.items]
+    return JSONResponse({"memory_blocks": blocks, **page_fields(page, len(blocks))})

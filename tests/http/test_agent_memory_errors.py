@@ -1,0 +1,121 @@
+"""The Agent Memory routes answer every failure with that API's flat error body (a string code, a message,
+details, the request id) and the documented status: malformed and mistyped bodies, ids that would reach
+another route, unknown paths and methods, bodies over the limit, a Host not allowed. Never a 500 or a
+traceback, and nothing half-written. memlane's own /v1 routes keep their nested body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agent_memory_support import AgentApi, flat_error, make_api
+from http_support import ADMIN_KEY, MAX_BODY
+
+from memlane.core.store.sqlite import SqliteStore
+from memlane.interfaces.http.agent_memory import serves
+
+USER = "/users/alice"
+SESSION = "/users/alice/sessions/s1"
+
+
+def test_an_unknown_path_or_method_under_the_routes_is_flat(sqlite_api: AgentApi) -> None:
+    admin = sqlite_api.admin
+    flat_error(admin.get("/users/alice/nothing/here"), 404, "NOT_FOUND")
+    flat_error(admin.get("/prompts/p/versions/extra"), 404, "NOT_FOUND")
+    flat_error(admin.patch("/users/alice"), 405, "METHOD_NOT_ALLOWED")
+    flat_error(admin.get("/health/nothing"), 404)
+    # memlane's own routes keep their own body
+    nested = admin.get("/v1/nothing")
+    assert nested.status_code == 404 and nested.json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/users/a%2Fb", 404),  # a slash: another path, no route of that shape
+        ("/users/a%3Fb", 400),  # ? # % are refused by the id rule
+        ("/users/a%23b", 400),
+        ("/users/a%25b", 400),
+        ("/users/%2E%2E", 400),
+        ("/users/%2E", 400),
+        ("/users/%20", 400),
+        ("/users/alice/sessions/%2E%2E", 400),
+        ("/users/alice/sessions/x%3Fy", 400),
+        ("/prompts/a%25b", 400),
+    ],
+)
+def test_ids_that_would_reach_another_route_are_refused(sqlite_api: AgentApi, path: str, status: int) -> None:
+    for method in ("GET", "PUT", "DELETE"):
+        resp = sqlite_api.admin.request(method, path, json={"name": "x"})
+        if resp.status_code == 405:
+            continue
+        body = flat_error(resp, status)
+        if status == 400:
+            assert body["error"] == "INVALID_REQUEST" and body["details"]["field"].endswith("_id")
+
+
+MALFORMED: list[tuple[str, str, Any]] = [
+    ("POST", "/users", "{not json"),
+    ("POST", "/users", []),
+    ("POST", "/users", {"user_id": 7, "name": "x"}),
+    ("POST", "/users", {"name": "x"}),
+    ("POST", "/users/alice/sessions", {"session_id": ["s"]}),
+    ("POST", "/users/alice/sessions", {"session_id": "s", "memory_blocks_ttl": -1}),
+    ("POST", "/users/alice/sessions", {"session_id": "s", "memory_blocks_ttl": True}),
+    ("POST", "/users/alice/sessions", {"session_id": "s", "annotations": {"k": 1}}),
+    ("POST", SESSION + "/memory", {"messages": "hello"}),
+    ("POST", SESSION + "/memory", {"facts": [1, 2]}),
+    ("POST", SESSION + "/memory", {"facts": ["x"], "async_processing": "yes"}),
+    ("POST", SESSION + "/memory", {"facts": ["x"], "memory_block_ttl": "60"}),
+    ("POST", SESSION + "/memory/search", {"filters": {"relevant_k": 0}}),
+    ("POST", SESSION + "/memory/search", {"filters": {"annotation_filter_mode": "sideways"}}),
+    ("POST", SESSION + "/memory/search", {"filters": {"order_by": "size"}}),
+    ("DELETE", SESSION + "/memory", {"block_ids": 5}),
+    ("PUT", "/users/alice/ttl", {"new_ttl": -5}),
+    ("PUT", "/users/alice/ttl", {"new_ttl": 1.5}),
+    ("POST", "/prompts", {"prompt_id": "p", "prompt": "t"}),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), MALFORMED)
+def test_malformed_and_mistyped_bodies_are_422_invalid_request(
+    sqlite_api: AgentApi, method: str, path: str, body: Any
+) -> None:
+    content = body if isinstance(body, str) else None
+    kwargs: dict[str, Any] = {"content": content} if content is not None else {"json": body}
+    resp = sqlite_api.admin.request(method, path, **kwargs)
+    err = flat_error(resp, 422, "INVALID_REQUEST")
+    assert "field" in err["details"]
+    assert sqlite_api.memory.users() == []  # nothing half-written
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/users?limit=0"), ("GET", "/users?offset=-1"), ("GET", "/users/alice/memory?limit=x")],
+)
+def test_bad_query_parameters_are_422(sqlite_api: AgentApi, method: str, path: str) -> None:
+    flat_error(sqlite_api.admin.request(method, path), 422, "INVALID_REQUEST")
+
+
+def test_a_body_over_the_limit_is_413_flat(sqlite_api: AgentApi) -> None:
+    big = {"user_id": "alice", "name": "x" * (MAX_BODY + 10)}
+    flat_error(sqlite_api.admin.post("/users", json=big), 413, "PAYLOAD_TOO_LARGE")
+    assert sqlite_api.memory.users() == []
+
+
+def test_a_host_not_allowed_is_421_flat_but_health_answers(sqlite_api: AgentApi) -> None:
+    evil = sqlite_api.client(ADMIN_KEY, Host="evil.example")
+    flat_error(evil.get("/users"), 421, "MISDIRECTED_REQUEST")
+    health = sqlite_api.client(None, Host="evil.example").get("/health")
+    assert health.status_code == 200 and health.json()["status"] == "healthy"
+
+
+def test_the_routes_can_be_turned_off(tmp_path: Any) -> None:
+    off = make_api(SqliteStore(tmp_path / "off.db"), agent_memory_api=False)
+    try:
+        resp = off.admin.get("/health")
+        assert resp.status_code == 404 and resp.json()["error"]["code"] == "not_found"  # memlane's own body
+        assert off.client(None, Host="evil.example").get("/health").status_code == 421  # not exempt either
+        assert not [p for p in off.app.openapi()["paths"] if serves(p)]
+    finally:
+        off.close()

@@ -1,0 +1,178 @@
+"""Opt-in: the Agent Memory Python SDK itself, unchanged, against a live ``memlane serve``.
+
+The SDK is not a dependency of memlane (it declares no licence and Python 3.12 or later), so this module
+skips, saying why, unless it is importable. A developer checks the real client with::
+
+    .venv/bin/pip install --ignore-requires-python couchbase-agent-memory==1.1.0
+    .venv/bin/pytest tests/http/test_agent_memory_sdk.py
+
+It runs the SDK's README quickstart, a flow over every resource (users, sessions, memory, prompts, health)
+and the agent plug-in shipped with the SDK (its backend, as the agent runtime drives it), against
+``memlane serve`` on SQLite, and on PostgreSQL when ``MEMLANE_TEST_POSTGRES_URL`` is set.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from http_support import ADMIN_KEY, CLI, wait_for_port
+from psycopg import sql
+
+agentmemory = pytest.importorskip(
+    "agentmemory",
+    reason="the Agent Memory SDK is not installed (pip install --ignore-requires-python couchbase-agent-memory==1.1.0)",
+)
+from agentmemory import AgentMemoryClient, ChatMessage  # noqa: E402
+from agentmemory.exceptions import (  # noqa: E402
+    AuthenticationError,
+    ConflictError,
+    NotFoundError,
+    ValidationError,
+)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """``memlane serve`` on a free loopback port (no LLM: blocks are stored ready); its base URL."""
+    store = str(tmp_path / "sdk.db")
+    schema = None
+    if request.param == "postgres":
+        url = os.environ.get("MEMLANE_TEST_POSTGRES_URL")
+        if not url:
+            pytest.skip("PostgreSQL: set MEMLANE_TEST_POSTGRES_URL")
+        schema = f"test_{uuid.uuid4().hex[:16]}"
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        store = f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
+    env.update({"MEMLANE_ADMIN_KEY": ADMIN_KEY, "MEMLANE_STORE": store, "MEMLANE_EMBEDDER": "hashing"})
+    cmd = [sys.executable, "-c", CLI, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "0"]
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    lines: list[str] = []
+    try:
+        yield f"http://127.0.0.1:{wait_for_port(proc, lines)}"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0, "".join(lines)
+        assert "Traceback" not in "".join(lines), "".join(lines)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if schema is not None:
+            with psycopg.connect(os.environ["MEMLANE_TEST_POSTGRES_URL"], autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+def test_the_readme_quickstart(server: str) -> None:
+    printed: list[str] = []
+    with AgentMemoryClient(base_url=server, token=ADMIN_KEY) as client:
+        user = client.create_user(user_id="customer-42", name="Example Customer")
+        session = user.create_session(session_id="conv-100")
+        session.add_memory(
+            messages=[
+                ChatMessage(
+                    user_content="My order hasn't arrived.",
+                    assistant_content="I'll look into that. What's your order number?",
+                )
+            ],
+            annotations={"agent": "support-bot"},
+        )
+        session.add_memory(facts=["Customer is in the EU timezone."], annotations={"agent": "support-bot"})
+        results = session.search_memory(query="shipping delay")
+        for block in results.memory_blocks:
+            printed.append(block.fact or block.message.user_content)
+    assert sorted(printed) == ["Customer is in the EU timezone.", "My order hasn't arrived."]
+
+
+def test_every_resource(server: str) -> None:
+    with AgentMemoryClient(base_url=server, token=ADMIN_KEY) as client:
+        health = client.health_ping()
+        assert health.server is not None and health.server.status.value == "healthy"
+        assert health.models is not None and health.models.llm.status == "not_configured"
+
+        user = client.create_user("u1", "User One", metadata={"tier": "gold"})
+        with pytest.raises(ConflictError):
+            client.create_user("u1", "Again")
+        with pytest.raises(NotFoundError) as missing:
+            client.get_user("nobody")
+        assert missing.value.error_code == "USER_NOT_FOUND" and missing.value.request_id
+        user.update(name="Renamed")
+        assert client.get_user("u1").name == "Renamed"
+        listed = client.list_users(metadata={"tier": "gold"})
+        assert [u.id for u in listed.users] == ["u1"] and listed.total == 1
+
+        session = user.create_session("s1", annotations={"ch": "web"}, metadata={"n": 1}, memory_blocks_ttl=0)
+        assert user.get_session("s1").session_id == "s1" and user.list_sessions().count == 1
+        session.update(annotations={"ch": "app"})
+        added = session.add_memory(facts=["likes tea", "lives in Lisbon"], annotations={"k": "v"})
+        assert added.accepted_count == 2 and added.rejected_count == 0
+        turn = session.add_memory(messages=[ChatMessage(user_content="hi", assistant_content="hello")])
+        found = session.search_memory(query="tea")
+        assert found.memory_blocks and found.memory_blocks[0].rel_score is not None
+        assert session.search_memory(filters={"block_ids": added.block_ids}).count == 2
+        updated = session.update_memory(added.block_ids[0], fact="likes coffee")
+        assert updated.block is not None and updated.block.fact == "likes coffee"
+        page = user.list_memories(limit=2)
+        assert page.count == 2 and page.total == 3 and page.limit == 2
+        assert session.list_memories().total == 3
+        user.modify_ttl(3600, session_id="s1")
+        deleted = session.delete_memory(block_ids=[turn.block_ids[0]])
+        assert deleted.deleted_count == 1
+        session.end()
+        with pytest.raises(ValidationError) as ended:
+            session.add_memory(facts=["too late"])
+        assert ended.value.error_code == "SESSION_ALREADY_ENDED"
+
+        prompt = client.create_prompt("billing", "Look for billing disputes.", "Billing focus")
+        assert prompt.current_vid == 0
+        client.update_prompt("billing", prompt="Refunds too.")
+        assert client.get_prompt("billing", vid=0).vid == 0
+        assert client.list_prompts().total == 1 and client.list_prompt_versions("billing").total == 2
+        client.purge_prompt("billing", 0)
+        client.archive_prompt("billing", "all")
+        with pytest.raises(ConflictError):
+            client.archive_prompt("billing", "all")
+        client.purge_prompt("billing", "all")
+
+        session.delete()
+        client.delete_user("u1")
+        with pytest.raises(NotFoundError):
+            client.get_user("u1")
+    with AgentMemoryClient(base_url=server, token="wrong") as stranger, pytest.raises(AuthenticationError):
+        stranger.list_users()
+
+
+def test_the_agent_plugin_backend(server: str) -> None:
+    backend_module = pytest.importorskip("agentmemory_hermes._plugin.backend")
+    backend: Any = backend_module.AgentMemoryBackend(
+        {"base_url": server}, write_annotations={"agent": "hermes"}, token=lambda: ADMIN_KEY
+    )
+    try:
+        backend.resolve("plugin-user", "chat-1")
+        fact = backend.add_fact("User lives in Lisbon.").block_ids[0]
+        backend.add_turn("I moved to Lisbon.", "Noted.")
+        hits = backend.search("Lisbon", top_k=5, facets={"source": "agent"})
+        assert [h.block_id for h in hits] == [fact]
+        backend.end_session()
+        backend.switch_session("chat-1")
+        assert backend.current_session().session_id == "chat-1~2"
+        new_id = backend.update(fact, "User lives in Porto.")  # an ended session's block: superseded
+        assert new_id != fact
+        assert sorted(b.fact or b.message.user_content for b in backend.list()) == [
+            "I moved to Lisbon.",
+            "User lives in Porto.",
+        ]
+        assert backend.update(new_id, "User lives in Faro.") == new_id  # in place, in the open session
+        backend.delete(new_id)
+        assert [b.message.user_content for b in backend.list()] == ["I moved to Lisbon."]
+    finally:
+        backend.close()
