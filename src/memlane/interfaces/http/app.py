@@ -22,7 +22,7 @@ from memlane.interfaces.http.integrity import IntegrityWatch
 from memlane.interfaces.http.json_body import JsonBodyMiddleware
 from memlane.interfaces.http.limits import BodyLimitMiddleware
 from memlane.interfaces.http.metrics import Metrics, MetricsMiddleware
-from memlane.interfaces.http.routes import memories, ops, retention, users
+from memlane.interfaces.http.routes import browse, memories, ops, retention, users
 from memlane.interfaces.http.services import Services
 from memlane.interfaces.http.settings import HttpSettings
 from memlane.interfaces.wire.hosts import HostCheckMiddleware
@@ -87,6 +87,7 @@ def create_app(
     app.include_router(users.router)
     app.include_router(memories.router)
     app.include_router(retention.router)
+    app.include_router(browse.router)
     app.add_middleware(JsonBodyMiddleware)
     # Added last = outermost. The request id first, so every answer carries one; the metrics next, so they
     # count every response, the 421s, 408s and 413s of the guards below included.
