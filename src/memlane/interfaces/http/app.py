@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from memlane.core.apikeys import ApiKeys
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.memory import Memory
+from memlane.interfaces.http.console import SecurityHeadersMiddleware, mount_console
 from memlane.interfaces.http.errors import install_error_handlers
 from memlane.interfaces.http.integrity import IntegrityWatch
 from memlane.interfaces.http.json_body import JsonBodyMiddleware
@@ -88,14 +89,16 @@ def create_app(
     app.include_router(memories.router)
     app.include_router(retention.router)
     app.include_router(browse.router)
+    mount_console(app)
     app.add_middleware(JsonBodyMiddleware)
-    # Added last = outermost. The request id first, so every answer carries one; the metrics next, so they
-    # count every response, the 421s, 408s and 413s of the guards below included.
+    # Added last = outermost. The security headers first and the request id next, so every answer carries
+    # them; the metrics next, so they count every response, the 421s, 408s and 413s of the guards included.
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(ReadTimeoutMiddleware, timeout_s=settings.read_timeout_s)
     app.add_middleware(HostCheckMiddleware, allowed=settings.allowed_hosts)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(SecurityHeadersMiddleware)
     return app
 
 

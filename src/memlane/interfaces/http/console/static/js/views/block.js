@@ -1,0 +1,70 @@
+// One block: everything the API says of it, the message as plain text, and the actions its key may take.
+
+import { del, enc, get, post } from "../api.js";
+import { act, clear, facts, h, link, route, statusRegion, time } from "../dom.js";
+import { statusBadge } from "./user.js";
+
+export async function blockPage(view, { parts, me }) {
+  const [, user, , blockId] = parts;
+  const b = await get(`/v1/users/${enc(user)}/memories/${enc(blockId)}`);
+  const status = statusRegion();
+  let failure = null;
+  if (b.extraction_status === "failed" || b.extraction_status === "queued") {
+    const queue = await get("/v1/queue");
+    failure = queue.last_errors.find((e) => e.block_id === b.block_id) || null;
+  }
+  const annotations = Object.entries(b.annotations || {});
+  const actions = h("div", { class: "actions" });
+  if (!me.admin) {
+    const remove = h("button", { type: "button", class: "danger", testid: "delete-block" }, "Delete this block");
+    remove.addEventListener("click", async () => {
+      const done = await act(status, {
+        title: "Delete this block?",
+        body: "The block, its facts, vectors, keyword rows and extraction job are deleted for good.",
+        confirmLabel: "Delete block",
+        run: () => del(`/v1/memories/${enc(b.block_id)}`),
+        done: () => "Block deleted.",
+      });
+      if (done) {
+        clear(article, h("p", { testid: "block-deleted" }, `Block ${b.block_id} was deleted.`));
+        remove.remove();
+      }
+    });
+    actions.append(remove);
+  }
+  if (me.admin && b.extraction_status === "failed") {
+    const requeue = h("button", { type: "button", testid: "requeue-block" }, "Re-queue its extraction");
+    requeue.addEventListener("click", () => act(status, {
+      title: "Run this block's extraction again?",
+      body: "Its failed job is queued again with its attempts reset; a worker runs it when one is free.",
+      confirmLabel: "Re-queue",
+      run: () => post("/v1/queue/retry", { user, block_ids: [b.block_id] }),
+      done: (r) => `${r.dead + r.waiting} job(s) queued again.`,
+    }));
+    actions.append(requeue);
+  }
+  const article = h("article", { testid: "block" },
+    h("h2", {}, "Message"),
+    h("pre", { class: "message", testid: "block-message" }, b.message),
+    h("h2", {}, "Summary and facts"),
+    h("p", { testid: "block-summary" }, b.summary || h("span", { class: "muted" }, "no summary (extraction has not run)")),
+    b.facts.length ? h("ul", { testid: "block-facts" }, b.facts.map((f) => h("li", {}, f))) : null,
+    h("h2", {}, "Details"),
+    facts([
+      ["Block id", h("span", { class: "mono" }, b.block_id)],
+      ["Event time", `${b.time_annotation} (${time(b.time)})`, "block-time"],
+      ["Ingested", time(b.ingest_time)],
+      ["Conversation", b.conversation_id],
+      ["Session", link(`${route("users", user)}?session=${enc(b.session_id)}`, b.session_id)],
+      ["Exchange", String(b.exchange_index)],
+      ["Perspective", `${b.perspective} (${b.mode})`],
+      ["Extraction", [statusBadge(b.extraction_status), failure ? h("span", { testid: "block-failure" }, ` ${failure.error} (attempts: ${failure.attempts})`) : null]],
+      ["Annotations", annotations.length ? h("ul", {}, annotations.map(([k, v]) => h("li", {}, `${k} = ${v}`))) : null],
+      ["Message ids", b.message_ids.join(", ")],
+      ["Content hash", h("span", { class: "mono" }, b.content_hash)],
+    ]));
+  clear(view,
+    h("p", { class: "crumbs" }, me.admin ? [link(route("users"), "Users"), " / "] : null, link(route("users", user), user), " / block"),
+    h("h1", {}, `Block ${b.exchange_index} of session ${b.session_id}`),
+    actions, status, article);
+}
