@@ -71,6 +71,10 @@ export function facts(pairs, attrs = {}) {
 }
 
 export function table(caption, heads, rows, attrs = {}) {
+  // Each cell carries its column's name, which the phone layout shows before it (the head is hidden there).
+  for (const row of rows) {
+    [...row.children].forEach((cell, i) => { if (heads[i]) cell.dataset.label = heads[i]; });
+  }
   return h("div", { class: "scroll" },
     h("table", attrs,
       h("caption", {}, caption),
