@@ -357,3 +357,26 @@ def test_readable_on_a_phone(browser: Any, seeded: Console) -> None:
         t.accessible(name)
     context.close()
     assert t.errors == []
+
+
+def test_the_keyboard_alone_reaches_a_users_memory_and_a_block(tab: Tab, seeded: Console) -> None:
+    tab.sign_in(ADMIN_KEY)
+
+    def tab_to(selector: str) -> None:
+        for _ in range(40):
+            tab.page.keyboard.press("Tab")
+            if tab.page.evaluate("s => document.activeElement.matches(s)", selector):
+                return
+        raise AssertionError(f"Tab never reached {selector}")
+
+    tab_to("[data-user=alice] a")
+    tab.page.evaluate("() => { document.body.dataset.ready = 'false'; }")
+    tab.page.keyboard.press("Enter")
+    tab.ready()
+    assert tab.text("h1") == "alice's memory"
+    assert tab.page.evaluate("document.activeElement.tagName") == "H1"  # a new page takes focus to its title
+    tab_to("[data-testid=block-link]")
+    tab.page.evaluate("() => { document.body.dataset.ready = 'false'; }")
+    tab.page.keyboard.press("Enter")
+    tab.ready()
+    assert tab.page.locator("[data-testid=block-message]").count() == 1

@@ -46,6 +46,7 @@ export async function blockPage(view, { parts, me }) {
   const article = h("article", { testid: "block" },
     h("h2", {}, "Message"),
     h("pre", { class: "message", testid: "block-message" }, b.message),
+    sides(b),
     h("h2", {}, "Summary and facts"),
     h("p", { testid: "block-summary" }, b.summary || h("span", { class: "muted" }, "no summary (extraction has not run)")),
     b.facts.length ? h("ul", { testid: "block-facts" }, b.facts.map((f) => h("li", {}, f))) : null,
@@ -59,6 +60,7 @@ export async function blockPage(view, { parts, me }) {
       ["Exchange", String(b.exchange_index)],
       ["Perspective", `${b.perspective} (${b.mode})`],
       ["Extraction", [statusBadge(b.extraction_status), failure ? h("span", { testid: "block-failure" }, ` ${failure.error} (attempts: ${failure.attempts})`) : null]],
+      ...modelFacts(b),
       ["Annotations", annotations.length ? h("ul", {}, annotations.map(([k, v]) => h("li", {}, `${k} = ${v}`))) : null],
       ["Message ids", b.message_ids.join(", ")],
       ["Content hash", h("span", { class: "mono" }, b.content_hash)],
@@ -67,4 +69,24 @@ export async function blockPage(view, { parts, me }) {
     h("p", { class: "crumbs" }, me.admin ? [link(route("users"), "Users"), " / "] : null, link(route("users", user), user), " / block"),
     h("h1", {}, `Block ${b.exchange_index} of session ${b.session_id}`),
     actions, status, article);
+}
+
+// An exchange stored as its two sides (servers with the memory model): each side as given.
+function sides(b) {
+  if (!Array.isArray(b.sides) || b.sides.length === 0) return null;
+  return h("dl", { class: "facts sides", testid: "block-sides" },
+    b.sides.map((side) => [h("dt", {}, side.role), h("dd", {}, h("pre", { class: "message" }, side.content))]));
+}
+
+// What a server with the memory model says beside the fields above; nothing on a server without it.
+function modelFacts(b) {
+  const rows = [];
+  if (b.kind) rows.push(["Kind", b.kind, "block-kind"]);
+  if (b.status) rows.push(["Status", b.fail_count ? `${b.status} (failed ${b.fail_count} times)` : b.status, "block-status"]);
+  if ("expires_at" in b) rows.push(["Expires", b.expires_at ? time(b.expires_at) : "never", "block-expires"]);
+  if ("ttl_s" in b) rows.push(["Own TTL", b.ttl_s === null ? "none (its session's, else the server's)" : `${b.ttl_s} s`]);
+  if (b.updated_at) rows.push(["Updated", time(b.updated_at)]);
+  if (b.prompt_id) rows.push(["Extraction prompt", `${b.prompt_id} version ${b.prompt_version ?? "current"}`, "block-prompt"]);
+  if (b.last_queued_at) rows.push(["Last queued", time(b.last_queued_at)]);
+  return rows;
 }
