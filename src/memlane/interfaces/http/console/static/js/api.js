@@ -54,7 +54,7 @@ export function url(path, query = {}) {
 
 // A request to the API: the decoded JSON answer (null for 204), or an ApiError with the server's own
 // code, message and field. `bearer` overrides the tab's key (the sign-in form tries a key before keeping it).
-export async function api(method, path, { body, query, bearer } = {}) {
+export async function api(method, path, { body, query, bearer, withHeaders } = {}) {
   const headers = { Accept: "application/json" };
   const token = bearer ?? key();
   if (token) headers.Authorization = `Bearer ${token}`;
@@ -69,7 +69,7 @@ export async function api(method, path, { body, query, bearer } = {}) {
   } catch (err) {
     throw new ApiError(0, "network", `The server could not be reached (${err.message}).`);
   }
-  if (res.status === 204) return null;
+  if (res.status === 204) return withHeaders ? { data: null, headers: res.headers } : null;
   const text = await res.text();
   let data = null;
   try {
@@ -81,12 +81,13 @@ export async function api(method, path, { body, query, bearer } = {}) {
     const e = (data && data.error) || {};
     throw new ApiError(res.status, e.code || `http_${res.status}`, e.message || `HTTP ${res.status}`, e.field, e.request_id);
   }
-  return data;
+  return withHeaders ? { data, headers: res.headers } : data;
 }
 
 export const get = (path, query) => api("GET", path, { query });
 export const post = (path, body) => api("POST", path, { body });
 export const put = (path, body) => api("PUT", path, { body });
 export const del = (path) => api("DELETE", path);
+export const patch = (path, body) => api("PATCH", path, { body });
 
 export const enc = encodeURIComponent;

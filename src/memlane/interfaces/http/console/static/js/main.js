@@ -7,6 +7,7 @@ import { blockPage } from "./views/block.js";
 import { opsPage } from "./views/ops.js";
 import { refusalPage } from "./views/refusal.js";
 import { searchPage } from "./views/search.js";
+import { sessionPage } from "./views/sessions.js";
 import { signInPage } from "./views/signin.js";
 import { userPage } from "./views/user.js";
 import { usersPage } from "./views/users.js";
@@ -30,6 +31,7 @@ function resolve(parts, me) {
   if (first === "users" && section === undefined) return userPage;
   if (first === "users" && section === "search") return searchPage;
   if (first === "users" && section === "blocks" && id !== undefined) return blockPage;
+  if (first === "users" && section === "sessions" && id !== undefined) return sessionPage;
   if (first === "ops") return opsPage;
   return undefined;
 }

@@ -1,8 +1,9 @@
 // Operations: the health of store, embedder and queue; the extraction queue with its last errors and the
 // re-queue of dead jobs (admin); the retention default (admin).
 
-import { get, post } from "../api.js";
-import { act, ago, clear, facts, h, link, route, statusRegion, table } from "../dom.js";
+import { enc, get, post } from "../api.js";
+import { capabilities } from "../caps.js";
+import { act, ago, clear, facts, h, link, route, statusRegion, table, time } from "../dom.js";
 import { policyText } from "./users.js";
 
 async function health() {
@@ -22,6 +23,8 @@ function component(name, c) {
 
 export async function opsPage(view, { me }) {
   const [queue, healthz, retention] = await Promise.all([get("/v1/queue"), health(), me.admin ? get("/v1/retention") : null]);
+  const caps = await capabilities();
+  const prompts = caps.has("GET /v1/prompts") ? await promptSection() : null;
   const status = statusRegion();
   const requeue = me.admin && queue.dead > 0
     ? h("button", { type: "button", testid: "requeue-dead" }, `Re-queue ${queue.dead} dead jobs`)
@@ -63,7 +66,40 @@ export async function opsPage(view, { me }) {
     ]),
     requeue, status,
     table("The last errors", ["When (UTC)", "User", "Status", "Attempts", "Error"], errors, { testid: "errors" }),
+    prompts,
     retention ? h("section", { "aria-labelledby": "ret-h" },
       h("h2", { id: "ret-h" }, "Retention"),
       h("p", {}, `Default policy: ${policyText(retention.default)}; ${Object.keys(retention.users).length} users have their own.`)) : null);
+}
+
+// The prompt registry: each prompt's head, and its versions on request (newest first, as the API pages them).
+async function promptSection() {
+  const page = await get("/v1/prompts", { limit: 50, include_archived: true });
+  const rows = page.items.map((p) => {
+    const versions = h("div", { testid: "prompt-versions" });
+    const show = h("button", { type: "button", class: "small", "aria-expanded": "false" }, `Versions of ${p.prompt_id}`);
+    show.addEventListener("click", async () => {
+      if (show.getAttribute("aria-expanded") === "true") {
+        clear(versions);
+        show.setAttribute("aria-expanded", "false");
+        return;
+      }
+      const list = await get(`/v1/prompts/${enc(p.prompt_id)}/versions`, { limit: 50 });
+      clear(versions, h("ol", { class: "versions" }, list.items.map((v) => h("li", {},
+        h("p", {}, `version ${v.version}${v.is_current ? " (current)" : ""}${v.archived ? " (archived)" : ""} · ${time(v.created_at)}`),
+        h("pre", { class: "message" }, v.text)))));
+      show.setAttribute("aria-expanded", "true");
+    });
+    return h("tr", { testid: "prompt-row", "data-prompt": p.prompt_id },
+      h("th", { scope: "row", class: "mono" }, p.prompt_id),
+      h("td", {}, p.description),
+      h("td", { class: "num" }, String(p.current_version)),
+      h("td", { class: "num" }, String(p.version_count)),
+      h("td", {}, p.archived ? "archived" : "active"),
+      h("td", {}, time(p.updated_at)),
+      h("td", {}, show, versions));
+  });
+  return h("section", { "aria-labelledby": "prompts-h" },
+    h("h2", { id: "prompts-h" }, `Extraction prompts (${page.total})`),
+    table("The prompt registry", ["Prompt", "Description", "Current version", "Versions", "State", "Updated", ""], rows, { testid: "prompts" }));
 }

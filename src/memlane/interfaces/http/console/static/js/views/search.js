@@ -2,6 +2,7 @@
 // measures and the rank each retriever gave it), and the same query as a curl line to copy.
 
 import { ApiError, API_ROOT, enc, post } from "../api.js";
+import { capabilities } from "../caps.js";
 import { clear, field, h, link, notice, route, withQuery } from "../dom.js";
 import { excerpt } from "./user.js";
 
@@ -15,13 +16,66 @@ const SCORE_KINDS = {
   rrf: "reciprocal-rank fusion of the retrievers: orders this search's hits, not comparable across searches",
 };
 
+// The filters of a server with the memory model: address parameter, request field, label, hint.
+const LIST_FILTERS = [
+  ["sessions", "sessions", "Sessions", "Session ids, comma-separated. Empty: all of the user's."],
+  ["block_ids", "block_ids", "Block ids", "Comma-separated."],
+];
+const TEXT_FILTERS = [
+  ["ingested_after", "ingested_after", "Written from", "Ingest time: only blocks written at or after this."],
+  ["ingested_before", "ingested_before", "Written before", "Ingest time: only blocks written before this."],
+  ["prompt_id", "prompt_id", "Extraction prompt", "Only blocks extracted by this registry prompt."],
+];
+
+function splitList(value) {
+  return value.split(",").map((x) => x.trim()).filter(Boolean);
+}
+
+function annotationPairs(value) {
+  const out = {};
+  for (const part of splitList(value.replace(/\n/g, ","))) {
+    const at = part.indexOf("=");
+    out[at < 0 ? part : part.slice(0, at).trim()] = at < 0 ? "" : part.slice(at + 1).trim();
+  }
+  return out;
+}
+
 // The request body for the form's values: only what was given, numbers as numbers.
 export function searchBody(query) {
   const body = { query: query.get("q") || "" };
   const k = query.get("k");
   if (k) body.k = Number(k);
   for (const name of ["mode", "at", "after", "before"]) if (query.get(name)) body[name] = query.get(name);
+  for (const [param, name] of LIST_FILTERS) if (query.get(param)) body[name] = splitList(query.get(param));
+  for (const [param, name] of TEXT_FILTERS) if (query.get(param)) body[name] = query.get(param);
+  if (query.get("prompt_version")) body.prompt_version = Number(query.get("prompt_version"));
+  if (query.get("annotations")) body.annotations = annotationPairs(query.get("annotations"));
+  if (query.get("annotation_filter") === "post") body.annotation_filter = "post";
+  if (query.get("kind")) body.kinds = [query.get("kind")];
   return body;
+}
+
+function filterFields(query) {
+  const inputs = {};
+  const text = (param, attrs = {}) => {
+    inputs[param] = h("input", { type: "text", name: param, value: query.get(param) || "", testid: `filter-${param}`, ...attrs });
+    return inputs[param];
+  };
+  inputs.annotation_filter = h("select", { name: "annotation_filter", testid: "filter-annotation_filter" },
+    h("option", { value: "pre", selected: query.get("annotation_filter") !== "post" }, "before the top-k cut"),
+    h("option", { value: "post", selected: query.get("annotation_filter") === "post" }, "after it (on the k hits)"));
+  inputs.kind = h("select", { name: "kind", testid: "filter-kind" },
+    ["", "exchange", "fact"].map((k) => h("option", { value: k, selected: (query.get("kind") || "") === k }, k || "any")));
+  const node = h("fieldset", { class: "filters" },
+    h("legend", {}, "Filters"),
+    h("div", { class: "row" },
+      LIST_FILTERS.map(([param, , label, hint]) => field(label, text(param), hint)),
+      field("Annotations", text("annotations"), "key=value, comma-separated: every pair must match."),
+      field("Annotations checked", inputs.annotation_filter),
+      field("Kind", inputs.kind),
+      TEXT_FILTERS.map(([param, , label, hint]) => field(label, text(param), hint)),
+      field("Prompt version", text("prompt_version", { type: "number", min: 0 }))));
+  return { node, inputs };
 }
 
 function shellQuote(s) {
@@ -51,10 +105,17 @@ export async function searchPage(view, { parts, query, me }) {
       field("Event time from", after, "Only blocks at or after this time."),
       field("Event time before", before, "Only blocks before this time.")),
     h("button", { type: "submit", class: "primary" }, "Search"));
+  const caps = await capabilities();
+  const filters = caps.searchFields.has("sessions") ? filterFields(query) : null;
+  if (filters) form.insertBefore(filters.node, form.lastChild);
   form.addEventListener("submit", (e) => {
     e.preventDefault();
+    const extra = {};
+    if (filters) for (const [param, input] of Object.entries(filters.inputs)) extra[param] = input.value.trim();
+    if (extra.annotation_filter === "pre") delete extra.annotation_filter;
     location.hash = withQuery(route("users", user, "search"), {
       q: q.value, mode: mode.value, k: k.value, at: at.value.trim(), after: after.value.trim(), before: before.value.trim(),
+      ...extra,
     });
   });
   const results = h("section", { "aria-labelledby": "results-h", testid: "results" });

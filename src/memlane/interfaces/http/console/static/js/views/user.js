@@ -4,6 +4,8 @@
 
 import { del, enc, get, post } from "../api.js";
 import { act, clear, facts, field, h, link, notice, pager, route, statusRegion, table, time, withQuery } from "../dom.js";
+import { capabilities } from "../caps.js";
+import { sessionTimeline } from "./sessions.js";
 import { policyText } from "./users.js";
 
 const PAGE = 50;
@@ -26,6 +28,8 @@ export async function userPage(view, { parts, query, me }) {
   const page = await get(`${base}/memories`, { limit: PAGE, offset, session_id: session, conversation_id: conversation });
   const retention = await get(`${base}/retention`);
   const keys = me.admin ? await get(`${base}/keys`) : null;
+  const caps = await capabilities();
+  const sessions = caps.has("GET /v1/users/{user}/sessions") ? await sessionTimeline(user, query) : null;
   const status = statusRegion();
   const here = (extra) => withQuery(route("users", user), { session, conversation, offset, ...extra });
 
@@ -55,6 +59,7 @@ export async function userPage(view, { parts, query, me }) {
     h("p", { class: "actions" },
       link(route("users", user, "search"), "Search this memory", { class: "button primary", testid: "to-search" })),
     status,
+    sessions,
     h("h2", {}, "Blocks"),
     h("p", { class: "muted" }, "In event-time order, oldest first. Each block is one exchange of a conversation, from one side (its perspective)."),
     filter,
