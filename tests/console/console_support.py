@@ -4,6 +4,7 @@ SQLite store, seeded through the API itself, and a Chromium driven by Playwright
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import threading
@@ -29,6 +30,8 @@ BROWSER_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--no-first-run", "--disable-sync"]  # fmt: skip
 # A block whose extraction fails for good: the scripted LLM answers it with text that is not JSON.
 FAILING_TEXT = "This exchange makes the extractor fail"
+SHOTS = os.environ.get("MEMLANE_CONSOLE_SHOTS")
+DESKTOP = {"width": 1280, "height": 900}
 
 
 def extraction_reply(messages: Sequence[ChatMessage]) -> str:
@@ -106,3 +109,71 @@ def start_console(folder: Path) -> Console:
             raise AssertionError("the console's server did not start")
         time.sleep(0.05)
     return Console(base=f"http://127.0.0.1:{port}", memory=memory, server=server, thread=thread)
+
+
+class Tab:
+    """One browser tab on the console, with the checks every page gets."""
+
+    def __init__(self, page: Any, console: Console) -> None:
+        self.page = page
+        self.console = console
+        self.errors: list[str] = []
+        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        page.on("console", self._console)
+
+    def _console(self, message: Any) -> None:
+        # A refused request is logged by the browser itself; the tests check that the page says why.
+        if message.type == "error" and not message.text.startswith("Failed to load resource: the server responded"):
+            self.errors.append(f"console {message.type}: {message.text}")
+
+    def open(self, hash_: str = "") -> None:
+        self.page.goto(self.console.ui + hash_)
+        self.ready()
+
+    def ready(self) -> None:
+        self.page.wait_for_selector("body[data-ready=true]", timeout=20_000)
+
+    def go(self, hash_: str) -> None:
+        """Follows an in-console address, as a click on a link does."""
+        self.page.evaluate(
+            """h => {
+                 document.body.dataset.ready = 'false';
+                 if (location.hash === h) window.dispatchEvent(new HashChangeEvent('hashchange'));
+                 else location.hash = h;
+               }""",
+            hash_,
+        )
+        self.ready()
+
+    def click(self, selector: str) -> None:
+        self.page.evaluate("() => { document.body.dataset.ready = 'false'; }")
+        self.page.click(selector)
+        self.ready()
+
+    def sign_in(self, key: str) -> None:
+        self.open("#/signin")
+        self.page.fill("[data-testid=key]", key)
+        self.page.press("[data-testid=key]", "Enter")  # the keyboard is enough
+        self.page.wait_for_selector("[data-testid=signed-in-as]")
+        self.ready()
+
+    def text(self, selector: str) -> str:
+        return str(self.page.inner_text(selector))
+
+    def testids(self, testid: str, attribute: str) -> list[str]:
+        return [str(x) for x in self.page.eval_on_selector_all(
+            f"[data-testid={testid}]", f"els => els.map(e => e.getAttribute('{attribute}'))")]  # fmt: skip
+
+    def accessible(self, name: str) -> None:
+        """No serious or critical axe-core violation on the page as it is now; its screenshot when asked."""
+        if not self.page.evaluate("typeof axe !== 'undefined'"):
+            self.page.evaluate(AXE.read_text(encoding="utf-8"))  # DevTools evaluation: the CSP does not apply
+        found = self.page.evaluate(
+            """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
+                 .filter(v => v.impact === 'serious' || v.impact === 'critical')
+                 .map(v => `${v.id} (${v.impact}): ${v.nodes.map(n => n.target.join(' ')).join(', ')}`)"""
+        )
+        assert found == [], f"{name}: {found}"
+        if SHOTS:
+            Path(SHOTS).mkdir(parents=True, exist_ok=True)
+            self.page.screenshot(path=str(Path(SHOTS) / f"console-{name}.png"), full_page=True)

@@ -8,16 +8,11 @@ MEMLANE_CONSOLE_SHOTS=DIR the tests save the screenshots docs/console.md shows (
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from console_support import ADMIN_KEY, AXE, BROWSER_FLAGS, CHROMIUM, FAILING_TEXT, Console
+from console_support import ADMIN_KEY, FAILING_TEXT, Console, Tab
 
-SHOTS = os.environ.get("MEMLANE_CONSOLE_SHOTS")
-DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 ANA = ["My sister Ana moved to Lisbon last spring.", "Lisbon is lovely in May."]
 CELLO = ["I started cello lessons with Mr. Okafor.", "How are they going?"]
@@ -26,94 +21,6 @@ HOSTILE = [
     ' <a href="javascript:window.pwned=3">click</a>',
     "javascript:window.pwned=4",
 ]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("no Chromium at /usr/bin/chromium (Debian's package chromium): the browser test needs it")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (make venv installs it)")
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_FLAGS)
-        yield chromium
-        chromium.close()
-
-
-class Tab:
-    """One browser tab on the console, with the checks every page gets."""
-
-    def __init__(self, page: Any, console: Console) -> None:
-        self.page = page
-        self.console = console
-        self.errors: list[str] = []
-        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        page.on("console", self._console)
-
-    def _console(self, message: Any) -> None:
-        # A refused request is logged by the browser itself; the tests check that the page says why.
-        if message.type == "error" and not message.text.startswith("Failed to load resource: the server responded"):
-            self.errors.append(f"console {message.type}: {message.text}")
-
-    def open(self, hash_: str = "") -> None:
-        self.page.goto(self.console.ui + hash_)
-        self.ready()
-
-    def ready(self) -> None:
-        self.page.wait_for_selector("body[data-ready=true]", timeout=20_000)
-
-    def go(self, hash_: str) -> None:
-        """Follows an in-console address, as a click on a link does."""
-        self.page.evaluate(
-            """h => {
-                 document.body.dataset.ready = 'false';
-                 if (location.hash === h) window.dispatchEvent(new HashChangeEvent('hashchange'));
-                 else location.hash = h;
-               }""",
-            hash_,
-        )
-        self.ready()
-
-    def click(self, selector: str) -> None:
-        self.page.evaluate("() => { document.body.dataset.ready = 'false'; }")
-        self.page.click(selector)
-        self.ready()
-
-    def sign_in(self, key: str) -> None:
-        self.open("#/signin")
-        self.page.fill("[data-testid=key]", key)
-        self.page.press("[data-testid=key]", "Enter")  # the keyboard is enough
-        self.page.wait_for_selector("[data-testid=signed-in-as]")
-        self.ready()
-
-    def text(self, selector: str) -> str:
-        return str(self.page.inner_text(selector))
-
-    def testids(self, testid: str, attribute: str) -> list[str]:
-        return [str(x) for x in self.page.eval_on_selector_all(
-            f"[data-testid={testid}]", f"els => els.map(e => e.getAttribute('{attribute}'))")]  # fmt: skip
-
-    def accessible(self, name: str) -> None:
-        """No serious or critical axe-core violation on the page as it is now; its screenshot when asked."""
-        if not self.page.evaluate("typeof axe !== 'undefined'"):
-            self.page.evaluate(AXE.read_text(encoding="utf-8"))  # DevTools evaluation: the CSP does not apply
-        found = self.page.evaluate(
-            """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
-                 .filter(v => v.impact === 'serious' || v.impact === 'critical')
-                 .map(v => `${v.id} (${v.impact}): ${v.nodes.map(n => n.target.join(' ')).join(', ')}`)"""
-        )
-        assert found == [], f"{name}: {found}"
-        if SHOTS:
-            Path(SHOTS).mkdir(parents=True, exist_ok=True)
-            self.page.screenshot(path=str(Path(SHOTS) / f"console-{name}.png"), full_page=True)
-
-
-@pytest.fixture
-def tab(browser: Any, console: Console) -> Iterator[Tab]:
-    context = browser.new_context(viewport=DESKTOP)
-    t = Tab(context.new_page(), console)
-    yield t
-    context.close()
-    assert t.errors == []
 
 
 @pytest.fixture

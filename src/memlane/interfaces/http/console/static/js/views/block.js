@@ -91,8 +91,8 @@ export async function blockPage(view, { parts, me }) {
 // An exchange stored as its two sides (servers with the memory model): each side as given.
 function sides(b) {
   if (!Array.isArray(b.sides) || b.sides.length === 0) return null;
-  return h("dl", { class: "facts sides", testid: "block-sides" },
-    b.sides.map((side) => [h("dt", {}, side.role), h("dd", {}, h("pre", { class: "message" }, side.content))]));
+  return h("section", {}, h("h3", {}, "Its two sides, as given"), h("dl", { class: "facts sides", testid: "block-sides" },
+    b.sides.map((side) => [h("dt", {}, side.role), h("dd", {}, h("pre", { class: "message" }, side.content))])));
 }
 
 // What a server with the memory model says beside the fields above; nothing on a server without it.
