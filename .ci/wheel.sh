@@ -17,7 +17,9 @@ python3 - "$wheel" <<'PY'
 import sys, zipfile
 names = set(zipfile.ZipFile(sys.argv[1]).namelist())
 for needed in ("memlane/bench/datasets/data/locomo/locomo10.json.xz", "memlane/bench/datasets/data/locomo/README.md",
-               "memlane/core/embedding/minilm_tokenizer/tokenizer.json.xz", "memlane/py.typed"):
+               "memlane/core/embedding/minilm_tokenizer/tokenizer.json.xz", "memlane/py.typed",
+               "memlane/interfaces/http/console/static/index.html", "memlane/interfaces/http/console/static/console.css",
+               "memlane/interfaces/http/console/static/js/main.js"):
     assert needed in names, f"the wheel lacks {needed}"
 PY
 python3 -m venv "$work/venv"
@@ -41,6 +43,26 @@ echo "wheel.sh: Python quickstart" >&2
 "${offline[@]}" "$work/venv/bin/python" "$work/quickstart.py"
 echo "wheel.sh: CLI quickstart" >&2
 "${offline[@]}" env PATH="$work/venv/bin:$PATH" bash -euo pipefail "$work/quickstart.sh"
+echo "wheel.sh: the memory console from the installed wheel" >&2
+MEMLANE_STORE="$work/run/console.db" "$work/venv/bin/python" - "$work/venv/bin/memlane" <<'PY'
+import re, subprocess, sys, urllib.request
+cmd = [sys.argv[1], "serve", "--insecure-dev", "--embedder", "hashing", "--workers", "0", "--port", "0"]
+proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+try:
+    for line in proc.stderr:
+        found = re.search(r"memory console at (\S+)", line)
+        if found:
+            break
+    else:
+        raise SystemExit("memlane serve did not say where the console is")
+    base = found.group(1)
+    for name in ("", "js/main.js", "js/views/search.js", "console.css"):
+        with urllib.request.urlopen(base + name, timeout=10) as res:
+            assert res.status == 200 and res.headers["Content-Security-Policy"].startswith("default-src 'self'"), name
+finally:
+    proc.terminate()
+    proc.wait(timeout=30)
+PY
 echo "wheel.sh: memlane datasets" >&2
 "${offline[@]}" "$work/venv/bin/memlane" datasets verify
 cd "$repo"

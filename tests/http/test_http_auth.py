@@ -63,6 +63,10 @@ ROUTES: dict[tuple[str, str], tuple[str, dict[str, Any] | None]] = {
     ("PATCH", "/v1/prompts/{prompt_id}"): ("admin", {"description": "x"}),
     ("POST", "/v1/prompts/{prompt_id}/archive"): ("admin", None),
     ("DELETE", "/v1/prompts/{prompt_id}"): ("admin", None),
+    ("GET", "/v1/whoami"): ("any", None),
+    ("GET", "/v1/users/{user}/memories"): ("admin_or_self", None),
+    ("GET", "/v1/users/{user}/memories/{block_id}"): ("admin_or_self", None),
+    ("POST", "/v1/users/{user}/search"): ("admin_or_self", {"query": "hello"}),
 }
 
 

@@ -18,12 +18,13 @@ from memlane.core.apikeys import ApiKeys
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.memory import Memory
 from memlane.interfaces.http import agent_memory
+from memlane.interfaces.http.console import SecurityHeadersMiddleware, mount_console
 from memlane.interfaces.http.errors import install_error_handlers
 from memlane.interfaces.http.integrity import IntegrityWatch
 from memlane.interfaces.http.json_body import JsonBodyMiddleware
 from memlane.interfaces.http.limits import BodyLimitMiddleware
 from memlane.interfaces.http.metrics import Metrics, MetricsMiddleware
-from memlane.interfaces.http.routes import memories, ops, prompts, retention, sessions, users
+from memlane.interfaces.http.routes import browse, memories, ops, prompts, retention, sessions, users
 from memlane.interfaces.http.services import Services
 from memlane.interfaces.http.settings import HttpSettings
 from memlane.interfaces.wire.hosts import EXEMPT_PATHS, HostCheckMiddleware
@@ -90,13 +91,15 @@ def create_app(
     app.include_router(sessions.router)
     app.include_router(prompts.router)
     app.include_router(retention.router)
+    app.include_router(browse.router)
+    mount_console(app)
     exempt = EXEMPT_PATHS
     if settings.agent_memory_api:
         agent_memory.include(app)
         exempt = exempt | agent_memory.PUBLIC_PATHS
     app.add_middleware(JsonBodyMiddleware)
-    # Added last = outermost. The request id first, so every answer carries one; the metrics next, so they
-    # count every response, the 421s, 408s and 413s of the guards below included.
+    # Added last = outermost. The security headers first and the request id next, so every answer carries
+    # them; the metrics next, so they count every response, the 421s, 408s and 413s of the guards included.
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(ReadTimeoutMiddleware, timeout_s=settings.read_timeout_s)
     app.add_middleware(HostCheckMiddleware, allowed=settings.allowed_hosts, exempt=exempt)
@@ -105,6 +108,7 @@ def create_app(
         app.add_middleware(agent_memory.FlatErrorMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(SecurityHeadersMiddleware)
     return app
 
 

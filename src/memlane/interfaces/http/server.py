@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import socket
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 
@@ -18,6 +20,7 @@ from memlane.core.extraction.worker import Worker
 from memlane.core.memory import Memory
 from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
 from memlane.interfaces.http.app import create_app, usable_admin_key
+from memlane.interfaces.http.console import CONSOLE_PATH
 from memlane.interfaces.http.settings import HttpSettings
 from memlane.interfaces.wire.running import configure_logging, run_uvicorn, uvicorn_config
 
@@ -47,6 +50,30 @@ def check_admin_key(admin_key: str | None, *, insecure_dev: bool, host: str) -> 
     if not is_loopback(host):
         raise ConfigError(f"--insecure-dev is refused on {host}: only on a loopback host (127.0.0.1, ::1)")
     return None
+
+
+class ConsoleAnnouncingServer(uvicorn.Server):
+    """uvicorn's server, which says where the console is once it listens (the port may have been 0)."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if not self.started:
+            return
+        for server in self.servers:
+            for sock in server.sockets:
+                log.info("memory console at %s", console_url(sock.getsockname()))
+
+
+def console_url(address: tuple[Any, ...] | str) -> str:
+    """The console's address for a listening socket's name: a wildcard address is shown as loopback."""
+    if isinstance(address, str):  # a Unix socket
+        return f"unix:{address} {CONSOLE_PATH}/"
+    host, port = str(address[0]), int(address[1])
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1" if host == "0.0.0.0" else "::1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}{CONSOLE_PATH}/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +157,7 @@ def serve(
     if runner:
         runner.start()
     try:
-        run_uvicorn(uvicorn.Server(config), on_stop=runner.stop if runner else None)
+        run_uvicorn(ConsoleAnnouncingServer(config), on_stop=runner.stop if runner else None)
     finally:
         if runner:
             runner.join()

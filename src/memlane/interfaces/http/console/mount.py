@@ -1,0 +1,80 @@
+"""Serving the console's files at ``/ui``, with the headers that keep its pages to their own assets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from starlette.datastructures import MutableHeaders
+from starlette.responses import RedirectResponse
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+CONSOLE_PATH = "/ui"
+STATIC_DIR = Path(__file__).parent / "static"
+
+# Only the console's own files: no inline script or style, no other origin, no framing, no plugins. Memory
+# text is put in the page as text (textContent), so a stored "<script>" is characters; this policy is the
+# second wall should a page ever insert markup.
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "font-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
+# What every answer of the service carries, the API's JSON and the console's files alike.
+SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "no-referrer"),
+    ("Cross-Origin-Opener-Policy", "same-origin"),
+)
+CONSOLE_HEADERS: tuple[tuple[str, str], ...] = (
+    ("Content-Security-Policy", CONTENT_SECURITY_POLICY),
+    # The files change with the installed version; revalidating keeps a console in step with its API.
+    ("Cache-Control", "no-cache"),
+)
+
+
+class SecurityHeadersMiddleware:
+    """Adds :data:`SECURITY_HEADERS` to every response, and the console's CSP to those under ``/ui``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope.get("path", "")
+        console = path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
+        extra = SECURITY_HEADERS + (CONSOLE_HEADERS if console else ())
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in extra:
+                    if name not in headers:
+                        headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def mount_console(app: FastAPI) -> None:
+    """Serve the console at ``/ui/`` (``/ui`` redirects there). The app adds :class:`SecurityHeadersMiddleware`
+    outermost, so its 4xx answers from the guards carry the headers too."""
+
+    @app.get(CONSOLE_PATH, include_in_schema=False)
+    def console_root() -> RedirectResponse:
+        return RedirectResponse(CONSOLE_PATH + "/", status_code=308)
+
+    app.mount(CONSOLE_PATH, StaticFiles(directory=STATIC_DIR, html=True), name="console")

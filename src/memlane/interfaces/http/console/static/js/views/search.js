@@ -1,0 +1,170 @@
+// The search playground: the same search as POST /v1/search, with each hit's explanation (what its score
+// measures and the rank each retriever gave it), and the same query as a curl line to copy.
+
+import { ApiError, API_ROOT, enc, post } from "../api.js";
+import { capabilities } from "../caps.js";
+import { clear, field, h, link, notice, route, withQuery } from "../dom.js";
+import { excerpt } from "./user.js";
+
+export const MODES = ["hybrid", "vector", "keyword", "hybrid-rrf", "hybrid-rank", "hybrid-no-time", "hybrid-no-words",
+  "hybrid-fusion", "hybrid-session", "hybrid-context", "vector-messages", "keyword-messages", "hybrid-messages"];
+
+const SCORE_KINDS = {
+  cosine: "cosine similarity of the query's and the block's vectors (-1 to 1)",
+  bm25: "BM25 keyword score (0 and up)",
+  fusion: "fused score of the retrievers: orders this search's hits, not comparable across searches",
+  rrf: "reciprocal-rank fusion of the retrievers: orders this search's hits, not comparable across searches",
+};
+
+// The filters of a server with the memory model: address parameter, request field, label, hint.
+const LIST_FILTERS = [
+  ["sessions", "sessions", "Sessions", "Session ids, comma-separated. Empty: all of the user's."],
+  ["block_ids", "block_ids", "Block ids", "Comma-separated."],
+];
+const TEXT_FILTERS = [
+  ["ingested_after", "ingested_after", "Written from", "Ingest time: only blocks written at or after this."],
+  ["ingested_before", "ingested_before", "Written before", "Ingest time: only blocks written before this."],
+  ["prompt_id", "prompt_id", "Extraction prompt", "Only blocks extracted by this registry prompt."],
+];
+
+function splitList(value) {
+  return value.split(",").map((x) => x.trim()).filter(Boolean);
+}
+
+function annotationPairs(value) {
+  const out = {};
+  for (const part of splitList(value.replace(/\n/g, ","))) {
+    const at = part.indexOf("=");
+    out[at < 0 ? part : part.slice(0, at).trim()] = at < 0 ? "" : part.slice(at + 1).trim();
+  }
+  return out;
+}
+
+// The request body for the form's values: only what was given, numbers as numbers.
+export function searchBody(query) {
+  const body = { query: query.get("q") || "" };
+  const k = query.get("k");
+  if (k) body.k = Number(k);
+  for (const name of ["mode", "at", "after", "before"]) if (query.get(name)) body[name] = query.get(name);
+  for (const [param, name] of LIST_FILTERS) if (query.get(param)) body[name] = splitList(query.get(param));
+  for (const [param, name] of TEXT_FILTERS) if (query.get(param)) body[name] = query.get(param);
+  if (query.get("prompt_version")) body.prompt_version = Number(query.get("prompt_version"));
+  if (query.get("annotations")) body.annotations = annotationPairs(query.get("annotations"));
+  if (query.get("annotation_filter") === "post") body.annotation_filter = "post";
+  if (query.get("kind")) body.kinds = [query.get("kind")];
+  return body;
+}
+
+function filterFields(query) {
+  const inputs = {};
+  const text = (param, attrs = {}) => {
+    inputs[param] = h("input", { type: "text", name: param, value: query.get(param) || "", testid: `filter-${param}`, ...attrs });
+    return inputs[param];
+  };
+  inputs.annotation_filter = h("select", { name: "annotation_filter", testid: "filter-annotation_filter" },
+    h("option", { value: "pre", selected: query.get("annotation_filter") !== "post" }, "before the top-k cut"),
+    h("option", { value: "post", selected: query.get("annotation_filter") === "post" }, "after it (on the k hits)"));
+  inputs.kind = h("select", { name: "kind", testid: "filter-kind" },
+    ["", "exchange", "fact"].map((k) => h("option", { value: k, selected: (query.get("kind") || "") === k }, k || "any")));
+  const node = h("fieldset", { class: "filters" },
+    h("legend", {}, "Filters"),
+    h("div", { class: "row" },
+      LIST_FILTERS.map(([param, , label, hint]) => field(label, text(param), hint)),
+      field("Annotations", text("annotations"), "key=value, comma-separated: every pair must match."),
+      field("Annotations checked", inputs.annotation_filter),
+      field("Kind", inputs.kind),
+      TEXT_FILTERS.map(([param, , label, hint]) => field(label, text(param), hint)),
+      field("Prompt version", text("prompt_version", { type: "number", min: 0 }))));
+  return { node, inputs };
+}
+
+function shellQuote(s) {
+  return `'${s.replace(/'/g, "'\\''")}'`;
+}
+
+export function curlLine(me, user, body) {
+  const target = me.admin ? new URL(`v1/users/${enc(user)}/search`, API_ROOT) : new URL("v1/search", API_ROOT);
+  const keyVar = me.admin ? "$MEMLANE_ADMIN_KEY" : "$MEMLANE_KEY";
+  return `curl -s -X POST -H "Authorization: Bearer ${keyVar}" -H 'Content-Type: application/json' ${target.href} -d ${shellQuote(JSON.stringify(body))}`;
+}
+
+export async function searchPage(view, { parts, query, me }) {
+  const user = parts[1];
+  const q = h("input", { type: "search", name: "q", value: query.get("q") || "", required: true, testid: "query" });
+  const mode = h("select", { name: "mode", testid: "mode" }, MODES.map((m) => h("option", { value: m, selected: (query.get("mode") || "hybrid") === m }, m)));
+  const k = h("input", { type: "number", name: "k", min: 1, max: 1000, value: query.get("k") || "10", testid: "k" });
+  const at = h("input", { type: "text", name: "at", value: query.get("at") || "", placeholder: "now", testid: "at" });
+  const after = h("input", { type: "text", name: "after", value: query.get("after") || "", testid: "after" });
+  const before = h("input", { type: "text", name: "before", value: query.get("before") || "", testid: "before" });
+  const form = h("form", { class: "search-form", role: "search", testid: "search-form" },
+    field("Query", q),
+    h("div", { class: "row" },
+      field("Mode", mode),
+      field("Hits (k)", k),
+      field("Asked at", at, "When the question is asked; “two weeks ago” is read against it. Empty: now."),
+      field("Event time from", after, "Only blocks at or after this time."),
+      field("Event time before", before, "Only blocks before this time.")),
+    h("button", { type: "submit", class: "primary" }, "Search"));
+  const caps = await capabilities();
+  const filters = caps.searchFields.has("sessions") ? filterFields(query) : null;
+  if (filters) form.insertBefore(filters.node, form.lastChild);
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const extra = {};
+    if (filters) for (const [param, input] of Object.entries(filters.inputs)) extra[param] = input.value.trim();
+    if (extra.annotation_filter === "pre") delete extra.annotation_filter;
+    location.hash = withQuery(route("users", user, "search"), {
+      q: q.value, mode: mode.value, k: k.value, at: at.value.trim(), after: after.value.trim(), before: before.value.trim(),
+      ...extra,
+    });
+  });
+  const results = h("section", { "aria-labelledby": "results-h", testid: "results" });
+  clear(view,
+    h("p", { class: "crumbs" }, link(route("users", user), user), " / search"),
+    h("h1", {}, `Search ${user}'s memory`),
+    form, results);
+  if (!query.get("q")) return;
+
+  const body = searchBody(query);
+  const path = `/v1/users/${enc(user)}/search`;
+  let hits;
+  try {
+    hits = await post(path, body);
+  } catch (err) {
+    if (err instanceof ApiError && (err.status === 401 || err.status === 403)) throw err;
+    clear(results, h("h2", { id: "results-h" }, "No results"), notice("error", err.describe ? err.describe() : err.message, "search-error"));
+    return;
+  }
+  const curl = h("input", { type: "text", readonly: true, value: curlLine(me, user, body), class: "mono wide", testid: "curl" });
+  const copy = h("button", { type: "button" }, "Copy");
+  copy.addEventListener("click", async () => {
+    curl.select();
+    try {
+      await navigator.clipboard.writeText(curl.value);
+      copy.textContent = "Copied";
+    } catch {
+      copy.textContent = "Selected: press Ctrl+C";
+    }
+  });
+  clear(results,
+    h("h2", { id: "results-h" }, `${hits.length} hits`),
+    hits.length ? h("p", { class: "muted", testid: "score-kind" }, `Score: ${SCORE_KINDS[hits[0].score_kind] || hits[0].score_kind}.`) : null,
+    h("ol", { class: "hits" }, hits.map((hit, i) => hitItem(user, hit, i))),
+    h("div", { class: "curl" }, field("The same search with curl", curl), copy));
+}
+
+function hitItem(user, hit, i) {
+  const ranks = Object.entries(hit.ranks).sort((a, b) => a[1] - b[1]);
+  return h("li", { class: "hit", testid: "hit", "data-block": hit.block_id },
+    h("div", { class: "hit-head" },
+      h("span", { class: "rank" }, `#${i + 1}`),
+      h("span", { testid: "hit-score" }, `${hit.score.toFixed(4)} ${hit.score_kind}`),
+      h("span", { class: "when" }, hit.time_annotation),
+      h("span", {}, `session ${hit.session_id} · ${hit.perspective}`)),
+    h("p", { class: "hit-text", testid: "hit-message" }, excerpt(hit.message, 400)),
+    h("p", { class: "why", testid: "hit-why" }, ranks.length
+      ? ["Why: ", ranks.map(([name, r], j) => [j ? ", " : "", h("span", { testid: "hit-rank", "data-retriever": name }, `${name} rank ${r}`)])]
+      : "Why: no retriever ranks were reported."),
+    hit.other_perspectives.length ? h("p", { class: "muted" }, `Also stored from ${hit.other_perspectives.length} other perspective(s).`) : null,
+    h("p", {}, link(route("users", user, "blocks", hit.block_id), "Open the block")));
+}

@@ -1,0 +1,87 @@
+// Users (admin): every user with their blocks and retention policy; find by name; create one.
+
+import { api, get, post } from "../api.js";
+import { capabilities } from "../caps.js";
+import { act, clear, field, h, link, pager, route, statusRegion, table, time, withQuery } from "../dom.js";
+
+const PAGE = 50;
+
+export function policyText(policy) {
+  if (!policy) return "keeps everything";
+  const rules = [];
+  if (policy.max_age_days) rules.push(`${policy.max_age_days} days`);
+  if (policy.max_blocks) rules.push(`${policy.max_blocks} newest blocks`);
+  return rules.length ? `keeps ${rules.join(" and ")}` : "keeps everything";
+}
+
+export async function usersPage(view, { query }) {
+  const caps = await capabilities();
+  const q = (query.get("q") || "").trim();
+  const offset = Math.max(0, Number.parseInt(query.get("offset") || "0", 10) || 0);
+  let shown;
+  let matching;
+  let count;
+  const policies = await get("/v1/retention");
+  if (caps.usersPaged) {
+    // The server pages the users (a page and X-Total-Count) and filters by exact display name.
+    const { data, headers } = await api("GET", "/v1/users", { query: { limit: PAGE, offset, name: q }, withHeaders: true });
+    shown = data;
+    matching = Number(headers.get("X-Total-Count") ?? data.length);
+    count = q ? `${matching} users named “${q}”` : `${matching} users`;
+  } else {
+    const users = await get("/v1/users");
+    const chosen = q ? users.filter((u) => u.user.toLowerCase().includes(q.toLowerCase())) : users;
+    shown = chosen.slice(offset, offset + PAGE);
+    matching = chosen.length;
+    count = `${users.length} users`;
+  }
+  const status = statusRegion();
+
+  const search = h("input", { type: "search", name: "q", value: q, testid: "user-filter" });
+  const filter = h("form", { class: "inline", role: "search" },
+    field(caps.usersPaged ? "Find users by display name (exact)" : "Find users by name", search),
+    h("button", { type: "submit" }, "Find"));
+  filter.addEventListener("submit", (e) => {
+    e.preventDefault();
+    location.hash = withQuery(route("users"), { q: search.value.trim() });
+  });
+
+  const name = h("input", { type: "text", name: "user", required: true, maxlength: 256, autocomplete: "off", testid: "new-user" });
+  const create = h("form", { class: "inline" }, field("New user's name", name), h("button", { type: "submit" }, "Create user"));
+  create.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const user = name.value;
+    const done = await act(status, {
+      title: "Create a user?",
+      body: `A user named “${user}” will be created, with no memories and no keys.`,
+      confirmLabel: "Create",
+      run: () => post("/v1/users", { user }),
+      done: (r) => (r.created ? `User “${r.user}” created.` : `User “${r.user}” already existed.`),
+    });
+    if (done) location.hash = route("users", user);
+  });
+
+  const defaultPolicy = policies.default;
+  const model = shown.length > 0 && "sessions" in shown[0];
+  const rows = shown.map((u) => {
+    const own = policies.users[u.user];
+    return h("tr", { testid: "user-row", "data-user": u.user },
+      h("th", { scope: "row" }, link(route("users", u.user), u.user)),
+      model ? h("td", {}, u.display_name || "") : null,
+      h("td", { class: "num" }, String(u.blocks)),
+      model ? h("td", { class: "num" }, String(u.sessions)) : null,
+      model ? h("td", {}, time(u.last_activity) || "never") : null,
+      h("td", {}, time(u.created_at)),
+      h("td", {}, own ? `own: ${policyText(own)}` : `default: ${policyText(defaultPolicy)}`));
+  });
+  const heads = model
+    ? ["User", "Display name", "Blocks", "Sessions", "Last activity", "Created", "Retention"]
+    : ["User", "Blocks", "Created", "Retention"];
+  clear(view,
+    h("h1", {}, "Users"),
+    h("p", { testid: "user-count" }, `${count}; default retention ${policyText(defaultPolicy)}.`),
+    h("div", { class: "toolbar" }, filter, create),
+    status,
+    table(q ? `Users matching “${q}”` : "All users", heads, rows, { testid: "users" }),
+    pager(matching, offset, PAGE, (o) => withQuery(route("users"), { q, offset: o })));
+}

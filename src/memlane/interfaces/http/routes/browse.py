@@ -1,0 +1,89 @@
+"""Read-only routes for the console: who a key is, and one user's memory read by the admin or that user.
+
+The memory routes (``/v1/memories``, ``/v1/search``) take the user from a user key, so the admin key, which
+holds no memories, cannot read anyone's. An operator looking inside the service needs exactly that: these
+routes name the user in the path and answer the admin, or that user's own key (any other key: 403, whether
+the user exists or not). They only read: writes stay on the user-key routes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
+from pydantic import BaseModel, Field
+
+from memlane.interfaces.http.auth import AdminOrSelf, Caller
+from memlane.interfaces.http.services import services
+from memlane.interfaces.wire.schemas import (
+    MAX_OFFSET,
+    MAX_TEXT,
+    BlockOut,
+    HitOut,
+    SearchIn,
+    block_out,
+    error_responses,
+    hit_out,
+)
+
+router = APIRouter(prefix="/v1", tags=["console"], responses=error_responses(400, 401, 403, 404, 413, 422, 503))
+UserPath = Annotated[str, Path(min_length=1, max_length=MAX_TEXT)]
+BlockIdPath = Annotated[str, Path(min_length=1, max_length=64)]
+MAX_PAGE = 1000
+
+
+class WhoAmI(BaseModel):
+    """The caller: the admin, or the user a key acts for."""
+
+    admin: bool
+    user: str | None = Field(description="The key's user; null for the admin key.")
+    key_id: str | None = Field(description="The user key's id; null for the admin key.")
+
+
+class BlockPage(BaseModel):
+    """One page of a user's blocks in event-time order, and how many there are in all."""
+
+    items: list[BlockOut]
+    total: int
+    limit: int
+    offset: int
+
+
+@router.get("/whoami", response_model=WhoAmI)
+def whoami(caller: Caller) -> WhoAmI:
+    """Who the key is: 401 for a missing, unknown or revoked key. Any key."""
+    return WhoAmI(admin=caller.admin, user=caller.user, key_id=caller.key_id)
+
+
+@router.get("/users/{user}/memories", response_model=BlockPage)
+def user_memories(
+    user: UserPath,
+    _: AdminOrSelf,
+    request: Request,
+    conversation_id: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
+    session_id: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+) -> BlockPage:
+    """A page of the user's blocks in event-time order, with their total (an unknown user has none). Admin
+    key, or the user's own."""
+    memory = services(request).memory
+    blocks = memory.list(user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset)
+    total = memory.count(user, conversation_id=conversation_id, session_id=session_id)
+    return BlockPage(items=[block_out(b) for b in blocks], total=total, limit=limit, offset=offset)
+
+
+@router.get("/users/{user}/memories/{block_id}", response_model=BlockOut)
+def user_memory(user: UserPath, block_id: BlockIdPath, _: AdminOrSelf, request: Request) -> BlockOut:
+    """One block of the user; 404 if it is not theirs. Admin key, or the user's own."""
+    return block_out(services(request).memory.get(user, block_id))
+
+
+@router.post("/users/{user}/search", response_model=list[HitOut])
+def user_search(user: UserPath, body: SearchIn, _: AdminOrSelf, request: Request) -> list[HitOut]:
+    """The user's top-k blocks for the query, exactly as ``POST /v1/search`` answers that user's key. Admin
+    key, or the user's own."""
+    hits = services(request).memory.search(
+        user, body.query, body.k, mode=body.mode, before=body.before, after=body.after, at=body.at
+    )
+    return [hit_out(h) for h in hits]

@@ -1,0 +1,130 @@
+"""Server time per page view of the console, for a user with many blocks.
+
+    .venv/bin/python tests/console/load_console.py --blocks 100000 --repeat 20
+
+Fills a store in a temporary folder with one user's ``--blocks`` blocks (exchanges of two messages, stored
+from both sides, in sessions of 200 blocks; the hashing embedder), serves it on a free loopback port
+(uvicorn on a thread, as the browser tests do), then replays the API calls each console page makes, in
+the order the page makes them, ``--repeat`` times, and prints p50/p95 of each page view's total time and of
+its slowest call. Only loopback is targeted; it stops by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).parent))
+from console_support import ADMIN_KEY, start_console
+
+from memlane.core.memory import AddRequest
+
+WORDS = ["sister", "Lisbon", "cello", "garden", "coffee", "dog", "trip", "Japan", "novel", "marathon", "recipe",
+         "birthday", "concert", "museum", "river", "mountain", "camera", "guitar", "chess", "puzzle"]  # fmt: skip
+USER = "big"
+PER_ADD = 100  # exchanges per add (200 blocks: one session)
+
+
+def fill(console_memory: object, blocks: int) -> float:
+    """Adds ``blocks`` blocks for USER; returns the seconds it took."""
+    rng = random.Random(7)
+    start = time.perf_counter()
+    exchanges = blocks // 2
+    batch: list[AddRequest] = []
+    for first in range(0, exchanges, PER_ADD):
+        messages = []
+        for i in range(first, min(exchanges, first + PER_ADD)):
+            words = " ".join(rng.choice(WORDS) for _ in range(8))
+            messages += [
+                {"role": "user", "content": f"Note {i}: {words}.", "time": 1_600_000_000 + i * 600},
+                {"role": "assistant", "content": f"Noted ({i})."},
+            ]
+        batch.append(AddRequest(USER, messages, session_id=f"s{first // PER_ADD}"))
+        if len(batch) == 20:
+            console_memory.add_many(batch)  # type: ignore[attr-defined]
+            batch = []
+    if batch:
+        console_memory.add_many(batch)  # type: ignore[attr-defined]
+    return time.perf_counter() - start
+
+
+def page_views(admin: httpx.Client, total: int, block_id: str) -> dict[str, list[Callable[[], httpx.Response]]]:
+    """Each page's API calls, as the console's views make them (docs/console.md)."""
+    base = f"/v1/users/{USER}"
+    last = (total - 1) // 50 * 50
+    return {
+        "users": [lambda: admin.get("/v1/users"), lambda: admin.get("/v1/retention")],
+        "user, first page": [
+            lambda: admin.get(f"{base}/memories", params={"limit": 50, "offset": 0}),
+            lambda: admin.get(f"{base}/retention"),
+            lambda: admin.get(f"{base}/keys"),
+        ],
+        "user, last page": [
+            lambda: admin.get(f"{base}/memories", params={"limit": 50, "offset": last}),
+            lambda: admin.get(f"{base}/retention"),
+            lambda: admin.get(f"{base}/keys"),
+        ],
+        "user, one session": [
+            lambda: admin.get(f"{base}/memories", params={"limit": 50, "session_id": "s250"}),
+            lambda: admin.get(f"{base}/retention"),
+            lambda: admin.get(f"{base}/keys"),
+        ],
+        "block": [lambda: admin.get(f"{base}/memories/{block_id}")],
+        "search (hybrid, k=10)": [
+            lambda: admin.post(f"{base}/search", json={"query": "When did I visit the museum in Lisbon?", "k": 10})
+        ],
+        "operations": [
+            lambda: admin.get("/v1/queue"),
+            lambda: admin.get("/healthz"),
+            lambda: admin.get("/v1/retention"),
+        ],
+    }
+
+
+def pct(values: list[float], q: float) -> float:
+    return sorted(values)[min(len(values) - 1, int(q * len(values)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--blocks", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        console = start_console(Path(folder))
+        try:
+            took = fill(console.memory, args.blocks)
+            with httpx.Client(base_url=console.base, headers={"Authorization": f"Bearer {ADMIN_KEY}"}) as admin:
+                page = admin.get(f"/v1/users/{USER}/memories", params={"limit": 1, "offset": args.blocks // 2}).json()
+                total, block_id = page["total"], page["items"][0]["block_id"]
+                print(f"{total} blocks of one user, stored in {took:.0f} s")
+                print("| page view | API calls | p50 total | p95 total | p50 slowest call |")
+                print("|---|---|---|---|---|")
+                for name, calls in page_views(admin, total, block_id).items():
+                    totals, slowest = [], []
+                    for _ in range(args.repeat + 1):
+                        times = []
+                        for call in calls:
+                            start = time.perf_counter()
+                            res = call()
+                            times.append(time.perf_counter() - start)
+                            assert res.status_code == 200, (name, res.status_code, res.text[:200])
+                        totals.append(sum(times))
+                        slowest.append(max(times))
+                    totals, slowest = totals[1:], slowest[1:]  # the first view warms caches
+                    ms = [pct(totals, 0.5) * 1000, pct(totals, 0.95) * 1000, statistics.median(slowest) * 1000]
+                    print(f"| {name} | {len(calls)} | " + " | ".join(f"{x:.1f} ms" for x in ms) + " |")
+        finally:
+            console.stop()
+
+
+if __name__ == "__main__":
+    main()
