@@ -60,6 +60,7 @@ from memlane.core.retrieval import (
     rank,
     resolve_settings,
     score_kind,
+    supersede_ranked,
     with_candidates,
 )
 from memlane.core.store.annsettings import AnnSettings
@@ -494,7 +495,13 @@ class Memory(RetentionMethods):
             before=to_epoch(b) if b else None,
         )
         ranked = rank(found, settings, asked=asked)
-        return hits(self.store, user, ranked, k, score_kind(settings), distinct=distinct)
+        # "Newest" is read as of the time asked about: a block told after ``at`` supersedes nothing.
+        until = to_epoch(asked) if at is not None else None
+        ranked, newer, known = supersede_ranked(
+            self.store, self.embedder.model_id, user, query, ranked, settings, asked=asked, until=until
+        )
+        kind = score_kind(settings)
+        return hits(self.store, user, ranked, k, kind, distinct=distinct, superseded_by=newer, known=known)
 
     def get_memory(
         self,

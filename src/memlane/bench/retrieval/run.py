@@ -250,7 +250,9 @@ def evaluate_system(
     searched = time.perf_counter()
     rankings = rank_hits(asked.hits, index, config.min_length, cut=system.cuts_rankings)
     turn_ids = rankings.turn_ids if system.ranks_turns else None
-    scores = DATASETS[config.dataset].family.score(sample, rankings.session_ids, turn_ids, config.ks)
+    scores = DATASETS[config.dataset].family.score(
+        sample, rankings.session_ids, turn_ids, config.ks, session_dates=index.session_dates
+    )
     done = time.perf_counter()
     latency = {"search": asked.ms, "rank_and_score": (done - searched) * 1000}
     if ingest_ms is not None:
