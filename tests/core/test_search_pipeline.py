@@ -85,8 +85,8 @@ def step_by_step(mem: Memory, query: str, settings: SearchSettings) -> Scored:
 def supersede(mem: Memory, query: str, ranked: Scored, settings: SearchSettings) -> Scored:
     """The third step, as Memory.search runs it with ``at`` given."""
     until = to_epoch(ASKED)
-    store, model = mem.store, mem.embedder.model_id
-    return supersede_ranked(store, model, "alice", query, ranked, settings, asked=ASKED, until=until)[0]
+    store, cache, model = mem.store, mem.embedder.cache, mem.embedder.model_id
+    return supersede_ranked(store, cache, model, "alice", query, ranked, settings, asked=ASKED, until=until)[0]
 
 
 def as_hits(mem: Memory, ranked: Scored) -> list[tuple[str, float, dict[str, int]]]:

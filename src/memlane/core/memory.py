@@ -498,7 +498,15 @@ class Memory(RetentionMethods):
         # "Newest" is read as of the time asked about: a block told after ``at`` supersedes nothing.
         until = to_epoch(asked) if at is not None else None
         ranked, newer, known = supersede_ranked(
-            self.store, self.embedder.model_id, user, query, ranked, settings, asked=asked, until=until
+            self.store,
+            self.embedder.cache,
+            self.embedder.model_id,
+            user,
+            query,
+            ranked,
+            settings,
+            asked=asked,
+            until=until,
         )
         kind = score_kind(settings)
         return hits(self.store, user, ranked, k, kind, distinct=distinct, superseded_by=newer, known=known)

@@ -111,7 +111,7 @@ def collect(
                     mem.store, mem.embedder.inner, sample.namespace, sample.question, searched, all_context=True
                 )
                 blocks = mem.store.fetch_blocks(sample.namespace, sorted(found.positions))
-                versions = retrieval.versions_of(mem.store, mem.embedder.model_id, blocks)
+                versions = retrieval.versions_of(mem.embedder.cache, mem.embedder.model_id, blocks)
                 out.append(QuestionCandidates(sample, index, found, blocks, versions))
     finally:
         bench.close()

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from memlane.core.embedding.protocol import Embedder
+from memlane.core.embedding.protocol import Embedder, EmbeddingCache
 from memlane.core.errors import ValidationError
 from memlane.core.model import Hit, MemoryBlock, SearchMode
 from memlane.core.ranking.session_words import session_word_ranks
@@ -154,6 +154,7 @@ def rank(candidates: Candidates, settings: SearchSettings, *, asked: datetime) -
 
 def supersede_ranked(
     store: Store,
+    cache: EmbeddingCache,
     model_id: str,
     user: str,
     query: str,
@@ -165,12 +166,13 @@ def supersede_ranked(
 ) -> tuple[Scored, dict[int, tuple[str, ...]], dict[int, MemoryBlock]]:
     """Supersession over ``ranked`` (:func:`memlane.core.retrieval.supersession.supersede`): the new order,
     the ids of each superseded reference's newer versions, and the blocks read to decide (for
-    :func:`hits` to reuse). ``model_id``: the embedder whose cached vectors the blocks' keys hold;
+    :func:`hits` to reuse). ``cache``: where the memory's embedder keeps the blocks' vectors, those of
+    ``model_id``;
     ``asked``: when the question is asked; ``until``: the time asked about (epoch seconds)."""
     if not settings.supersede or settings.supersede_depth < 2 or asks_about_past(query, asked):
         return ranked, {}, {}
     blocks = store.fetch_blocks(user, [ref for ref, _, _ in ranked[: settings.supersede_depth]])
-    versions = versions_of(store, model_id, blocks)
+    versions = versions_of(cache, model_id, blocks)
     reordered, newer = supersede(ranked, versions, query, settings, asked=asked, until=until)
     ids = {old: tuple(blocks[n].id for n in news) for old, news in newer.items()}
     return reordered, ids, blocks

@@ -32,12 +32,11 @@ from datetime import datetime
 
 import numpy as np
 
-from memlane.core.embedding.protocol import Vectors
+from memlane.core.embedding.protocol import EmbeddingCache, Vectors
 from memlane.core.model import MemoryBlock, content_hash
 from memlane.core.retrieval.fusion import Scored
 from memlane.core.retrieval.settings import SearchSettings
 from memlane.core.store.keyword import query_terms
-from memlane.core.store.protocol import Store
 from memlane.core.time_phrases import time_windows
 from memlane.core.timefmt import to_epoch
 
@@ -79,13 +78,13 @@ def block_words(block: MemoryBlock) -> frozenset[str]:
     return frozenset(_WORD.findall(text.lower()))
 
 
-def versions_of(store: Store, model_id: str, blocks: Mapping[int, MemoryBlock]) -> dict[int, Version]:
-    """Each block's :class:`Version`, its vectors read from the store's embedding cache (by the content
-    hash of the message and of each fact: the same vectors the search keys hold)."""
+def versions_of(cache: EmbeddingCache, model_id: str, blocks: Mapping[int, MemoryBlock]) -> dict[int, Version]:
+    """Each block's :class:`Version`, its vectors read from the embedding cache the memory writes them to
+    (by the content hash of the message and of each fact: the vectors the search keys were made from)."""
     hashes: dict[int, list[str]] = {
         ref: [b.content_hash, *(content_hash(c) for c in b.contexts)] for ref, b in blocks.items()
     }
-    found = store.get_vectors(model_id, list(dict.fromkeys(h for hs in hashes.values() for h in hs)))
+    found = cache.get_vectors(model_id, list(dict.fromkeys(h for hs in hashes.values() for h in hs)))
     out: dict[int, Version] = {}
     for ref, block in blocks.items():
         vecs = [found[h] for h in hashes[ref] if h in found]
