@@ -72,6 +72,9 @@ class Family(ABC):
     """A category asked as the official two-option question (LoCoMo's false premises)."""
     hypotheses_file: bool = False
     """Whether a QA run writes ``hypotheses.jsonl``, the input of the official evaluation script."""
+    context_newest_first: bool = False
+    """Whether answer prompts show the retrieved memories newest first (else oldest first, as LoCoMo's
+    prompts say), so that the newest version of a fact told twice is read first."""
 
     def __repr__(self) -> str:
         return f"<data set family {self.name}>"
@@ -289,6 +292,7 @@ class LongMemEvalFamily(Family):
     answer_prompt = "lme-reader-con-v1"  # Chain-of-Note: the paper's best reading setting
     judge = "longmemeval"
     hypotheses_file = True
+    context_newest_first = True  # the reader prompt states no order; knowledge updates want the newest first
 
     def read(self, path: Path) -> Iterator[Haystack]:
         return iter_longmemeval(path)
