@@ -23,6 +23,7 @@ import hashlib
 import itertools
 import json
 import math
+import pickle
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -51,14 +52,17 @@ DEFAULT_GRID: dict[str, tuple[float, ...]] = {
 Scores = dict[str, float]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Question:
-    """One question, its ranking before supersession, and what supersession reads of its candidates."""
+    """One question, its ranking before supersession, what supersession reads of its candidates, and its
+    scores without supersession (filled on first use: most points leave most rankings as they were)."""
 
     dataset: str
     sample: Sample
     candidates: QuestionCandidates
     ranked: Scored
+    unchanged: Scores | None = None
+    scored_unchanged: bool = False
 
 
 def fold_of(namespace: str, folds: int) -> int:
@@ -90,11 +94,17 @@ def question_scores(dev: DevSet, q: Question, settings: SearchSettings) -> Score
     ranked, _ = retrieval.supersede(
         q.ranked, q.candidates.versions, q.sample.question, settings, asked=asked, until=until
     )
+    same = [ref for ref, _, _ in ranked[: dev.depth]] == [ref for ref, _, _ in q.ranked[: dev.depth]]
+    if same and q.scored_unchanged:
+        return q.unchanged
     blocks = q.candidates.blocks
     rankings = rank_blocks((blocks[ref] for ref, _, _ in ranked[: dev.depth]), q.candidates.index,
                            max(MIN_RANKING_LENGTH, max(dev.ks)))  # fmt: skip
     dates = q.candidates.index.session_dates
-    return family.score(q.sample, rankings.session_ids, rankings.turn_ids, dev.ks, session_dates=dates)
+    scores = family.score(q.sample, rankings.session_ids, rankings.turn_ids, dev.ks, session_dates=dates)
+    if same:
+        q.unchanged, q.scored_unchanged = scores, True
+    return scores
 
 
 def grid_points(base: SearchSettings, grid: Mapping[str, Sequence[float]]) -> list[SearchSettings]:
@@ -149,11 +159,15 @@ def cross_validate(
     *,
     folds: int = 5,
     weights: Mapping[str, float] = DEFAULT_WEIGHTS,
+    progress: bool = False,
 ) -> CrossValidation:
     """Score every point on every question once, then pick per fold on the other folds (see the module doc)."""
-    table: dict[str, list[list[Scores | None]]] = {
-        name: [[question_scores(devs[name], q, p) for q in qs] for p in points] for name, qs in questions.items()
-    }
+    table: dict[str, list[list[Scores | None]]] = {name: [] for name in questions}
+    for i, p in enumerate(points):
+        for name, qs in questions.items():
+            table[name].append([question_scores(devs[name], q, p) for q in qs])
+        if progress:
+            print(f"grid point {i + 1}/{len(points)}", file=sys.stderr, flush=True)
     fold = {name: [fold_of(q.sample.namespace, folds) for q in qs] for name, qs in questions.items()}
 
     def pick(keep: int | None) -> int:
@@ -209,6 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--preset", default="hybrid", help="the ranking before supersession")
     parser.add_argument("--out", type=Path, help="write the figures and picks here as JSON")
+    parser.add_argument("--collected", type=Path, help="keep the collected candidates in this pickle and reuse them")
     args = parser.parse_args(argv)
     keep: dict[str, frozenset[str]] = {}
     for part in filter(None, args.categories.split(";")):
@@ -217,15 +232,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = PRESETS[args.preset]
     devs: dict[str, DevSet] = {}
     questions: dict[str, list[Question]] = {}
+    saved: dict[str, DevSet] = {}
+    if args.collected and args.collected.exists():
+        with args.collected.open("rb") as f:
+            saved = pickle.load(f)  # a file this command wrote
     for name in args.datasets:
-        options = RetrievalOptions(dataset=name)
-        parts = [collect(options, split=split) for split in ("dev", "test")]
-        dev = replace(parts[0], questions=parts[0].questions + parts[1].questions)
+        if name not in saved:
+            options = RetrievalOptions(dataset=name)
+            parts = [collect(options, split=split) for split in ("dev", "test")]
+            saved[name] = replace(parts[0], questions=parts[0].questions + parts[1].questions)
+            if args.collected:
+                with args.collected.open("wb") as f:
+                    pickle.dump(saved, f)
+        dev = saved[name]
         devs[name] = dev
         questions[name] = prepare(dev, replace(base, supersede=False), keep.get(name))
         print(f"{name}: {len(questions[name])} questions", file=sys.stderr)
     points = grid_points(replace(base, supersede=True), DEFAULT_GRID)
-    cv = cross_validate(devs, questions, points, replace(base, supersede=False), folds=args.folds)
+    cv = cross_validate(devs, questions, points, replace(base, supersede=False), folds=args.folds, progress=True)
     print(report(cv))
     print("\npicked per fold:", [_settings_json(p) for p in cv.picked])
     print("chosen on every question:", _settings_json(cv.chosen))
