@@ -238,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             saved = pickle.load(f)  # a file this command wrote
     for name in args.datasets:
         if name not in saved:
-            options = RetrievalOptions(dataset=name)
+            # Only the namespaces of the kept categories are ingested and searched.
+            options = RetrievalOptions(dataset=name, categories=tuple(sorted(keep.get(name, ()))))
             parts = [collect(options, split=split) for split in ("dev", "test")]
             saved[name] = replace(parts[0], questions=parts[0].questions + parts[1].questions)
             if args.collected:
