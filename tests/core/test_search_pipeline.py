@@ -1,6 +1,6 @@
-"""The search pipeline's two steps (collect, rank) are what Memory.search runs and what bench tune re-ranks:
-the same order and scores every way, and the same as the pipeline written out step by step over the store's
-retrievers, fusion and rescoring."""
+"""The search pipeline's steps (collect, rank, supersede) are what Memory.search runs and what bench tune
+re-ranks: the same order and scores every way, and the same as the pipeline written out step by step over the
+store's retrievers, fusion and rescoring."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from memlane.core.retrieval import (
     fuse,
     rank,
     rescore,
+    supersede_ranked,
     with_candidates,
 )
 from memlane.core.store.sqlite import SqliteStore
@@ -81,6 +82,13 @@ def step_by_step(mem: Memory, query: str, settings: SearchSettings) -> Scored:
     return sorted(((ref, rescored[ref], r) for ref, _, r in scored if ref in positions), key=lambda h: -h[1])
 
 
+def supersede(mem: Memory, query: str, ranked: Scored, settings: SearchSettings) -> Scored:
+    """The third step, as Memory.search runs it with ``at`` given."""
+    until = to_epoch(ASKED)
+    store, cache, model = mem.store, mem.embedder.cache, mem.embedder.model_id
+    return supersede_ranked(store, cache, model, "alice", query, ranked, settings, asked=ASKED, until=until)[0]
+
+
 def as_hits(mem: Memory, ranked: Scored) -> list[tuple[str, float, dict[str, int]]]:
     blocks = mem.store.fetch_blocks("alice", [ref for ref, _, _ in ranked])
     return [(blocks[ref].id, score, ranks) for ref, score, ranks in ranked]
@@ -94,12 +102,15 @@ def test_collect_rank_equal_memory_search_and_the_steps_written_out(mem: Memory,
     ranked = rank(collect(mem.store, mem.embedder.inner, "alice", query, settings), settings, asked=ASKED)
     expected = step_by_step(mem, query, settings)
     assert [(ref, score) for ref, score, _ in ranked] == [(ref, score) for ref, score, _ in expected]
+    ranked = supersede(mem, query, ranked, settings)
     searched = mem.search("alice", query, k, mode=preset, at=ASKED, distinct=False)
     assert [(h.block.id, h.score, h.ranks) for h in searched] == as_hits(mem, ranked[:k])
     assert len(searched) == min(k, len(ranked)) > 0
     # distinct: the same order, each exchange once (dual mode: two blocks per exchange among 2k candidates)
     wide = with_candidates(PRESETS[preset], 2 * k)
-    order = rank(collect(mem.store, mem.embedder.inner, "alice", query, wide), wide, asked=ASKED)
+    order = supersede(
+        mem, query, rank(collect(mem.store, mem.embedder.inner, "alice", query, wide), wide, asked=ASKED), wide
+    )
     first: dict[str, tuple[str, float]] = {}
     for block_id, score, _ in as_hits(mem, order):
         first.setdefault(mem.store.get_block("alice", block_id).message, (block_id, score))
@@ -130,7 +141,7 @@ def test_candidates_collected_once_rank_as_memory_search_under_every_setting(mem
         if preset.mode is not SearchMode.HYBRID or not preset.fact_keys or preset.bm25_b != base.bm25_b:
             continue  # these change the candidates themselves: tune refuses them
         settings = with_candidates(preset, depth)
-        tuned = rank(found, settings, asked=ASKED)[:depth]
+        tuned = supersede(mem, query, rank(found, settings, asked=ASKED), settings)[:depth]
         searched = mem.search("alice", query, depth, mode=name, at=ASKED, distinct=False)
         assert as_hits(mem, tuned) == [(h.block.id, h.score, h.ranks) for h in searched], name
 

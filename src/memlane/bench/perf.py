@@ -263,7 +263,7 @@ def _measure(
     for size in cfg.sizes:
         progress(f"search latency: building a user of {size} blocks")
         t0 = time.perf_counter()
-        _fill_user(search_store, f"user-{size}", size, pool, vocab, nrng)
+        _fill_user(search_store, f"user-{size}", size, pool, vocab, nrng, mem.embedder.model_id)
         out[f"build_s_{size_label(size)}"] = time.perf_counter() - t0
     queries = [" ".join(rng.choice(vocab[50:2000]) for _ in range(3)) for _ in range(cfg.queries)]
     for size in cfg.sizes:
@@ -304,7 +304,10 @@ def _fill_user(
     pool: np.ndarray,
     vocab: list[str],
     nrng: np.random.Generator,
+    model_id: str,
 ) -> None:
+    """``size`` blocks written straight to the store, their vectors also in the embedding cache (as an add
+    leaves them, where supersession reads them)."""
     base = datetime(2023, 1, 1, tzinfo=UTC)
     now = datetime.now(tz=UTC)
     for start in range(0, size, 5000):
@@ -336,6 +339,7 @@ def _fill_user(
                 )
             )
         store.write_blocks(user, blocks, vecs.astype(np.float32))
+        store.put_vectors(model_id, {b.content_hash: v for b, v in zip(blocks, vecs.astype(np.float32), strict=True)})
 
 
 def _vocabulary(rng: random.Random, size: int = 20_000) -> list[str]:

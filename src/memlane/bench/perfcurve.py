@@ -5,7 +5,8 @@ process's peak memory, and a log-log plot of the stages against the user's size.
 Stages, each the p50 (and p95) over the same queries, timed by calling the store as a search does:
 ``embed`` (the query's embedding), ``vector`` (the store's vector candidates: the approximate index past
 its threshold, else the exact scan), ``vector_exact`` (the exact scan, for comparison), ``keyword`` (BM25
-candidates), and ``search`` (``Memory.search`` end to end, hybrid preset); ``ranking`` is ``search`` minus
+candidates), and ``search`` (``Memory.search`` end to end, hybrid preset; ``search_no_supersede``: the
+same without supersession, timed right after it); ``ranking`` is ``search`` minus
 the three stages it runs (fusion, context, fetching blocks).
 """
 
@@ -24,6 +25,7 @@ from memlane.core.store.annsettings import EXACT
 from memlane.core.store.protocol import Store
 
 CANDIDATES = 50  # what a default search (k = 10) asks each retriever for
+NO_SUPERSEDE = "hybrid-no-supersede"
 STAGES = ("embed", "vector", "keyword", "ranking", "search")
 
 
@@ -44,7 +46,7 @@ def measure_stages(mem: Memory, exact: Store, user: str, queries: list[str], lab
     vectors = embedder.embed(queries)
     mem.search(user, queries[0], 10)  # warm-up: loads the user's caches (and their index)
     exact.vector_candidates(user, vectors[0], CANDIDATES)
-    times: dict[str, list[float]] = {s: [] for s in (*STAGES, "vector_exact")}
+    times: dict[str, list[float]] = {s: [] for s in (*STAGES, "vector_exact", "search_no_supersede")}
     recall10 = recall50 = 0.0
     for text, vec in zip(queries, vectors, strict=True):
         t0 = time.perf_counter()
@@ -58,6 +60,9 @@ def measure_stages(mem: Memory, exact: Store, user: str, queries: list[str], lab
         t4 = time.perf_counter()
         mem.search(user, text, 10)
         t5 = time.perf_counter()
+        # The same search without supersession, in the same run: what supersession costs.
+        mem.search(user, text, 10, mode=NO_SUPERSEDE)
+        times["search_no_supersede"].append((time.perf_counter() - t5) * 1000)
         for stage, (a, b) in zip(
             ("embed", "vector", "vector_exact", "keyword", "search"),
             ((t0, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5)),

@@ -110,6 +110,7 @@ def hit_from_json(d: Mapping[str, Any]) -> Hit:
         ranks={str(k): int(v) for k, v in d["ranks"].items()},
         score_kind=str(d.get("score_kind", "fusion")),
         other_perspectives=tuple(d.get("other_perspectives", ())),
+        superseded_by=tuple(d.get("superseded_by", ())),
     )
 
 

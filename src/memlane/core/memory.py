@@ -63,6 +63,7 @@ from memlane.core.retrieval import (
     rank,
     resolve_settings,
     score_kind,
+    supersede_ranked,
     with_candidates,
 )
 from memlane.core.store.annsettings import AnnSettings
@@ -531,10 +532,24 @@ class Memory(ModelMethods, RetentionMethods):
             filters=checked,
         )
         ranked = rank(found, settings, asked=asked)
+        # "Newest" is read as of the time asked about: a block told after ``at`` supersedes nothing.
+        until = to_epoch(asked) if at is not None else None
+        ranked, newer, known = supersede_ranked(
+            self.store,
+            self.embedder.cache,
+            self.embedder.model_id,
+            user,
+            query,
+            ranked,
+            settings,
+            asked=asked,
+            until=until,
+        )
+        kind = score_kind(settings)
+        top = hits(self.store, user, ranked, k, kind, distinct=distinct, superseded_by=newer, known=known)
         if checked is not None and checked.annotations_after_cut and checked.annotations:
-            top = hits(self.store, user, ranked, k, score_kind(settings), distinct=distinct)
             return [h for h in top if checked.admits(h.block)]
-        return hits(self.store, user, ranked, k, score_kind(settings), distinct=distinct)
+        return top
 
     def get_memory(
         self,

@@ -181,13 +181,16 @@ class Hit:
     or ``bm25`` (0 and up) for a single retriever, ``fusion`` or ``rrf`` for a fused hybrid score, which
     orders the hits of one search and means nothing across searches. ``other_perspectives`` holds the ids of
     the same exchange's blocks from the other perspectives (``dual``, ``speakers``) that also matched and were
-    folded into this hit."""
+    folded into this hit. ``superseded_by`` holds the ids of newer blocks among the search's candidates that
+    restate what this one says (newest first; :mod:`memlane.core.retrieval.supersession`): a hint that this
+    may be outdated, never a deletion."""
 
     block: MemoryBlock
     score: float
     ranks: dict[str, int]
     score_kind: str = "fusion"
     other_perspectives: tuple[str, ...] = ()
+    superseded_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

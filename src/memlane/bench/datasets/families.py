@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 
 from memlane.bench.datasets.locomo import CATEGORY_NAMES, MEM0_CATEGORY_NAMES, iter_locomo, locomo_session_of
@@ -28,6 +29,7 @@ from memlane.bench.qa.scoring import locomo_f1, mem0_f1, token_f1
 from memlane.bench.retrieval.metrics import (
     OVERALL,
     TASK_AVERAGE,
+    recency_metrics,
     score_locomo,
     score_longmemeval,
 )
@@ -70,6 +72,9 @@ class Family(ABC):
     """A category asked as the official two-option question (LoCoMo's false premises)."""
     hypotheses_file: bool = False
     """Whether a QA run writes ``hypotheses.jsonl``, the input of the official evaluation script."""
+    context_newest_first: bool = False
+    """Whether answer prompts show the retrieved memories newest first (else oldest first, as LoCoMo's
+    prompts say), so that the newest version of a fact told twice is read first."""
 
     def __repr__(self) -> str:
         return f"<data set family {self.name}>"
@@ -92,10 +97,30 @@ class Family(ABC):
 
     @abstractmethod
     def score(
-        self, sample: Sample, session_ids: Sequence[str], turn_ids: Sequence[str] | None, ks: Sequence[int]
+        self,
+        sample: Sample,
+        session_ids: Sequence[str],
+        turn_ids: Sequence[str] | None,
+        ks: Sequence[int],
+        *,
+        session_dates: Mapping[str, datetime | None] | None = None,
     ) -> dict[str, float] | None:
         """The official retrieval scores of one question's rankings (``turn_ids`` None: session level only);
-        None when the question is not scored."""
+        None when the question is not scored. With ``session_dates`` (each session's date), also whether
+        the newest evidence ranks first (:func:`memlane.bench.retrieval.metrics.recency_metrics`) for
+        questions whose evidence carries several dates."""
+
+    def _with_recency(
+        self,
+        scores: dict[str, float] | None,
+        evidence: tuple[Sequence[str], Sequence[str]],
+        rankings: tuple[Sequence[str], Sequence[str] | None],
+        session_dates: Mapping[str, datetime | None] | None,
+    ) -> dict[str, float] | None:
+        if scores is None or not session_dates:
+            return scores
+        sessions, turns = evidence
+        return scores | recency_metrics(rankings[0], rankings[1], sessions, turns, session_dates, self.session_of)
 
     @abstractmethod
     def splitter(self, namespaces: Iterable[str]) -> Callable[[Sample], Split]:
@@ -184,9 +209,17 @@ class LoCoMoFamily(Family):
         return turn.content
 
     def score(
-        self, sample: Sample, session_ids: Sequence[str], turn_ids: Sequence[str] | None, ks: Sequence[int]
+        self,
+        sample: Sample,
+        session_ids: Sequence[str],
+        turn_ids: Sequence[str] | None,
+        ks: Sequence[int],
+        *,
+        session_dates: Mapping[str, datetime | None] | None = None,
     ) -> dict[str, float] | None:
-        return score_locomo(sample, turn_ids, session_ids, ks)
+        scores = score_locomo(sample, turn_ids, session_ids, ks)
+        evidence = (sample.evidence_session_ids, sample.evidence_turn_ids)
+        return self._with_recency(scores, evidence, (session_ids, turn_ids), session_dates)
 
     def splitter(self, namespaces: Iterable[str]) -> Callable[[Sample], Split]:
         dev = dev_conversations(namespaces)
@@ -259,6 +292,7 @@ class LongMemEvalFamily(Family):
     answer_prompt = "lme-reader-con-v1"  # Chain-of-Note: the paper's best reading setting
     judge = "longmemeval"
     hypotheses_file = True
+    context_newest_first = True  # the reader prompt states no order; knowledge updates want the newest first
 
     def read(self, path: Path) -> Iterator[Haystack]:
         return iter_longmemeval(path)
@@ -270,9 +304,18 @@ class LongMemEvalFamily(Family):
         return turn.role == "user"  # the official turn corpus: evidence sits in user turns
 
     def score(
-        self, sample: Sample, session_ids: Sequence[str], turn_ids: Sequence[str] | None, ks: Sequence[int]
+        self,
+        sample: Sample,
+        session_ids: Sequence[str],
+        turn_ids: Sequence[str] | None,
+        ks: Sequence[int],
+        *,
+        session_dates: Mapping[str, datetime | None] | None = None,
     ) -> dict[str, float] | None:
-        return score_longmemeval(sample, session_ids, turn_ids, ks)
+        scores = score_longmemeval(sample, session_ids, turn_ids, ks)
+        turns = sample.user_evidence_turn_ids  # the official targets, as the recall figures
+        sessions = tuple(dict.fromkeys(longmemeval_session_of(t) for t in turns))
+        return self._with_recency(scores, (sessions, turns), (session_ids, turn_ids), session_dates)
 
     def splitter(self, namespaces: Iterable[str]) -> Callable[[Sample], Split]:
         return lambda sample: question_split(sample.sample_id)

@@ -11,7 +11,7 @@ Layout of a data folder (the subfolders are optional: files directly in the fold
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -180,6 +180,13 @@ class DatasetStream:
     # Set when only the first N questions of each category are read (:meth:`per_category`): then walking
     # the stream is not walking the data set.
     sampled_per_category: int | None = None
+    # Set when only the questions of some categories are read (:meth:`only_categories`).
+    sampled_categories: tuple[str, ...] = ()
+
+    @property
+    def sampled(self) -> bool:
+        """Whether walking the stream is not walking the whole data set."""
+        return self.sampled_per_category is not None or bool(self.sampled_categories)
 
     def __iter__(self) -> Iterator[Haystack]:
         return self.opener()
@@ -203,6 +210,21 @@ class DatasetStream:
             return self
         opener = self.opener
         return replace(self, opener=lambda: per_category(opener(), n), sampled_per_category=n)
+
+    def only_categories(self, categories: Sequence[str]) -> DatasetStream:
+        """This data set with only the questions of ``categories`` (none: all), and the namespaces they
+        need; the same data set (its identity and bench store) otherwise."""
+        if not categories:
+            return self
+        opener, keep = self.opener, frozenset(categories)
+        return replace(self, opener=lambda: _only(opener(), keep), sampled_categories=tuple(categories))
+
+
+def _only(haystacks: Iterator[Haystack], categories: frozenset[str]) -> Iterator[Haystack]:
+    for haystack in haystacks:
+        kept = tuple(s for s in haystack.samples if s.category in categories)
+        if kept:
+            yield replace(haystack, samples=kept)
 
 
 def open_dataset(

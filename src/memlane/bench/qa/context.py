@@ -8,8 +8,10 @@ Both render the same way, so the two baselines differ only in what they show::
 
     [...]
 
-Retrieved blocks are shown oldest first (by event time, then session and exchange), whatever their rank;
-identical entries are shown once, since the perspectives of one exchange share its text in dual and
+Retrieved blocks are shown in time order (by event time, then session and exchange), whatever their rank:
+oldest first, or with ``newest_first`` newest first, so that where a fact was told again the newest version
+is read first (LongMemEval's reader prompt, which states no order, reads them so; LoCoMo's prompts say
+"oldest first"). Identical entries are shown once, since the perspectives of one exchange share its text in dual and
 speakers mode. The full history is shown session by session, each with its date; over the token budget,
 whole turns are dropped from the oldest on, and :class:`FullContext` records that it happened.
 """
@@ -70,8 +72,11 @@ def block_entry(block: MemoryBlock, *, facts: bool = False) -> ContextEntry:
     return ContextEntry(block.event_time, block.time_annotation, text, block.session_id, block.exchange_index)
 
 
-def retrieved_entries(results: Sequence[Hit | MemoryBlock], *, facts: bool = False) -> list[ContextEntry]:
-    """Retrieved blocks (hits or blocks, in rank order) as entries in chronological order, duplicates once."""
+def retrieved_entries(
+    results: Sequence[Hit | MemoryBlock], *, facts: bool = False, newest_first: bool = False
+) -> list[ContextEntry]:
+    """Retrieved blocks (hits or blocks, in rank order) as entries in chronological order (``newest_first``:
+    reversed), duplicates once."""
     entries: list[ContextEntry] = []
     seen: set[tuple[str, int, str]] = set()
     for result in results:
@@ -81,12 +86,22 @@ def retrieved_entries(results: Sequence[Hit | MemoryBlock], *, facts: bool = Fal
             seen.add(key)
             entries.append(entry)
     # Blocks always carry an event time; the fallback only keeps the sort total.
-    return sorted(entries, key=lambda e: (e.time or datetime.min, e.session_id, e.order))
+    ordered = sorted(entries, key=lambda e: (e.time or datetime.min, e.session_id, e.order))
+    return _newest_first(ordered) if newest_first else ordered
 
 
-def system_entries(hits: Sequence[SystemHit], haystack: Haystack) -> list[ContextEntry]:
-    """A system's items (rank order) as entries: each item's text under its session's date, oldest first,
-    identical texts of one session once (the same order and rendering as memlane's blocks)."""
+def _newest_first(entries: list[ContextEntry]) -> list[ContextEntry]:
+    """Chronological entries with their times reversed, the exchanges of one time still in their order."""
+    times: dict[tuple[datetime | None, str], list[ContextEntry]] = {}
+    for e in entries:
+        times.setdefault((e.time, e.session_id), []).append(e)
+    return [e for group in reversed(times.values()) for e in group]
+
+
+def system_entries(hits: Sequence[SystemHit], haystack: Haystack, *, newest_first: bool = False) -> list[ContextEntry]:
+    """A system's items (rank order) as entries: each item's text under its session's date, oldest first
+    (``newest_first``: newest first), identical texts of one session once (the same order and rendering as
+    memlane's blocks)."""
     dates = {s.session_id: s.started_at for s in haystack.sessions}
     entries: list[ContextEntry] = []
     seen: set[tuple[str, str]] = set()
@@ -96,7 +111,8 @@ def system_entries(hits: Sequence[SystemHit], haystack: Haystack) -> list[Contex
         seen.add((hit.session_id, hit.text))
         when = dates.get(hit.session_id)
         entries.append(ContextEntry(when, annotate(when) if when else UNKNOWN_DATE, hit.text, hit.session_id, rank))
-    return sorted(entries, key=lambda e: (e.time or datetime.min.replace(tzinfo=UTC), e.session_id, e.order))
+    ordered = sorted(entries, key=lambda e: (e.time or datetime.min.replace(tzinfo=UTC), e.session_id, e.order))
+    return _newest_first(ordered) if newest_first else ordered
 
 
 def render_context(entries: Sequence[ContextEntry]) -> str:

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from memlane.bench.datasets.families import Family
 from memlane.bench.datasets.model import Haystack, Sample
+from memlane.bench.datasets.registry import DATASETS
 from memlane.bench.qa.answering import Answer, Answerer, adversarial_question, resolve_choice
 from memlane.bench.qa.context import (
     ContextEntry,
@@ -115,7 +116,8 @@ def prepare_retrieved(
             blocks = top_exchanges(found, config.ks[0])
         except MemlaneError as exc:
             errors.append({"stage": "retrieve", "error": type(exc).__name__, "message": str(exc)})
-    entries = retrieved_entries(blocks, facts=facts)
+    newest_first = DATASETS[config.dataset].family.context_newest_first
+    entries = retrieved_entries(blocks, facts=facts, newest_first=newest_first)
     return _retrieved(index, sample, haystack, config, record, mode, entries, errors, started, blocks)
 
 
@@ -141,7 +143,8 @@ def prepare_system(
     if record.error is not None:
         errors.append({"stage": "retrieve", "error": record.error.split(":", 1)[0], "message": record.error})
     else:
-        entries = system_entries(asked.hits[: config.ks[0]], haystack)
+        newest_first = DATASETS[config.dataset].family.context_newest_first
+        entries = system_entries(asked.hits[: config.ks[0]], haystack, newest_first=newest_first)
     return _retrieved(index, sample, haystack, config, record, label, entries, errors, started)
 
 
@@ -287,7 +290,7 @@ def _extract(
             blocks.append(b)
             continue
         blocks.append(replace(b, summary=result.summary, contexts=result.facts))
-    return retrieved_entries(blocks, facts=True), recorder.calls
+    return retrieved_entries(blocks, facts=True, newest_first=stages.family.context_newest_first), recorder.calls
 
 
 def process(prepared: Prepared, stages: Stages, metrics: Sequence[str]) -> AnswerRecord:

@@ -24,7 +24,7 @@ from memlane.bench.reports.results import (
     results_to_json,
     write_csv,
 )
-from memlane.bench.retrieval.metrics import GroupSummary
+from memlane.bench.retrieval.metrics import TASK_AVERAGE, GroupSummary
 from memlane.bench.retrieval.paired import format_diff
 from memlane.bench.retrieval.rankings import write_rankings
 from memlane.bench.retrieval.runlog import (
@@ -42,6 +42,19 @@ KEY_METRICS: tuple[tuple[str, str], ...] = (
     ("turn/recall_all@10", "turn R_all@10"),
     ("turn/recall_any@10", "turn R_any@10"),
     ("turn/recall_all@50", "turn R_all@50"),
+)
+
+RECENCY_METRICS: tuple[tuple[str, str], ...] = (
+    ("session/latest_first", "session latest first"),
+    ("session/latest@1", "session latest@1"),
+    ("turn/latest_first", "turn latest first"),
+    ("turn/latest@1", "turn latest@1"),
+)
+RECENCY_NOTE = (
+    "Questions whose evidence sessions carry two or more dates (a fact told, then told again): `latest first` = "
+    "the newest evidence session (turn) ranks above every older evidence session (turn); `latest@1` = the "
+    "first session (turn) of the ranking is the newest evidence. n = questions with dated evidence of "
+    "several dates at session level (LongMemEval's knowledge-update questions are the main set)."
 )
 
 SPLIT_NOTE = (
@@ -88,6 +101,24 @@ def format_mode_table(results: RunResults, mode: str, result: ModeResult | None 
         cells = " | ".join(format_cell(summary, m) for m, _ in KEY_METRICS)
         lines.append(f"| {results.family.category_label(group)} | {summary.n} | {summary.skipped} | {cells} |")
     return "\n".join(lines)
+
+
+def format_recency_table(results: RunResults, modes: dict[str, ModeResult] | None = None) -> list[str]:
+    """Markdown lines: per mode and group (category or summary row) with questions whose evidence spans
+    several dates, whether the newest evidence ranks first (empty when no question has such evidence)."""
+    first = RECENCY_METRICS[0][0]
+    labels = " | ".join(label for _, label in RECENCY_METRICS)
+    lines = [f"| mode | group | n | {labels} |", "|---|---|---:|" + "---:|" * len(RECENCY_METRICS)]
+    rows = 0
+    for mode, result in (results.modes if modes is None else modes).items():
+        for group, summary in result.groups.items():
+            n = summary.counts.get(first, 0) if group != TASK_AVERAGE else summary.n
+            if first not in summary.means:
+                continue
+            cells = " | ".join(format_cell(summary, m) for m, _ in RECENCY_METRICS)
+            lines.append(f"| {mode} | {results.family.category_label(group)} | {n} | {cells} |")
+            rows += 1
+    return [RECENCY_NOTE, "", *lines, ""] if rows else []
 
 
 def format_modes_table(results: RunResults, modes: dict[str, ModeResult] | None = None) -> str:
@@ -196,6 +227,9 @@ def format_report(results: RunResults) -> str:
     out = [f"# Retrieval: {results.dataset}", "", *_describe(results), "", "## Modes", ""]
     out += [format_modes_table(results), ""]
     out += format_paired(results)
+    recency = format_recency_table(results)
+    if recency:
+        out += ["## Newest evidence first", "", *recency]
     for mode, result in results.modes.items():
         out += [f"## {mode}", "", format_mode_table(results, mode), ""]
         out.append(
@@ -207,6 +241,7 @@ def format_report(results: RunResults) -> str:
     for split, modes in results.splits.items():
         out += [f"## Split: {split}", "", SPLIT_NOTE, "", format_modes_table(results, modes), ""]
         out += format_paired(results, split)
+        out += format_recency_table(results, modes)
         for mode, result in modes.items():
             out += [f"### {split}: {mode}", "", format_mode_table(results, mode, result), ""]
     out += [

@@ -379,7 +379,9 @@ def evaluate_baseline(
     ranked = time.perf_counter()
     units = ranker.units(baseline.unit, baseline.session_text)
     out = rankings_of(ranking, units, index, baseline.unit, config.min_length)
-    scores = DATASETS[config.dataset].family.score(sample, out.session_ids, out.turn_ids, config.ks)
+    scores = DATASETS[config.dataset].family.score(
+        sample, out.session_ids, out.turn_ids, config.ks, session_dates=index.session_dates
+    )
     done = time.perf_counter()
     index_ms = (ranker.index_seconds - index_before) * 1000
     return QuestionRecord(

@@ -21,8 +21,9 @@ being users), then de-duplicated in rank order. Session rankings follow the bloc
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memlane.bench.datasets.model import Haystack, Session
@@ -116,6 +117,7 @@ class HaystackIndex:
     namespace: str
     session_ids: tuple[str, ...]
     turn_ids: tuple[str, ...]
+    session_dates: Mapping[str, datetime | None] = field(default_factory=dict)
 
     @classmethod
     def of(cls, haystack: Haystack, family: Family) -> HaystackIndex:
@@ -125,6 +127,7 @@ class HaystackIndex:
             namespace=haystack.namespace,
             session_ids=tuple(s.session_id for s in haystack.sessions),
             turn_ids=tuple(t.turn_id for t in turns),
+            session_dates={s.session_id: s.started_at for s in haystack.sessions},
         )
 
 

@@ -348,7 +348,7 @@ def ingest(
             bench.mark_complete(haystack.namespace, stats)
             bar.set_postfix(blocks=report.blocks, embedded=report.texts_embedded)
         bar.close()
-        if stream.sampled_per_category is None and (limit is None or samples < limit):
+        if not stream.sampled and (limit is None or samples < limit):
             # The whole data set was walked: from now on a rerun need not parse it.
             manifest.complete = True
             manifest.samples = samples
@@ -360,6 +360,8 @@ def ingest(
         asked: dict[str, object] = {"at": now_utc().isoformat(), "limit": limit}
         if stream.sampled_per_category is not None:
             asked["per_category"] = stream.sampled_per_category
+        if stream.sampled_categories:
+            asked["categories"] = list(stream.sampled_categories)
         manifest.ingests.append(asked | report.to_json())
     bench.save()
     return report

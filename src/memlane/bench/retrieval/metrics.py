@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 from memlane.bench.datasets.longmemeval import longmemeval_session_of
@@ -216,6 +217,54 @@ def score_locomo(
         level = _locomo_level(ranked_session_ids, sample.evidence_session_ids, ks, on_empty)
         out.update(_prefixed("session", level))
     return out or None
+
+
+LATEST_FIRST = "latest_first"
+LATEST_AT_1 = "latest@1"
+
+
+def recency_scores(
+    ranked: Sequence[str], evidence: Collection[str], dates: Mapping[str, datetime | None]
+) -> dict[str, float]:
+    """Whether a ranking puts the newest version of a fact first: for evidence whose items (sessions or
+    turns) carry at least two different dates (``dates``: an item's date; undated items take no part),
+    ``latest_first`` is 1.0 when the best-ranked newest evidence item ranks above every older evidence
+    item, and ``latest@1`` is 1.0 when the ranking's first item is a newest evidence item. An evidence
+    item missing from ``ranked`` ranks below every item in it. Evidence with fewer than two dates is not
+    scored (an empty dict): there is no newer version to put first."""
+    dated = {item: d for item in evidence if (d := dates.get(item)) is not None}
+    if len(set(dated.values())) < 2:
+        return {}
+    newest = max(dated.values())
+    position = {item: i for i, item in enumerate(ranked)}
+    missing = len(ranked)
+    best_new = min(position.get(item, missing) for item, d in dated.items() if d == newest)
+    best_old = min(position.get(item, missing) for item, d in dated.items() if d < newest)
+    first = ranked[0] if ranked else None
+    return {
+        LATEST_FIRST: float(best_new < best_old),
+        LATEST_AT_1: float(first is not None and dated.get(first) == newest),
+    }
+
+
+def recency_metrics(
+    session_ids: Sequence[str] | None,
+    turn_ids: Sequence[str] | None,
+    evidence_sessions: Collection[str],
+    evidence_turns: Collection[str],
+    session_dates: Mapping[str, datetime | None],
+    session_of: Callable[[str], str],
+) -> dict[str, float]:
+    """:func:`recency_scores` at session level (``session/latest_first``, ``session/latest@1``) and at
+    turn level (``turn/…``; a turn is dated by its session), for the levels ranked (a ``None`` ranking
+    omits its level)."""
+    out: dict[str, float] = {}
+    if session_ids is not None:
+        out.update(_prefixed("session", recency_scores(session_ids, evidence_sessions, session_dates)))
+    if turn_ids is not None:
+        turn_dates = {t: session_dates.get(session_of(t)) for t in evidence_turns}
+        out.update(_prefixed("turn", recency_scores(turn_ids, evidence_turns, turn_dates)))
+    return out
 
 
 @dataclass(frozen=True)

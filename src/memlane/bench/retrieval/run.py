@@ -76,6 +76,8 @@ class RetrievalOptions:
     same questions, as extra modes of the log: the reference figures sit next to memlane's in one report.
     ``per_category``: only the first N questions of each category (in data-set order) and the namespaces
     they need, with ``limit`` applied after it: a sample that weighs every category alike.
+    ``categories``: only the questions of these categories (none: all), and the namespaces they need (the
+    report's per-category rows show which were asked).
     ``ann_threshold``: search users of at least this many keys through the store's approximate index (0:
     every user, to measure the index against the exact scan); None: the store's default. Logged with each
     mode's search settings when set.
@@ -95,6 +97,7 @@ class RetrievalOptions:
     systems: tuple[SystemSpec, ...] = ()
     ann_threshold: int | None = None
     per_category: int | None = None
+    categories: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -250,7 +253,9 @@ def evaluate_system(
     searched = time.perf_counter()
     rankings = rank_hits(asked.hits, index, config.min_length, cut=system.cuts_rankings)
     turn_ids = rankings.turn_ids if system.ranks_turns else None
-    scores = DATASETS[config.dataset].family.score(sample, rankings.session_ids, turn_ids, config.ks)
+    scores = DATASETS[config.dataset].family.score(
+        sample, rankings.session_ids, turn_ids, config.ks, session_dates=index.session_dates
+    )
     done = time.perf_counter()
     latency = {"search": asked.ms, "rank_and_score": (done - searched) * 1000}
     if ingest_ms is not None:
@@ -287,6 +292,7 @@ def open_bench(options: RetrievalOptions) -> tuple[DatasetStream, BenchStore, Me
     """Open the data set, its bench store for the options' ingest settings, and a Memory on it
     (close it with ``BenchStore.close``)."""
     stream = open_dataset(options.dataset, options.data_dir).per_category(options.per_category)
+    stream = stream.only_categories(options.categories)
     family = DATASETS[options.dataset].family
     embedder = make_embedder(options.embedder, embedder_config_from_env())
     settings = IngestSettings(resolve_perspective(family, options.perspective), options.embedder, embedder.model_id)

@@ -26,7 +26,6 @@ from memlane.bench.datasets.model import Sample
 from memlane.bench.datasets.registry import DATASETS
 from memlane.bench.retrieval.history import HaystackIndex, Rankings, blocks_per_exchange, rank
 from memlane.bench.retrieval.ingest import ingest
-from memlane.bench.retrieval.metrics import score_locomo, score_longmemeval
 from memlane.bench.retrieval.paired import PairedDiff, paired_diff
 from memlane.bench.retrieval.run import RetrievalOptions, open_bench
 from memlane.bench.retrieval.runlog import MIN_RANKING_LENGTH
@@ -34,8 +33,8 @@ from memlane.bench.split import sample_splitter
 from memlane.core import retrieval
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.model import MemoryBlock, SearchMode
-from memlane.core.retrieval import MAX_K, Candidates, Fusion, SearchSettings, with_candidates
-from memlane.core.timefmt import now_utc
+from memlane.core.retrieval import MAX_K, Candidates, Fusion, SearchSettings, Version, with_candidates
+from memlane.core.timefmt import now_utc, to_epoch
 
 DEFAULT_METRICS: tuple[str, ...] = ("turn/recall_all@10", "session/recall_all@5")
 # Fields a grid may vary: the ones applied after the candidates are collected (``fusion`` takes the names
@@ -53,6 +52,7 @@ class QuestionCandidates:
     index: HaystackIndex
     candidates: Candidates  # with every candidate's context, whatever the settings read
     blocks: dict[int, MemoryBlock]
+    versions: dict[int, Version]  # what supersession reads of every candidate
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,8 @@ def collect(
                     mem.store, mem.embedder.inner, sample.namespace, sample.question, searched, all_context=True
                 )
                 blocks = mem.store.fetch_blocks(sample.namespace, sorted(found.positions))
-                out.append(QuestionCandidates(sample, index, found, blocks))
+                versions = retrieval.versions_of(mem.embedder.cache, mem.embedder.model_id, blocks)
+                out.append(QuestionCandidates(sample, index, found, blocks, versions))
     finally:
         bench.close()
     return DevSet(dataset, tuple(out), depth, ks, candidates, (k1, b))
@@ -121,18 +122,22 @@ def question_rankings(dev: DevSet, q: QuestionCandidates, settings: SearchSettin
     """The session and turn rankings a retrieval run logs for one question under ``settings``."""
     settings = with_candidates(settings, dev.depth)  # as Memory.search fetches at that depth
     asked = q.sample.question_date or now_utc()  # what bench retrieval's searches read the phrases against
-    top = retrieval.rank(q.candidates, settings, asked=asked)[: dev.depth]
+    ranked = retrieval.rank(q.candidates, settings, asked=asked)
+    # As bench retrieval's searches, which pass the question date as ``at``.
+    until = to_epoch(asked) if q.sample.question_date else None
+    ranked, _ = retrieval.supersede(ranked, q.versions, q.sample.question, settings, asked=asked, until=until)
+    top = ranked[: dev.depth]
     return rank((q.blocks[ref] for ref, _, _ in top), q.index, max(MIN_RANKING_LENGTH, max(dev.ks)))
 
 
 def question_scores(dev: DevSet, q: QuestionCandidates, settings: SearchSettings) -> dict[str, float] | None:
     """The harness's scores of one question under ``settings`` (None when it is not scored)."""
     rankings = question_rankings(dev, q, settings)
-    if DATASETS[dev.dataset].family == LOCOMO:
-        if q.sample.category_number not in (1, 2, 3, 4):
-            return None
-        return score_locomo(q.sample, rankings.turn_ids, rankings.session_ids, dev.ks)
-    return score_longmemeval(q.sample, rankings.session_ids, rankings.turn_ids, dev.ks)
+    family = DATASETS[dev.dataset].family
+    if family == LOCOMO and q.sample.category_number not in (1, 2, 3, 4):
+        return None
+    dates = q.index.session_dates
+    return family.score(q.sample, rankings.session_ids, rankings.turn_ids, dev.ks, session_dates=dates)
 
 
 def evaluate(dev: DevSet, settings: SearchSettings, metrics: Sequence[str] = DEFAULT_METRICS) -> dict[str, float]:
@@ -179,6 +184,8 @@ def grid_points(base: SearchSettings, grid: Mapping[str, Sequence[float | str]])
             kind = type(getattr(base, name))
             if kind is Fusion:
                 point[name] = str(value)  # SearchSettings checks the name
+            elif kind is bool:
+                point[name] = bool(value)
             elif isinstance(value, str):
                 raise ConfigError(f"{name} takes numbers, not {value!r}")
             else:

@@ -217,7 +217,9 @@ class Memory:
         """The ``top_k`` (or mem0 1.x's ``limit``) best memories: ``{"results": [{"id", "memory", "score",
         "metadata", "created_at", "user_id", ...}]}``. The scope comes from ``filters={"user_id": ...}`` (mem0
         2.x) or the ``user_id=``/``agent_id=``/``run_id=`` keywords (1.x); other keys of ``filters`` must equal
-        the memory's metadata. ``threshold`` drops hits scoring below it (memlane's hybrid scores)."""
+        the memory's metadata. ``threshold`` drops hits scoring below it (memlane's hybrid scores). A memory
+        that newer ones among the results' candidates restate says so in ``metadata["superseded_by"]`` (their
+        ids, newest first): it may be outdated."""
         if rerank:
             warnings.warn("memlane's hybrid search has no separate reranker; rerank is ignored", stacklevel=2)
         if not isinstance(query, str) or not query.strip():
@@ -236,7 +238,11 @@ class Memory:
                 continue
             if threshold is not None and hit.score < threshold:
                 continue
-            results.append({**_item(hit.block), "score": hit.score})
+            item: Item = {**_item(hit.block), "score": hit.score}
+            if hit.superseded_by:  # newer memories restate this one: a hint, as metadata (mem0 has no field)
+                newer = [_compose(user, block_id) for block_id in hit.superseded_by]
+                item["metadata"] = {**(item["metadata"] or {}), "superseded_by": newer}
+            results.append(item)
             if len(results) == k:
                 break
         return {"results": results}

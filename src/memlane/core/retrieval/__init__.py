@@ -8,6 +8,8 @@
    evidence from its context (:mod:`memlane.core.retrieval.context`): from the best blocks of its own
    session, from its neighbouring exchanges, from its session's rank by what the people in it said, and
    from the query's time phrases.
+3. *Supersession* (:func:`supersede_ranked`, :mod:`memlane.core.retrieval.supersession`): among the best
+   candidates, a newer block that restates an older one ranks just above it, and the older hit names it.
 
 Every mechanism is a typed field of :class:`SearchSettings` (:mod:`memlane.core.retrieval.settings`), so
 benchmarks can sweep it; presets are named settings, and ``hybrid`` (the default mode) is the best preset on
@@ -16,7 +18,15 @@ the benchmarks' dev splits. docs/design/003-retrieval.md has the measurements be
 
 from memlane.core.retrieval.context import Position, rescore
 from memlane.core.retrieval.fusion import Scored, fuse, rrf, score_fusion
-from memlane.core.retrieval.pipeline import Candidates, collect, hits, keyword_stage, rank, vector_stage
+from memlane.core.retrieval.pipeline import (
+    Candidates,
+    collect,
+    hits,
+    keyword_stage,
+    rank,
+    supersede_ranked,
+    vector_stage,
+)
 from memlane.core.retrieval.settings import (
     MAX_K,
     PRESETS,
@@ -30,6 +40,7 @@ from memlane.core.retrieval.settings import (
     score_kind,
     with_candidates,
 )
+from memlane.core.retrieval.supersession import Version, asks_about_past, supersede, versions_of
 
 __all__ = [
     "MAX_K",
@@ -42,6 +53,8 @@ __all__ = [
     "ScoreKind",
     "Scored",
     "SearchSettings",
+    "Version",
+    "asks_about_past",
     "check_k",
     "collect",
     "fuse",
@@ -53,6 +66,9 @@ __all__ = [
     "rrf",
     "score_fusion",
     "score_kind",
+    "supersede",
+    "supersede_ranked",
     "vector_stage",
+    "versions_of",
     "with_candidates",
 ]

@@ -9,24 +9,28 @@
 2. *Ranking* (:func:`rank`). Fusion (:func:`memlane.core.retrieval.fusion.fuse`), then context rescoring
    (:func:`memlane.core.retrieval.context.rescore`: session and neighbour gains, session words, the
    query's time phrases), then the final order.
+3. *Supersession* (:func:`supersede_ranked`): among the best candidates, a newer block restating an older
+   one ranks just above it, and the older one names it (:mod:`memlane.core.retrieval.supersession`).
 
-``Memory.search`` is these two steps and :func:`hits`; ``memlane bench tune`` collects each question's
+``Memory.search`` is these steps and :func:`hits`; ``memlane bench tune`` collects each question's
 candidates once and ranks them under many settings, which is why the steps are separate: every setting
 but ``mode``, ``candidates``, ``fact_keys`` and the BM25 parameters applies in :func:`rank`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from memlane.core.embedding.protocol import Embedder
+from memlane.core.embedding.protocol import Embedder, EmbeddingCache
 from memlane.core.errors import ValidationError
 from memlane.core.model import Filters, Hit, MemoryBlock, SearchMode
 from memlane.core.ranking.session_words import session_word_ranks
 from memlane.core.retrieval.context import Position, rescore
 from memlane.core.retrieval.fusion import Scored, fuse
 from memlane.core.retrieval.settings import ScoreKind, SearchSettings
+from memlane.core.retrieval.supersession import asks_about_past, supersede, versions_of
 from memlane.core.store.protocol import Store
 from memlane.core.time_phrases import time_windows
 
@@ -174,24 +178,80 @@ def rank(candidates: Candidates, settings: SearchSettings, *, asked: datetime) -
     return sorted(kept, key=lambda h: -h[1])
 
 
-def hits(store: Store, user: str, ranked: Scored, k: int, kind: ScoreKind, *, distinct: bool) -> list[Hit]:
+def supersede_ranked(
+    store: Store,
+    cache: EmbeddingCache,
+    model_id: str,
+    user: str,
+    query: str,
+    ranked: Scored,
+    settings: SearchSettings,
+    *,
+    asked: datetime,
+    until: float | None = None,
+) -> tuple[Scored, dict[int, tuple[str, ...]], dict[int, MemoryBlock]]:
+    """Supersession over ``ranked`` (:func:`memlane.core.retrieval.supersession.supersede`): the new order,
+    the ids of each superseded reference's newer versions, and the blocks read to decide (for
+    :func:`hits` to reuse). ``cache``: where the memory's embedder keeps the blocks' vectors, those of
+    ``model_id``;
+    ``asked``: when the question is asked; ``until``: the time asked about (epoch seconds)."""
+    if not settings.supersede or settings.supersede_depth < 2 or asks_about_past(query, asked):
+        return ranked, {}, {}
+    blocks = store.fetch_blocks(user, [ref for ref, _, _ in ranked[: settings.supersede_depth]])
+    versions = versions_of(cache, model_id, blocks)
+    reordered, newer = supersede(ranked, versions, query, settings, asked=asked, until=until)
+    ids = {old: tuple(blocks[n].id for n in news) for old, news in newer.items()}
+    return reordered, ids, blocks
+
+
+def hits(
+    store: Store,
+    user: str,
+    ranked: Scored,
+    k: int,
+    kind: ScoreKind,
+    *,
+    distinct: bool,
+    superseded_by: Mapping[int, tuple[str, ...]] | None = None,
+    known: Mapping[int, MemoryBlock] | None = None,
+) -> list[Hit]:
     """The first k of ``ranked`` as hits, their blocks fetched: k blocks, or with ``distinct`` k
     exchanges, each as its best block with its other perspectives' matching blocks folded into it
-    (:meth:`memlane.core.memory.Memory.search`). Blocks deleted since they were ranked are passed over."""
+    (:meth:`memlane.core.memory.Memory.search`). Blocks deleted since they were ranked are passed over.
+    ``superseded_by``: each superseded reference's newer block ids (:func:`supersede_ranked`); ``known``:
+    blocks already read, not fetched again."""
+    fetch = _Fetch(store, user, known or {})
+    newer = superseded_by or {}
     if distinct:
-        return _distinct_hits(store, user, ranked, k, kind)
+        return _distinct_hits(fetch, ranked, k, kind, newer)
     top = ranked[:k]
-    blocks = store.fetch_blocks(user, [ref for ref, _, _ in top])
-    return [Hit(blocks[ref], score, ranks, kind) for ref, score, ranks in top if ref in blocks]
+    blocks = fetch([ref for ref, _, _ in top])
+    return [Hit(blocks[ref], score, ranks, kind, (), newer.get(ref, ())) for ref, score, ranks in top if ref in blocks]
 
 
-def _distinct_hits(store: Store, user: str, ranked: Scored, k: int, kind: ScoreKind) -> list[Hit]:
+@dataclass(frozen=True)
+class _Fetch:
+    """Blocks by reference: those already read, the others from the store."""
+
+    store: Store
+    user: str
+    known: Mapping[int, MemoryBlock]
+
+    def __call__(self, refs: list[int]) -> dict[int, MemoryBlock]:
+        missing = [ref for ref in refs if ref not in self.known]
+        found = self.store.fetch_blocks(self.user, missing) if missing else {}
+        return {ref: b for ref in refs if (b := self.known.get(ref) or found.get(ref)) is not None}
+
+
+def _distinct_hits(
+    fetch: _Fetch, ranked: Scored, k: int, kind: ScoreKind, newer: Mapping[int, tuple[str, ...]]
+) -> list[Hit]:
     """The first k exchanges of ``ranked`` (best first), each as its first block, the later blocks of the
     same exchange folded into it. Blocks are fetched 2k at a time: usually once."""
-    firsts: dict[tuple[str, str, int, datetime, str], tuple[MemoryBlock, float, dict[str, int], list[str]]] = {}
+    firsts: dict[tuple[str, str, int, datetime, str], tuple[MemoryBlock, float, dict[str, int], list[str], int]] = {}
     for start in range(0, len(ranked), 2 * k):
         chunk = ranked[start : start + 2 * k]
-        blocks = store.fetch_blocks(user, [ref for ref, _, _ in chunk])
+        blocks = fetch([ref for ref, _, _ in chunk])
         for ref, score, ranks in chunk:
             block = blocks.get(ref)
             if block is None:  # deleted since it was ranked
@@ -200,7 +260,10 @@ def _distinct_hits(store: Store, user: str, ranked: Scored, k: int, kind: ScoreK
             if exchange in firsts:
                 firsts[exchange][3].append(block.id)
             elif len(firsts) < k:
-                firsts[exchange] = (block, score, ranks, [])
+                firsts[exchange] = (block, score, ranks, [], ref)
         if len(firsts) >= k:
             break
-    return [Hit(b, score, ranks, kind, tuple(others)) for b, score, ranks, others in firsts.values()]
+    return [
+        Hit(b, score, ranks, kind, tuple(others), newer.get(ref, ()))
+        for b, score, ranks, others, ref in firsts.values()
+    ]

@@ -51,6 +51,12 @@ class SearchSettings:
       past three months": :func:`memlane.core.time_phrases.time_windows`, read against the time the question
       is asked, with ``time_tolerance``) name windows of time, and each candidate whose event time falls in
       one gains ``time_weight`` x the best fused score. A query without a time phrase gains nothing.
+    * ``supersede``, ``supersede_depth``, ``supersede_similarity``, ``supersede_terms``, ``supersede_ratio``:
+      among the first ``supersede_depth`` ranked blocks, a block that restates an older one (same speaker,
+      told later, vectors at least ``supersede_similarity`` close, sharing at least ``supersede_terms`` of
+      the query words either holds, scoring at least ``supersede_ratio`` x the higher of the two) ranks just
+      above it, and the older hit names it in ``Hit.superseded_by``; queries about the past are left as
+      ranked (:mod:`memlane.core.retrieval.supersession`). ``supersede=False`` turns it off.
     """
 
     mode: SearchMode = SearchMode.HYBRID
@@ -70,6 +76,11 @@ class SearchSettings:
     words_k: int = RRF_K
     time_weight: float = 0.0
     time_tolerance: float = 0.5
+    supersede: bool = True
+    supersede_depth: int = 10
+    supersede_similarity: float = 0.5
+    supersede_terms: float = 0.5
+    supersede_ratio: float = 0.5
 
     def __post_init__(self) -> None:
         if not isinstance(self.fusion, Fusion):
@@ -78,7 +89,9 @@ class SearchSettings:
             except ValueError:
                 known = ", ".join(f.value for f in Fusion)
                 raise ValidationError(f"must be one of {known}, not {self.fusion!r}", where="fusion") from None
-        for name in ("candidates", "rrf_k", "session_top", "neighbour_span", "words_k"):
+        if not isinstance(self.supersede, bool):
+            raise ValidationError(f"must be true or false, not {self.supersede!r}", where="supersede")
+        for name in ("candidates", "rrf_k", "session_top", "neighbour_span", "words_k", "supersede_depth"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name in _MAY_BE_0 else 1):
                 raise ValidationError(
@@ -88,7 +101,11 @@ class SearchSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
                 raise ValidationError(f"must be a number from 0 to 100, not {value!r}", where=name)
-        for name, top in (("bm25_k1", 10.0), ("bm25_b", 1.0), ("time_tolerance", 2.0)):
+        if self.supersede_depth > MAX_K:
+            raise ValidationError(f"must be at most {MAX_K}, not {self.supersede_depth!r}", where="supersede_depth")
+        limits = (("bm25_k1", 10.0), ("bm25_b", 1.0), ("time_tolerance", 2.0))
+        shares = (("supersede_similarity", 1.0), ("supersede_terms", 1.0), ("supersede_ratio", 1.0))
+        for name, top in (*limits, *shares):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= top:
                 raise ValidationError(f"must be a number from 0 to {top:g}, not {value!r}", where=name)
@@ -169,6 +186,7 @@ PRESETS: dict[str, SearchSettings] = {
     "hybrid-rrf": _PLAIN,
     "hybrid-rank": _RANK,
     "hybrid-no-time": _NO_TIME,
+    "hybrid-no-supersede": replace(_DEFAULT, supersede=False),
     "hybrid-no-words": _NO_WORDS,
     "hybrid-fusion": replace(_NO_WORDS, session_weight=0.0, neighbour_weight=0.0),
     "hybrid-session": replace(_NO_WORDS, neighbour_weight=0.0),

@@ -270,6 +270,11 @@ class HitOut(BlockOut):
         description="Ids of the same exchange's blocks from the other perspectives that also matched, folded "
         "into this hit (each exchange is returned once)."
     )
+    superseded_by: list[str] = Field(
+        default_factory=list,
+        description="Ids of newer blocks among this search's candidates that restate what this one says, newest "
+        "first: a hint that this hit may be outdated (it is never deleted). Empty when nothing newer restates it.",
+    )
 
 
 class AddOut(BaseModel):

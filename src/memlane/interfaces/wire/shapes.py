@@ -52,6 +52,7 @@ def hit_json(h: Hit) -> dict[str, Any]:
         "score_kind": h.score_kind,
         "ranks": h.ranks,
         "other_perspectives": list(h.other_perspectives),
+        "superseded_by": list(h.superseded_by),
     }
 
 

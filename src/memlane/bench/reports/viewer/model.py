@@ -35,13 +35,15 @@ from memlane.core.errors import MemlaneError, ValidationError
 
 TOP = 10  # hits shown per system and question
 TEXT_CHARS = 600  # a turn's text is cut there (LongMemEval's assistant replies run to thousands)
-_RECALL = re.compile(r"^(session|turn)/(recall_all|recall_any)@\d+$")
+_RECALL = re.compile(r"^(session|turn)/(?:(recall_all|recall_any)@\d+|latest_first|latest@1)$")
 RETRIEVAL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("session/recall_all@5", "session R_all@5"),
     ("session/recall_all@10", "session R_all@10"),
     ("session/recall_any@5", "session R_any@5"),
     ("turn/recall_all@10", "turn R_all@10"),
     ("turn/recall_all@50", "turn R_all@50"),
+    ("session/latest_first", "session latest first"),
+    ("session/latest@1", "session latest@1"),
 )
 QA_COLUMNS: tuple[tuple[str, str], ...] = (("j", "J"), ("f1", "F1"), ("bleu1", "BLEU-1"))
 

@@ -1,0 +1,62 @@
+"""Cross-validated supersession thresholds: folds by namespace, held-out figures from points picked without
+them, scores equal to a retrieval run's; and a run restricted to some question categories."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from bench_runs import make_data_dir, options
+
+from memlane.bench.retrieval.crossval import (
+    cross_validate,
+    fold_of,
+    grid_points,
+    objective,
+    prepare,
+    question_scores,
+)
+from memlane.bench.retrieval.run import run_retrieval
+from memlane.bench.retrieval.runlog import read_log
+from memlane.bench.retrieval.tune import collect
+from memlane.core.retrieval import PRESETS
+
+
+def test_folds_and_objective() -> None:
+    assert fold_of("conv-a", 5) == fold_of("conv-a", 5)
+    assert {fold_of(f"q{i}", 5) for i in range(100)} == set(range(5))
+    rows = [{"a": 1.0, "b": 0.0}, {"a": 0.0}, None]
+    assert objective(rows, {"a": 1.0, "b": 10.0}) == 0.5  # b's mean is over the one row that has it
+
+
+def test_held_out_figures_come_from_points_picked_without_their_fold(tmp_path: Path) -> None:
+    make_data_dir(tmp_path, questions=12)
+    opts = options(tmp_path, modes=("hybrid",))
+    run_retrieval(opts, tmp_path / "run", progress=False)
+    logged = {r.sample.sample_id: r.scores for r in read_log(tmp_path / "run" / "log.jsonl").records}
+    parts = [collect(opts, split=s) for s in ("dev", "test")]
+    dev = replace(parts[0], questions=parts[0].questions + parts[1].questions)
+    questions = prepare(dev, replace(PRESETS["hybrid"], supersede=False))
+    # With the shipped settings, the offline path scores every question as the run did.
+    for q in questions:
+        assert question_scores(dev, q, PRESETS["hybrid"]) == logged[q.sample.sample_id]
+    grid = {"supersede_similarity": (0.0, 0.99), "supersede_ratio": (0.0, 0.9)}
+    points = grid_points(PRESETS["hybrid"], grid)
+    assert len(points) == 4
+    off = replace(PRESETS["hybrid"], supersede=False)
+    cv = cross_validate({"lme": dev}, {"lme": questions}, points, off, folds=3)
+    assert len(cv.picked) == 3 and cv.chosen in points
+    for q, held in zip(questions, cv.held_out["lme"], strict=True):
+        assert held == question_scores(dev, q, cv.picked[fold_of(q.sample.namespace, 3)])
+    assert cv.off["lme"] == [question_scores(dev, q, off) for q in questions]
+
+
+def test_a_run_of_some_categories_asks_only_those(tmp_path: Path) -> None:
+    make_data_dir(tmp_path, questions=6)
+    full = run_retrieval(options(tmp_path, modes=("hybrid",)), tmp_path / "all", progress=False)
+    categories = {r.sample.category for r in read_log(tmp_path / "all" / "log.jsonl").records}
+    keep = sorted(categories)[0]
+    part = run_retrieval(options(tmp_path, modes=("hybrid",), categories=(keep,)), tmp_path / "part", progress=False)
+    records = read_log(tmp_path / "part" / "log.jsonl").records
+    assert records and {r.sample.category for r in records} == {keep}
+    assert part.written == len(records) < full.written
