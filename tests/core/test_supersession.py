@@ -27,7 +27,7 @@ SETTINGS = SearchSettings(supersede_similarity=0.5, supersede_terms=0.5, superse
 
 
 def version(days: float, vectors: np.ndarray = SAME, speaker: str = "user", words: frozenset[str] = BIKES) -> Version:
-    return Version(T0 + days * DAY, speaker, vectors, words)
+    return Version(T0 + days * DAY, speaker, words, (), vectors)
 
 
 def order(ranked: Scored) -> list[int]:

@@ -507,6 +507,7 @@ class Memory(RetentionMethods):
             settings,
             asked=asked,
             until=until,
+            fetch=2 * k if distinct else k,  # what hits reads first
         )
         kind = score_kind(settings)
         return hits(self.store, user, ranked, k, kind, distinct=distinct, superseded_by=newer, known=known)
