@@ -286,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             known = pickle.load(f)  # a file this command wrote
     tables = {}
     for name, qs in questions.items():
-        rows = known.setdefault(f"{name}|{args.categories}|{args.preset}", {})
+        rows = known.setdefault(f"{name}|{','.join(sorted(keep.get(name, ())))}|{args.preset}", {})
         tables[name] = score_table(devs[name], qs, points, known=rows, progress=True)
         if args.tables:
             with args.tables.open("wb") as f:
