@@ -48,6 +48,7 @@ DEFAULT_GRID: dict[str, tuple[float, ...]] = {
     "supersede_similarity": (0.3, 0.45, 0.6, 0.75),
     "supersede_terms": (0.0, 0.25, 0.5, 0.75),
     "supersede_ratio": (0.3, 0.5, 0.7),
+    "supersede_sessions": (0, 1),
 }
 Scores = dict[str, float]
 
@@ -91,8 +92,9 @@ def question_scores(dev: DevSet, q: Question, settings: SearchSettings) -> Score
         return None
     asked = q.sample.question_date or now_utc()
     until = to_epoch(asked) if q.sample.question_date else None
+    sessions = {ref: b.session_id for ref, b in q.candidates.blocks.items()}
     ranked, _ = retrieval.supersede(
-        q.ranked, q.candidates.versions, q.sample.question, settings, asked=asked, until=until
+        q.ranked, q.candidates.versions, q.sample.question, settings, asked=asked, until=until, sessions=sessions
     )
     same = [ref for ref, _, _ in ranked[: dev.depth]] == [ref for ref, _, _ in q.ranked[: dev.depth]]
     if same and q.scored_unchanged:
@@ -112,7 +114,9 @@ def grid_points(base: SearchSettings, grid: Mapping[str, Sequence[float]]) -> li
     names = list(grid)
     points = []
     for values in itertools.product(*(grid[n] for n in names)):
-        point = {n: int(v) if n == "supersede_depth" else float(v) for n, v in zip(names, values, strict=True)}
+        point: dict[str, object] = {}
+        for n, v in zip(names, values, strict=True):
+            point[n] = int(v) if n == "supersede_depth" else bool(v) if n == "supersede_sessions" else float(v)
         points.append(replace(base, **point))  # type: ignore[arg-type]
     return points
 

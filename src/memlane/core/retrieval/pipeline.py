@@ -177,7 +177,10 @@ def supersede_ranked(
     blocks = store.fetch_blocks(user, [ref for ref, _, _ in ranked[: max(settings.supersede_depth, fetch)]])
     versions = {ref: version_of(blocks[ref]) for ref, _, _ in ranked[: settings.supersede_depth] if ref in blocks}
     read = cache_reader(cache, model_id)
-    reordered, newer = supersede(ranked, versions, query, settings, asked=asked, until=until, read=read)
+    sessions = {ref: b.session_id for ref, b in blocks.items()}
+    reordered, newer = supersede(
+        ranked, versions, query, settings, asked=asked, until=until, read=read, sessions=sessions
+    )
     ids = {old: tuple(blocks[n].id for n in news) for old, news in newer.items()}
     return reordered, ids, blocks
 

@@ -15,8 +15,9 @@ candidates (``supersede_depth``), a block *supersedes* an older one when:
   hold, at least ``supersede_terms``);
 * and both answer the query: the lower-ranked one scores at least ``supersede_ratio`` x the higher one.
 
-The newer block then ranks just above the highest older block it supersedes (a chain of versions ends
-newest first), and every superseded hit names its newer versions (``Hit.superseded_by``). Nothing is
+The newer block then ranks just above the highest older block it supersedes (with ``supersede_sessions``,
+above every block of that older block's session ranked above it: the older telling's context; a chain of
+versions ends newest first), and every superseded hit names its newer versions (``Hit.superseded_by``). Nothing is
 deleted or hidden: the older version stays among the hits, one place lower. A query about the past
 ("what did I say in March", "what was my previous ...", "used to", "originally", "before I ...") is left
 as ranked, and so is a query that names a time ("two weeks ago", "last month": :func:`asks_about_past`).
@@ -148,14 +149,17 @@ def supersede(
     asked: datetime,
     until: float | None = None,
     read: VectorReader | None = None,
+    sessions: Mapping[int, str] | None = None,
 ) -> tuple[Scored, dict[int, tuple[int, ...]]]:
     """``ranked`` with each newer version of a fact moved just above the older versions it supersedes,
     and, for every superseded reference, its newer versions' references (newest first). Only the first
     ``settings.supersede_depth`` entries take part; entries without a :class:`Version` take no part.
     ``asked``: when the question is asked (its time phrases are read against it); ``until``: the time
     asked about (epoch seconds): a block told after it supersedes nothing. ``read``: where to read the
-    vectors of versions that lack them, only for the pairs that passed every other test. See the module
-    doc for the rule; the scores are left as they were (the order says who supersedes whom)."""
+    vectors of versions that lack them, only for the pairs that passed every other test. ``sessions``:
+    each reference's session, read with ``settings.supersede_sessions`` (the newer version then ranks above
+    every block of the older one's session that ranked above it). See the module doc for the rule; the
+    scores are left as they were (the order says who supersedes whom)."""
     depth = min(settings.supersede_depth, len(ranked))
     if not settings.supersede or depth < 2 or asks_about_past(query, asked):
         return ranked, {}
@@ -201,7 +205,11 @@ def supersede(
         for new in news:
             older_of.setdefault(new, []).append(old)
     for ref in sorted(older_of, key=lambda r: versions[r].time):
-        best = min(key[o] for o in older_of[ref])
+        olds = older_of[ref]
+        if settings.supersede_sessions and sessions:
+            told = {sessions[o] for o in olds if o in sessions}
+            olds = [*olds, *(x for x in place if x != ref and sessions.get(x) in told and place[x] < place[ref])]
+        best = min(key[o] for o in olds)
         if best < key[ref]:
             key[ref] = (best[0], best[1] - 1)
     reordered = sorted(top, key=lambda h: (key[h[0]], place[h[0]]))
