@@ -3,6 +3,7 @@ them, scores equal to a retrieval run's; and a run restricted to some question c
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -60,3 +61,17 @@ def test_a_run_of_some_categories_asks_only_those(tmp_path: Path) -> None:
     records = read_log(tmp_path / "part" / "log.jsonl").records
     assert records and {r.sample.category for r in records} == {keep}
     assert part.written == len(records) < full.written
+
+
+def test_reports_show_whether_the_newest_evidence_ranks_first(tmp_path: Path) -> None:
+    make_data_dir(tmp_path, questions=8)
+    run_retrieval(options(tmp_path, modes=("hybrid-no-supersede", "hybrid")), tmp_path / "run", progress=False)
+    records = read_log(tmp_path / "run" / "log.jsonl").records
+    dated = [r for r in records if r.scores and "session/latest_first" in r.scores]
+    assert dated, "the synthetic questions have evidence told on several dates"
+    report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    assert "## Newest evidence first" in report and "| hybrid-no-supersede | overall |" in report
+    results = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
+    means = results["modes"]["hybrid"]["groups"]["overall"]["means"]
+    expected = sum(r.scores["session/latest_first"] for r in dated if r.mode == "hybrid") / (len(dated) / 2)
+    assert means["session/latest_first"] == round(expected, 6)

@@ -27,7 +27,7 @@ SETTINGS = SearchSettings(supersede_similarity=0.5, supersede_terms=0.5, superse
 
 
 def version(days: float, vectors: np.ndarray = SAME, speaker: str = "user", words: frozenset[str] = BIKES) -> Version:
-    return Version(T0 + days * DAY, speaker, vectors, words)
+    return Version(T0 + days * DAY, speaker, words, (), vectors)
 
 
 def order(ranked: Scored) -> list[int]:
@@ -134,3 +134,14 @@ def test_search_puts_the_newest_version_first_and_points_the_older_one_at_it(mem
     # asked about the past: as ranked
     past = mem.search("alice", "how many bikes did I originally have in the garage", 3, mode=settings, at=ASKED)
     assert past[0].block.session_id == "march" and past[0].superseded_by == ()
+
+
+def test_with_sessions_the_newer_version_also_passes_the_rest_of_the_older_session() -> None:
+    ranked: Scored = [(2, 1.0, {}), (1, 0.95, {}), (3, 0.9, {})]
+    versions = {2: version(0, FAR, words=frozenset({"tea"})), 1: version(0), 3: version(90, CLOSE)}
+    sessions = {1: "march", 2: "march", 3: "june"}
+    plain, _ = supersede(ranked, versions, QUERY, SETTINGS, asked=ASKED, sessions=sessions)
+    assert order(plain) == [2, 3, 1]  # above the version it restates only
+    wide = replace(SETTINGS, supersede_sessions=True)
+    lifted, newer = supersede(ranked, versions, QUERY, wide, asked=ASKED, sessions=sessions)
+    assert order(lifted) == [3, 2, 1] and newer == {1: (3,)}

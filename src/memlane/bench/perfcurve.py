@@ -6,7 +6,8 @@ Stages, each the p50 (and p95) over the same queries, timed by calling the store
 ``embed`` (the query's embedding), ``vector`` (the store's vector candidates: the approximate index past
 its threshold, else the exact scan), ``vector_exact`` (the exact scan, for comparison), ``keyword`` (BM25
 candidates), and ``search`` (``Memory.search`` end to end, hybrid preset; ``search_no_supersede``: the
-same without supersession, timed right after it); ``ranking`` is ``search`` minus
+same without supersession, timed right after it for every other query and right before it for the others);
+``ranking`` is ``search`` minus
 the three stages it runs (fusion, context, fetching blocks).
 """
 
@@ -48,7 +49,11 @@ def measure_stages(mem: Memory, exact: Store, user: str, queries: list[str], lab
     exact.vector_candidates(user, vectors[0], CANDIDATES)
     times: dict[str, list[float]] = {s: [] for s in (*STAGES, "vector_exact", "search_no_supersede")}
     recall10 = recall50 = 0.0
-    for text, vec in zip(queries, vectors, strict=True):
+    for i, (text, vec) in enumerate(zip(queries, vectors, strict=True)):
+        if i % 2:  # every other query, the search without supersession runs first: no order favours one
+            t = time.perf_counter()
+            mem.search(user, text, 10, mode=NO_SUPERSEDE)
+            times["search_no_supersede"].append((time.perf_counter() - t) * 1000)
         t0 = time.perf_counter()
         embedder.embed([text])
         t1 = time.perf_counter()
@@ -60,9 +65,9 @@ def measure_stages(mem: Memory, exact: Store, user: str, queries: list[str], lab
         t4 = time.perf_counter()
         mem.search(user, text, 10)
         t5 = time.perf_counter()
-        # The same search without supersession, in the same run: what supersession costs.
-        mem.search(user, text, 10, mode=NO_SUPERSEDE)
-        times["search_no_supersede"].append((time.perf_counter() - t5) * 1000)
+        if not i % 2:  # the same search without supersession, in the same run: what supersession costs
+            mem.search(user, text, 10, mode=NO_SUPERSEDE)
+            times["search_no_supersede"].append((time.perf_counter() - t5) * 1000)
         for stage, (a, b) in zip(
             ("embed", "vector", "vector_exact", "keyword", "search"),
             ((t0, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5)),

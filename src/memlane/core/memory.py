@@ -544,6 +544,7 @@ class Memory(ModelMethods, RetentionMethods):
             settings,
             asked=asked,
             until=until,
+            fetch=2 * k if distinct else k,  # what hits reads first
         )
         kind = score_kind(settings)
         top = hits(self.store, user, ranked, k, kind, distinct=distinct, superseded_by=newer, known=known)

@@ -44,10 +44,11 @@ RECALL = ("session/recall_all@5", "session/recall_all@10", "turn/recall_all@10")
 RECENCY = ("session/latest_first", "session/latest@1")
 DEFAULT_WEIGHTS: dict[str, float] = {**dict.fromkeys(RECENCY, 1.0), **dict.fromkeys(RECALL, 10.0)}
 DEFAULT_GRID: dict[str, tuple[float, ...]] = {
-    "supersede_depth": (5, 10, 20),
-    "supersede_similarity": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7),
+    "supersede_depth": (5, 10),
+    "supersede_similarity": (0.3, 0.45, 0.6, 0.75),
     "supersede_terms": (0.0, 0.25, 0.5, 0.75),
-    "supersede_ratio": (0.0, 0.3, 0.5, 0.7),
+    "supersede_ratio": (0.3, 0.5, 0.7),
+    "supersede_sessions": (0, 1),
 }
 Scores = dict[str, float]
 
@@ -91,8 +92,9 @@ def question_scores(dev: DevSet, q: Question, settings: SearchSettings) -> Score
         return None
     asked = q.sample.question_date or now_utc()
     until = to_epoch(asked) if q.sample.question_date else None
+    sessions = {ref: b.session_id for ref, b in q.candidates.blocks.items()}
     ranked, _ = retrieval.supersede(
-        q.ranked, q.candidates.versions, q.sample.question, settings, asked=asked, until=until
+        q.ranked, q.candidates.versions, q.sample.question, settings, asked=asked, until=until, sessions=sessions
     )
     same = [ref for ref, _, _ in ranked[: dev.depth]] == [ref for ref, _, _ in q.ranked[: dev.depth]]
     if same and q.scored_unchanged:
@@ -112,7 +114,9 @@ def grid_points(base: SearchSettings, grid: Mapping[str, Sequence[float]]) -> li
     names = list(grid)
     points = []
     for values in itertools.product(*(grid[n] for n in names)):
-        point = {n: int(v) if n == "supersede_depth" else float(v) for n, v in zip(names, values, strict=True)}
+        point: dict[str, object] = {}
+        for n, v in zip(names, values, strict=True):
+            point[n] = int(v) if n == "supersede_depth" else bool(v) if n == "supersede_sessions" else float(v)
         points.append(replace(base, **point))  # type: ignore[arg-type]
     return points
 
@@ -151,6 +155,35 @@ class CrossValidation:
     chosen: SearchSettings
 
 
+def point_key(settings: SearchSettings) -> str:
+    """A grid point as a stable text (its supersession settings)."""
+    return json.dumps({k: v for k, v in settings.to_json().items() if k.startswith("supersede")}, sort_keys=True)
+
+
+def score_table(
+    dev: DevSet,
+    questions: Sequence[Question],
+    points: Sequence[SearchSettings],
+    *,
+    known: dict[str, list[Scores | None]] | None = None,
+    progress: bool = False,
+) -> list[list[Scores | None]]:
+    """Every question's scores under every point; ``known`` (by :func:`point_key`) holds rows already
+    computed, and gains the new ones."""
+    rows: list[list[Scores | None]] = []
+    for i, p in enumerate(points):
+        key = point_key(p)
+        if known is not None and key in known:
+            rows.append(known[key])
+            continue
+        rows.append([question_scores(dev, q, p) for q in questions])
+        if known is not None:
+            known[key] = rows[-1]
+        if progress:
+            print(f"{dev.dataset}: grid point {i + 1}/{len(points)}", file=sys.stderr, flush=True)
+    return rows
+
+
 def cross_validate(
     devs: Mapping[str, DevSet],
     questions: Mapping[str, list[Question]],
@@ -160,14 +193,14 @@ def cross_validate(
     folds: int = 5,
     weights: Mapping[str, float] = DEFAULT_WEIGHTS,
     progress: bool = False,
+    tables: Mapping[str, list[list[Scores | None]]] | None = None,
 ) -> CrossValidation:
-    """Score every point on every question once, then pick per fold on the other folds (see the module doc)."""
-    table: dict[str, list[list[Scores | None]]] = {name: [] for name in questions}
-    for i, p in enumerate(points):
-        for name, qs in questions.items():
-            table[name].append([question_scores(devs[name], q, p) for q in qs])
-        if progress:
-            print(f"grid point {i + 1}/{len(points)}", file=sys.stderr, flush=True)
+    """Score every point on every question once (``tables``: those scores, per data set, already computed
+    by :func:`score_table`), then pick per fold on the other folds (see the module doc)."""
+    table = dict(tables) if tables is not None else {}
+    for name, qs in questions.items():
+        if name not in table:
+            table[name] = score_table(devs[name], qs, points, progress=progress)
     fold = {name: [fold_of(q.sample.namespace, folds) for q in qs] for name, qs in questions.items()}
 
     def pick(keep: int | None) -> int:
@@ -224,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--preset", default="hybrid", help="the ranking before supersession")
     parser.add_argument("--out", type=Path, help="write the figures and picks here as JSON")
     parser.add_argument("--collected", type=Path, help="keep the collected candidates in this pickle and reuse them")
+    parser.add_argument("--tables", type=Path, help="keep each grid point's scores in this pickle and reuse them")
     args = parser.parse_args(argv)
     keep: dict[str, frozenset[str]] = {}
     for part in filter(None, args.categories.split(";")):
@@ -250,17 +284,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         questions[name] = prepare(dev, replace(base, supersede=False), keep.get(name))
         print(f"{name}: {len(questions[name])} questions", file=sys.stderr)
     points = grid_points(replace(base, supersede=True), DEFAULT_GRID)
-    cv = cross_validate(devs, questions, points, replace(base, supersede=False), folds=args.folds, progress=True)
+    known: dict[str, dict[str, list[Scores | None]]] = {}
+    if args.tables and args.tables.exists():
+        with args.tables.open("rb") as f:
+            known = pickle.load(f)  # a file this command wrote
+    tables = {}
+    for name, qs in questions.items():
+        rows = known.setdefault(f"{name}|{','.join(sorted(keep.get(name, ())))}|{args.preset}", {})
+        tables[name] = score_table(devs[name], qs, points, known=rows, progress=True)
+        if args.tables:
+            with args.tables.open("wb") as f:
+                pickle.dump(known, f)
+    off = replace(base, supersede=False)
+    cv = cross_validate(devs, questions, points, off, folds=args.folds, tables=tables)
     print(report(cv))
     print("\npicked per fold:", [_settings_json(p) for p in cv.picked])
     print("chosen on every question:", _settings_json(cv.chosen))
     if args.out:
-        rows = {
+        written: dict[str, object] = {
             "picked": [_settings_json(p) for p in cv.picked],
             "chosen": _settings_json(cv.chosen),
             "report": report(cv),
         }
-        args.out.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        args.out.write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
     return 0
 
 

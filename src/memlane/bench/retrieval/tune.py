@@ -125,7 +125,10 @@ def question_rankings(dev: DevSet, q: QuestionCandidates, settings: SearchSettin
     ranked = retrieval.rank(q.candidates, settings, asked=asked)
     # As bench retrieval's searches, which pass the question date as ``at``.
     until = to_epoch(asked) if q.sample.question_date else None
-    ranked, _ = retrieval.supersede(ranked, q.versions, q.sample.question, settings, asked=asked, until=until)
+    sessions = {ref: b.session_id for ref, b in q.blocks.items()}
+    ranked, _ = retrieval.supersede(
+        ranked, q.versions, q.sample.question, settings, asked=asked, until=until, sessions=sessions
+    )
     top = ranked[: dev.depth]
     return rank((q.blocks[ref] for ref, _, _ in top), q.index, max(MIN_RANKING_LENGTH, max(dev.ks)))
 

@@ -30,7 +30,7 @@ from memlane.core.ranking.session_words import session_word_ranks
 from memlane.core.retrieval.context import Position, rescore
 from memlane.core.retrieval.fusion import Scored, fuse
 from memlane.core.retrieval.settings import ScoreKind, SearchSettings
-from memlane.core.retrieval.supersession import asks_about_past, supersede, versions_of
+from memlane.core.retrieval.supersession import asks_about_past, cache_reader, supersede, version_of
 from memlane.core.store.protocol import Store
 from memlane.core.time_phrases import time_windows
 
@@ -189,17 +189,24 @@ def supersede_ranked(
     *,
     asked: datetime,
     until: float | None = None,
+    fetch: int = 0,
 ) -> tuple[Scored, dict[int, tuple[str, ...]], dict[int, MemoryBlock]]:
     """Supersession over ``ranked`` (:func:`memlane.core.retrieval.supersession.supersede`): the new order,
     the ids of each superseded reference's newer versions, and the blocks read to decide (for
     :func:`hits` to reuse). ``cache``: where the memory's embedder keeps the blocks' vectors, those of
     ``model_id``;
-    ``asked``: when the question is asked; ``until``: the time asked about (epoch seconds)."""
+    ``asked``: when the question is asked; ``until``: the time asked about (epoch seconds). ``fetch``: read
+    at least that many of the first blocks in the same read, for :func:`hits` (the step only reorders
+    within its depth, so the first blocks stay the first blocks)."""
     if not settings.supersede or settings.supersede_depth < 2 or asks_about_past(query, asked):
         return ranked, {}, {}
-    blocks = store.fetch_blocks(user, [ref for ref, _, _ in ranked[: settings.supersede_depth]])
-    versions = versions_of(cache, model_id, blocks)
-    reordered, newer = supersede(ranked, versions, query, settings, asked=asked, until=until)
+    blocks = store.fetch_blocks(user, [ref for ref, _, _ in ranked[: max(settings.supersede_depth, fetch)]])
+    versions = {ref: version_of(blocks[ref]) for ref, _, _ in ranked[: settings.supersede_depth] if ref in blocks}
+    read = cache_reader(cache, model_id)
+    sessions = {ref: b.session_id for ref, b in blocks.items()}
+    reordered, newer = supersede(
+        ranked, versions, query, settings, asked=asked, until=until, read=read, sessions=sessions
+    )
     ids = {old: tuple(blocks[n].id for n in news) for old, news in newer.items()}
     return reordered, ids, blocks
 

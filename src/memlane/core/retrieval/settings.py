@@ -56,7 +56,8 @@ class SearchSettings:
       told later, vectors at least ``supersede_similarity`` close, sharing at least ``supersede_terms`` of
       the query words either holds, scoring at least ``supersede_ratio`` x the higher of the two) ranks just
       above it, and the older hit names it in ``Hit.superseded_by``; queries about the past are left as
-      ranked (:mod:`memlane.core.retrieval.supersession`). ``supersede=False`` turns it off.
+      ranked (:mod:`memlane.core.retrieval.supersession`). ``supersede=False`` turns it off; with
+      ``supersede_sessions`` the newer block also ranks above the rest of the older one's session above it.
     """
 
     mode: SearchMode = SearchMode.HYBRID
@@ -81,6 +82,7 @@ class SearchSettings:
     supersede_similarity: float = 0.5
     supersede_terms: float = 0.5
     supersede_ratio: float = 0.5
+    supersede_sessions: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.fusion, Fusion):
@@ -89,8 +91,9 @@ class SearchSettings:
             except ValueError:
                 known = ", ".join(f.value for f in Fusion)
                 raise ValidationError(f"must be one of {known}, not {self.fusion!r}", where="fusion") from None
-        if not isinstance(self.supersede, bool):
-            raise ValidationError(f"must be true or false, not {self.supersede!r}", where="supersede")
+        for name in ("supersede", "supersede_sessions"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValidationError(f"must be true or false, not {getattr(self, name)!r}", where=name)
         for name in ("candidates", "rrf_k", "session_top", "neighbour_span", "words_k", "supersede_depth"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name in _MAY_BE_0 else 1):

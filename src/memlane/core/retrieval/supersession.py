@@ -15,8 +15,9 @@ candidates (``supersede_depth``), a block *supersedes* an older one when:
   hold, at least ``supersede_terms``);
 * and both answer the query: the lower-ranked one scores at least ``supersede_ratio`` x the higher one.
 
-The newer block then ranks just above the highest older block it supersedes (a chain of versions ends
-newest first), and every superseded hit names its newer versions (``Hit.superseded_by``). Nothing is
+The newer block then ranks just above the highest older block it supersedes (with ``supersede_sessions``,
+above every block of that older block's session ranked above it: the older telling's context; a chain of
+versions ends newest first), and every superseded hit names its newer versions (``Hit.superseded_by``). Nothing is
 deleted or hidden: the older version stays among the hits, one place lower. A query about the past
 ("what did I say in March", "what was my previous ...", "used to", "originally", "before I ...") is left
 as ranked, and so is a query that names a time ("two weeks ago", "last month": :func:`asks_about_past`).
@@ -26,8 +27,8 @@ docs/design/008-supersession.md says why this works and where it fails.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -63,13 +64,15 @@ def asks_about_past(query: str, asked: datetime) -> bool:
 @dataclass(frozen=True, slots=True)
 class Version:
     """What supersession reads of one candidate: when it was told (epoch seconds), by whom (its
-    perspective), its vectors (message first, then its extracted facts', unit length; may be empty) and its
-    words (lower-cased)."""
+    perspective), its words (lower-cased), the hashes of its message and extracted facts, and their vectors
+    (unit length, in that order, those the cache holds; None until read: they are read only for the blocks
+    of a pair that passed every other test)."""
 
     time: float
     speaker: str
-    vectors: Vectors
     words: frozenset[str]
+    hashes: tuple[str, ...]
+    vectors: Vectors | None = None
 
 
 def block_words(block: MemoryBlock) -> frozenset[str]:
@@ -78,32 +81,63 @@ def block_words(block: MemoryBlock) -> frozenset[str]:
     return frozenset(_WORD.findall(text.lower()))
 
 
-def versions_of(cache: EmbeddingCache, model_id: str, blocks: Mapping[int, MemoryBlock]) -> dict[int, Version]:
-    """Each block's :class:`Version`, its vectors read from the embedding cache the memory writes them to
-    (by the content hash of the message and of each fact: the vectors the search keys were made from)."""
-    hashes: dict[int, list[str]] = {
-        ref: [b.content_hash, *(content_hash(c) for c in b.contexts)] for ref, b in blocks.items()
-    }
-    found = cache.get_vectors(model_id, list(dict.fromkeys(h for hs in hashes.values() for h in hs)))
+def version_of(block: MemoryBlock) -> Version:
+    """A block's :class:`Version`, its vectors not read yet."""
+    hashes = (block.content_hash, *(content_hash(c) for c in block.contexts))
+    return Version(to_epoch(block.event_time), block.perspective, block_words(block), hashes)
+
+
+VectorReader = Callable[[Sequence[str]], Mapping[str, Vectors]]
+
+
+def cache_reader(cache: EmbeddingCache, model_id: str) -> VectorReader:
+    """Vectors by content hash from the embedding cache the memory writes them to (the vectors the search
+    keys were made from)."""
+    return lambda hashes: cache.get_vectors(model_id, list(hashes))
+
+
+def with_vectors(versions: Mapping[int, Version], read: VectorReader) -> dict[int, Version]:
+    """``versions`` with their vectors read (in one call of ``read``)."""
+    found = read(list(dict.fromkeys(h for v in versions.values() for h in v.hashes)))
     out: dict[int, Version] = {}
-    for ref, block in blocks.items():
-        vecs = [found[h] for h in hashes[ref] if h in found]
+    for ref, v in versions.items():
+        vecs = [found[h] for h in v.hashes if h in found]
         matrix = np.vstack(vecs).astype(np.float32) if vecs else np.zeros((0, 0), dtype=np.float32)
-        out[ref] = Version(to_epoch(block.event_time), block.perspective, matrix, block_words(block))
+        out[ref] = replace(v, vectors=matrix)
     return out
 
 
-def _similarity(a: Version, b: Version) -> float:
-    if a.vectors.size == 0 or b.vectors.size == 0 or a.vectors.shape[1] != b.vectors.shape[1]:
-        return 0.0
-    return float(np.max(a.vectors @ b.vectors.T))
+def versions_of(cache: EmbeddingCache, model_id: str, blocks: Mapping[int, MemoryBlock]) -> dict[int, Version]:
+    """Each block's :class:`Version` with its vectors read from the embedding cache."""
+    return with_vectors({ref: version_of(b) for ref, b in blocks.items()}, cache_reader(cache, model_id))
 
 
-def _shared_terms(a: Version, b: Version, terms: Sequence[str]) -> float:
-    either = [t for t in terms if t in a.words or t in b.words]
-    if not either:
-        return 0.0
-    return sum(t in a.words and t in b.words for t in either) / len(either)
+def _similarities(versions: Mapping[int, Version]) -> Callable[[int, int], float]:
+    """The best cosine between two versions' vectors (0 when either has none), from one product of all
+    their vectors."""
+    rows: dict[int, range] = {}
+    mats: list[Vectors] = []
+    start = 0
+    dim = next((v.vectors.shape[1] for v in versions.values() if v.vectors is not None and v.vectors.size), 0)
+    for ref, v in versions.items():
+        if v.vectors is not None and v.vectors.size and v.vectors.shape[1] == dim:
+            rows[ref] = range(start, start + len(v.vectors))
+            mats.append(v.vectors)
+            start += len(v.vectors)
+    gram = np.vstack(mats) @ np.vstack(mats).T if mats else np.zeros((0, 0), dtype=np.float32)
+
+    def similarity(a: int, b: int) -> float:
+        ra, rb = rows.get(a), rows.get(b)
+        if ra is None or rb is None:
+            return 0.0
+        return float(gram[ra.start : ra.stop, rb.start : rb.stop].max())
+
+    return similarity
+
+
+def _shared(a: frozenset[str], b: frozenset[str]) -> float:
+    either = a | b
+    return len(a & b) / len(either) if either else 0.0
 
 
 def supersede(
@@ -114,39 +148,53 @@ def supersede(
     *,
     asked: datetime,
     until: float | None = None,
+    read: VectorReader | None = None,
+    sessions: Mapping[int, str] | None = None,
 ) -> tuple[Scored, dict[int, tuple[int, ...]]]:
     """``ranked`` with each newer version of a fact moved just above the older versions it supersedes,
     and, for every superseded reference, its newer versions' references (newest first). Only the first
     ``settings.supersede_depth`` entries take part; entries without a :class:`Version` take no part.
     ``asked``: when the question is asked (its time phrases are read against it); ``until``: the time
-    asked about (epoch seconds): a block told after it supersedes nothing. See the
-    module doc for the rule; the scores are left as they were (the order says who supersedes whom)."""
+    asked about (epoch seconds): a block told after it supersedes nothing. ``read``: where to read the
+    vectors of versions that lack them, only for the pairs that passed every other test. ``sessions``:
+    each reference's session, read with ``settings.supersede_sessions`` (the newer version then ranks above
+    every block of the older one's session that ranked above it). See the module doc for the rule; the
+    scores are left as they were (the order says who supersedes whom)."""
     depth = min(settings.supersede_depth, len(ranked))
     if not settings.supersede or depth < 2 or asks_about_past(query, asked):
         return ranked, {}
     top = ranked[:depth]
-    terms = query_terms(query)
+    terms = frozenset(query_terms(query))
     place = {ref: i for i, (ref, _, _) in enumerate(top)}
     score = {ref: s for ref, s, _ in top}
-    newer: dict[int, list[int]] = {}
-    for old, _, _ in top:
-        vo = versions.get(old)
-        if vo is None:
-            continue
-        for new, _, _ in top:
-            vn = versions.get(new)
-            if vn is None or vn.time < vo.time + MIN_GAP_S or vn.speaker != vo.speaker:
+    matched = {ref: terms & v.words for ref in place if (v := versions.get(ref)) is not None}
+    ratio = settings.supersede_ratio
+    pairs: list[tuple[int, int]] = []  # (old, new) that pass every test but the vectors'
+    for old in matched:
+        vo = versions[old]
+        for new in matched:
+            vn = versions[new]
+            if vn.time < vo.time + MIN_GAP_S or vn.speaker != vo.speaker:
                 continue
             if until is not None and vn.time > until:
                 continue
             high, low = (old, new) if place[old] < place[new] else (new, old)
-            if score[high] <= 0 or score[low] < settings.supersede_ratio * score[high]:
+            if score[high] <= 0 or score[low] < ratio * score[high]:
                 continue
-            if _shared_terms(vo, vn, terms) < settings.supersede_terms:
+            if _shared(matched[old], matched[new]) < settings.supersede_terms:
                 continue
-            if _similarity(vo, vn) < settings.supersede_similarity:
-                continue
+            pairs.append((old, new))
+    if not pairs:
+        return ranked, {}
+    involved = list(dict.fromkeys(ref for pair in pairs for ref in pair))
+    lacking = {ref: versions[ref] for ref in involved if versions[ref].vectors is None}
+    loaded = {**versions, **with_vectors(lacking, read)} if lacking and read is not None else versions
+    similarity = _similarities({ref: loaded[ref] for ref in involved})
+    newer: dict[int, list[int]] = {}
+    for old, new in pairs:
+        if similarity(old, new) >= settings.supersede_similarity:
             newer.setdefault(old, []).append(new)
+    versions = loaded
     if not newer:
         return ranked, {}
     # Each block's place key: a newer version takes the place of the best older one it supersedes, just
@@ -157,7 +205,11 @@ def supersede(
         for new in news:
             older_of.setdefault(new, []).append(old)
     for ref in sorted(older_of, key=lambda r: versions[r].time):
-        best = min(key[o] for o in older_of[ref])
+        olds = older_of[ref]
+        if settings.supersede_sessions and sessions:
+            told = {sessions[o] for o in olds if o in sessions}
+            olds = [*olds, *(x for x in place if x != ref and sessions.get(x) in told and place[x] < place[ref])]
+        best = min(key[o] for o in olds)
         if best < key[ref]:
             key[ref] = (best[0], best[1] - 1)
     reordered = sorted(top, key=lambda h: (key[h[0]], place[h[0]]))

@@ -42,8 +42,6 @@ RETRIEVAL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("session/recall_any@5", "session R_any@5"),
     ("turn/recall_all@10", "turn R_all@10"),
     ("turn/recall_all@50", "turn R_all@50"),
-    ("session/latest_first", "session latest first"),
-    ("session/latest@1", "session latest@1"),
 )
 QA_COLUMNS: tuple[tuple[str, str], ...] = (("j", "J"), ("f1", "F1"), ("bleu1", "BLEU-1"))
 
@@ -219,6 +217,11 @@ def build_model(run_dirs: Sequence[Path], *, data_dir: Path | None = None, top: 
             raise ValidationError(f"not a run log memlane knows (format {fmt!r})", where=str(run_dir))
         run.update({"name": name, "path": str(run_dir), "dataset": dataset, "config": config, "plot": _plot(run_dir)})
         runs.append(run)
+    for by_question in results.values():
+        for rec in by_question.values():
+            m = rec.get("m")
+            if isinstance(m, list) and len(m) < len(metrics):  # a figure only some questions carry
+                m.extend([None] * (len(metrics) - len(m)))
     turns: dict[str, list[str]] = {}
     sessions: dict[str, list[str | None]] = {}
     for key, texts in wanted.items():
