@@ -60,6 +60,7 @@ def test_delete_user_leaves_nothing_of_them(service: Service) -> None:
         "key_vectors": 0,
         "key_terms": 0,
         "retention_policies": 0,
+        "sessions": 0,
         "users": 0,
         "sessions": 0,
     }
