@@ -152,6 +152,8 @@ def test_sessions_users_and_their_deletion(make_store: Callable[..., Store]) -> 
     assert (info.display_name, info.metadata, info.sessions, info.blocks) == ("Cy", {"team": "red", "n": 1}, 2, 2)
     store.create_user("dee", metadata={"team": "blue"})
     assert [u.name for u in store.find_users(metadata={"team": "red"}).items] == ["cy"]
+    assert [u.name for u in store.find_users(metadata={"team": "red", "n": 1}).items] == ["cy"]
+    assert store.find_users(metadata={"n": "1"}).total == 0  # a JSON value: the string is not the number
     assert [u.name for u in store.find_users(name="Cy").items] == ["cy"]
     assert store.find_users(limit=1).total == 2
     store.update_user("dee", display_name="Dee", metadata={"team": "red"})
