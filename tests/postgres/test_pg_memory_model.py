@@ -152,6 +152,8 @@ def test_sessions_users_and_their_deletion(make_store: Callable[..., Store]) -> 
     assert (info.display_name, info.metadata, info.sessions, info.blocks) == ("Cy", {"team": "red", "n": 1}, 2, 2)
     store.create_user("dee", metadata={"team": "blue"})
     assert [u.name for u in store.find_users(metadata={"team": "red"}).items] == ["cy"]
+    assert [u.name for u in store.find_users(metadata={"team": "red", "n": 1}).items] == ["cy"]
+    assert store.find_users(metadata={"n": "1"}).total == 0  # a JSON value: the string is not the number
     assert [u.name for u in store.find_users(name="Cy").items] == ["cy"]
     assert store.find_users(limit=1).total == 2
     store.update_user("dee", display_name="Dee", metadata={"team": "red"})
@@ -199,15 +201,15 @@ def _blocks(mem: Memory, user: str) -> list[MemoryBlock]:
     return mem.store.list_blocks(user, limit=10_000)
 
 
-@pytest.mark.parametrize("ann", [None, 0, -1], ids=["exact", "ann-small-pools", "ann-filtered-index"])
+@pytest.mark.parametrize("ann", [None, 0, -1], ids=["exact", "ann", "ann-exact-fallback"])
 def test_filters_are_exact_in_every_candidate_path(
     make_store: Callable[..., Store], ann: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Random filters against the brute-force reference: rank every block unfiltered, keep those that pass.
-    With the ANN index on, small pools are scored exactly; with the exact-pool bound at 0, every filter goes
-    through the index's filtered iterative scan (and its fallback when that comes up short)."""
+    With the ANN index on, filters go through the index's filtered iterative scan (block ids: their pool);
+    with its budget at nothing, every filtered search falls back to scoring its pool exactly."""
     if ann == -1:
-        monkeypatch.setattr(search, "EXACT_POOL_MIN", 0)
+        monkeypatch.setattr(search, "SCAN_BUDGET", 0)
         ann = 0
     store = make_store(ann=AnnSettings(threshold=ann, background=False))
     mem = Memory(store, HashingEmbedder())

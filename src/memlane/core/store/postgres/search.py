@@ -78,10 +78,12 @@ def vector_top_blocks(
 
     Blocks expired at ``now`` are never candidates: without filters, the user's expired blocks not swept
     yet (an index probe of ``blocks_user_expiry``, empty for a user without TTLs) are left out by
-    reference; with filters (:attr:`Filters.pre`), the pool is the live blocks that pass them. A pool small
-    enough (:func:`exact_pool`) is scored exactly, key by key; a larger one filters the user's scan (exact,
-    or the HNSW index's iterative scan, which falls back to exact scoring of the pool if it comes up
-    short): recall 1.0 wherever the unfiltered search is exact."""
+    reference; with filters (:attr:`Filters.pre`), the pool is the live blocks that pass them. A user
+    searched exactly scores its pool exactly, key by key. Past the ANN threshold, the HNSW index's
+    iterative scan is filtered (a semi-join on the block), within a budget of :data:`SCAN_BUDGET` rows per
+    row asked; when it comes up short (a filter too narrow for the index), the pool is scored exactly
+    instead (a list of block ids goes there at once). Recall 1.0 wherever the unfiltered search is exact,
+    and for every filter narrower than the budget."""
     now = now_epoch(now)
     row = conn.execute(
         "SELECT id, n_keys, set_config('enable_seqscan', 'off', true), "
@@ -102,14 +104,18 @@ def vector_top_blocks(
         where += " AND v.kind = ANY(%(kinds)s::smallint[])"
         params["kinds"] = sorted(KIND_CODES[x] for x in kinds)
     where += _window("v.event_ts", after, before, params)
-    base, rules = where, None
+    base, rules, budget = where, None, None
     if restricts(filters):
         assert filters is not None
         rules = filter_sql(filters.pre, params)
-        cap = exact_pool(n_keys, approximate)
-        pool = _pool(conn, rules, params, cap + 1)
-        if len(pool) <= cap:
-            return _exact_pool(conn, pool, base, params, k)
+        if not approximate or filters.block_ids is not None:
+            # A user searched exactly (at most the threshold's keys), or a list of blocks: the pool itself.
+            cap = exact_pool(n_keys, approximate)
+            pool = _pool(conn, rules, params, cap + 1)
+            if len(pool) <= cap:
+                return _exact_pool(conn, pool, base, params, k)
+        else:
+            budget = SCAN_BUDGET
         where += (
             " AND EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = %(user_id)s::bigint AND b.pk = v.block_pk "
             f"AND {LIVE}{rules})"
@@ -126,7 +132,7 @@ def vector_top_blocks(
     while True:
         params["n"] = want
         if approximate:
-            set_search(conn, ann, want)
+            set_search(conn, ann, want, None if budget is None else budget * want)
         rows = conn.execute(statement, params).fetchall()
         best = _best(rows, k)
         if len(best) == k:
@@ -156,6 +162,11 @@ def exact_pool(n_keys: int, approximate: bool) -> int:
 
 
 EXACT_POOL_MIN = 2000  # blocks a filtered search past the ANN threshold always scores exactly
+# How many keys (per key asked for) a filtered search walks through the HNSW index before it scores the
+# filtered pool exactly instead: the index finds the asked keys within this budget when the filter keeps at
+# least about 1 in SCAN_BUDGET of the user's keys; a narrower filter costs this walk, then an exact score of
+# its (small) pool.
+SCAN_BUDGET = 10
 
 
 def _pool(conn: Conn, rules: str, params: dict[str, object], limit: int | None) -> list[int]:
