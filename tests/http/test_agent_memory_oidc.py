@@ -117,3 +117,37 @@ def test_an_unusable_key_set_stops_the_start(tmp_path: Path) -> None:
     empty.write_text(json.dumps({"keys": []}))
     with pytest.raises(ConfigError):
         OidcVerifier(OidcSettings(empty))
+
+
+def test_memlane_serve_takes_tokens_with_oidc_jwks(tmp_path: Path, signing_key: Any) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import httpx
+    from http_support import ADMIN_KEY, CLI, wait_for_port
+
+    jwk = json.loads(RSAAlgorithm.to_jwk(signing_key.public_key()))
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [{**jwk, "kid": "k1"}]}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
+    env.update({"MEMLANE_ADMIN_KEY": ADMIN_KEY, "MEMLANE_STORE": str(tmp_path / "s.db"), "MEMLANE_EMBEDDER": "hashing"})
+    args = ["--oidc-jwks", str(jwks), "--oidc-issuer", ISSUER, "--oidc-audience", AUDIENCE]
+    cmd = [sys.executable, "-c", CLI, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "0", *args]
+    env["MEMLANE_OIDC_USER_CLAIM"] = "preferred_username"
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    lines: list[str] = []
+    try:
+        base = f"http://127.0.0.1:{wait_for_port(proc, lines)}"
+        bearer = {"Authorization": f"Bearer {token(signing_key)}"}
+        made = httpx.post(f"{base}/users", json={"user_id": "alice", "name": "Alice"}, headers=bearer, timeout=10)
+        assert made.status_code == 201, made.text
+        other = httpx.get(f"{base}/users/bob", headers=bearer, timeout=10)
+        assert other.status_code == 403
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0, "".join(lines)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
