@@ -39,11 +39,44 @@ ROUTES: dict[tuple[str, str], tuple[str, dict[str, Any] | None]] = {
     ("GET", "/v1/users/{user}/retention"): ("admin_or_self", None),
     ("PUT", "/v1/users/{user}/retention"): ("admin", {"max_blocks": 10}),
     ("DELETE", "/v1/users/{user}/retention"): ("admin", None),
+    ("GET", "/v1/users/{user}"): ("admin_or_self", None),
+    ("PATCH", "/v1/users/{user}"): ("admin_or_self", {"display_name": "Bob"}),
+    ("POST", "/v1/facts"): ("user", {"facts": ["A fact."]}),
+    ("POST", "/v1/exchanges"): ("user", {"exchanges": [{"user_content": "hi"}]}),
+    ("PATCH", "/v1/memories/{block_id}"): ("user", {"content": "new"}),
+    ("PUT", "/v1/memories/{block_id}"): ("user", {"content": "new"}),
+    ("GET", "/v1/memories/{block_id}/status"): ("user", None),
+    ("POST", "/v1/memories/{block_id}/requeue"): ("user", None),
+    ("POST", "/v1/memories/ttl"): ("user", {"ttl_s": 60}),
+    ("POST", "/v1/browse"): ("user", {}),
+    ("POST", "/v1/sessions"): ("user", {"session_id": "s1"}),
+    ("GET", "/v1/sessions"): ("user", None),
+    ("GET", "/v1/sessions/{session_id}"): ("user", None),
+    ("PATCH", "/v1/sessions/{session_id}"): ("user", {"metadata": {}}),
+    ("POST", "/v1/sessions/{session_id}/end"): ("user", None),
+    ("DELETE", "/v1/sessions/{session_id}"): ("user", None),
+    ("POST", "/v1/prompts"): ("admin", {"prompt_id": "p1", "text": "Extract."}),
+    ("GET", "/v1/prompts"): ("any", None),
+    ("GET", "/v1/prompts/{prompt_id}"): ("any", None),
+    ("GET", "/v1/prompts/{prompt_id}/versions"): ("any", None),
+    ("GET", "/v1/prompts/{prompt_id}/versions/{version}"): ("any", None),
+    ("PATCH", "/v1/prompts/{prompt_id}"): ("admin", {"description": "x"}),
+    ("POST", "/v1/prompts/{prompt_id}/archive"): ("admin", None),
+    ("DELETE", "/v1/prompts/{prompt_id}"): ("admin", None),
 }
 
 
 def concrete(path: str, user: str = "bob") -> str:
-    return path.replace("{user}", user).replace("{key_id}", "0123456789ab").replace("{block_id}", "01a2b3c4d5e6f7")
+    for name, value in (
+        ("{user}", user),
+        ("{key_id}", "0123456789ab"),
+        ("{block_id}", "01a2b3c4d5e6f7"),
+        ("{session_id}", "s1"),
+        ("{prompt_id}", "p1"),
+        ("{version}", "0"),
+    ):
+        path = path.replace(name, value)
+    return path
 
 
 def call(client: Any, method: str, path: str, body: dict[str, Any] | None) -> Any:
@@ -79,7 +112,12 @@ def test_the_admin_key_on_a_user_route_is_403(service: Service, method: str, pat
     assert resp.status_code == 403
 
 
-READ_ONLY_WRITES = [("POST", "/v1/memories"), ("DELETE", "/v1/memories/{block_id}"), ("DELETE", "/v1/users/{user}")]
+# Every route a user's key may write through (searches and browsing take a POST but only read).
+READ_ONLY_WRITES = sorted(
+    (m, p)
+    for (m, p), (who, _) in ROUTES.items()
+    if who in ("user", "admin_or_self") and m != "GET" and p not in ("/v1/search", "/v1/browse")
+)
 
 
 @pytest.mark.parametrize(("method", "path"), READ_ONLY_WRITES)
@@ -91,6 +129,7 @@ def test_a_read_only_key_is_403_on_every_write(service: Service, method: str, pa
     resp = call(reader, method, path, ROUTES[(method, path)][1])
     assert resp.status_code == 403 and "read-only" in resp.json()["error"]["message"]
     assert service.memory.count("bob") == 0 and service.memory.users()[0].name == "bob"  # nothing written
+    assert service.memory.list_sessions("bob").total == 0
 
 
 def test_a_read_only_key_reads_and_searches(service: Service) -> None:
@@ -100,6 +139,7 @@ def test_a_read_only_key_reads_and_searches(service: Service) -> None:
     reader = service.client(made["key"])
     assert len(reader.get("/v1/memories").json()) == 2
     assert reader.post("/v1/search", json={"query": "hello"}).status_code == 200
+    assert reader.post("/v1/browse", json={}).status_code == 200
     roles = {k["key_id"]: k["role"] for k in service.admin.get("/v1/users/bob/keys").json()}
     assert roles[made["key_id"]] == "read-only" and sorted(roles.values()) == ["read-only", "read-write"]
     bad = service.admin.post("/v1/users/bob/keys", json={"role": "root"})

@@ -24,7 +24,7 @@ from memlane.interfaces.http.json_body import JsonBodyMiddleware
 from memlane.interfaces.http.limits import BodyLimitMiddleware
 from memlane.interfaces.http.metrics import Metrics, MetricsMiddleware
 from memlane.interfaces.http.oidc import OidcVerifier
-from memlane.interfaces.http.routes import memories, ops, retention, users
+from memlane.interfaces.http.routes import memories, ops, prompts, retention, sessions, users
 from memlane.interfaces.http.services import Services
 from memlane.interfaces.http.settings import HttpSettings
 from memlane.interfaces.wire.hosts import EXEMPT_PATHS, HostCheckMiddleware
@@ -89,6 +89,8 @@ def create_app(
     app.include_router(ops.router)
     app.include_router(users.router)
     app.include_router(memories.router)
+    app.include_router(sessions.router)
+    app.include_router(prompts.router)
     app.include_router(retention.router)
     exempt = EXEMPT_PATHS
     if settings.agent_memory_api:

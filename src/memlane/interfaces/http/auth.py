@@ -74,8 +74,8 @@ def authenticate(request: Request) -> Principal:
     return Principal(user=verified.user, key_id=verified.record.key_id, epoch=verified.epoch, role=role)
 
 
-# Routes that take a POST yet only read: searches.
-_READ_POSTS = ("/v1/search", "/memory/search")
+# Routes that take a POST yet only read: searches and browsing.
+_READ_POSTS = ("/v1/search", "/v1/browse", "/memory/search")
 
 
 def is_write(method: str, path: str) -> bool:
