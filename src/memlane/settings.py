@@ -110,6 +110,21 @@ class Settings(BaseSettings):
         default=True,
         description="Serve the Agent Memory API's routes at the root, beside /v1 (--agent-memory-api)",
     )
+    oidc_jwks: Path | None = Field(
+        default=None,
+        description="A JWKS file of the identity provider's public keys: `memlane serve` also takes RS256 "
+        "OpenID Connect bearer tokens verified against it (--oidc-jwks)",
+    )
+    oidc_issuer: str = Field(default="", description="The issuer OIDC tokens must name; empty: any (--oidc-issuer)")
+    oidc_audience: str = Field(
+        default="", description="The audience OIDC tokens must name; empty: not checked (--oidc-audience)"
+    )
+    oidc_user_claim: str = Field(default="sub", description="The OIDC claim naming the user (--oidc-user-claim)")
+    oidc_role_claim: str = Field(
+        default="role",
+        description="The OIDC claim naming the role: read-only/ams_ro, read-write/ams_rw, admin/ams_admin "
+        "(--oidc-role-claim)",
+    )
     health_check_every: float = Field(
         default=DEFAULT_HEALTH_CHECK_EVERY_S,
         description="Seconds between the store's quick integrity checks of `memlane serve`, whose result "

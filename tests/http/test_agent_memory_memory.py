@@ -208,6 +208,9 @@ def test_delete_by_ids_or_all_counts_absent_blocks_as_deleted(api: AgentApi) -> 
     assert mixed == {"deleted_count": 1, "failed_count": 1, "failed_block_ids": other}  # s2's block is not s1's
     flat_error(api.admin.request("DELETE", MEM, json={"block_ids": other}), 404, "BLOCK_NOT_FOUND")
     flat_error(api.admin.request("DELETE", MEM, json={"block_ids": []}), 400, "INVALID_REQUEST")
+    bad_id = api.admin.request("DELETE", MEM, json={"block_ids": [ids[2], "a/b"]})
+    flat_error(bad_id, 400, "INVALID_REQUEST")
+    assert api.memory.get("alice", ids[2]).id == ids[2]  # nothing half-deleted
     single = api.admin.request("DELETE", MEM, json={"block_ids": ids[2]}).json()  # one id as a string
     assert single["deleted_count"] == 1
     add(api.admin, {"facts": ["d", "e"]})

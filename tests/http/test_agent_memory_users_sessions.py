@@ -111,6 +111,8 @@ def test_sessions_are_listed_newest_first_within_bounds(api: AgentApi) -> None:
     small = api.admin.get("/users/alice/sessions", params={"limit": 1, "offset": 1}).json()
     assert [s["session_id"] for s in small["sessions"]] == ["s1"] and small["total"] == 3
     assert api.admin.get("/users/alice/sessions", params={"limit": 9999}).json()["limit"] == 500
+    flat_error(api.admin.get("/users/nobody/sessions"), 404, "USER_NOT_FOUND")
+    flat_error(api.admin.put("/users/nobody/ttl", json={"new_ttl": 5}), 404, "USER_NOT_FOUND")
 
 
 def test_the_ttl_of_a_users_blocks_changes_by_user_session_or_ids(api: AgentApi) -> None:

@@ -116,7 +116,12 @@ def test_the_admin_key_on_a_user_route_is_403(service: Service, method: str, pat
     assert resp.status_code == 403
 
 
-READ_ONLY_WRITES = [("POST", "/v1/memories"), ("DELETE", "/v1/memories/{block_id}"), ("DELETE", "/v1/users/{user}")]
+# Every route a user's key may write through (searches and browsing take a POST but only read).
+READ_ONLY_WRITES = sorted(
+    (m, p)
+    for (m, p), (who, _) in ROUTES.items()
+    if who in ("user", "admin_or_self") and m != "GET" and p not in ("/v1/search", "/v1/browse")
+)
 
 
 @pytest.mark.parametrize(("method", "path"), READ_ONLY_WRITES)
@@ -128,6 +133,7 @@ def test_a_read_only_key_is_403_on_every_write(service: Service, method: str, pa
     resp = call(reader, method, path, ROUTES[(method, path)][1])
     assert resp.status_code == 403 and "read-only" in resp.json()["error"]["message"]
     assert service.memory.count("bob") == 0 and service.memory.users()[0].name == "bob"  # nothing written
+    assert service.memory.list_sessions("bob").total == 0
 
 
 def test_a_read_only_key_reads_and_searches(service: Service) -> None:
@@ -137,6 +143,7 @@ def test_a_read_only_key_reads_and_searches(service: Service) -> None:
     reader = service.client(made["key"])
     assert len(reader.get("/v1/memories").json()) == 2
     assert reader.post("/v1/search", json={"query": "hello"}).status_code == 200
+    assert reader.post("/v1/browse", json={}).status_code == 200
     roles = {k["key_id"]: k["role"] for k in service.admin.get("/v1/users/bob/keys").json()}
     assert roles[made["key_id"]] == "read-only" and sorted(roles.values()) == ["read-only", "read-write"]
     bad = service.admin.post("/v1/users/bob/keys", json={"role": "root"})

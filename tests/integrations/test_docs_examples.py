@@ -16,6 +16,7 @@ EXPECTED = {
     "asyncio.md": ["1:56 pm on 8 May, 2023 user: My sister Ana moved to Lisbon.", "['alice', 'bob']"],
     "mem0.md": ["love sci-fi movies", "{'category': 'movies'}", "memlane.db ('vector_store.config.on_disk'"],
     "langgraph.md": ["my cat is called Miso\n[('memories', 'alice')]"],
+    "agent-memory.md": ["ready My order hasn't arrived.", "ready Customer is in the EU timezone.", "USER_NOT_FOUND"],
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 
 from memlane.core.apikeys import ApiKeys
 from memlane.core.memory import Memory
@@ -30,6 +31,19 @@ class HttpService:
     retention_every_s: float
     health_check_every_s: float = 3600.0
     agent_memory_api: bool = True
+    oidc: OidcOptions | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OidcOptions:
+    """OpenID Connect bearer tokens (``memlane.interfaces.http.oidc``): the key set file, what tokens must
+    name (empty: not checked), and the claims that name the user and the role."""
+
+    jwks_file: Path
+    issuer: str = ""
+    audience: str = ""
+    user_claim: str = "sub"
+    role_claim: str = "role"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +66,14 @@ def check_admin_key(admin_key: str | None, *, insecure_dev: bool, host: str) -> 
 
 def run_http(memory: Memory, service: HttpService, *, admin_key: str | None, insecure_dev: bool) -> None:
     """Serve the HTTP API (and its extraction workers) until SIGTERM or Ctrl-C."""
+    from memlane.interfaces.http.oidc import OidcSettings
     from memlane.interfaces.http.server import ServeOptions, serve
     from memlane.interfaces.http.settings import HttpSettings
+
+    o = service.oidc
+    oidc = None
+    if o is not None:
+        oidc = OidcSettings(o.jwks_file, o.issuer or None, o.audience or None, o.user_claim, o.role_claim)
 
     serve(
         memory,
@@ -73,6 +93,7 @@ def run_http(memory: Memory, service: HttpService, *, admin_key: str | None, ins
             read_timeout_s=service.read_timeout_s,
             health_check_every_s=service.health_check_every_s,
             agent_memory_api=service.agent_memory_api,
+            oidc=oidc,
         ),
     )
 

@@ -21,7 +21,15 @@ from memlane.interfaces.cli.app import (
     store_options,
 )
 from memlane.interfaces.cli.options import SettingOption, cli_settings, log_level_option
-from memlane.interfaces.serve import HttpService, McpHttpService, check_admin_key, run_http, run_mcp_http, run_mcp_stdio
+from memlane.interfaces.serve import (
+    HttpService,
+    McpHttpService,
+    OidcOptions,
+    check_admin_key,
+    run_http,
+    run_mcp_http,
+    run_mcp_stdio,
+)
 from memlane.settings import DEFAULT_HEALTH_CHECK_EVERY_S, DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -68,6 +76,36 @@ def guard_options(func: F) -> F:
         "(comma-separated; '*' for any): others get 421, against DNS rebinding. [env MEMLANE_ALLOWED_HOSTS]",
     )(func)
     return func
+
+
+def oidc_options(func: F) -> F:
+    """``--oidc-*``: OpenID Connect bearer tokens besides memlane's keys."""
+    for name, setting, default, text in reversed(
+        [
+            ("--oidc-issuer", "oidc_issuer", "", "The issuer tokens must name (empty: any)."),
+            ("--oidc-audience", "oidc_audience", "", "The audience tokens must name (empty: not checked)."),
+            ("--oidc-user-claim", "oidc_user_claim", "sub", "The claim naming the memlane user."),
+            ("--oidc-role-claim", "oidc_role_claim", "role", "The claim naming the role (read-only/ams_ro, "
+             "read-write/ams_rw, admin/ams_admin; none: read-only)."),
+        ]
+    ):  # fmt: skip
+        env = "MEMLANE_" + setting.upper()
+        func = click.option(name, setting, cls=SettingOption, setting=setting, default=default,
+                            show_default=bool(default), help=f"{text} [env {env}]")(func)  # fmt: skip
+    return click.option(
+        "--oidc-jwks",
+        "oidc_jwks",
+        cls=SettingOption,
+        setting="oidc_jwks",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="A JWKS file (the identity provider's public keys): RS256 OpenID Connect bearer tokens verified "
+        "against it act as their user's key, with their role; needs memlane[oidc]. [env MEMLANE_OIDC_JWKS]",
+    )(func)
+
+
+def oidc_choice(jwks: Path | None, issuer: str, audience: str, user_claim: str, role_claim: str) -> OidcOptions | None:
+    return None if jwks is None else OidcOptions(jwks, issuer, audience, user_claim, role_claim)
 
 
 def host_list(option: str, host: str) -> tuple[str, ...]:
@@ -211,6 +249,7 @@ def close_memory(mem: Memory) -> None:
     help="One log line per request. [env MEMLANE_ACCESS_LOG]",
 )
 @guard_options
+@oidc_options
 @keys_option
 @store_options
 @llm_options
@@ -227,6 +266,11 @@ def serve_cmd(
     access_log: bool,
     allowed_hosts: str,
     read_timeout: float,
+    oidc_jwks: Path | None,
+    oidc_issuer: str,
+    oidc_audience: str,
+    oidc_user_claim: str,
+    oidc_role_claim: str,
     keys_path: Path | None,
     store: str,
     embedder: str,
@@ -273,6 +317,7 @@ def serve_cmd(
             retention_every_s,
             health_check_every_s,
             agent_memory_api,
+            oidc_choice(oidc_jwks, oidc_issuer, oidc_audience, oidc_user_claim, oidc_role_claim),
         )
         run_http(mem, service, admin_key=admin_key, insecure_dev=insecure_dev)
     finally:

@@ -24,6 +24,7 @@ from memlane.interfaces.http.integrity import IntegrityWatch
 from memlane.interfaces.http.json_body import JsonBodyMiddleware
 from memlane.interfaces.http.limits import BodyLimitMiddleware
 from memlane.interfaces.http.metrics import Metrics, MetricsMiddleware
+from memlane.interfaces.http.oidc import OidcVerifier
 from memlane.interfaces.http.routes import browse, memories, ops, prompts, retention, sessions, users
 from memlane.interfaces.http.services import Services
 from memlane.interfaces.http.settings import HttpSettings
@@ -64,6 +65,7 @@ def create_app(
         metrics=metrics,
         settings=settings,
         integrity=IntegrityWatch(lambda: memory.store.check(quick=True), settings.health_check_every_s),
+        oidc=OidcVerifier(settings.oidc) if settings.oidc is not None else None,
     )
 
     @asynccontextmanager

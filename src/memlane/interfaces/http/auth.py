@@ -1,10 +1,12 @@
 """Who is calling: the admin key, a user's key, or nobody.
 
-Keys travel as ``Authorization: Bearer <key>``. The admin key (``MEMLANE_ADMIN_KEY``) manages users and
-keys and reads the service's metrics; a user key acts for exactly one user, which every memory route takes
-from the key, never from the request. A missing or unknown key is 401; a valid key used where it has no
-say is 403, whether or not the thing it reaches for exists, so a 403 tells nothing about other users.
-A read-only key (its role: :data:`memlane.core.apikeys.ROLES`) is 403 on every write, whatever the route.
+Keys travel as ``Authorization: Bearer <key>`` (so do OpenID Connect tokens, when the service is configured
+for them: :mod:`.oidc`; a verified token acts as its user's key, with its role). The admin key
+(``MEMLANE_ADMIN_KEY``) manages users and keys and reads the service's metrics; a user key acts for exactly
+one user, which every memory route takes from the key, never from the request. A missing or unknown key is
+401; a valid key used where it has no say is 403, whether or not the thing it reaches for exists, so a 403
+tells nothing about other users. A read-only key (its role: :data:`memlane.core.apikeys.ROLES`) is 403 on
+every write, whatever the route.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from fastapi import Depends, Request
 
 from memlane.core.apikeys import ROLE_ADMIN, ROLE_READ_ONLY, same_secret
 from memlane.interfaces.http.errors import AuthError
+from memlane.interfaces.http.oidc import TokenRefused, looks_like_jwt
 from memlane.interfaces.http.services import services
 
 
@@ -54,6 +57,14 @@ def authenticate(request: Request) -> Principal:
         raise AuthError(401, "missing API key: send 'Authorization: Bearer <key>'")
     if svc.admin_key is not None and same_secret(token, svc.admin_key):
         return Principal(user=None)
+    if svc.oidc is not None and looks_like_jwt(token):
+        try:
+            identity = svc.oidc.verify(token)
+        except TokenRefused as exc:
+            raise AuthError(401, str(exc), exc.code) from None
+        if identity.role == ROLE_READ_ONLY and is_write(request.method, request.url.path):
+            raise AuthError(403, "this token is read-only: writes need a read-write or admin role")
+        return Principal(user=identity.user, role=identity.role)
     verified = svc.keys.verify(token)
     if verified is None:
         raise AuthError(401, "unknown or revoked API key")
@@ -63,8 +74,8 @@ def authenticate(request: Request) -> Principal:
     return Principal(user=verified.user, key_id=verified.record.key_id, epoch=verified.epoch, role=role)
 
 
-# Routes that take a POST yet only read: searches.
-_READ_POSTS = ("/v1/search", "/memory/search")
+# Routes that take a POST yet only read: searches and browsing.
+_READ_POSTS = ("/v1/search", "/v1/browse", "/memory/search")
 
 
 def is_write(method: str, path: str) -> bool:

@@ -71,10 +71,12 @@ __all__ = [
 
 
 class AuthError(Exception):
-    """No key, an unknown key (401) or a key that may not do this (403)."""
+    """No key, an unknown key (401) or a key that may not do this (403); ``code`` names why more precisely
+    where a client branches on it (an expired token)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, code: str | None = None) -> None:
         self.status = status
+        self.code = code
         super().__init__(message)
 
 

@@ -10,6 +10,7 @@ from memlane.core.apikeys import ApiKeys
 from memlane.core.memory import Memory
 from memlane.interfaces.http.integrity import IntegrityWatch
 from memlane.interfaces.http.metrics import Metrics
+from memlane.interfaces.http.oidc import OidcVerifier
 from memlane.interfaces.http.settings import HttpSettings
 
 
@@ -23,6 +24,7 @@ class Services:
     metrics: Metrics
     settings: HttpSettings
     integrity: IntegrityWatch
+    oidc: OidcVerifier | None = None
 
 
 def services(request: Request) -> Services:

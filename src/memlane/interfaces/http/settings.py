@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memlane.interfaces.http.oidc import OidcSettings
 from memlane.interfaces.wire.hosts import LOOPBACK_HOSTS
 from memlane.settings import DEFAULT_HEALTH_CHECK_EVERY_S, DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
 
@@ -31,7 +32,8 @@ class HttpSettings:
     store's write lock. ``health_check_every_s``: how often the store's quick integrity check runs (from
     the service's start; 0: never), whose result ``/healthz`` reports. ``agent_memory_api``: serve the
     Agent Memory routes at the root (``docs/integrations/agent-memory.md``); ``agent_block_tokens`` and
-    ``agent_queue_max``: their per-block token limit and extraction queue capacity."""
+    ``agent_queue_max``: their per-block token limit and extraction queue capacity. ``oidc``: accept
+    OpenID Connect bearer tokens too (:mod:`memlane.interfaces.http.oidc`)."""
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
@@ -39,5 +41,6 @@ class HttpSettings:
     health_write_timeout_s: float = DEFAULT_HEALTH_WRITE_TIMEOUT_S
     health_check_every_s: float = DEFAULT_HEALTH_CHECK_EVERY_S
     agent_memory_api: bool = True
+    oidc: OidcSettings | None = None
     agent_block_tokens: int = DEFAULT_AGENT_BLOCK_TOKENS
     agent_queue_max: int = DEFAULT_AGENT_QUEUE_MAX

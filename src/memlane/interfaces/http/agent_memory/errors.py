@@ -161,7 +161,8 @@ def _as_api_error(exc: Exception, request: Request) -> ApiError:
     if isinstance(exc, RequestValidationError):
         return request_invalid(exc)
     if isinstance(exc, AuthError):
-        return ApiError(exc.status, "INVALID_TOKEN" if exc.status == 401 else "FORBIDDEN", str(exc))
+        code = exc.code or ("INVALID_TOKEN" if exc.status == 401 else "FORBIDDEN")
+        return ApiError(exc.status, code, str(exc))
     if isinstance(exc, StarletteHTTPException):
         if exc.status_code == 400:
             # FastAPI could not parse the body (nested too deeply, a number of too many digits).

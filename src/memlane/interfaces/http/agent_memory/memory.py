@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from contextlib import suppress
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -45,6 +46,7 @@ SESSION_PATH = "/users/{user_id}/sessions/{session_id}/memory"
 # How long a client is told to wait when the extraction queue is full.
 QUEUE_FULL_RETRY_AFTER_S = 5
 BYTES_PER_TOKEN = 4
+DELETE_PAGE = 1000
 
 
 def _invalid(message: str, field: str, code: str = "INVALID_REQUEST") -> ApiError:
@@ -212,16 +214,15 @@ def delete_memory(user_id: str, session_id: str, body: DeleteIn, request: Reques
     memory = memory_of(request)
     memory.get_session(user_id, session_id)
     if body.block_ids == "all":
-        ids = [b.id for b in memory.browse(user_id, Filters(sessions=(session_id,)), limit=MAX_BROWSE).items]
-    elif isinstance(body.block_ids, str):
-        ids = [body.block_ids]
-    else:
-        ids = list(body.block_ids)
-    if not ids and body.block_ids != "all":
+        count = _delete_all(memory, user_id, session_id)
+        return JSONResponse({"deleted_count": count, "failed_count": 0, "failed_block_ids": []})
+    ids = [body.block_ids] if isinstance(body.block_ids, str) else list(body.block_ids)
+    if not ids:
         raise _invalid("block_ids must name at least one block, or be 'all'", "block_ids")
+    for block_id in ids:  # every id checked before anything is deleted
+        check_id(block_id, "block_ids")
     deleted, failed = 0, []
     for block_id in ids:
-        check_id(block_id, "block_ids")
         try:
             _owned(memory, user_id, session_id, block_id)
             memory.delete(user_id, block_id)
@@ -231,9 +232,23 @@ def delete_memory(user_id: str, session_id: str, body: DeleteIn, request: Reques
             failed.append(block_id)
             continue
         deleted += 1
-    if ids and not deleted:
+    if not deleted:
         raise ApiError(404, "BLOCK_NOT_FOUND", "no listed block is the session's", {"failed_block_ids": failed})
     return JSONResponse({"deleted_count": deleted, "failed_count": len(failed), "failed_block_ids": failed})
+
+
+def _delete_all(memory: Memory, user_id: str, session_id: str) -> int:
+    """Delete every block of the session, a page at a time; how many went."""
+    deleted: set[str] = set()
+    while True:
+        page = memory.browse(user_id, Filters(sessions=(session_id,)), limit=DELETE_PAGE)
+        fresh = [b.id for b in page.items if b.id not in deleted]
+        if not fresh:
+            return len(deleted)
+        for block_id in fresh:
+            with suppress(NotFoundError):  # deleted meanwhile
+                memory.delete(user_id, block_id)
+            deleted.add(block_id)
 
 
 def _sessions(value: list[str] | str | None, path_session: str) -> tuple[str, ...] | None:

@@ -40,9 +40,12 @@ def list_sessions(
     limit: Annotated[int | None, Query(ge=1)] = None,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> JSONResponse:
-    """The user's sessions, newest started first (``limit`` 50 by default, at most 500)."""
+    """The user's sessions, newest started first (``limit`` 50 by default, at most 500); 404 for an unknown
+    user."""
     for_user(request, user_id, write=False)
-    page = memory_of(request).list_sessions(user_id, limit=clamp(limit, 50, MAX_SESSIONS_LIMIT), offset=offset)
+    memory = memory_of(request)
+    memory.get_user(user_id)  # 404 for an unknown user, not an empty list
+    page = memory.list_sessions(user_id, limit=clamp(limit, 50, MAX_SESSIONS_LIMIT), offset=offset)
     sessions = [session_out(s) for s in page.items]
     return JSONResponse({"sessions": sessions, **page_fields(page, len(sessions))})
 
