@@ -85,6 +85,11 @@ class Settings(BaseSettings):
         description="Seconds between the retention sweeps of `memlane worker` and `memlane serve`; 0: none "
         "(--retention-every)",
     )
+    default_ttl: int = Field(
+        default=0,
+        description="Seconds a block lives after it is written when neither its add nor its session gives a TTL; "
+        "0: never",
+    )
     # -- memlane serve -----------------------------------------------------------------------------------
     admin_key: SecretStr | None = Field(default=None, description="Admin key of the HTTP service (never an option)")
     host: str = Field(default="127.0.0.1", description="Address `memlane serve` listens on (--host)")
@@ -187,7 +192,11 @@ class Settings(BaseSettings):
 
     def memory_options(self) -> dict[str, Any]:
         """Keyword arguments of ``Memory.open`` that come from the environment."""
-        return {"embedder_config": self.embedder_config(), "ann": self.ann_settings()}
+        return {
+            "embedder_config": self.embedder_config(),
+            "ann": self.ann_settings(),
+            "default_ttl_s": self.default_ttl,
+        }
 
     def ann_settings(self) -> AnnSettings:
         """When stores search a user through the approximate index (``MEMLANE_ANN_THRESHOLD``, -1: never)."""

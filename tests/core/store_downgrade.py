@@ -28,8 +28,37 @@ HTTP_API_KEYS = """CREATE TABLE IF NOT EXISTS http_api_keys(
 )"""
 
 
+# What schema 11 (the memory model) added to existing tables.
+V11_COLUMNS = {
+    "users": ("display_name", "metadata"),
+    "blocks": (
+        "kind", "sides", "ttl_s", "expires_ts", "updated_ts", "prompt_id", "prompt_version", "fail_count",
+        "last_queued_ts",
+    ),
+}  # fmt: skip
+
+
+def downgrade_to_v10(path: Path) -> None:
+    """Schema 10 (what the release before the memory model wrote): no sessions table, no prompt registry, no
+    user display names or metadata, blocks without kind, sides, TTL, expiry, prompt or status columns."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= 11:
+        conn.execute("BEGIN")
+        for index in ("blocks_user_expiry", "blocks_user_session_id", "blocks_user_ingest"):
+            conn.execute(f"DROP INDEX {index}")
+        for table in ("sessions", "prompt_versions", "prompts"):
+            conn.execute(f"DROP TABLE {table}")
+        for table, columns in V11_COLUMNS.items():
+            for column in columns:
+                conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        conn.execute("PRAGMA user_version = 10")
+        conn.execute("COMMIT")
+    conn.close()
+
+
 def downgrade_to_v9(path: Path) -> None:
     """Schema 9: jobs without their count of tries that found the LLM unreachable."""
+    downgrade_to_v10(path)
     conn = sqlite3.connect(path, isolation_level=None)
     if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= 10:
         conn.execute("BEGIN")

@@ -42,11 +42,44 @@ ROUTES: dict[tuple[str, str], tuple[str, dict[str, Any] | None]] = {
     ("GET", "/v1/users/{user}/memories"): ("admin_or_self", None),
     ("GET", "/v1/users/{user}/memories/{block_id}"): ("admin_or_self", None),
     ("POST", "/v1/users/{user}/search"): ("admin_or_self", {"query": "hello"}),
+    ("GET", "/v1/users/{user}"): ("admin_or_self", None),
+    ("PATCH", "/v1/users/{user}"): ("admin_or_self", {"display_name": "Bob"}),
+    ("POST", "/v1/facts"): ("user", {"facts": ["A fact."]}),
+    ("POST", "/v1/exchanges"): ("user", {"exchanges": [{"user_content": "hi"}]}),
+    ("PATCH", "/v1/memories/{block_id}"): ("user", {"content": "new"}),
+    ("PUT", "/v1/memories/{block_id}"): ("user", {"content": "new"}),
+    ("GET", "/v1/memories/{block_id}/status"): ("user", None),
+    ("POST", "/v1/memories/{block_id}/requeue"): ("user", None),
+    ("POST", "/v1/memories/ttl"): ("user", {"ttl_s": 60}),
+    ("POST", "/v1/browse"): ("user", {}),
+    ("POST", "/v1/sessions"): ("user", {"session_id": "s1"}),
+    ("GET", "/v1/sessions"): ("user", None),
+    ("GET", "/v1/sessions/{session_id}"): ("user", None),
+    ("PATCH", "/v1/sessions/{session_id}"): ("user", {"metadata": {}}),
+    ("POST", "/v1/sessions/{session_id}/end"): ("user", None),
+    ("DELETE", "/v1/sessions/{session_id}"): ("user", None),
+    ("POST", "/v1/prompts"): ("admin", {"prompt_id": "p1", "text": "Extract."}),
+    ("GET", "/v1/prompts"): ("any", None),
+    ("GET", "/v1/prompts/{prompt_id}"): ("any", None),
+    ("GET", "/v1/prompts/{prompt_id}/versions"): ("any", None),
+    ("GET", "/v1/prompts/{prompt_id}/versions/{version}"): ("any", None),
+    ("PATCH", "/v1/prompts/{prompt_id}"): ("admin", {"description": "x"}),
+    ("POST", "/v1/prompts/{prompt_id}/archive"): ("admin", None),
+    ("DELETE", "/v1/prompts/{prompt_id}"): ("admin", None),
 }
 
 
 def concrete(path: str, user: str = "bob") -> str:
-    return path.replace("{user}", user).replace("{key_id}", "0123456789ab").replace("{block_id}", "01a2b3c4d5e6f7")
+    for name, value in (
+        ("{user}", user),
+        ("{key_id}", "0123456789ab"),
+        ("{block_id}", "01a2b3c4d5e6f7"),
+        ("{session_id}", "s1"),
+        ("{prompt_id}", "p1"),
+        ("{version}", "0"),
+    ):
+        path = path.replace(name, value)
+    return path
 
 
 def call(client: Any, method: str, path: str, body: dict[str, Any] | None) -> Any:

@@ -19,7 +19,7 @@ from schemathesis import GenerationMode
 # Per operation and kind (positive, negative). The suite runs a few; a longer run for a report:
 #   MEMLANE_FUZZ_EXAMPLES=500 .venv/bin/pytest tests/http/test_http_fuzz.py
 EXAMPLES_PER_OPERATION = int(os.environ.get("MEMLANE_FUZZ_EXAMPLES", "10"))
-ADMIN_PATHS = ("/v1/users", "/metrics", "/v1/retention")
+ADMIN_PATHS = ("/v1/users", "/metrics", "/v1/retention", "/v1/prompts")
 CONFIG = {
     "checks": {
         "positive_data_acceptance": {"enabled": False},
@@ -54,7 +54,7 @@ def test_no_operation_answers_5xx_or_off_spec(service: Service) -> None:
     service.client(user_key).post("/v1/memories", json={"messages": chat("seed text", "reply")})
     schema = schemathesis.openapi.from_asgi("/openapi.json", service.app, config=schemathesis.Config.from_dict(CONFIG))
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 26
+    assert len(operations) == 50
     failures: list[str] = []
     statuses: Counter[int] = Counter()
     for operation in operations:

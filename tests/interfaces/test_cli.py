@@ -93,7 +93,17 @@ def test_list_and_users(env: dict[str, str]) -> None:
     assert code == 0 and len(json.loads(out)) == 1
     code, out, _ = run(["users", "--json"], env)
     created = json.loads(out)[0]["created_at"]
-    assert json.loads(out) == [{"user": "bob", "blocks": 1, "created_at": created, "retention": "default"}]
+    row = json.loads(out)[0]
+    assert row == {
+        "user": "bob",
+        "blocks": 1,
+        "created_at": created,
+        "display_name": None,
+        "metadata": {},
+        "sessions": 1,
+        "last_activity": row["last_activity"],
+        "retention": "default",
+    }
 
 
 def test_list_says_how_many_more_blocks_follow(env: dict[str, str]) -> None:

@@ -25,7 +25,16 @@ from memlane.core.memory import Memory
 from memlane.core.retention import RetentionPolicy
 from memlane.interfaces.mcp import build_server
 
-TOOLS = {"add_memory", "search_memory", "list_memories", "delete_memory", "retention_policy"}
+TOOLS = {
+    "add_memory",
+    "add_fact",
+    "search_memory",
+    "list_memories",
+    "update_memory",
+    "delete_memory",
+    "end_session",
+    "retention_policy",
+}
 CLI = (
     "from memlane.interfaces.cli.app import cli, register_all\n"
     "from memlane.interfaces.cli.serve_cmds import register\n"

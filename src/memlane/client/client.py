@@ -33,26 +33,39 @@ from memlane.client.models import (
     hit_from_json,
     key_from_json,
     new_key_from_json,
+    page_from_json,
     policies_from_json,
+    prompt_from_json,
+    prompt_version_from_json,
     queue_from_json,
     report_from_json,
     requeued_from_json,
+    session_from_json,
     user_from_json,
     user_policy_from_json,
 )
 from memlane.client.payloads import (
+    PromptArg,
     TimeArg,
     add_body,
     apply_body,
+    browse_body,
+    drop_none,
     list_params,
     policy_body,
     requeue_body,
     retention_path,
     search_body,
+    session_body,
+    time_value,
+    update_body,
+    user_body,
+    users_params,
+    write_body,
 )
 from memlane.client.payloads import segment as _segment
 from memlane.core.jobs import QueueStatus, Requeued
-from memlane.core.model import AddResult, Hit, MemoryBlock, UserInfo
+from memlane.core.model import AddResult, Filters, Hit, MemoryBlock, Page, Prompt, PromptVersion, Session, UserInfo
 from memlane.core.retention import Policies, RetentionPolicy, RetentionReport
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -96,10 +109,13 @@ class Client:
         time: TimeArg = None,
         perspective: Literal["dual", "speakers", "single"] = "dual",
         extract: Literal["off", "async", "sync"] = "off",
+        annotations: Mapping[str, str] | None = None,
+        ttl_s: int | None = None,
+        prompt: PromptArg = None,
     ) -> AddResult:
         """Store messages (``{"role", "content", "time"?, "id"?}``, or ``{"speaker", "content", ...}`` for a chat
-        between two people) as blocks; see :meth:`Memory.add`."""
-        body = add_body(messages, conversation_id, session_id, time, perspective, extract)
+        between two people) as blocks; see :meth:`Memory.add` (``annotations``: string labels kept on every block)."""
+        body = add_body(messages, conversation_id, session_id, time, perspective, extract, annotations, ttl_s, prompt)
         return add_result_from_json(self._call("POST", "/v1/memories", json=body))
 
     def search(
@@ -111,9 +127,10 @@ class Client:
         before: TimeArg = None,
         after: TimeArg = None,
         at: TimeArg = None,
+        filters: Filters | None = None,
     ) -> list[Hit]:
         """The top-k blocks for ``query``; see :meth:`Memory.search` (``at``: when the question is asked)."""
-        body = search_body(query, k, mode, before, after, at)
+        body = search_body(query, k, mode, before, after, at, filters)
         return [hit_from_json(h) for h in self._call("POST", "/v1/search", json=body)]
 
     def get(self, block_id: str) -> MemoryBlock:
@@ -153,11 +170,237 @@ class Client:
             self._call("POST", "/v1/queue/retry", json=requeue_body(user, since, block_ids, dead_only))
         )
 
+    def add_facts(
+        self,
+        facts: Sequence[str],
+        *,
+        session_id: str = "default",
+        conversation_id: str = "default",
+        time: TimeArg = None,
+        annotations: Mapping[str, str] | None = None,
+        ttl_s: int | None = None,
+        prompt: PromptArg = None,
+        extract: Literal["off", "async", "sync"] = "off",
+    ) -> AddResult:
+        """Store standalone facts, one block of kind ``fact`` each; see :meth:`Memory.add_facts`."""
+        body = {
+            "facts": list(facts),
+            **write_body(session_id, conversation_id, time, annotations, ttl_s, prompt, extract),
+        }
+        return add_result_from_json(self._call("POST", "/v1/facts", json=body))
+
+    def add_exchanges(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        *,
+        session_id: str = "default",
+        conversation_id: str = "default",
+        time: TimeArg = None,
+        annotations: Mapping[str, str] | None = None,
+        ttl_s: int | None = None,
+        prompt: PromptArg = None,
+        extract: Literal["off", "async", "sync"] = "off",
+    ) -> AddResult:
+        """Store exchanges given as (user_content, assistant_content), one block each with its two sides kept;
+        see :meth:`Memory.add_exchanges`."""
+        exchanges = [{"user_content": u, "assistant_content": a} for u, a in pairs]
+        body = {
+            "exchanges": exchanges,
+            **write_body(session_id, conversation_id, time, annotations, ttl_s, prompt, extract),
+        }
+        return add_result_from_json(self._call("POST", "/v1/exchanges", json=body))
+
+    def update(
+        self,
+        block_id: str,
+        *,
+        content: str | None = None,
+        sides: tuple[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        ttl_s: int | None = None,
+        prompt: PromptArg = None,
+        extract: Literal["off", "async"] | None = None,
+    ) -> MemoryBlock:
+        """Update a block in place (same id): a fact's ``content`` or an exchange's ``sides``, its annotations
+        (replaced), its TTL (from now); see :meth:`Memory.update`."""
+        body = update_body(content, sides, annotations, ttl_s, prompt, extract)
+        return block_from_json(self._call("PATCH", f"/v1/memories/{_segment(block_id)}", json=body))
+
+    def set_ttl(self, ttl_s: int, *, session_id: str | None = None, block_ids: Sequence[str] | None = None) -> int:
+        """A new TTL from now for all the blocks, one session's or the listed ones; how many changed."""
+        body = drop_none(
+            {"ttl_s": ttl_s, "session_id": session_id, "block_ids": None if block_ids is None else list(block_ids)}
+        )
+        return int((self._call("POST", "/v1/memories/ttl", json=body))["changed"])
+
+    def browse(
+        self,
+        filters: Filters | None = None,
+        *,
+        order: Literal["ingested", "event"] = "ingested",
+        limit: int = 100,
+        offset: int = 0,
+        before: TimeArg = None,
+        after: TimeArg = None,
+    ) -> Page[MemoryBlock]:
+        """The query-less search: every block that passes ``filters``, newest first, a page with the total."""
+        body = browse_body(filters, order, limit, offset, before, after)
+        return page_from_json(self._call("POST", "/v1/browse", json=body), block_from_json)
+
+    def requeue_block(self, block_id: str) -> MemoryBlock:
+        """Queue a failed block's extraction again."""
+        return block_from_json(self._call("POST", f"/v1/memories/{_segment(block_id)}/requeue"))
+
+    # -- sessions (a user's key) -----------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        session_id: str,
+        *,
+        conversation_id: str = "default",
+        started_at: TimeArg = None,
+        annotations: Mapping[str, str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        default_ttl_s: int | None = None,
+        exist_ok: bool = False,
+    ) -> Session:
+        """Start a session; AlreadyExistsError if it exists, unless ``exist_ok``."""
+        body = session_body(session_id, conversation_id, started_at, annotations, metadata, default_ttl_s, exist_ok)
+        return session_from_json(self._call("POST", "/v1/sessions", json=body))
+
+    def get_session(self, session_id: str) -> Session:
+        return session_from_json(self._call("GET", f"/v1/sessions/{_segment(session_id)}"))
+
+    def list_sessions(self, *, limit: int = 100, offset: int = 0) -> Page[Session]:
+        """The sessions, the latest started first."""
+        params = {"limit": limit, "offset": offset}
+        return page_from_json(self._call("GET", "/v1/sessions", params=params), session_from_json)
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        default_ttl_s: int | None = None,
+    ) -> Session:
+        """Replace what is given; SessionEndedError once it has ended."""
+        body = drop_none(
+            {
+                "annotations": None if annotations is None else dict(annotations),
+                "metadata": None if metadata is None else dict(metadata),
+                "default_ttl_s": default_ttl_s,
+            }
+        )
+        return session_from_json(self._call("PATCH", f"/v1/sessions/{_segment(session_id)}", json=body))
+
+    def end_session(self, session_id: str, *, at: TimeArg = None) -> Session:
+        """End the session (its blocks stay readable); SessionEndedError if it had ended."""
+        body = drop_none({"at": time_value(at)})
+        return session_from_json(self._call("POST", f"/v1/sessions/{_segment(session_id)}/end", json=body))
+
+    def delete_session(self, session_id: str) -> int:
+        """Delete the session and its blocks; how many blocks went."""
+        return int((self._call("DELETE", f"/v1/sessions/{_segment(session_id)}"))["blocks_deleted"])
+
+    # -- the prompt registry (reads: any key; writes: the admin key) -----------------------------------------
+
+    def create_prompt(
+        self, prompt_id: str, text: str, *, description: str = "", annotations: Mapping[str, str] | None = None
+    ) -> Prompt:
+        """A new extraction prompt at version 0."""
+        body = drop_none(
+            {
+                "prompt_id": prompt_id,
+                "text": text,
+                "description": description,
+                "annotations": None if annotations is None else dict(annotations),
+            }
+        )
+        return prompt_from_json(self._call("POST", "/v1/prompts", json=body))
+
+    def prompt(self, prompt_id: str) -> Prompt:
+        return prompt_from_json(self._call("GET", f"/v1/prompts/{_segment(prompt_id)}"))
+
+    def prompts(self, *, limit: int = 100, offset: int = 0, include_archived: bool = False) -> Page[Prompt]:
+        params = {"limit": limit, "offset": offset, "include_archived": include_archived}
+        return page_from_json(self._call("GET", "/v1/prompts", params=params), prompt_from_json)
+
+    def prompt_versions(self, prompt_id: str, *, limit: int = 100, offset: int = 0) -> Page[PromptVersion]:
+        path = f"/v1/prompts/{_segment(prompt_id)}/versions"
+        return page_from_json(
+            self._call("GET", path, params={"limit": limit, "offset": offset}), prompt_version_from_json
+        )
+
+    def prompt_version(self, prompt_id: str, version: int) -> PromptVersion:
+        path = f"/v1/prompts/{_segment(prompt_id)}/versions/{int(version)}"
+        return prompt_version_from_json(self._call("GET", path))
+
+    def update_prompt(
+        self,
+        prompt_id: str,
+        *,
+        text: str | None = None,
+        description: str | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> Prompt:
+        """New text adds a version that becomes current."""
+        body = drop_none(
+            {
+                "text": text,
+                "description": description,
+                "annotations": None if annotations is None else dict(annotations),
+            }
+        )
+        return prompt_from_json(self._call("PATCH", f"/v1/prompts/{_segment(prompt_id)}", json=body))
+
+    def archive_prompt(self, prompt_id: str, version: int | None = None) -> None:
+        """Archive one version, or the whole prompt (its id stays reserved)."""
+        self._call("POST", f"/v1/prompts/{_segment(prompt_id)}/archive", json=drop_none({"version": version}))
+
+    def purge_prompt(self, prompt_id: str, version: int | None = None) -> None:
+        """Purge one version, or the whole prompt (its id is free again)."""
+        params = drop_none({"version": version})
+        self._call("DELETE", f"/v1/prompts/{_segment(prompt_id)}", params=params)
+
+    # -- users (the admin key; get_user and update_user also with the user's own key) ------------------------
+
+    def get_user(self, user: str) -> UserInfo:
+        return user_from_json(self._call("GET", f"/v1/users/{_segment(user)}"))
+
+    def update_user(
+        self, user: str, *, display_name: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> UserInfo:
+        """Replace the display name and/or metadata given (None: keep)."""
+        body = drop_none({"display_name": display_name, "metadata": None if metadata is None else dict(metadata)})
+        return user_from_json(self._call("PATCH", f"/v1/users/{_segment(user)}", json=body))
+
+    def list_users(
+        self,
+        *,
+        name: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Page[UserInfo]:
+        """The users with the exact display name ``name`` and every ``metadata`` pair, a page with the total."""
+        response = self._checked(self._send("GET", "/v1/users", params=users_params(name, metadata, limit, offset)))
+        users = [user_from_json(u) for u in response.json()]
+        return Page(items=users, total=int(response.headers["X-Total-Count"]), limit=limit, offset=offset)
+
     # -- users and keys (the admin key; delete_user also with the user's own key) ----------------------------
 
-    def create_user(self, user: str) -> bool:
-        """Create a user; False if it already existed."""
-        return bool(self._call("POST", "/v1/users", json={"user": user})["created"])
+    def create_user(
+        self,
+        user: str,
+        *,
+        display_name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        exist_ok: bool = True,
+    ) -> bool:
+        """Create a user; False if it already existed (AlreadyExistsError instead when not ``exist_ok``)."""
+        body = user_body(user, display_name, metadata, exist_ok)
+        return bool(self._call("POST", "/v1/users", json=body)["created"])
 
     def users(self) -> builtins.list[UserInfo]:
         return [user_from_json(u) for u in self._call("GET", "/v1/users")]

@@ -9,6 +9,9 @@ MemlaneError
 │                                   without an LLM)
 ├── LLMError (core)                 502: the server's LLM call failed
 ├── ConflictError (core)            409: the user was deleted while the add was in flight (nothing stored)
+│   ├── AlreadyExistsError (core)   409 already_exists: a user, session or prompt id that is taken
+│   ├── SessionEndedError (core)    409 session_ended: a write into an ended session, or ending it twice
+│   └── PromptArchivedError (core)  409 prompt_archived: using or updating an archived prompt
 └── APIError                        any other failure; ``status`` (0 without a response) and ``code``
     ├── AuthenticationError         401: no key, or an unknown or revoked one
     ├── PermissionDeniedError       403: a valid key that may not do this (a user key on an admin route)
@@ -21,16 +24,20 @@ MemlaneError
 from __future__ import annotations
 
 from memlane.core.errors import (
+    AlreadyExistsError,
     ConfigError,
     ConflictError,
     LLMError,
     MemlaneError,
     NotFoundError,
+    PromptArchivedError,
+    SessionEndedError,
     ValidationError,
 )
 
 __all__ = [
     "APIError",
+    "AlreadyExistsError",
     "AuthenticationError",
     "ConfigError",
     "ConflictError",
@@ -39,7 +46,9 @@ __all__ = [
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "PromptArchivedError",
     "ServiceUnavailableError",
+    "SessionEndedError",
     "StoreCorruptError",
     "TransportError",
     "ValidationError",
@@ -94,6 +103,14 @@ def error_from_response(status: int, code: str, message: str, field: str | None)
         return NotFoundError(message)
     if code == "config_error":
         return ConfigError(message)
+    if code == "already_exists":
+        return AlreadyExistsError("", "", message)
+    if code == "session_ended":
+        return SessionEndedError("", "", message)
+    if code == "prompt_archived":
+        err = PromptArchivedError("")
+        err.args = (message,)
+        return err
     if code == "conflict" or status == 409:
         return ConflictError(message)
     if code == "llm_error":

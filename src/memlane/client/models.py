@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from memlane.core.jobs import JobError, JobStatus, LLMOutage, QueueStatus, Requeued
-from memlane.core.model import AddResult, ExtractionStatus, Hit, MemoryBlock, PerspectiveMode, UserInfo
+from memlane.core.model import (
+    AddResult,
+    BlockKind,
+    ExtractionStatus,
+    Hit,
+    MemoryBlock,
+    Page,
+    PerspectiveMode,
+    Prompt,
+    PromptVersion,
+    Session,
+    UserInfo,
+)
 from memlane.core.retention import Policies, RetentionPolicy, RetentionReport, UserRetention
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +86,21 @@ def block_from_json(d: Mapping[str, Any]) -> MemoryBlock:
         contexts=tuple(d["facts"]),
         extraction_status=ExtractionStatus(d["extraction_status"]),
         annotations=dict(d["annotations"]),
+        # A server of an older release sends none of the memory model's fields.
+        kind=BlockKind(d.get("kind", "exchange")),
+        sides=tuple((str(s["role"]), str(s["content"])) for s in d.get("sides", ())),
+        ttl_s=d.get("ttl_s"),
+        expires_at=_time(d.get("expires_at")),
+        updated_at=_time(d.get("updated_at")),
+        prompt_id=d.get("prompt_id"),
+        prompt_version=d.get("prompt_version"),
+        fail_count=int(d.get("fail_count", 0)),
+        last_queued_at=_time(d.get("last_queued_at")),
     )
+
+
+def _time(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
 
 
 def hit_from_json(d: Mapping[str, Any]) -> Hit:
@@ -100,7 +128,61 @@ def add_result_from_json(d: Mapping[str, Any]) -> AddResult:
 
 
 def user_from_json(d: Mapping[str, Any]) -> UserInfo:
-    return UserInfo(name=str(d["user"]), blocks=int(d["blocks"]), created_at=datetime.fromisoformat(d["created_at"]))
+    return UserInfo(
+        name=str(d["user"]),
+        blocks=int(d["blocks"]),
+        created_at=datetime.fromisoformat(d["created_at"]),
+        display_name=d.get("display_name"),
+        metadata=dict(d.get("metadata") or {}),
+        sessions=int(d.get("sessions", 0)),
+        last_activity=_time(d.get("last_activity")),
+    )
+
+
+def session_from_json(d: Mapping[str, Any]) -> Session:
+    return Session(
+        user=str(d["user"]),
+        session_id=str(d["session_id"]),
+        conversation_id=str(d["conversation_id"]),
+        started_at=datetime.fromisoformat(d["started_at"]),
+        ended_at=_time(d["ended_at"]),
+        annotations=dict(d["annotations"]),
+        metadata=dict(d["metadata"]),
+        default_ttl_s=d["default_ttl_s"],
+        created_at=datetime.fromisoformat(d["created_at"]),
+        blocks=int(d["blocks"]),
+    )
+
+
+def prompt_from_json(d: Mapping[str, Any]) -> Prompt:
+    return Prompt(
+        prompt_id=str(d["prompt_id"]),
+        description=str(d["description"]),
+        annotations=dict(d["annotations"]),
+        archived=bool(d["archived"]),
+        current_version=int(d["current_version"]),
+        version_count=int(d["version_count"]),
+        updated_at=datetime.fromisoformat(d["updated_at"]),
+        text=str(d["text"]),
+        created_at=_time(d.get("created_at")),
+    )
+
+
+def prompt_version_from_json(d: Mapping[str, Any]) -> PromptVersion:
+    return PromptVersion(
+        prompt_id=str(d["prompt_id"]),
+        version=int(d["version"]),
+        text=str(d["text"]),
+        created_at=datetime.fromisoformat(d["created_at"]),
+        archived=bool(d["archived"]),
+        is_current=bool(d["is_current"]),
+    )
+
+
+def page_from_json(d: Mapping[str, Any], item: Callable[[Mapping[str, Any]], T]) -> Page[T]:
+    return Page(
+        items=[item(x) for x in d["items"]], total=int(d["total"]), limit=int(d["limit"]), offset=int(d["offset"])
+    )
 
 
 def queue_from_json(d: Mapping[str, Any]) -> QueueStatus:

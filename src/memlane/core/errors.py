@@ -8,7 +8,10 @@ MemlaneError
 ├── NotFoundError          an id that does not exist in the caller's namespace
 │   └── StoreNotFoundError a store path or URL where no store exists (and none was to be created)
 ├── ConflictError          the request lost a race with another that changed the same thing
-│   └── UserDeletedError   the user was deleted while this write was in flight; nothing was written
+│   ├── UserDeletedError   the user was deleted while this write was in flight; nothing was written
+│   ├── AlreadyExistsError creating a user, session or prompt whose id is taken
+│   ├── SessionEndedError  a write or update into an ended session; ending a session twice
+│   └── PromptArchivedError using or updating an archived prompt
 ├── StoreError             the storage engine failed (disk, lock, corruption)
 ├── EmbedderError          the embedding model could not be loaded or run
 ├── LLMError               a language-model call failed after its retries
@@ -50,6 +53,41 @@ class ConflictError(MemlaneError):
 class UserDeletedError(ConflictError):
     """The user was deleted after this write started (an add in flight while ``delete_user`` ran).
     Nothing of the write was stored; a new write starts the user afresh."""
+
+
+class AlreadyExistsError(ConflictError):
+    """Creating something whose id is taken: ``what`` (``user``, ``session``, ``prompt``) and its ``name``."""
+
+    code = "ALREADY_EXISTS"
+
+    def __init__(self, what: str, name: str, message: str | None = None) -> None:
+        self.what = what
+        self.name = name
+        super().__init__(message or f"{what} {name!r} already exists")
+
+
+class SessionEndedError(ConflictError):
+    """A write or an update into an ended session, or ending a session that has ended. Its blocks stay
+    readable and searchable."""
+
+    code = "SESSION_ALREADY_ENDED"
+
+    def __init__(self, user: str, session_id: str, message: str | None = None) -> None:
+        self.user = user
+        self.session_id = session_id
+        super().__init__(message or f"session {session_id!r} has ended")
+
+
+class PromptArchivedError(ConflictError):
+    """Using or updating an archived prompt (its id stays reserved until it is purged)."""
+
+    code = "PROMPT_ARCHIVED"
+
+    def __init__(self, prompt_id: str, version: int | None = None) -> None:
+        self.prompt_id = prompt_id
+        self.version = version
+        at = "" if version is None else f" version {version}"
+        super().__init__(f"prompt {prompt_id!r}{at} is archived")
 
 
 class StoreError(MemlaneError):

@@ -37,12 +37,14 @@ from memlane.core.extraction.worker import Worker, retry_delay
 from memlane.core.jobs import DEFAULT_LEASE_S, DEFAULT_MAX_ATTEMPTS, JobQueue, JobStatus, QueueStatus, Requeued
 from memlane.core.llm.calllog import CallLog
 from memlane.core.llm.protocol import LLM
+from memlane.core.memory_model import ModelMethods
 from memlane.core.memory_retention import RetentionMethods
 from memlane.core.model import (
     AddResult,
     DeletedUser,
     ExtractionStatus,
     ExtractMode,
+    Filters,
     Hit,
     MemoryBlock,
     Message,
@@ -51,6 +53,7 @@ from memlane.core.model import (
     UserInfo,
     content_hash,
 )
+from memlane.core.model_checks import check_filters, check_ttl
 from memlane.core.names import check_name, check_stored_name, check_text
 from memlane.core.retrieval import (
     SearchSettings,
@@ -82,6 +85,10 @@ class AddRequest:
     perspective: str | PerspectiveMode = PerspectiveMode.DUAL
     # Free string annotations kept on every block of the add (integrations keep their metadata here).
     annotations: Mapping[str, str] | None = None
+    # The blocks' own TTL in seconds (None: the session's default, else the server's; 0: never).
+    ttl_s: int | None = None
+    # The registry prompt (id, version or None for its current one) that extracts the blocks.
+    prompt: tuple[str, int | None] | str | None = None
 
 
 def new_block_id() -> str:
@@ -102,7 +109,7 @@ def _check_annotations(value: Mapping[str, str] | None, where: str) -> dict[str,
     return dict(value)
 
 
-class Memory(RetentionMethods):
+class Memory(ModelMethods, RetentionMethods):
     """Per-user memory: add conversation turns, search them back.
 
     Every call is scoped to exactly one user; the store enforces the namespace in its queries.
@@ -120,6 +127,7 @@ class Memory(RetentionMethods):
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         call_log_path: Path | None = None,
         close_call_log: bool = False,
+        default_ttl_s: int = 0,
     ) -> None:
         """``embedding_cache`` (any object with get_vectors/put_vectors, e.g. another SqliteStore) replaces
         the store's own cache, so several stores can share one: the harness keeps one per machine so no
@@ -131,7 +139,10 @@ class Memory(RetentionMethods):
         their LLM calls (the LLM's own call log, if it keeps another, is cleaned too). Without one,
         ``call_log_path`` names the call log file to clean: it is opened by the first delete that finds
         it there (a worker in another process may create it later), and closed by :meth:`close`, as is
-        ``call_log`` with ``close_call_log`` (it was opened for this memory)."""
+        ``call_log`` with ``close_call_log`` (it was opened for this memory).
+
+        ``default_ttl_s``: the server's default TTL of blocks whose add and session give none (0: never;
+        docs/design/007-memory-model.md)."""
         self.store = store
         self._shared_cache = embedding_cache is not None
         self.embedder = CachedEmbedder(embedder, embedding_cache or store)
@@ -141,6 +152,7 @@ class Memory(RetentionMethods):
         self.prompt = prompt or ExtractionPrompt.load()
         self._calls = CallLogs(call_log, call_log_path, close=close_call_log)
         self.max_attempts = max_attempts
+        self.default_ttl_s = check_ttl(default_ttl_s, "default_ttl_s") or 0
 
     @classmethod
     def open(
@@ -159,6 +171,7 @@ class Memory(RetentionMethods):
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         ann: AnnSettings | None = None,
         close_call_log: bool = False,
+        default_ttl_s: int = 0,
     ) -> Memory:
         """Open (or create) a store with an embedder (by name or instance): a ``postgresql://`` URL opens the
         PostgreSQL store there; anything else is the path of the embedded SQLite store. ``create=False``
@@ -206,6 +219,7 @@ class Memory(RetentionMethods):
                 max_attempts=max_attempts,
                 call_log_path=log_path,
                 close_call_log=close_call_log,
+                default_ttl_s=default_ttl_s,
             )
         except BaseException:
             if store is not None:
@@ -257,6 +271,8 @@ class Memory(RetentionMethods):
         extract: ExtractMode = "off",
         epoch: int | None = None,
         annotations: Mapping[str, str] | None = None,
+        ttl_s: int | None = None,
+        prompt: tuple[str, int | None] | str | None = None,
     ) -> AddResult:
         """Store a run of messages as memory blocks, in one transaction.
 
@@ -271,9 +287,11 @@ class Memory(RetentionMethods):
         ``VerifiedKey.epoch``); by default it is read when the add begins.
 
         ``annotations`` (string keys and values) are kept on every block of the add, as
-        ``MemoryBlock.annotations``.
+        ``MemoryBlock.annotations``. ``ttl_s``: the blocks' TTL in seconds (None: their session's default,
+        else the server's; 0: never). ``prompt``: the registry prompt that extracts them (an id, or (id,
+        version); see :attr:`prompts`). Into an ended session: SessionEndedError, nothing written.
         """
-        req = AddRequest(user, messages, conversation_id, session_id, time, perspective, annotations)
+        req = AddRequest(user, messages, conversation_id, session_id, time, perspective, annotations, ttl_s, prompt)
         return self.add_many([req], extract=extract, epoch=epoch)[0]
 
     def add_many(
@@ -310,6 +328,7 @@ class Memory(RetentionMethods):
                 (self.embedder.model_id, cache_entries),
                 enqueue_attempts=0 if extract == "off" else self.max_attempts,
                 epoch=since,
+                default_ttl_s=self.default_ttl_s,
             )
             outcome = self.run_jobs(job_ids) if extract == "sync" else {}
             offset += len(blocks)
@@ -345,7 +364,17 @@ class Memory(RetentionMethods):
         given, time_of_day = coerce_time_of_day(req.time, where=at("time"))
         drafts, exchanges, skipped = draft_blocks(messages, mode, given or ingest_time, session_time_of_day=time_of_day)
         annotations = _check_annotations(req.annotations, at("annotations"))
-        blocks = [self._block(req, mode, d, ingest_time, status, annotations) for d in drafts]
+        ttl = check_ttl(req.ttl_s, at("ttl_s"))
+        prompt = self._resolve_prompt(req.prompt, at("prompt"))
+        blocks = [
+            dataclasses.replace(
+                self._block(req, mode, d, ingest_time, status, annotations),
+                ttl_s=ttl,
+                prompt_id=prompt[0],
+                prompt_version=prompt[1],
+            )
+            for d in drafts
+        ]
         return req, blocks, (exchanges, skipped)
 
     @staticmethod
@@ -381,7 +410,7 @@ class Memory(RetentionMethods):
     def extractor(self) -> Extractor:
         if self.llm is None:
             raise ConfigError("extraction needs an LLM (Memory(..., llm=...) or --llm)")
-        return Extractor(self.llm, self.prompt)
+        return Extractor(self.llm, self.prompt, prompts=self.store.get_prompt_version)
 
     def run_jobs(self, job_ids: Sequence[int], *, retry_pause_s: float = 0.5) -> dict[int, JobStatus]:
         """Run the given jobs now, in this thread, with the same code as the workers (synchronous mode).
@@ -464,6 +493,7 @@ class Memory(RetentionMethods):
         after: datetime | str | float | None = None,
         at: datetime | str | float | None = None,
         distinct: bool = True,
+        filters: Filters | None = None,
     ) -> list[Hit]:
         """The user's top-k memories for ``query``; ``before``/``after`` bound the event time (exclusive,
         inclusive). ``mode`` is a preset name (vector, keyword, hybrid, ...) or :class:`SearchSettings`.
@@ -473,7 +503,12 @@ class Memory(RetentionMethods):
         With ``distinct`` (the default) each exchange is returned once, as its best-scoring perspective,
         with the ids of its other perspectives' matching blocks in ``Hit.other_perspectives``: k hits are k
         different exchanges. ``distinct=False`` returns the k best blocks as they are (what the benchmarks
-        score). ``Hit.score_kind`` says what the scores are."""
+        score). ``Hit.score_kind`` says what the scores are.
+
+        ``filters`` (:class:`memlane.core.model.Filters`) restrict the answer exactly, in every mode: their
+        rules narrow the candidates before the top-k cut (annotations too, unless
+        ``filters.annotations_after_cut``: then the top k are filtered after it and fewer may remain).
+        Expired blocks are never returned."""
         check_stored_name(user, "user")
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("empty query", where="query")
@@ -484,6 +519,7 @@ class Memory(RetentionMethods):
         b = coerce_time(before, where="before")
         a = coerce_time(after, where="after")
         asked = coerce_time(at, where="at") or now_utc()
+        checked = check_filters(filters)
         found = collect(
             self.store,
             self.embedder.inner,
@@ -492,8 +528,12 @@ class Memory(RetentionMethods):
             settings,
             after=to_epoch(a) if a else None,
             before=to_epoch(b) if b else None,
+            filters=checked,
         )
         ranked = rank(found, settings, asked=asked)
+        if checked is not None and checked.annotations_after_cut and checked.annotations:
+            top = hits(self.store, user, ranked, k, score_kind(settings), distinct=distinct)
+            return [h for h in top if checked.admits(h.block)]
         return hits(self.store, user, ranked, k, score_kind(settings), distinct=distinct)
 
     def get_memory(
@@ -592,9 +632,6 @@ class Memory(RetentionMethods):
     def deletion_epoch(self) -> int:
         """The store's deletion epoch (see :meth:`add`)."""
         return self.store.deletion_epoch()
-
-    def create_user(self, user: str) -> bool:
-        return self.store.create_user(check_name(user, "user"))
 
     def users(self) -> builtins.list[UserInfo]:
         return self.store.list_users()

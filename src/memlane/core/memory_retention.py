@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from memlane.core.errors import NotFoundError, ValidationError
 from memlane.core.model import MemoryBlock, UserInfo
 from memlane.core.names import check_stored_name
-from memlane.core.retention import Policies, RetentionPolicy, RetentionReport, sweep_user
+from memlane.core.retention import SWEEP_BATCH, Policies, RetentionPolicy, RetentionReport, sweep_user
 from memlane.core.store.protocol import Store
-from memlane.core.timefmt import coerce_time, now_utc
+from memlane.core.timefmt import coerce_time, now_utc, to_epoch
 
 
 class RetentionMethods:
@@ -56,7 +57,9 @@ class RetentionMethods:
         policy, for one user or all; with ``dry_run``, only count them. Expired blocks go completely, like
         a deleted user's (keys, vectors, keyword statistics, jobs, cached vectors, LLM calls), in batches
         of :data:`memlane.core.retention.SWEEP_BATCH`, each decided and deleted in one transaction: an add
-        running meanwhile is either seen by a batch or untouched by it. A user deleted meanwhile is simply
+        running meanwhile is either seen by a batch or untouched by it. Blocks whose own TTL has run out at
+        ``now`` (hidden from every read since) are deleted too, whatever the policy
+        (``UserRetention.ttl_expired`` counts them). A user deleted meanwhile is simply
         skipped. NotFoundError for an unknown ``user``."""
         at = coerce_time(now, where="now") or now_utc()
         policies = self.store.retention_policies()
@@ -64,4 +67,19 @@ class RetentionMethods:
         results = [
             sweep_user(self.store, info, policies, at, dry_run=dry_run, forget=self._forget_calls) for info in infos
         ]
-        return RetentionReport(at=at, dry_run=dry_run, users=tuple(results))
+        # Blocks whose TTL has run out: already invisible to every read; deleted here, as completely.
+        ttl_users = set(self.store.expired_users(to_epoch(at)))
+        swept = []
+        for result in results:
+            n = 0
+            while result.user in ttl_users:
+                gone = self.store.delete_ttl_expired(
+                    result.user, now=to_epoch(at), limit=None if dry_run else SWEEP_BATCH, dry_run=dry_run
+                )
+                if not dry_run:
+                    self._forget_calls(gone)
+                n += len(gone)
+                if dry_run or len(gone) < SWEEP_BATCH:
+                    break
+            swept.append(replace(result, expired=result.expired + n, ttl_expired=n) if n else result)
+        return RetentionReport(at=at, dry_run=dry_run, users=tuple(swept))

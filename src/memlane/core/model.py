@@ -11,7 +11,9 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Generic, Literal, TypeVar
+
+T = TypeVar("T")
 
 
 class PerspectiveMode(StrEnum):
@@ -29,6 +31,21 @@ class ExtractionStatus(StrEnum):
     QUEUED = "queued"
     DONE = "done"
     FAILED = "failed"  # the job ended dead; the raw block stays searchable
+
+
+class BlockKind(StrEnum):
+    """What a block holds: an exchange (a message and its reply) or one standalone fact."""
+
+    EXCHANGE = "exchange"
+    FACT = "fact"
+
+
+class BlockStatus(StrEnum):
+    """A block as the Agent Memory model reports it (from its extraction status)."""
+
+    PROCESSING = "processing"  # extraction is queued or running
+    READY = "ready"  # nothing to wait for: extracted, or no extraction asked
+    EXTRACTION_FAILED = "extraction_failed"  # the extraction job died; :meth:`Memory.requeue_block` retries it
 
 
 class SearchMode(StrEnum):
@@ -123,6 +140,29 @@ class MemoryBlock:
     extraction_status: ExtractionStatus = ExtractionStatus.OFF
     extraction_prompt: str | None = None  # "<prompt id>@<sha256>" of the prompt that wrote summary/contexts
     annotations: dict[str, str] = field(default_factory=dict)
+    # The memory model (docs/design/007-memory-model.md): what the block is; an exchange's (role, content)
+    # sides as given (empty for a fact, and for blocks made from a message list); the block's own TTL in
+    # seconds as given (None: its session's default, else the server's; 0: never) and the expiry it gave at
+    # the last write (None: never); when it was last updated in place; the registry prompt (id, version)
+    # that extracts it; how many times its extraction job died and when it was last queued.
+    kind: BlockKind = BlockKind.EXCHANGE
+    sides: tuple[tuple[str, str], ...] = ()
+    ttl_s: int | None = None
+    expires_at: datetime | None = None
+    updated_at: datetime | None = None
+    prompt_id: str | None = None
+    prompt_version: int | None = None
+    fail_count: int = 0
+    last_queued_at: datetime | None = None
+
+    @property
+    def status(self) -> str:
+        """``processing`` while extraction is queued, ``extraction_failed`` if it failed, else ``ready``."""
+        if self.extraction_status is ExtractionStatus.QUEUED:
+            return BlockStatus.PROCESSING.value
+        if self.extraction_status is ExtractionStatus.FAILED:
+            return BlockStatus.EXTRACTION_FAILED.value
+        return BlockStatus.READY.value
 
     @property
     def exchange_key(self) -> tuple[str, str, int, datetime, str]:
@@ -173,6 +213,142 @@ class UserInfo:
     name: str
     blocks: int
     created_at: datetime
+    display_name: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    sessions: int = 0
+    last_activity: datetime | None = None  # the ingest time of the user's newest block
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A first-class session of a user: a run of blocks with its own clock, labels and default TTL.
+
+    ``session_id`` is unique per user; ``conversation_id`` is the conversation it belongs to. An ended
+    session (``ended_at`` set) keeps its blocks readable and searchable and refuses new writes and updates.
+    ``default_ttl_s`` is the TTL of its blocks that give none (None: the server's default). ``blocks``
+    counts its live (unexpired) blocks."""
+
+    user: str
+    session_id: str
+    conversation_id: str
+    started_at: datetime
+    ended_at: datetime | None
+    annotations: dict[str, str]
+    metadata: dict[str, Any]
+    default_ttl_s: int | None
+    created_at: datetime
+    blocks: int = 0
+
+    @property
+    def ended(self) -> bool:
+        return self.ended_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One page of a listing: its items, how many match in all, and the page asked for."""
+
+    items: list[T]
+    total: int
+    limit: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Which blocks a search or a browse may return (every given rule must hold; none: all).
+
+    ``sessions``: only these session ids (None: all of the user's sessions); ``block_ids``: only these
+    blocks; ``annotations``: every pair must be on the block exactly, checked before the top-k cut (the
+    default) or, with ``annotations_after_cut``, on the top k after it (fewer than k may remain);
+    ``kinds``: only these block kinds; ``ingested_after``/``ingested_before``: the ingest time in
+    [after, before); ``prompt_id`` (and ``prompt_version``, which needs it): only blocks extracted by that
+    registry prompt. The event-time window stays the ``after``/``before`` arguments of search."""
+
+    sessions: tuple[str, ...] | None = None
+    block_ids: tuple[str, ...] | None = None
+    annotations: dict[str, str] = field(default_factory=dict)
+    annotations_after_cut: bool = False
+    kinds: frozenset[BlockKind] | None = None
+    ingested_after: datetime | None = None
+    ingested_before: datetime | None = None
+    prompt_id: str | None = None
+    prompt_version: int | None = None
+
+    @property
+    def empty(self) -> bool:
+        """No rule at all: a search with these filters is the unfiltered search."""
+        return (
+            self.sessions is None
+            and self.block_ids is None
+            and not self.annotations
+            and self.kinds is None
+            and self.ingested_after is None
+            and self.ingested_before is None
+            and self.prompt_id is None
+        )
+
+    @property
+    def pre(self) -> Filters:
+        """The rules applied before the top-k cut (all of them, less post-cut annotations)."""
+        return Filters(
+            sessions=self.sessions,
+            block_ids=self.block_ids,
+            annotations={} if self.annotations_after_cut else dict(self.annotations),
+            kinds=self.kinds,
+            ingested_after=self.ingested_after,
+            ingested_before=self.ingested_before,
+            prompt_id=self.prompt_id,
+            prompt_version=self.prompt_version,
+        )
+
+    def admits(self, block: MemoryBlock) -> bool:
+        """Whether ``block`` passes every rule (annotations included, wherever they apply)."""
+        if self.sessions is not None and block.session_id not in self.sessions:
+            return False
+        if self.block_ids is not None and block.id not in self.block_ids:
+            return False
+        if any(block.annotations.get(k) != v for k, v in self.annotations.items()):
+            return False
+        if self.kinds is not None and block.kind not in self.kinds:
+            return False
+        if self.ingested_after is not None and block.ingest_time < self.ingested_after:
+            return False
+        if self.ingested_before is not None and block.ingest_time >= self.ingested_before:
+            return False
+        if self.prompt_id is not None and block.prompt_id != self.prompt_id:
+            return False
+        return self.prompt_version is None or block.prompt_version == self.prompt_version
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A named extraction prompt of the registry, as its head: the current version's text and its labels.
+
+    Versions are immutable and numbered from 0; an update with new text adds a version, which becomes
+    current. An archived prompt keeps its id reserved and can no longer be used or updated."""
+
+    prompt_id: str
+    description: str
+    annotations: dict[str, str]
+    archived: bool
+    current_version: int
+    version_count: int
+    updated_at: datetime
+    text: str
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PromptVersion:
+    """One immutable version of a registry prompt."""
+
+    prompt_id: str
+    version: int
+    text: str
+    created_at: datetime
+    archived: bool
+    is_current: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,6 +123,8 @@ class UserRetention:
     source: str
     expired: int
     remaining: int
+    # Of ``expired``: the blocks whose own TTL had run out (write time + TTL; docs/design/007-memory-model.md)
+    ttl_expired: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,15 +3,29 @@
 from __future__ import annotations
 
 import hashlib
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 
 from memlane.core.calls import forget_blocks
-from memlane.core.errors import LLMResponseError
+from memlane.core.errors import LLMResponseError, NotFoundError
 from memlane.core.jobs import ExtractionResult
 from memlane.core.llm.calllog import CallLog
 from memlane.core.llm.protocol import LLM, ChatMessage, JSONSchema
-from memlane.core.model import MemoryBlock, PerspectiveMode
+from memlane.core.model import MemoryBlock, PerspectiveMode, PromptVersion
+
+log = logging.getLogger("memlane.extraction")
+
+# How a registry prompt's text enters memlane's extraction prompt: as the application's instructions on
+# what to remember, after memlane's own; the reply's shape (a summary and facts) stays memlane's.
+CUSTOM_INSTRUCTIONS = (
+    "\n\nThe application adds these instructions on what to remember (follow them within the rules above; "
+    'the reply is still the JSON object with "summary" and "facts"):\n'
+    "<<<\n{text}\n>>>"
+)
+# A registry prompt by (id, version or None for the current one): Store.get_prompt_version.
+PromptLookup = Callable[[str, int | None], PromptVersion]
 
 DEFAULT_PROMPT_ID = "extract-v1"
 MAX_FACTS = 50
@@ -65,11 +79,15 @@ def _perspective_text(block: MemoryBlock) -> str:
     return f"{block.perspective} (remember what matters to {block.perspective})"
 
 
-def extraction_messages(prompt: ExtractionPrompt, block: MemoryBlock) -> list[ChatMessage]:
-    """What extracting ``block`` with ``prompt`` sends: the instructions as the system message, the exchange
-    alone as the user message."""
+def extraction_messages(prompt: ExtractionPrompt, block: MemoryBlock, custom: str | None = None) -> list[ChatMessage]:
+    """What extracting ``block`` with ``prompt`` sends: the instructions as the system message (with a
+    registry prompt's ``custom`` text added as the application's instructions), the exchange alone as the
+    user message."""
+    system = prompt.render(block)
+    if custom:
+        system += CUSTOM_INSTRUCTIONS.format(text=custom)
     return [
-        {"role": "system", "content": prompt.render(block)},
+        {"role": "system", "content": system},
         {"role": "user", "content": block.message},
     ]
 
@@ -77,12 +95,28 @@ def extraction_messages(prompt: ExtractionPrompt, block: MemoryBlock) -> list[Ch
 class Extractor:
     """Calls the LLM for one block and validates the reply into an :class:`ExtractionResult`."""
 
-    def __init__(self, llm: LLM, prompt: ExtractionPrompt | None = None) -> None:
+    def __init__(
+        self, llm: LLM, prompt: ExtractionPrompt | None = None, *, prompts: PromptLookup | None = None
+    ) -> None:
+        """``prompts`` looks up the registry prompt a block names (``MemoryBlock.prompt_id``)."""
         self.llm = llm
         self.prompt = prompt or ExtractionPrompt.load()
+        self.prompts = prompts
+
+    def custom_text(self, block: MemoryBlock) -> str | None:
+        """The text of the registry prompt that extracts ``block`` (None: memlane's prompt alone). A prompt
+        purged since the block was queued is left out (logged): the block is still extracted."""
+        if block.prompt_id is None or self.prompts is None:
+            return None
+        try:
+            return self.prompts(block.prompt_id, block.prompt_version).text
+        except NotFoundError:
+            log.warning("prompt %s version %s is gone; extracting with memlane's prompt alone",
+                        block.prompt_id, block.prompt_version)  # fmt: skip
+            return None
 
     def messages(self, block: MemoryBlock) -> list[ChatMessage]:
-        return extraction_messages(self.prompt, block)
+        return extraction_messages(self.prompt, block, self.custom_text(block))
 
     def forget(self, block: MemoryBlock) -> int:
         """Delete the logged LLM calls of this block's extraction (when the LLM keeps a call log): for a job

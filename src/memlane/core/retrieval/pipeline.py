@@ -22,7 +22,7 @@ from datetime import datetime
 
 from memlane.core.embedding.protocol import Embedder
 from memlane.core.errors import ValidationError
-from memlane.core.model import Hit, MemoryBlock, SearchMode
+from memlane.core.model import Filters, Hit, MemoryBlock, SearchMode
 from memlane.core.ranking.session_words import session_word_ranks
 from memlane.core.retrieval.context import Position, rescore
 from memlane.core.retrieval.fusion import Scored, fuse
@@ -57,12 +57,18 @@ def vector_stage(
     *,
     after: float | None = None,
     before: float | None = None,
+    filters: Filters | None = None,
 ) -> Ranked:
     """The vector retriever: the query's embedding against the user's key vectors, the top
-    ``settings.candidates`` blocks by cosine similarity (a block scores as its best key)."""
+    ``settings.candidates`` blocks by cosine similarity (a block scores as its best key) among those
+    ``filters`` keep."""
     qvec = embedder.embed([query])[0]
+    if filters is None:
+        return store.vector_candidates(
+            user, qvec, settings.candidates, kinds=settings.key_kinds(), after=after, before=before
+        )
     return store.vector_candidates(
-        user, qvec, settings.candidates, kinds=settings.key_kinds(), after=after, before=before
+        user, qvec, settings.candidates, kinds=settings.key_kinds(), after=after, before=before, filters=filters
     )
 
 
@@ -74,9 +80,21 @@ def keyword_stage(
     *,
     after: float | None = None,
     before: float | None = None,
+    filters: Filters | None = None,
 ) -> Ranked:
     """The keyword retriever: the top ``settings.candidates`` blocks by BM25 over the user's keys, with
-    the settings' k1 and b."""
+    the settings' k1 and b, among those ``filters`` keep."""
+    if filters is None:
+        return store.keyword_candidates(
+            user,
+            query,
+            settings.candidates,
+            kinds=settings.key_kinds(),
+            after=after,
+            before=before,
+            k1=settings.bm25_k1,
+            b=settings.bm25_b,
+        )
     return store.keyword_candidates(
         user,
         query,
@@ -86,6 +104,7 @@ def keyword_stage(
         before=before,
         k1=settings.bm25_k1,
         b=settings.bm25_b,
+        filters=filters,
     )
 
 
@@ -99,18 +118,25 @@ def collect(
     after: float | None = None,
     before: float | None = None,
     all_context: bool = False,
+    filters: Filters | None = None,
 ) -> Candidates:
     """The candidates of ``query`` in ``user``'s memory under ``settings`` (its ``mode``, ``candidates``,
     ``fact_keys`` and BM25 parameters), with event times in [``after``, ``before``) (epoch seconds).
 
     Context (the candidates' places, their sessions' ranks by people's words) is read when the settings
     use it, or always with ``all_context``: for callers that rank the same candidates under other
-    settings. ``embedder`` embeds the query (uncached: a query is rarely asked twice)."""
+    settings. ``embedder`` embeds the query (uncached: a query is rarely asked twice).
+
+    ``filters`` restrict both retrievers' candidates (before their top-``candidates`` cut); context is
+    then read for those candidates only, so the session and neighbour gains come from the restricted pool
+    (docs/design/007-memory-model.md, "Filters")."""
     rankings: dict[str, Ranked] = {}
     if settings.mode in (SearchMode.VECTOR, SearchMode.HYBRID):
-        rankings["vector"] = vector_stage(store, embedder, user, query, settings, after=after, before=before)
+        rankings["vector"] = vector_stage(
+            store, embedder, user, query, settings, after=after, before=before, filters=filters
+        )
     if settings.mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
-        rankings["keyword"] = keyword_stage(store, user, query, settings, after=after, before=before)
+        rankings["keyword"] = keyword_stage(store, user, query, settings, after=after, before=before, filters=filters)
     context = settings.uses_context or all_context
     words = settings.uses_words or all_context
     positions: dict[int, Position] = {}

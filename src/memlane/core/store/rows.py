@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from memlane.core.model import ExtractionStatus, MemoryBlock, PerspectiveMode
+from memlane.core.model import BlockKind, ExtractionStatus, MemoryBlock, PerspectiveMode
 from memlane.core.timefmt import from_epoch
 
 BLOCK_COLUMNS = (
@@ -15,6 +15,17 @@ BLOCK_COLUMNS = (
     "b.summary, b.contexts, b.message_ids, b.event_ts, b.ingest_ts, b.time_annotation, b.extraction_status, "
     "b.extraction_prompt, b.content_hash, b.annotations"
 )
+# The memory model's columns (docs/design/007-memory-model.md), after BLOCK_COLUMNS: a store selects
+# FULL_BLOCK_COLUMNS once its schema has them; row_to_block reads either.
+MODEL_COLUMNS = (
+    "b.kind, b.sides, b.ttl_s, b.expires_ts, b.updated_ts, b.prompt_id, b.prompt_version, b.fail_count, "
+    "b.last_queued_ts"
+)
+FULL_BLOCK_COLUMNS = f"{BLOCK_COLUMNS}, {MODEL_COLUMNS}"
+
+
+def _epoch_or_none(value: Any) -> Any:
+    return None if value is None else from_epoch(float(value))
 
 
 def _json(value: Any) -> Any:
@@ -25,6 +36,20 @@ def _json(value: Any) -> Any:
 def row_to_block(r: Sequence[Any]) -> MemoryBlock:
     """A row of :data:`BLOCK_COLUMNS` as a block (its first column, the internal pk, is not part of it)."""
     (_, bid, user, conv, sess, idx, persp, mode, msg, summary, contexts, mids, ev, ing, ann, status, prompt, h) = r[:18]
+    model: dict[str, Any] = {}
+    if len(r) > 19:
+        kind, sides, ttl, expires, updated, prompt_id, prompt_version, fails, queued = r[19:28]
+        model = {
+            "kind": BlockKind(kind),
+            "sides": tuple((str(role), str(text)) for role, text in _json(sides)),
+            "ttl_s": None if ttl is None else int(ttl),
+            "expires_at": _epoch_or_none(expires),
+            "updated_at": _epoch_or_none(updated),
+            "prompt_id": None if prompt_id is None else str(prompt_id),
+            "prompt_version": None if prompt_version is None else int(prompt_version),
+            "fail_count": int(fails),
+            "last_queued_at": _epoch_or_none(queued),
+        }
     return MemoryBlock(
         id=str(bid),
         user=str(user),
@@ -44,6 +69,7 @@ def row_to_block(r: Sequence[Any]) -> MemoryBlock:
         extraction_prompt=None if prompt is None else str(prompt),
         content_hash=str(h),
         annotations={str(k): str(v) for k, v in dict(_json(r[18])).items()},
+        **model,
     )
 
 

@@ -87,6 +87,29 @@ def key_scores(matrix: UserMatrix, query: npt.NDArray[np.float32]) -> npt.NDArra
     return out
 
 
+@dataclass(frozen=True)
+class BlockSet:
+    """The blocks a search may return (``allow``) or must not return (not ``allow``), by reference:
+    what the memory model's filters and expired TTLs come down to in the in-memory indexes
+    (docs/design/007-memory-model.md)."""
+
+    pks: npt.NDArray[np.int64]  # ascending, unique
+    allow: bool
+
+    @classmethod
+    def of(cls, pks: list[int], *, allow: bool) -> BlockSet:
+        return cls(np.unique(np.asarray(pks, dtype=np.int64)), allow)
+
+    def mask(self, block_pks: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Which of the keys (by their blocks) the set keeps."""
+        if self.pks.size == 0:
+            return np.full(block_pks.shape[0], not self.allow, dtype=np.bool_)
+        at = np.searchsorted(self.pks, block_pks)
+        at[at >= self.pks.size] = 0
+        found: npt.NDArray[np.bool_] = self.pks[at] == block_pks
+        return found if self.allow else np.logical_not(found)
+
+
 def key_mask(
     kinds: npt.NDArray[np.int8],
     event_ts: npt.NDArray[np.float64],
@@ -94,11 +117,17 @@ def key_mask(
     kind_codes: frozenset[int] | None = None,
     after: float | None = None,
     before: float | None = None,
+    block_pks: npt.NDArray[np.int64] | None = None,
+    blocks: BlockSet | None = None,
 ) -> npt.NDArray[np.bool_] | None:
-    """Which keys the filters keep (None: all of them): kind codes, event time in [after, before)."""
+    """Which keys the filters keep (None: all of them): kind codes, event time in [after, before), and the
+    keys' blocks (``block_pks``) in ``blocks``."""
     mask: npt.NDArray[np.bool_] | None = None
+    if blocks is not None and block_pks is not None:
+        mask = blocks.mask(block_pks)
     if kind_codes is not None and len(kind_codes) < len(KIND_CODES):
-        mask = np.isin(kinds, np.fromiter(kind_codes, dtype=np.int8))
+        m = np.isin(kinds, np.fromiter(kind_codes, dtype=np.int8))
+        mask = m if mask is None else mask & m
     if after is not None:
         m = event_ts >= after
         mask = m if mask is None else mask & m
@@ -153,12 +182,51 @@ def top_blocks(
     kinds: frozenset[int] | None = None,
     after: float | None = None,
     before: float | None = None,
+    blocks: BlockSet | None = None,
 ) -> list[tuple[int, float]]:
-    """Exact cosine top-k *blocks* (a block scores as its best key). Vectors are L2-normalised."""
+    """Exact cosine top-k *blocks* (a block scores as its best key). Vectors are L2-normalised. With an
+    allowed ``blocks`` set, only the keys of those blocks are scored (a narrow filter costs what it keeps)."""
     if matrix.vectors.shape[0] == 0 or k <= 0:
         return []
+    if blocks is not None and blocks.allow:
+        rows = np.flatnonzero(blocks.mask(matrix.block_pks)).astype(np.int64)
+        return top_blocks_of_rows(matrix, rows, query, k, kinds=kinds, after=after, before=before)
     scores = key_scores(matrix, query)
-    mask = key_mask(matrix.kinds, matrix.event_ts, kind_codes=kinds, after=after, before=before)
+    mask = key_mask(
+        matrix.kinds, matrix.event_ts, kind_codes=kinds, after=after, before=before,
+        block_pks=matrix.block_pks, blocks=blocks,
+    )  # fmt: skip
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
     return best_per_block(scores, matrix.block_pks, k)
+
+
+def top_blocks_of_rows(
+    matrix: UserMatrix,
+    rows: npt.NDArray[np.int64],
+    query: npt.NDArray[np.float32],
+    k: int,
+    *,
+    kinds: frozenset[int] | None = None,
+    after: float | None = None,
+    before: float | None = None,
+    blocks: BlockSet | None = None,
+) -> list[tuple[int, float]]:
+    """:func:`top_blocks` over the keys at ``rows`` (ascending) only."""
+    if rows.size == 0 or k <= 0:
+        return []
+    sub = UserMatrix(
+        version=matrix.version,
+        vectors=matrix.vectors[rows],
+        scales=matrix.scales[rows],
+        block_pks=matrix.block_pks[rows],
+        kinds=matrix.kinds[rows],
+        event_ts=matrix.event_ts[rows],
+    )
+    scores = key_scores(sub, query)
+    mask = key_mask(
+        sub.kinds, sub.event_ts, kind_codes=kinds, after=after, before=before, block_pks=sub.block_pks, blocks=blocks
+    )
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    return best_per_block(scores, sub.block_pks, k)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+import dataclasses
 import json
 import sys
 from dataclasses import asdict
@@ -11,11 +13,15 @@ from typing import Any
 import click
 
 from memlane.core.errors import ConfigError, StoreNotFoundError, ValidationError
+from memlane.core.memory import Memory
+from memlane.core.model import Filters, UserInfo
 from memlane.core.names import shown
 from memlane.interfaces.cli.app import LLMChoice, llm_options, open_memory, store_options
+from memlane.interfaces.cli.filter_options import filter_options
 from memlane.interfaces.cli.jsoninput import read_json
 from memlane.interfaces.cli.options import SettingOption, store_path_option
-from memlane.interfaces.wire.shapes import block_json, hit_json
+from memlane.interfaces.cli.pairs import parse_pairs
+from memlane.interfaces.wire.shapes import block_json, hit_json, user_json
 
 
 def _read_messages(file: Path | None) -> Any:
@@ -58,6 +64,13 @@ def _read_messages(file: Path | None) -> Any:
     setting="extract",
     help="LLM extraction of summary and facts: off, async (queued for `memlane worker`), sync (before returning).",
 )
+@click.option(
+    "--annotation",
+    "annotation_pairs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A string label kept on every block of the add (repeat for more); searches filter on them.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @store_options
 @llm_options
@@ -69,6 +82,7 @@ def add_cmd(
     perspective: str,
     file: Path | None,
     extract: str,
+    annotation_pairs: tuple[str, ...],
     as_json: bool,
     store: Path,
     embedder: str,
@@ -83,8 +97,9 @@ def add_cmd(
     \b
     Example:
       echo '[{"role":"user","content":"My sister is Ana."},{"role":"assistant","content":"Noted."}]' \\
-        | memlane add alice --session s1 --time "1:56 pm on 8 May, 2023"
+        | memlane add alice --session s1 --time "1:56 pm on 8 May, 2023" --annotation topic=family
     """
+    annotations = parse_pairs(annotation_pairs, "--annotation")
     source = str(file) if file else "stdin"
     messages = _read_messages(file)
     if not isinstance(messages, list):
@@ -100,6 +115,7 @@ def add_cmd(
             time=time_,
             perspective=perspective,
             extract=extract,  # type: ignore[arg-type]  # click.Choice guarantees the literal
+            annotations=annotations,
         )
     except ValidationError as exc:
         if exc.where and exc.where.startswith("messages"):
@@ -148,6 +164,7 @@ def add_cmd(
     "--at", default=None, help="When the question is asked (default: now); read for phrases like 'two weeks ago'."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of hits.")
+@filter_options()
 @store_options
 def search_cmd(
     user: str,
@@ -158,6 +175,7 @@ def search_cmd(
     after: str | None,
     at: str | None,
     as_json: bool,
+    filters: Filters | None,
     store: Path,
     embedder: str,
 ) -> None:
@@ -168,13 +186,19 @@ def search_cmd(
     usually below 3) that orders the hits of one search and means nothing across searches. --json names it
     in score_kind.
 
+    Filters are exact and hold in every mode: --session, --block-id and --kind (each repeatable),
+    --annotation KEY=VALUE (every pair; checked before the top-k cut, or on the top k with --post-filter),
+    --ingested-after/--ingested-before (when the block was written, beside --after/--before for when it was
+    said) and --prompt ID[@VERSION] (the registry prompt that extracted it).
+
     \b
     Example:
       memlane search alice "what is my sister called?" -k 5 --json
+      memlane search alice "trips" --session s1 --session s2 --annotation topic=travel
     """
     mem = open_memory(store, embedder)
     try:
-        hits = mem.search(user, query, k, mode=mode, before=before, after=after, at=at)
+        hits = mem.search(user, query, k, mode=mode, before=before, after=after, at=at, filters=filters)
     finally:
         mem.close()
     if as_json:
@@ -251,6 +275,7 @@ def get_cmd(user: str, block_id: str, store: Path, embedder: str) -> None:
 @click.option("--offset", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--ids", "ids_only", is_flag=True, help="Print only the block ids, one per line.")
+@filter_options(sessions=False)
 @store_options
 def list_cmd(
     user: str,
@@ -260,6 +285,7 @@ def list_cmd(
     offset: int,
     as_json: bool,
     ids_only: bool,
+    filters: Filters | None,
     store: Path,
     embedder: str,
 ) -> None:
@@ -268,20 +294,32 @@ def list_cmd(
     When more blocks follow, one line on stderr says how many and the --offset of the next page (stdout
     holds the blocks only; with --json, the same JSON list as always).
 
+    With a filter (--kind, --block-id, --annotation, --ingested-after/--ingested-before, --prompt: those of
+    `memlane search`), the blocks that pass it, the latest said first.
+
     \b
     Example:
       memlane list alice --session s1 --json
       memlane list alice --limit 100 --offset 100
+      memlane list alice --kind fact --annotation topic=travel
       memlane delete alice "$(memlane list alice --ids --limit 1)"
     """
     mem = open_memory(store, embedder)
     try:
-        blocks = mem.list(user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset)
-        total = (
-            mem.count(user, conversation_id=conversation_id, session_id=session_id)
-            if len(blocks) == limit
-            else offset + len(blocks)
-        )
+        if filters is None:
+            blocks = mem.list(user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset)
+            total = (
+                mem.count(user, conversation_id=conversation_id, session_id=session_id)
+                if len(blocks) == limit
+                else offset + len(blocks)
+            )
+        else:
+            if conversation_id is not None:
+                raise ValidationError("cannot be combined with a filter; use --session", where="--conversation")
+            if session_id is not None:
+                filters = dataclasses.replace(filters, sessions=(session_id,))
+            page = mem.browse(user, filters, order="event", limit=limit, offset=offset)
+            blocks, total = page.items, page.total
     finally:
         mem.close()
     if ids_only:
@@ -303,37 +341,49 @@ def list_cmd(
 
 
 @click.command("users")
+@click.option("--name", "display_name", default=None, help="Only users with this display name, exactly.")
+@click.option(
+    "--metadata", "metadata_pairs", multiple=True, metavar="KEY=VALUE", help="Only users with this metadata pair."
+)
 @click.option("--json", "as_json", is_flag=True)
 @store_options
-def users_cmd(as_json: bool, store: Path, embedder: str) -> None:
+def users_cmd(
+    display_name: str | None, metadata_pairs: tuple[str, ...], as_json: bool, store: Path, embedder: str
+) -> None:
     """List the users (namespaces) in the store: name, blocks, retention policy ("default" unless their own).
+    --name and --metadata (repeat: every pair) keep those that match exactly.
 
     \b
     Example:
       memlane users --json
+      memlane users --metadata team=blue
     """
+    metadata = parse_pairs(metadata_pairs, "--metadata")
     mem = open_memory(store, embedder)
     try:
-        users = mem.users()
+        filtered = display_name is not None or metadata is not None
+        users = _all_users(mem, display_name, metadata) if filtered else mem.users()
         own = mem.retention_policies().users
     finally:
         mem.close()
     if as_json:
-        rows = [
-            {
-                "user": u.name,
-                "blocks": u.blocks,
-                "created_at": u.created_at.isoformat(),
-                "retention": "default" if u.name not in own else asdict(own[u.name]),
-            }
-            for u in users
-        ]
-        click.echo(json.dumps(rows))
+        rows = [{**user_json(u), "retention": "default" if u.name not in own else asdict(own[u.name])} for u in users]
+        click.echo(json.dumps(rows, ensure_ascii=False))
         return
     for u in users:
         # A name stored before the name rule may hold a right-to-left override: printed escaped.
         policy = own[u.name].describe() if u.name in own else "default"
         click.echo(f"{shown(u.name)}\t{u.blocks}\t{policy}")
+
+
+def _all_users(mem: Memory, name: str | None, metadata: dict[str, str] | None) -> builtins.list[UserInfo]:
+    """Every user that matches, page after page."""
+    found: builtins.list[UserInfo] = []
+    while True:
+        page = mem.list_users(name=name, metadata=metadata, limit=1000, offset=len(found))
+        found.extend(page.items)
+        if not page.items or len(found) >= page.total:
+            return found
 
 
 @click.command("compact")

@@ -23,7 +23,7 @@ from memlane.interfaces.http.integrity import IntegrityWatch
 from memlane.interfaces.http.json_body import JsonBodyMiddleware
 from memlane.interfaces.http.limits import BodyLimitMiddleware
 from memlane.interfaces.http.metrics import Metrics, MetricsMiddleware
-from memlane.interfaces.http.routes import browse, memories, ops, retention, users
+from memlane.interfaces.http.routes import browse, memories, ops, prompts, retention, sessions, users
 from memlane.interfaces.http.services import Services
 from memlane.interfaces.http.settings import HttpSettings
 from memlane.interfaces.wire.hosts import HostCheckMiddleware
@@ -87,6 +87,8 @@ def create_app(
     app.include_router(ops.router)
     app.include_router(users.router)
     app.include_router(memories.router)
+    app.include_router(sessions.router)
+    app.include_router(prompts.router)
     app.include_router(retention.router)
     app.include_router(browse.router)
     mount_console(app)

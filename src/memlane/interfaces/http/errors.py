@@ -16,7 +16,10 @@ raised                        status  code
 ValidationError, bad request  422     validation_error
 malformed JSON                400     bad_request
 NotFoundError, unknown route  404     not_found
-ConflictError                 409     conflict
+AlreadyExistsError            409     already_exists
+SessionEndedError             409     session_ended
+PromptArchivedError           409     prompt_archived
+ConflictError (others)        409     conflict
 ConfigError                   400     config_error
 no or unknown key             401     unauthorized
 key of the wrong scope        403     forbidden

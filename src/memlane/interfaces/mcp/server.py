@@ -1,4 +1,4 @@
-"""The MCP server: five tools over the same core as the HTTP API.
+"""The MCP server: eight tools over the same core as the HTTP API.
 
 Who the tools act for:
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -35,10 +35,11 @@ from pydantic import AnyHttpUrl, Field
 from starlette.types import ASGIApp
 
 from memlane.core.apikeys import ApiKeys
-from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, ValidationError
+from memlane.core.errors import ConfigError, ConflictError, MemlaneError, NotFoundError, ValidationError
 from memlane.core.memory import Memory
-from memlane.core.model import AddResult
+from memlane.core.model import AddResult, Hit, MemoryBlock
 from memlane.interfaces.wire.errors import check_extract, public_message
+from memlane.interfaces.wire.filters import make_filters
 from memlane.interfaces.wire.hosts import ANY_HOST, HostCheckMiddleware
 from memlane.interfaces.wire.requestid import RequestIdMiddleware, new_request_id
 from memlane.interfaces.wire.retention import UserPolicyOut, policy_out
@@ -55,13 +56,19 @@ from memlane.interfaces.wire.schemas import (
     hit_out,
 )
 from memlane.interfaces.wire.slow import ReadTimeoutMiddleware
+from memlane.interfaces.wire.updates import new_sides
 
 T = TypeVar("T")
 log = logging.getLogger("memlane.mcp")
 # The token's claim carrying the store's deletion epoch read with the key (see memlane.core.apikeys).
 EPOCH_CLAIM = "memlane_deletion_epoch"
+TtlArg = Annotated[
+    int | None, Field(ge=0, description="Seconds until the memory is forgotten (0: never; default: the session's).")
+]
+AnnotationsArg = Annotated[dict[str, str] | None, Field(description="String labels kept on the memories.")]
 INSTRUCTIONS = (
-    "Long-term memory of one user. Store conversation turns with add_memory; before answering a question "
+    "Long-term memory of one user. Store conversation turns with add_memory and standalone facts with add_fact; "
+    "before answering a question "
     "about the user's past, call search_memory. Times are ISO 8601 or epoch seconds."
 )
 
@@ -106,7 +113,7 @@ class MemoryTools:
         """Run a core call in a worker thread; core errors become tool errors the model can read."""
         try:
             return await anyio.to_thread.run_sync(fn)
-        except (ValidationError, NotFoundError, ConfigError) as exc:
+        except (ValidationError, NotFoundError, ConfigError, ConflictError) as exc:
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
         except MemlaneError as exc:
             rid = new_request_id()
@@ -121,6 +128,11 @@ class MemoryTools:
         time: Annotated[TimeValue | None, Field(description="When the session happened; default now.")] = None,
         perspective: Literal["dual", "speakers", "single"] = "dual",
         extract: Literal["off", "async", "sync"] = "off",
+        annotations: Annotated[
+            dict[str, str] | None,
+            Field(description="String labels kept on the blocks (keys: letters, digits, '_'), to filter searches by."),
+        ] = None,
+        ttl_s: TtlArg = None,
     ) -> AddOut:
         """Remember conversation turns ({"role": "user"|"assistant", "content": ...}, or {"speaker": name,
         "content": ...} for a chat between two people) as memory blocks."""
@@ -138,9 +150,28 @@ class MemoryTools:
                 perspective=perspective,
                 extract=extract,
                 epoch=epoch,
+                annotations=annotations,
+                ttl_s=ttl_s,
             )
 
         return add_out(await self.run(add))
+
+    async def add_fact(
+        self,
+        facts: Annotated[list[str], Field(min_length=1, description="Standalone facts, one memory each.")],
+        session_id: str = "default",
+        time: Annotated[TimeValue | None, Field(description="When it was learnt; default now.")] = None,
+        annotations: AnnotationsArg = None,
+        ttl_s: TtlArg = None,
+    ) -> AddOut:
+        """Remember standalone facts about the user ("Alice is allergic to peanuts."), one memory each."""
+        user = self.user()
+        res = await self.run(
+            lambda: self.memory.add_facts(
+                user, facts, session_id=session_id, time=time, annotations=annotations, ttl_s=ttl_s
+            )
+        )
+        return add_out(res)
 
     async def search_memory(
         self,
@@ -153,11 +184,50 @@ class MemoryTools:
             TimeValue | None,
             Field(description="When the question is asked (default: now), for phrases like 'two weeks ago'."),
         ] = None,
+        sessions: Annotated[list[str] | None, Field(description="Only memories of these sessions.")] = None,
+        annotations: Annotated[
+            dict[str, str] | None, Field(description="Only memories with every one of these labels, exactly.")
+        ] = None,
+        kinds: Annotated[
+            list[Literal["exchange", "fact"]] | None, Field(description="Only these kinds: exchange, fact.")
+        ] = None,
     ) -> list[HitOut]:
         """The memories most relevant to the query, best first, each with its time."""
         user = self.user()
-        hits = await self.run(lambda: self.memory.search(user, query, k, mode=mode, before=before, after=after, at=at))
-        return [hit_out(h) for h in hits]
+
+        def search() -> list[Hit]:
+            filters = make_filters(sessions=sessions, annotations=annotations, kinds=kinds)
+            return self.memory.search(user, query, k, mode=mode, before=before, after=after, at=at, filters=filters)
+
+        return [hit_out(h) for h in await self.run(search)]
+
+    async def update_memory(
+        self,
+        block_id: Annotated[str, Field(min_length=1, max_length=64)],
+        content: Annotated[str | None, Field(description="A fact's new text.")] = None,
+        user_content: Annotated[str | None, Field(description="An exchange's new user side.")] = None,
+        assistant_content: Annotated[str | None, Field(description="An exchange's new assistant side.")] = None,
+        annotations: Annotated[dict[str, str] | None, Field(description="Replace its labels.")] = None,
+        ttl_s: TtlArg = None,
+    ) -> BlockOut:
+        """Correct a memory in place (same block_id): a fact's content, or an exchange's sides."""
+        user = self.user()
+
+        def update() -> MemoryBlock:
+            kw: dict[str, Any] = {}
+            if content is not None:
+                kw["content"] = content
+            if user_content is not None or assistant_content is not None:
+                kw["sides"] = new_sides(self.memory.get(user, block_id), user_content, assistant_content)
+            return self.memory.update(user, block_id, annotations=annotations, ttl_s=ttl_s, **kw)
+
+        return block_out(await self.run(update))
+
+    async def end_session(self, session_id: Annotated[str, Field(min_length=1)]) -> str:
+        """End a session: its memories stay searchable; nothing more can be added to it."""
+        user = self.user()
+        await self.run(lambda: self.memory.end_session(user, session_id))
+        return f"ended {session_id}"
 
     async def list_memories(
         self,
@@ -232,7 +302,16 @@ def build_server(
         auth=auth,
     )
     tools = MemoryTools(memory, user)
-    for fn in (tools.add_memory, tools.search_memory, tools.list_memories, tools.delete_memory, tools.retention_policy):
+    for fn in (
+        tools.add_memory,
+        tools.add_fact,
+        tools.search_memory,
+        tools.list_memories,
+        tools.update_memory,
+        tools.delete_memory,
+        tools.end_session,
+        tools.retention_policy,
+    ):
         server.add_tool(fn)
     return server
 

@@ -5,15 +5,20 @@ The table is in ``memlane.interfaces.http.errors``."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from memlane.core.errors import (
+    AlreadyExistsError,
     ConfigError,
     ConflictError,
     EmbedderError,
     LLMError,
     MemlaneError,
     NotFoundError,
+    PromptArchivedError,
+    SessionEndedError,
     StoreError,
     ValidationError,
 )
@@ -22,6 +27,9 @@ from memlane.core.errors import (
 CORE_STATUS: tuple[tuple[type[MemlaneError], int, str], ...] = (
     (ValidationError, 422, "validation_error"),
     (NotFoundError, 404, "not_found"),
+    (AlreadyExistsError, 409, "already_exists"),
+    (SessionEndedError, 409, "session_ended"),
+    (PromptArchivedError, 409, "prompt_archived"),
     (ConflictError, 409, "conflict"),
     (ConfigError, 400, "config_error"),
     (LLMError, 502, "llm_error"),
@@ -121,3 +129,18 @@ def core_status(exc: MemlaneError) -> tuple[int, str]:
         if isinstance(exc, kind):
             return status, code
     return 500, "internal_error"
+
+
+@contextmanager
+def field_renamed(old: str, new: str) -> Iterator[None]:
+    """A ValidationError raised inside about the core's argument ``old`` (``pairs[0]``) names the field
+    the caller sent instead (``exchanges[0]``)."""
+    try:
+        yield
+    except ValidationError as exc:
+        where = exc.where
+        if where is None or not (where == old or where.startswith((f"{old}[", f"{old}."))):
+            raise
+        text = str(exc)
+        message = text[len(where) + 2 :] if text.startswith(f"{where}: ") else text
+        raise ValidationError(message, where=new + where[len(old) :]) from None

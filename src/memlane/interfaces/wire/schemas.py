@@ -14,10 +14,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, model_validator
 
 from memlane.core.jobs import QueueStatus
-from memlane.core.model import AddResult, Hit, MemoryBlock
+from memlane.core.model import AddResult, Filters, Hit, MemoryBlock
 from memlane.core.retrieval import MAX_K, PRESETS
 from memlane.core.timefmt import MAX_EPOCH, MIN_EPOCH
 from memlane.interfaces.wire.errors import scrub_addresses
+from memlane.interfaces.wire.filters import make_filters
 from memlane.interfaces.wire.shapes import block_json, hit_json
 
 MAX_TEXT = 256
@@ -51,12 +52,46 @@ TimeValue = Annotated[
     ),
 ]
 Name = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+MAX_IDS = 10_000
+BlockId = Annotated[str, Field(min_length=1, max_length=64)]
+PromptId = Annotated[
+    str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$", description="Letters, digits, '_', '-'.")
+]
+MAX_ANNOTATIONS = 64
+# Keys are identifiers and values strings; what else a key or value may hold is the core's rule.
+Annotations = Annotated[
+    dict[Annotated[str, Field(min_length=1, max_length=MAX_TEXT)], Annotated[str, Field(max_length=MAX_TEXT)]],
+    Field(
+        max_length=MAX_ANNOTATIONS,
+        description="String labels kept on the blocks (keys are identifiers: letters, digits and '_', not "
+        "starting with a digit); searches can filter on them by exact match.",
+        examples=[{"topic": "travel", "source": "chat"}],
+    ),
+]
 
 
 class Strict(BaseModel):
     """Unknown fields are refused, and no type is coerced into another (false is not 0, "3" is not 3)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# A hundred years: a TTL past the end of the calendar would have no expiry to store.
+MAX_TTL_S = 100 * 366 * 24 * 3600
+MAX_DESCRIPTION = 200
+TtlSeconds = Annotated[
+    int, Field(ge=0, le=MAX_TTL_S, description="Seconds from the write until the block expires; 0: never.")
+]
+
+
+class PromptRef(Strict):
+    """A registry prompt to extract with: its id and version (null: its current version)."""
+
+    prompt_id: PromptId
+    version: int | None = Field(default=None, ge=0)
+
+    def pair(self) -> tuple[str, int | None]:
+        return (self.prompt_id, self.version)
 
 
 # -- requests ----------------------------------------------------------------------------------------------
@@ -90,9 +125,43 @@ class AddIn(Strict):
     extract: Literal["off", "async", "sync"] = Field(
         default="off", description="LLM extraction: off, async (queued for the workers) or sync (before replying)."
     )
+    annotations: Annotations | None = None
+    ttl_s: TtlSeconds | None = Field(default=None, description="Default: the session's, else the server's.")
+    prompt: PromptRef | None = Field(default=None, description="The registry prompt to extract with.")
 
 
-class SearchIn(Strict):
+class FilterFields(Strict):
+    """Which blocks may be returned (every rule given must hold)."""
+
+    sessions: list[Name] | None = Field(default=None, max_length=MAX_IDS, description="Only these sessions.")
+    block_ids: list[BlockId] | None = Field(default=None, max_length=MAX_IDS, description="Only these blocks.")
+    annotations: Annotations | None = Field(default=None, description="Only blocks with every pair, exactly.")
+    annotation_filter: Literal["pre", "post"] = Field(
+        default="pre",
+        description="pre: annotations are checked before the top-k cut; post: on the top k after it (fewer may "
+        "remain).",
+    )
+    kinds: list[Literal["exchange", "fact"]] | None = None
+    ingested_after: TimeValue | None = Field(default=None, description="Only blocks written at or after this.")
+    ingested_before: TimeValue | None = Field(default=None, description="Only blocks written before this.")
+    prompt_id: PromptId | None = Field(default=None, description="Only blocks extracted by this registry prompt.")
+    prompt_version: int | None = Field(default=None, ge=0)
+
+    def filters(self) -> Filters | None:
+        return make_filters(
+            sessions=self.sessions,
+            block_ids=self.block_ids,
+            annotations=self.annotations,
+            annotation_filter=self.annotation_filter,
+            kinds=self.kinds,
+            ingested_after=self.ingested_after,
+            ingested_before=self.ingested_before,
+            prompt_id=self.prompt_id,
+            prompt_version=self.prompt_version,
+        )
+
+
+class SearchIn(FilterFields):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     k: int = Field(default=10, ge=1, le=MAX_K)
     mode: str = Field(default="hybrid", max_length=64, description=f"One of: {', '.join(PRESETS)}.")
@@ -112,6 +181,9 @@ class UserIn(Strict):
         Name,
         Field(pattern=r"^[^/]+$", description="The user's name: printable, NFC, no space at either end, no '/'."),
     ]
+    display_name: str | None = Field(default=None, max_length=MAX_TEXT, description="A name to show.")
+    metadata: dict[str, Any] | None = Field(default=None, description="Any JSON object.")
+    exist_ok: bool = Field(default=True, description="false: an existing user is 409 already_exists.")
 
 
 class KeyIn(Strict):
@@ -141,6 +213,11 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {s: {"model": ErrorOut} for s in statuses}
 
 
+class SideOut(BaseModel):
+    role: str
+    content: str
+
+
 class BlockOut(BaseModel):
     """A memory block, as ``memlane get`` prints it."""
 
@@ -161,6 +238,19 @@ class BlockOut(BaseModel):
     message_ids: list[str]
     content_hash: str
     annotations: dict[str, str]
+    kind: Literal["exchange", "fact"] = Field(description="exchange (a message and its reply) or fact.")
+    sides: list[SideOut] = Field(
+        description="An exchange's two sides as given (POST /v1/exchanges); empty for a fact and for blocks "
+        "made from a message list."
+    )
+    ttl_s: int | None = Field(description="The block's own TTL in seconds (null: its session's, else the server's).")
+    expires_at: str | None = Field(description="When the block stops being readable (null: never).")
+    updated_at: str | None = Field(description="When it was last updated in place (null: never).")
+    prompt_id: str | None = Field(description="The registry prompt that extracts it.")
+    prompt_version: int | None
+    status: Literal["processing", "ready", "extraction_failed"]
+    fail_count: int = Field(description="How many times its extraction failed for good.")
+    last_queued_at: str | None = Field(description="When its extraction was last queued.")
 
 
 class HitOut(BlockOut):

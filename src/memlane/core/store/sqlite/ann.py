@@ -47,7 +47,7 @@ import numpy.typing as npt
 
 from memlane.core.errors import StoreError
 from memlane.core.store.annsettings import AnnSettings, IndexStatus
-from memlane.core.store.vectors import UserMatrix, best_per_block, key_mask, key_scores
+from memlane.core.store.vectors import BlockSet, UserMatrix, top_blocks_of_rows
 
 if TYPE_CHECKING:
     import hnswlib
@@ -183,9 +183,12 @@ class AnnIndexes:
         kinds: frozenset[int] | None = None,
         after: float | None = None,
         before: float | None = None,
+        blocks: BlockSet | None = None,
     ) -> list[tuple[int, float]] | None:
         """The top-k blocks through the user's index, or None when there is no usable index yet (the
-        caller then scans exactly; the index is being prepared)."""
+        caller then scans exactly; the index is being prepared) or the filters keep too few of its
+        proposals (the exact scan of what they keep is then cheaper and exact). ``blocks``: the blocks
+        the answer may hold (or must not)."""
         loaded = self._current(user_id, matrix)
         if loaded is None or k <= 0:
             return None
@@ -205,7 +208,7 @@ class AnnIndexes:
             ok = rows < indexed.shape[0]
             ok[ok] = indexed[rows[ok]] == found[ok]
             cand = np.concatenate([np.unique(rows[ok]), tail])
-            out = self._score(matrix, cand, q, k, kinds, after, before)
+            out = top_blocks_of_rows(matrix, cand, q, k, kinds=kinds, after=after, before=before, blocks=blocks)
             # Fewer than k blocks: the filters or deletions removed too many proposals. Ask for more; once
             # the index has been asked for everything it holds, its answer is complete.
             if len(out) >= k or n >= live:
@@ -213,30 +216,6 @@ class AnnIndexes:
             if want >= 16 * (4 * k + 32):
                 return None  # a narrow filter: the exact scan is cheaper than widening further
             want *= 4
-
-    @staticmethod
-    def _score(
-        matrix: UserMatrix,
-        rows: npt.NDArray[np.int64],
-        q: npt.NDArray[np.float32],
-        k: int,
-        kinds: frozenset[int] | None,
-        after: float | None,
-        before: float | None,
-    ) -> list[tuple[int, float]]:
-        sub = UserMatrix(
-            version=matrix.version,
-            vectors=matrix.vectors[rows],
-            scales=matrix.scales[rows],
-            block_pks=matrix.block_pks[rows],
-            kinds=matrix.kinds[rows],
-            event_ts=matrix.event_ts[rows],
-        )
-        scores = key_scores(sub, q)
-        mask = key_mask(sub.kinds, sub.event_ts, kind_codes=kinds, after=after, before=before)
-        if mask is not None:
-            scores = np.where(mask, scores, -np.inf)
-        return best_per_block(scores, sub.block_pks, k)
 
     # -- keeping the index current ------------------------------------------------------------------------
 

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from memlane.core.errors import NotFoundError
 from memlane.core.model import MemoryBlock
 from memlane.core.retention import Policies, RetentionPolicy
-from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
+from memlane.core.store.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
+from memlane.core.store.rows import row_to_block
 from memlane.core.store.sqlite.keys import delete_keys
 
 # The models the embedding cache holds vectors of, one primary-key seek each (usually one model).

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, LLMOutage, QueueStatus, Requeued
 from memlane.core.model import ExtractionStatus, content_hash
-from memlane.core.store.rows import BLOCK_COLUMNS, row_to_block
+from memlane.core.store.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
+from memlane.core.store.rows import row_to_block
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys
 from memlane.core.store.sqlite.store import SqliteStore
 from memlane.core.timefmt import now_utc, to_epoch
@@ -91,7 +92,7 @@ class SqliteJobQueue:
         ).fetchall()
         if dead:
             conn.executemany(
-                "UPDATE blocks SET extraction_status = ? WHERE pk = ?",
+                "UPDATE blocks SET extraction_status = ?, fail_count = fail_count + 1 WHERE pk = ?",
                 [(ExtractionStatus.FAILED.value, r[0]) for r in dead],
             )
         conn.execute(
@@ -198,7 +199,7 @@ class SqliteJobQueue:
             )
             if dead:
                 conn.execute(
-                    "UPDATE blocks SET extraction_status = ? WHERE pk = ?",
+                    "UPDATE blocks SET extraction_status = ?, fail_count = fail_count + 1 WHERE pk = ?",
                     (ExtractionStatus.FAILED.value, job.block_ref),
                 )
         return status
@@ -242,8 +243,8 @@ class SqliteJobQueue:
                     (now, now, *params),
                 ).fetchall()
                 conn.executemany(
-                    "UPDATE blocks SET extraction_status = ? WHERE pk = ?",
-                    [(ExtractionStatus.QUEUED.value, r[0]) for r in dead],
+                    "UPDATE blocks SET extraction_status = ?, last_queued_ts = ? WHERE pk = ?",
+                    [(ExtractionStatus.QUEUED.value, now, r[0]) for r in dead],
                 )
                 waiting = 0
                 if not dead_only:

@@ -270,6 +270,63 @@ MIGRATIONS: list[Migration] = [
     ALTER TABLE jobs ADD COLUMN llm_failures INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE jobs ADD COLUMN llm_failing_since REAL;
     """,
+    # 11: the memory model (docs/design/007-memory-model.md): users' display names and metadata; sessions
+    # as rows (one per session id already on a user's blocks: its conversation the first it was used in,
+    # its start the earliest event time); blocks' kind, sides, TTL and expiry, update time, registry prompt
+    # and extraction status; the registry of extraction prompts (a small table shared by every user). The
+    # user's key leads every new per-user key (docs/design/007-memory-model.md, "Distribution").
+    """
+    ALTER TABLE users ADD COLUMN display_name TEXT;
+    ALTER TABLE users ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
+    CREATE TABLE sessions(
+        user_id INTEGER NOT NULL REFERENCES users(id),
+        session_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        annotations TEXT NOT NULL DEFAULT '{}',
+        metadata TEXT NOT NULL DEFAULT '{}',
+        default_ttl_s INTEGER,
+        created_at REAL NOT NULL,
+        PRIMARY KEY(user_id, session_id)
+    ) WITHOUT ROWID;
+    ALTER TABLE blocks ADD COLUMN kind TEXT NOT NULL DEFAULT 'exchange';
+    ALTER TABLE blocks ADD COLUMN sides TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE blocks ADD COLUMN ttl_s INTEGER;
+    ALTER TABLE blocks ADD COLUMN expires_ts REAL;
+    ALTER TABLE blocks ADD COLUMN updated_ts REAL;
+    ALTER TABLE blocks ADD COLUMN prompt_id TEXT;
+    ALTER TABLE blocks ADD COLUMN prompt_version INTEGER;
+    ALTER TABLE blocks ADD COLUMN fail_count INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE blocks ADD COLUMN last_queued_ts REAL;
+    CREATE INDEX blocks_user_expiry ON blocks(user_id, expires_ts) WHERE expires_ts IS NOT NULL;
+    CREATE INDEX blocks_user_session_id ON blocks(user_id, session_id);
+    CREATE INDEX blocks_user_ingest ON blocks(user_id, ingest_ts);
+    INSERT INTO sessions(user_id, session_id, conversation_id, started_at, created_at)
+        SELECT user_id, session_id, min(conversation_id), min(event_ts), min(ingest_ts)
+        FROM blocks GROUP BY user_id, session_id;
+    UPDATE blocks SET fail_count = 1 WHERE extraction_status = 'failed';
+    UPDATE blocks SET last_queued_ts = (SELECT max(j.created_at) FROM jobs j WHERE j.block_pk = blocks.pk)
+        WHERE extraction_status != 'off';
+    CREATE TABLE prompts(
+        prompt_id TEXT PRIMARY KEY,
+        description TEXT NOT NULL,
+        annotations TEXT NOT NULL DEFAULT '{}',
+        archived INTEGER NOT NULL DEFAULT 0,
+        current_version INTEGER NOT NULL,
+        next_version INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE TABLE prompt_versions(
+        prompt_id TEXT NOT NULL REFERENCES prompts(prompt_id),
+        version INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        archived INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY(prompt_id, version)
+    ) WITHOUT ROWID;
+    """,
 ]
 
 

@@ -11,34 +11,58 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager, suppress
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
-from memlane.core.errors import ConfigError, NotFoundError, StoreError, StoreNotFoundError
+from memlane.core.errors import (
+    AlreadyExistsError,
+    ConfigError,
+    NotFoundError,
+    StoreError,
+    StoreNotFoundError,
+    ValidationError,
+)
 from memlane.core.jobs import EXTRACT_KIND
-from memlane.core.model import DeletedUser, KeyRecord, MemoryBlock, StoredKey, UserInfo
+from memlane.core.model import (
+    DeletedUser,
+    ExtractionStatus,
+    Filters,
+    KeyRecord,
+    MemoryBlock,
+    Page,
+    Prompt,
+    PromptVersion,
+    Session,
+    StoredKey,
+    UserInfo,
+)
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts, people_words
 from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.cache import UserCache
 from memlane.core.store.check import StoreCheck
-from memlane.core.store.rows import BLOCK_COLUMNS, continue_sessions, row_to_block
+from memlane.core.store.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
+from memlane.core.store.rows import continue_sessions, row_to_block
 from memlane.core.store.sqlite import accounts, expiry
+from memlane.core.store.sqlite import model as mm
 from memlane.core.store.sqlite.ann import AnnIndexes, drop_user
 from memlane.core.store.sqlite.ann import status as ann_status
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index
 from memlane.core.store.sqlite.maintenance import sqlite_check, truncate_wal
+from memlane.core.store.sqlite.model import LIVE
 from memlane.core.store.sqlite.probe import open_error, probe_write, store_error
 from memlane.core.store.sqlite.schema import migrate
 from memlane.core.store.sqlite.terms import TermIds, corpus_problems, query_weights
 from memlane.core.store.terms import UserTerms, bm25_top_blocks, session_word_counts
-from memlane.core.store.vectors import KIND_CODES, UserMatrix, top_blocks
+from memlane.core.store.vectors import KIND_CODES, BlockSet, UserMatrix, top_blocks
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
 if TYPE_CHECKING:
@@ -57,6 +81,9 @@ CHECKPOINT_WAIT_MS = 2000
 # bytes onto an overflow page of its own, which made 4 KiB-page stores 2.4 times larger and a cold user
 # load twice as slow (measured on x500: 10.6 against 5.2 ms for 2,600 keys; docs/design/003-retrieval.md).
 PAGE_SIZE = 16384
+# A filter that keeps fewer blocks than this share of a user's keys is searched exactly over what it keeps,
+# not through the approximate index (docs/design/007-memory-model.md, "Filters").
+ANN_MIN_SHARE = 0.05
 
 
 # (query, data_version, total_changes) and the query's weights then: see SqliteStore._query_weights
@@ -231,10 +258,16 @@ class SqliteStore:
         rows = self._read("SELECT id, version FROM users WHERE name = ?", (user,))
         return (int(rows[0][0]), int(rows[0][1])) if rows else None
 
-    def create_user(self, user: str) -> bool:
-        """Create a namespace; returns False if it already existed."""
+    def create_user(
+        self, user: str, *, display_name: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Create a namespace with its display name and metadata; returns False (changing nothing) if it
+        already existed."""
         with self._write() as conn:
-            return accounts.ensure_user(conn, user, to_epoch(now_utc()), None)[2]
+            user_id, _, created = accounts.ensure_user(conn, user, to_epoch(now_utc()), None)
+            if created:
+                mm.set_user_fields(conn, user_id, display_name, metadata)
+            return created
 
     def deletion_epoch(self) -> int:
         """The store's deletion epoch: what an add reads before its slow part (core/store/deletions.py)."""
@@ -263,11 +296,9 @@ class SqliteStore:
             return accounts.revoke_key(conn, user, key_id)
 
     def list_users(self) -> list[UserInfo]:
-        rows = self._read(
-            "SELECT u.name, u.created_at, (SELECT count(*) FROM blocks b WHERE b.user_id = u.id) "
-            "FROM users u ORDER BY u.name"
-        )
-        return [UserInfo(name=str(r[0]), created_at=from_epoch(float(r[1])), blocks=int(r[2])) for r in rows]
+        now = _now()
+        rows = self._read(f"SELECT {mm.USER_COLUMNS} FROM users u ORDER BY u.name", (now, now))
+        return [mm.user_info(r) for r in rows]
 
     # -- writes ------------------------------------------------------------------------------------------
 
@@ -280,17 +311,31 @@ class SqliteStore:
         *,
         enqueue_attempts: int = 0,
         epoch: int | None = None,
+        default_ttl_s: int = 0,
     ) -> list[int]:
         """Store blocks with their message vectors in one transaction (the whole add, or nothing).
 
         ``cache_entries`` (model id, {content hash: vector}) are written to the embedding cache in the
         same transaction. ``enqueue_attempts`` > 0 enqueues one extraction job per block in that same
         transaction, allowed that many attempts; their ids are returned. ``epoch``: the deletion epoch the
-        add read when it began; UserDeletedError (nothing written) if the user was deleted since."""
+        add read when it began; UserDeletedError (nothing written) if the user was deleted since.
+        Sessions and expiries as the protocol says (:meth:`memlane.core.store.protocol.Store.write_blocks`)."""
         if len(blocks) != len(vectors):
             raise StoreError(f"{len(blocks)} blocks but {len(vectors)} vectors")
         with self._write() as conn:
-            user_id, version, _ = accounts.ensure_user(conn, user, to_epoch(now_utc()), epoch)
+            now = to_epoch(now_utc())
+            user_id, version, _ = accounts.ensure_user(conn, user, now, epoch)
+            ttls = mm.open_sessions(conn, user, user_id, blocks, now)
+            blocks = [
+                replace(
+                    b,
+                    expires_at=_dt(
+                        mm.expiry(to_epoch(b.ingest_time), mm.effective_ttl(b.ttl_s, ttls[b.session_id], default_ttl_s))
+                    ),
+                    last_queued_at=now_utc() if enqueue_attempts else None,
+                )
+                for b in blocks
+            ]
             rows, job_ids = self._insert_blocks(conn, user_id, blocks, vectors, enqueue_attempts)
             if cache_entries and cache_entries[1]:
                 self.put_vectors_in(conn, *cache_entries)
@@ -325,14 +370,17 @@ class SqliteStore:
             cur = conn.execute(
                 "INSERT INTO blocks(id, user_id, conversation_id, session_id, exchange_index, perspective, mode, "
                 "message, summary, contexts, message_ids, event_ts, ingest_ts, time_annotation, "
-                "extraction_status, extraction_prompt, content_hash, annotations) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "extraction_status, extraction_prompt, content_hash, annotations, kind, sides, ttl_s, expires_ts, "
+                "updated_ts, prompt_id, prompt_version, fail_count, last_queued_ts) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     b.id, user_id, b.conversation_id, b.session_id, b.exchange_index, b.perspective,
                     b.mode.value, b.message, b.summary, json.dumps(list(b.contexts)),
                     json.dumps(list(b.message_ids)), to_epoch(b.event_time), to_epoch(b.ingest_time),
                     b.time_annotation, b.extraction_status.value, b.extraction_prompt, b.content_hash,
-                    json.dumps(b.annotations, sort_keys=True),
+                    json.dumps(b.annotations, sort_keys=True), b.kind.value, json.dumps([list(x) for x in b.sides]),
+                    b.ttl_s, _ts(b.expires_at), _ts(b.updated_at), b.prompt_id, b.prompt_version, b.fail_count,
+                    _ts(b.last_queued_at),
                 ),
             )  # fmt: skip
             block_pks.append(int(cur.lastrowid or 0))
@@ -437,6 +485,7 @@ class SqliteStore:
             drop_user(conn, self.path, user_id)
             keys = conn.execute("DELETE FROM api_keys WHERE user_id = ?", (user_id,)).rowcount
             conn.execute("DELETE FROM retention_policies WHERE user_id = ?", (user_id,))
+            conn.execute("DELETE FROM sessions WHERE user_id = ?", (user_id,))
             conn.execute("DELETE FROM users WHERE id = ?", (user_id,))
             accounts.record_deletion(conn, user, to_epoch(now_utc()))
         self.cache_drop(user_id)
@@ -448,8 +497,9 @@ class SqliteStore:
 
     def get_block(self, user: str, block_id: str) -> MemoryBlock:
         rows = self._read(
-            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE b.id = ? AND u.name = ?",
-            (block_id, user),
+            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE b.id = ? AND u.name = ? "
+            f"AND {LIVE}",
+            (block_id, user, _now()),
         )
         if not rows:
             raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
@@ -465,7 +515,7 @@ class SqliteStore:
         offset: int = 0,
     ) -> list[MemoryBlock]:
         """The user's blocks in event order (then exchange order)."""
-        where, params = _block_filter(user, conversation_id, session_id)
+        where, params = _block_filter(user, conversation_id, session_id, _now())
         rows = self._read(
             f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where} "
             "ORDER BY b.event_ts, b.conversation_id, b.session_id, b.exchange_index, b.pk LIMIT ? OFFSET ?",
@@ -475,12 +525,13 @@ class SqliteStore:
 
     def count_blocks(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
         """How many blocks :meth:`list_blocks` pages through."""
-        where, params = _block_filter(user, conversation_id, session_id)
+        where, params = _block_filter(user, conversation_id, session_id, _now())
         rows = self._read(f"SELECT count(*) FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where}", params)
         return int(rows[0][0])
 
     def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]:
-        """Blocks by internal reference, only those of ``user``."""
+        """Blocks by internal reference, only those of ``user`` (and live)."""
+        now = _now()
         row = self._user_row(user)
         if row is None:
             return {}
@@ -492,8 +543,8 @@ class SqliteStore:
             # block of a large user to find ten.
             rows = self._read(
                 f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id "
-                f"WHERE b.pk IN ({marks}) AND +b.user_id = ?",
-                [*chunk, row[0]],
+                f"WHERE b.pk IN ({marks}) AND +b.user_id = ? AND {LIVE}",
+                [*chunk, row[0], now],
             )
             for r in rows:
                 out[int(r[0])] = row_to_block(r)
@@ -524,20 +575,39 @@ class SqliteStore:
         kinds: frozenset[str] | None = None,
         after: float | None = None,
         before: float | None = None,
+        filters: Filters | None = None,
+        now: float | None = None,
     ) -> list[tuple[int, float]]:
         """Cosine top-k blocks of ``user`` (block reference, similarity): an exact scan, or for a user past
         the approximate index's threshold the index's candidates and the keys added since it was saved,
-        scored exactly (:mod:`memlane.core.store.sqlite.ann`)."""
+        scored exactly (:mod:`memlane.core.store.sqlite.ann`). Filters and expiry as the protocol says: a
+        filter that keeps few keys is scored exactly over what it keeps."""
         row = self._user_row(user)
         if row is None:
             return []
         matrix = self._matrix(*row)
+        blocks = self._block_set(row[0], filters, now)
         codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
-        if self.ann_settings.applies(matrix.n):
-            found = self.ann.top_blocks(row[0], matrix, query, k, kinds=codes, after=after, before=before)
+        if self.ann_settings.applies(matrix.n) and not _too_narrow(blocks, matrix):
+            found = self.ann.top_blocks(
+                row[0], matrix, query, k, kinds=codes, after=after, before=before, blocks=blocks
+            )
             if found is not None:
                 return found
-        return top_blocks(matrix, query.reshape(-1), k, kinds=codes, after=after, before=before)
+        return top_blocks(matrix, query.reshape(-1), k, kinds=codes, after=after, before=before, blocks=blocks)
+
+    def _block_set(self, user_id: int, filters: Filters | None, now: float | None) -> BlockSet | None:
+        """What filters and expiry leave of the user's blocks: the allowed blocks when a pre-cut rule is
+        given, else the expired blocks to leave out (None when there are none: the unfiltered search)."""
+        at = _now() if now is None else now
+        conn = self._conn()
+        try:
+            if filters is not None and not filters.pre.empty:
+                return BlockSet.of(mm.allowed_block_pks(conn, user_id, filters, at), allow=True)
+            expired = mm.expired_block_pks(conn, user_id, at)
+        except sqlite3.Error as exc:
+            raise store_error(f"read failed on {self.path}", exc, default="read failed") from exc
+        return BlockSet.of(expired, allow=False) if expired else None
 
     def build_index(self, user: str) -> IndexStatus:
         """Build the user's approximate index now, or bring it up to date (every key added since it was
@@ -593,8 +663,11 @@ class SqliteStore:
         before: float | None = None,
         k1: float = BM25_K1,
         b: float = BM25_B,
+        filters: Filters | None = None,
+        now: float | None = None,
     ) -> list[tuple[int, float]]:
-        """BM25 top-k blocks of ``user`` (block reference, BM25 score, higher is better)."""
+        """BM25 top-k blocks of ``user`` (block reference, BM25 score, higher is better); filters and
+        expiry narrow the ranked keys, not the statistics."""
         row = self._user_row(user)
         if row is None:
             return []
@@ -602,8 +675,11 @@ class SqliteStore:
         if not weights:
             return []
         index = self._user_terms(*row)
+        blocks = self._block_set(row[0], filters, now)
         codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
-        return bm25_top_blocks(index, weights, avgdl, k, kinds=codes, after=after, before=before, k1=k1, b=b)
+        return bm25_top_blocks(
+            index, weights, avgdl, k, kinds=codes, after=after, before=before, k1=k1, b=b, blocks=blocks
+        )
 
     def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:
         """The query terms' counts in the user's sessions' people's words
@@ -635,6 +711,337 @@ class SqliteStore:
         # version read before it: a commit elsewhere during the lookup makes the memo miss next time.
         self._local.query_memo = ((query, int(data_version), conn.total_changes), result)
         return result
+
+    # -- the memory model (docs/design/007-memory-model.md) ---------------------------------------------
+
+    def _read_with(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self._conn(), *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise store_error(f"read failed on {self.path}", exc, default="read failed") from exc
+
+    def _require_user_id(self, conn: sqlite3.Connection, user: str) -> int:
+        row = conn.execute("SELECT id FROM users WHERE name = ?", (user,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"user {user!r} not found")
+        return int(row[0])
+
+    def get_user(self, user: str) -> UserInfo:
+        info: UserInfo = self._read_with(mm.get_user, user, _now())
+        return info
+
+    def update_user(
+        self, user: str, *, display_name: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> UserInfo:
+        with self._write() as conn:
+            mm.set_user_fields(conn, self._require_user_id(conn, user), display_name, metadata)
+        return self.get_user(user)
+
+    def find_users(
+        self,
+        *,
+        name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Page[UserInfo]:
+        page: Page[UserInfo] = self._read_with(
+            mm.find_users, name=name, metadata=metadata, limit=limit, offset=offset, now=_now()
+        )
+        return page
+
+    def create_session(
+        self,
+        user: str,
+        session_id: str,
+        *,
+        conversation_id: str,
+        started_at: float,
+        annotations: Mapping[str, str],
+        metadata: Mapping[str, Any],
+        default_ttl_s: int | None,
+        exist_ok: bool = False,
+        now: float,
+    ) -> Session:
+        with self._write() as conn:
+            user_id = self._require_user_id(conn, user)
+            created = mm.insert_session(
+                conn,
+                user_id,
+                session_id,
+                conversation_id=conversation_id,
+                started_at=started_at,
+                annotations=annotations,
+                metadata=metadata,
+                default_ttl_s=default_ttl_s,
+                now=now,
+            )
+            if not created and not exist_ok:
+                raise AlreadyExistsError("session", session_id)
+            return mm.get_session(conn, user, session_id, now)
+
+    def get_session(self, user: str, session_id: str, *, now: float) -> Session:
+        found: Session = self._read_with(mm.get_session, user, session_id, now)
+        return found
+
+    def list_sessions(self, user: str, *, limit: int, offset: int, now: float) -> Page[Session]:
+        page: Page[Session] = self._read_with(mm.list_sessions, user, limit, offset, now)
+        return page
+
+    def update_session(
+        self,
+        user: str,
+        session_id: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        default_ttl_s: int | None = None,
+        now: float,
+    ) -> Session:
+        with self._write() as conn:
+            user_id = self._require_user_id(conn, user)
+            mm.update_session(
+                conn, user, user_id, session_id, annotations=annotations, metadata=metadata, default_ttl_s=default_ttl_s
+            )
+            return mm.get_session(conn, user, session_id, now)
+
+    def end_session(self, user: str, session_id: str, *, at: float, now: float) -> Session:
+        with self._write() as conn:
+            mm.end_session(conn, user, self._require_user_id(conn, user), session_id, at)
+            return mm.get_session(conn, user, session_id, now)
+
+    def delete_session(self, user: str, session_id: str) -> list[MemoryBlock]:
+        with self._write() as conn:
+            user_id = self._require_user_id(conn, user)
+            if mm.session_state(conn, user_id, session_id) is None:
+                raise NotFoundError(f"session {session_id!r} not found for user {user!r}")
+            pks = [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT pk FROM blocks WHERE user_id = ? AND session_id = ?", (user_id, session_id)
+                ).fetchall()
+            ]
+            blocks = expiry.blocks_by_pk(conn, pks)
+            expiry.delete_blocks(conn, user_id, pks)
+            conn.execute("DELETE FROM sessions WHERE user_id = ? AND session_id = ?", (user_id, session_id))
+        if pks:
+            self.cache_drop(user_id)
+            self.checkpoint()
+        return blocks
+
+    def update_block(
+        self,
+        user: str,
+        block: MemoryBlock,
+        vectors: Vectors | None,
+        *,
+        reset_ttl: bool = False,
+        default_ttl_s: int = 0,
+        enqueue_attempts: int = 0,
+        now: float,
+    ) -> MemoryBlock:
+        """Replace the block in place, in one transaction (:meth:`memlane.core.store.protocol.Store.update_block`)."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT b.pk, u.id, u.version, b.session_id, b.event_ts, b.expires_ts, b.mode, b.perspective "
+                f"FROM blocks b JOIN users u ON u.id = b.user_id WHERE b.id = ? AND u.name = ? AND {LIVE}",
+                (block.id, user, now),
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"block {block.id!r} not found for user {user!r}")
+            pk, user_id, session_id, event_ts, expires_ts = int(row[0]), int(row[1]), str(row[3]), float(row[4]), row[5]
+            session_ttl = mm.require_open(conn, user, user_id, session_id)
+            if reset_ttl:
+                expires_ts = mm.expiry(now, mm.effective_ttl(block.ttl_s, session_ttl, default_ttl_s))
+            if vectors is not None:
+                self._drop_cached_texts(conn, user_id, [pk])
+                delete_keys(conn, "block_pk = ? AND user_id = ?", (pk, user_id))
+                insert_keys(
+                    conn,
+                    user_id,
+                    [(pk, "message", block.message, block.content_hash, event_ts, session_id,
+                      people_words(block.message, block.mode, block.perspective))],
+                    vectors,
+                    self.term_ids,
+                )  # fmt: skip
+            status = block.extraction_status
+            queued = _ts(block.last_queued_at)
+            if enqueue_attempts or vectors is not None:
+                conn.execute("DELETE FROM jobs WHERE block_pk = ? AND user_id = ?", (pk, user_id))
+            if enqueue_attempts:
+                conn.execute(
+                    "INSERT INTO jobs(kind, user_id, block_pk, status, run_after, max_attempts, created_at, "
+                    "updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
+                    (EXTRACT_KIND, user_id, pk, now, enqueue_attempts, now, now),
+                )
+                status, queued = ExtractionStatus.QUEUED, now
+            conn.execute(
+                "UPDATE blocks SET message = ?, content_hash = ?, summary = ?, contexts = ?, annotations = ?, "
+                "kind = ?, sides = ?, ttl_s = ?, expires_ts = ?, updated_ts = ?, prompt_id = ?, prompt_version = ?, "
+                "extraction_status = ?, extraction_prompt = ?, last_queued_ts = ? WHERE pk = ?",
+                (
+                    block.message, block.content_hash, block.summary, json.dumps(list(block.contexts)),
+                    json.dumps(block.annotations, sort_keys=True), block.kind.value,
+                    json.dumps([list(x) for x in block.sides]), block.ttl_s, expires_ts, now, block.prompt_id,
+                    block.prompt_version, status.value, block.extraction_prompt, queued, pk,
+                ),
+            )  # fmt: skip
+            conn.execute("UPDATE users SET version = version + 1 WHERE id = ?", (user_id,))
+            (stored,) = expiry.blocks_by_pk(conn, [pk])
+        if vectors is not None:
+            self.cache_drop(user_id)
+        return stored
+
+    @staticmethod
+    def _drop_cached_texts(conn: sqlite3.Connection, user_id: int, pks: Sequence[int]) -> None:
+        """Delete the cached vectors of the blocks' key texts that no other key uses (what an update
+        replaces must not linger in the embedding cache)."""
+        marks = ",".join("?" * len(pks))
+        params = (*pks, user_id)
+        conn.execute(
+            f"DELETE FROM embed_cache WHERE hash IN (SELECT content_hash FROM search_keys WHERE block_pk IN ({marks}) "
+            "AND user_id = ?) AND NOT EXISTS (SELECT 1 FROM search_keys k WHERE k.content_hash = embed_cache.hash "
+            f"AND NOT (k.block_pk IN ({marks}) AND k.user_id = ?))",
+            (*params, *params),
+        )
+
+    def set_ttl(
+        self,
+        user: str,
+        ttl_s: int,
+        *,
+        session_id: str | None = None,
+        block_ids: Sequence[str] | None = None,
+        now: float,
+    ) -> int:
+        with self._write() as conn:
+            user_id = self._require_user_id(conn, user)
+            n = mm.set_ttl(conn, user, user_id, ttl_s, session_id=session_id, block_ids=block_ids, now=now)
+        return n
+
+    def browse_blocks(
+        self,
+        user: str,
+        filters: Filters | None,
+        *,
+        order: str,
+        limit: int,
+        offset: int,
+        after: float | None = None,
+        before: float | None = None,
+        now: float,
+    ) -> Page[MemoryBlock]:
+        if order not in ("ingested", "event"):
+            raise ValidationError("must be 'ingested' or 'event'", where="order")
+        where, params = mm.filter_sql(filters, after=after, before=before)
+        by = "b.ingest_ts DESC, b.id DESC" if order == "ingested" else "b.event_ts DESC, b.id DESC"
+        base = f"FROM blocks b JOIN users u ON u.id = b.user_id WHERE u.name = ? AND {LIVE} AND {where}"
+        total = int(self._read(f"SELECT count(*) {base}", (user, now, *params))[0][0])
+        rows = self._read(
+            f"SELECT {BLOCK_COLUMNS} {base} ORDER BY {by} LIMIT ? OFFSET ?", (user, now, *params, limit, offset)
+        )
+        return Page([row_to_block(r) for r in rows], total, limit, offset)
+
+    def expired_users(self, now: float) -> list[str]:
+        rows = self._read(
+            "SELECT DISTINCT u.name FROM blocks b JOIN users u ON u.id = b.user_id "
+            "WHERE b.expires_ts IS NOT NULL AND b.expires_ts <= ? ORDER BY u.name",
+            (now,),
+        )
+        return [str(r[0]) for r in rows]
+
+    def delete_ttl_expired(
+        self, user: str, *, now: float, limit: int | None, dry_run: bool = False
+    ) -> list[MemoryBlock]:
+        with self._write() as conn:
+            row = conn.execute("SELECT id FROM users WHERE name = ?", (user,)).fetchone()
+            if row is None:
+                return []
+            user_id = int(row[0])
+            pks = [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT pk FROM blocks WHERE user_id = ? AND expires_ts IS NOT NULL AND expires_ts <= ? "
+                    "ORDER BY expires_ts, pk LIMIT ?",
+                    (user_id, now, -1 if limit is None else limit),
+                ).fetchall()
+            ]
+            blocks = expiry.blocks_by_pk(conn, pks)
+            if not dry_run:
+                expiry.delete_blocks(conn, user_id, pks)
+        if pks and not dry_run:
+            self.cache_drop(user_id)
+            self.checkpoint()
+        return blocks
+
+    def requeue_block(self, user: str, block_id: str, *, max_attempts: int, now: float) -> MemoryBlock:
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT b.pk, u.id, b.extraction_status FROM blocks b JOIN users u ON u.id = b.user_id "
+                f"WHERE b.id = ? AND u.name = ? AND {LIVE}",
+                (block_id, user, now),
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
+            pk, user_id, status = int(row[0]), int(row[1]), str(row[2])
+            if status != ExtractionStatus.FAILED.value:
+                raise ValidationError(f"the block's extraction has not failed (it is {status})", where="block_id")
+            conn.execute("DELETE FROM jobs WHERE block_pk = ? AND user_id = ?", (pk, user_id))
+            conn.execute(
+                "INSERT INTO jobs(kind, user_id, block_pk, status, run_after, max_attempts, created_at, "
+                "updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
+                (EXTRACT_KIND, user_id, pk, now, max_attempts, now, now),
+            )
+            conn.execute(
+                "UPDATE blocks SET extraction_status = ?, last_queued_ts = ? WHERE pk = ?",
+                (ExtractionStatus.QUEUED.value, now, pk),
+            )
+            (stored,) = expiry.blocks_by_pk(conn, [pk])
+        return stored
+
+    def create_prompt(
+        self, prompt_id: str, text: str, *, description: str, annotations: Mapping[str, str], now: float
+    ) -> Prompt:
+        with self._write() as conn:
+            return mm.create_prompt(conn, prompt_id, text, description, annotations, now)
+
+    def get_prompt(self, prompt_id: str) -> Prompt:
+        found: Prompt = self._read_with(mm.get_prompt, prompt_id)
+        return found
+
+    def get_prompt_version(self, prompt_id: str, version: int | None = None) -> PromptVersion:
+        found: PromptVersion = self._read_with(mm.get_version, prompt_id, version)
+        return found
+
+    def list_prompts(self, *, limit: int, offset: int, include_archived: bool = False) -> Page[Prompt]:
+        page: Page[Prompt] = self._read_with(mm.list_prompts, limit, offset, include_archived)
+        return page
+
+    def list_prompt_versions(self, prompt_id: str, *, limit: int, offset: int) -> Page[PromptVersion]:
+        page: Page[PromptVersion] = self._read_with(mm.list_versions, prompt_id, limit, offset)
+        return page
+
+    def update_prompt(
+        self,
+        prompt_id: str,
+        *,
+        text: str | None = None,
+        description: str | None = None,
+        annotations: Mapping[str, str] | None = None,
+        now: float,
+    ) -> Prompt:
+        with self._write() as conn:
+            return mm.update_prompt(
+                conn, prompt_id, text=text, description=description, annotations=annotations, now=now
+            )
+
+    def archive_prompt(self, prompt_id: str, version: int | None = None, *, now: float) -> Prompt:
+        with self._write() as conn:
+            return mm.archive_prompt(conn, prompt_id, version, now)
+
+    def purge_prompt(self, prompt_id: str, version: int | None = None) -> int:
+        with self._write() as conn:
+            return mm.purge_prompt(conn, prompt_id, version)
 
     # -- embedding cache ---------------------------------------------------------------------------------
 
@@ -693,7 +1100,9 @@ class SqliteStore:
         out: dict[str, int] = {}
         row = self._user_row(user)
         uid = row[0] if row else -1
-        for table in ("blocks", "search_keys", "key_segments", "jobs", "api_keys", "retention_policies", "ann_index"):
+        for table in (
+            "blocks", "search_keys", "key_segments", "jobs", "api_keys", "retention_policies", "ann_index", "sessions",
+        ):  # fmt: skip
             out[table] = int(self._read(f"SELECT count(*) FROM {table} WHERE user_id = ?", (uid,))[0][0])
         # Keys whose vector and term bag the user's segments hold (the rows of PostgreSQL's key_vectors)
         keys = int(self._read("SELECT coalesce(sum(keys), 0) FROM key_segments WHERE user_id = ?", (uid,))[0][0])
@@ -726,10 +1135,30 @@ class SqliteStore:
         return found + StoreCheck(("memlane's key segments and keyword index against the keys",), tuple(problems))
 
 
-def _block_filter(user: str, conversation_id: str | None, session_id: str | None) -> tuple[str, list[object]]:
-    """The WHERE clause (and its parameters) of a listing of the user's blocks."""
-    where = ["u.name = ?"]
-    params: list[object] = [user]
+def _now() -> float:
+    return to_epoch(now_utc())
+
+
+def _too_narrow(blocks: BlockSet | None, matrix: UserMatrix) -> bool:
+    """Whether a filter keeps so few blocks that scoring their keys exactly beats the approximate index
+    (which would have to be asked for ever more proposals to find k that pass)."""
+    return blocks is not None and blocks.allow and blocks.pks.size < ANN_MIN_SHARE * matrix.n
+
+
+def _ts(value: datetime | None) -> float | None:
+    return None if value is None else to_epoch(value)
+
+
+def _dt(value: float | None) -> datetime | None:
+    return None if value is None else from_epoch(value)
+
+
+def _block_filter(
+    user: str, conversation_id: str | None, session_id: str | None, now: float
+) -> tuple[str, list[object]]:
+    """The WHERE clause (and its parameters) of a listing of the user's live blocks."""
+    where = ["u.name = ?", LIVE]
+    params: list[object] = [user, now]
     if conversation_id is not None:
         where.append("b.conversation_id = ?")
         params.append(conversation_id)

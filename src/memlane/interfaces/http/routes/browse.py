@@ -84,6 +84,13 @@ def user_search(user: UserPath, body: SearchIn, _: AdminOrSelf, request: Request
     """The user's top-k blocks for the query, exactly as ``POST /v1/search`` answers that user's key. Admin
     key, or the user's own."""
     hits = services(request).memory.search(
-        user, body.query, body.k, mode=body.mode, before=body.before, after=body.after, at=body.at
+        user,
+        body.query,
+        body.k,
+        mode=body.mode,
+        before=body.before,
+        after=body.after,
+        at=body.at,
+        filters=body.filters(),
     )
     return [hit_out(h) for h in hits]

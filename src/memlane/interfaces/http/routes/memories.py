@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
 from memlane.interfaces.http.auth import Admin, Caller, UserCaller, UserKey
 from memlane.interfaces.http.services import services
-from memlane.interfaces.wire.errors import check_extract
+from memlane.interfaces.wire.errors import check_extract, field_renamed
+from memlane.interfaces.wire.model_schemas import (
+    BlockPage,
+    BlockStatusOut,
+    BrowseIn,
+    ExchangesIn,
+    FactsIn,
+    TtlIn,
+    TtlOut,
+    UpdateIn,
+    block_status_out,
+    prompt_pair,
+)
 from memlane.interfaces.wire.schemas import (
     MAX_OFFSET,
     MAX_TEXT,
@@ -26,6 +38,7 @@ from memlane.interfaces.wire.schemas import (
     hit_out,
     queue_out,
 )
+from memlane.interfaces.wire.updates import new_sides
 
 router = APIRouter(prefix="/v1", tags=["memories"], responses=error_responses(400, 401, 403, 404, 413, 422, 502, 503))
 BlockIdPath = Annotated[str, Path(min_length=1, max_length=64)]
@@ -48,7 +61,48 @@ def add_memories(body: AddIn, caller: UserCaller, request: Request) -> AddOut:
         perspective=body.perspective,
         extract=body.extract,
         epoch=caller.epoch,
+        annotations=body.annotations,
+        ttl_s=body.ttl_s,
+        prompt=prompt_pair(body.prompt),
     )
+    return add_out(res)
+
+
+@router.post("/facts", status_code=201, response_model=AddOut, responses=error_responses(409))
+def add_facts(body: FactsIn, user: UserKey, request: Request) -> AddOut:
+    """Store standalone facts, one block of kind ``fact`` each. 409 if the session has ended."""
+    check_extract(body.extract, services(request).memory.llm is not None)
+    res = services(request).memory.add_facts(
+        user,
+        body.facts,
+        session_id=body.session_id,
+        conversation_id=body.conversation_id,
+        time=body.time,
+        annotations=body.annotations,
+        ttl_s=body.ttl_s,
+        prompt=prompt_pair(body.prompt),
+        extract=body.extract,
+    )
+    return add_out(res)
+
+
+@router.post("/exchanges", status_code=201, response_model=AddOut, responses=error_responses(409))
+def add_exchanges(body: ExchangesIn, user: UserKey, request: Request) -> AddOut:
+    """Store exchanges given as their two sides, one block each (the sides kept as two fields). 409 if the
+    session has ended."""
+    check_extract(body.extract, services(request).memory.llm is not None)
+    with field_renamed("pairs", "exchanges"):
+        res = services(request).memory.add_exchanges(
+            user,
+            [(e.user_content, e.assistant_content) for e in body.exchanges],
+            session_id=body.session_id,
+            conversation_id=body.conversation_id,
+            time=body.time,
+            annotations=body.annotations,
+            ttl_s=body.ttl_s,
+            prompt=prompt_pair(body.prompt),
+            extract=body.extract,
+        )
     return add_out(res)
 
 
@@ -56,9 +110,41 @@ def add_memories(body: AddIn, caller: UserCaller, request: Request) -> AddOut:
 def search(body: SearchIn, user: UserKey, request: Request) -> list[HitOut]:
     """The user's top-k blocks for the query, best first (the shape of ``memlane search --json``)."""
     hits = services(request).memory.search(
-        user, body.query, body.k, mode=body.mode, before=body.before, after=body.after, at=body.at
+        user,
+        body.query,
+        body.k,
+        mode=body.mode,
+        before=body.before,
+        after=body.after,
+        at=body.at,
+        filters=body.filters(),
     )
     return [hit_out(h) for h in hits]
+
+
+@router.post("/browse", response_model=BlockPage)
+def browse(body: BrowseIn, user: UserKey, request: Request) -> BlockPage:
+    """The query-less search: every block that passes the filters, newest first by ingest or event time, a
+    page at a time with the total."""
+    page = services(request).memory.browse(
+        user,
+        body.filters(),
+        order=body.order,
+        limit=body.limit,
+        offset=body.offset,
+        before=body.before,
+        after=body.after,
+    )
+    return BlockPage(items=[block_out(b) for b in page.items], total=page.total, limit=page.limit, offset=page.offset)
+
+
+@router.post("/memories/ttl", response_model=TtlOut)
+def set_ttl(body: TtlIn, user: UserKey, request: Request) -> TtlOut:
+    """A new TTL, counted from now, for all of the user's blocks, one session's, or the listed ones."""
+    changed = services(request).memory.set_ttl(
+        user, body.ttl_s, session_id=body.session_id, block_ids=None if body.block_ids is None else body.block_ids
+    )
+    return TtlOut(changed=changed)
 
 
 @router.get("/memories", response_model=list[BlockOut])
@@ -81,6 +167,38 @@ def list_memories(
 def get_memory(block_id: BlockIdPath, user: UserKey, request: Request) -> BlockOut:
     """One block; 404 if it does not exist or is another user's."""
     return block_out(services(request).memory.get(user, block_id))
+
+
+@router.patch("/memories/{block_id}", response_model=BlockOut, responses=error_responses(409))
+@router.put("/memories/{block_id}", response_model=BlockOut, responses=error_responses(409))
+def update_memory(block_id: BlockIdPath, body: UpdateIn, user: UserKey, request: Request) -> BlockOut:
+    """Update a block in place (same id): new content is embedded, indexed and extracted anew;
+    annotations given replace the block's; a TTL given restarts its clock. 409 if its session has ended."""
+    memory = services(request).memory
+    kw: dict[str, Any] = {}
+    if body.content is not None:
+        kw["content"] = body.content
+    if body.user_content is not None or body.assistant_content is not None:
+        kw["sides"] = new_sides(memory.get(user, block_id), body.user_content, body.assistant_content)
+    if "prompt" in body.model_fields_set:
+        kw["prompt"] = prompt_pair(body.prompt)
+    if body.extract is not None:
+        kw["extract"] = body.extract
+    block = memory.update(user, block_id, annotations=body.annotations, ttl_s=body.ttl_s, **kw)
+    return block_out(block)
+
+
+@router.get("/memories/{block_id}/status", response_model=BlockStatusOut)
+def memory_status(block_id: BlockIdPath, user: UserKey, request: Request) -> BlockStatusOut:
+    """Where the block stands: processing (extraction queued), ready, or extraction_failed."""
+    b = services(request).memory.get(user, block_id)
+    return block_status_out(b)
+
+
+@router.post("/memories/{block_id}/requeue", response_model=BlockOut, responses=error_responses(409))
+def requeue_memory(block_id: BlockIdPath, user: UserKey, request: Request) -> BlockOut:
+    """Queue a failed block's extraction again; answers the block, ``processing`` again."""
+    return block_out(services(request).memory.requeue_block(user, block_id))
 
 
 @router.delete("/memories/{block_id}", status_code=204)

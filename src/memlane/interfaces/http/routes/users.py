@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 
-from memlane.core.errors import NotFoundError
+from memlane.core.errors import NotFoundError, ValidationError
 from memlane.core.names import check_label
 from memlane.interfaces.http.auth import Admin, AdminOrSelf
 from memlane.interfaces.http.services import services
+from memlane.interfaces.wire.model_schemas import UserInfoOut, UserUpdateIn, user_info_out
 from memlane.interfaces.wire.schemas import (
+    MAX_OFFSET,
     MAX_TEXT,
     KeyCreated,
     KeyIn,
@@ -19,7 +21,6 @@ from memlane.interfaces.wire.schemas import (
     UserCreated,
     UserDeleted,
     UserIn,
-    UserOut,
     error_responses,
 )
 
@@ -32,23 +33,61 @@ KeyIdPath = Annotated[str, Path(min_length=1, max_length=64)]
     "",
     status_code=201,
     response_model=UserCreated,
-    responses={200: {"model": UserCreated, "description": "It existed."}},
+    responses={**error_responses(409), 200: {"model": UserCreated, "description": "It existed."}},
 )
 def create_user(body: UserIn, _: Admin, request: Request, response: Response) -> UserCreated:
-    """Create a user (201), or confirm one that exists (200). Admin key."""
-    created = services(request).memory.create_user(body.user)
+    """Create a user (201) with an optional display name and metadata, or confirm one that exists (200,
+    left as it is); with ``"exist_ok": false`` an existing user is 409 ``already_exists``. Admin key."""
+    created = services(request).memory.create_user(
+        body.user, display_name=body.display_name, metadata=body.metadata, exist_ok=body.exist_ok
+    )
     if not created:
         response.status_code = 200
     return UserCreated(user=body.user, created=created)
 
 
-@router.get("", response_model=list[UserOut])
-def list_users(_: Admin, request: Request) -> list[UserOut]:
-    """Every user with its number of blocks. Admin key."""
-    return [
-        UserOut(user=u.name, blocks=u.blocks, created_at=u.created_at.isoformat())
-        for u in services(request).memory.users()
-    ]
+@router.get("", response_model=list[UserInfoOut])
+def list_users(
+    _: Admin,
+    request: Request,
+    response: Response,
+    name: Annotated[str | None, Query(max_length=MAX_TEXT, description="Exact display name.")] = None,
+    metadata: Annotated[
+        list[str] | None, Query(max_length=64, description="key=value, repeated: every pair must match exactly.")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+) -> list[UserInfoOut]:
+    """The users with their number of blocks and sessions, by name; only those with the exact display name
+    and every metadata pair given. The header ``X-Total-Count`` says how many match in all. Admin key."""
+    pairs = _metadata_pairs(metadata or [])
+    page = services(request).memory.list_users(name=name, metadata=pairs, limit=limit, offset=offset)
+    response.headers["X-Total-Count"] = str(page.total)
+    return [user_info_out(u) for u in page.items]
+
+
+@router.get("/{user}", response_model=UserInfoOut)
+def get_user(user: UserPath, _: AdminOrSelf, request: Request) -> UserInfoOut:
+    """One user: blocks, sessions, display name, metadata, last activity. Admin key, or the user's own."""
+    return user_info_out(services(request).memory.get_user(user))
+
+
+@router.patch("/{user}", response_model=UserInfoOut)
+def update_user(user: UserPath, body: UserUpdateIn, _: AdminOrSelf, request: Request) -> UserInfoOut:
+    """Replace the display name and/or metadata given (a field left out is kept). Admin key, or the user's
+    own."""
+    given = {f: getattr(body, f) for f in body.model_fields_set}
+    return user_info_out(services(request).memory.update_user(user, **given))
+
+
+def _metadata_pairs(values: list[str]) -> dict[str, str] | None:
+    pairs: dict[str, str] = {}
+    for value in values:
+        key, sep, text = value.partition("=")
+        if not sep or not key:
+            raise ValidationError(f"expected key=value, not {value!r}", where="metadata")
+        pairs[key] = text
+    return pairs or None
 
 
 @router.post("/{user}/keys", status_code=201, response_model=KeyCreated)
