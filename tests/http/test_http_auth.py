@@ -42,6 +42,8 @@ ROUTES: dict[tuple[str, str], tuple[str, dict[str, Any] | None]] = {
     ("GET", "/v1/users/{user}/memories"): ("admin_or_self", None),
     ("GET", "/v1/users/{user}/memories/{block_id}"): ("admin_or_self", None),
     ("POST", "/v1/users/{user}/search"): ("admin_or_self", {"query": "hello"}),
+    ("GET", "/v1/users/{user}/sessions"): ("admin_or_self", None),
+    ("GET", "/v1/users/{user}/sessions/{session_id}"): ("admin_or_self", None),
     ("GET", "/v1/users/{user}"): ("admin_or_self", None),
     ("PATCH", "/v1/users/{user}"): ("admin_or_self", {"display_name": "Bob"}),
     ("POST", "/v1/facts"): ("user", {"facts": ["A fact."]}),
