@@ -68,11 +68,15 @@ def test_admin_browses_users_then_a_users_blocks_then_a_block(tab: Tab, seeded: 
     assert tab.text("[data-testid=signed-in-as]") == "admin"
     assert tab.testids("user-row", "data-user") == ["alice", "bob"]
     tab.accessible("users")
-    tab.page.fill("[data-testid=user-filter]", "bo")
+    # The server finds users by exact display name.
+    with seeded.client() as admin:
+        assert admin.patch("/v1/users/bob", json={"display_name": "Bob Builder"}).status_code == 200
+    tab.page.fill("[data-testid=user-filter]", "Bob Builder")
+    tab.page.evaluate("() => { document.body.dataset.ready = 'false'; }")
     tab.page.press("[data-testid=user-filter]", "Enter")
     tab.ready()
-    tab.page.wait_for_function("document.querySelectorAll('[data-testid=user-row]').length === 1")
     assert tab.testids("user-row", "data-user") == ["bob"]
+    assert "Bob Builder" in tab.text("[data-user=bob]")
     tab.go("#/users")
     tab.click("[data-user=alice] a")
     with seeded.client(seeded.keys["alice"]) as alice:
