@@ -102,9 +102,17 @@ def test_an_edit_in_place_is_found_by_search_and_a_failed_edit_changes_nothing(t
     tab.accessible("block-edit")
 
 
-def test_ending_then_deleting_a_session(tab: Tab, modelled: Console) -> None:
+def test_a_ttl_for_a_session_then_ending_and_deleting_it(tab: Tab, modelled: Console) -> None:
     tab.sign_in(modelled.keys["alice"])
     tab.go("#/users/alice/sessions/profile")
+    tab.page.fill("[data-testid=session-ttl]", "86400")
+    tab.page.click("text=Set TTL")
+    tab.page.click("#confirm-ok")
+    tab.page.wait_for_selector("[data-testid=action-ok]")
+    assert tab.text("[data-testid=action-ok]") == "2 blocks got the new TTL."
+    with modelled.client(modelled.keys["alice"]) as alice:
+        blocks = alice.get("/v1/memories", params={"session_id": "profile"}).json()
+    assert [b["ttl_s"] for b in blocks] == [86400, 86400] and all(b["expires_at"] for b in blocks)
     tab.page.click("[data-testid=end-session]")
     tab.page.click("#confirm-ok")
     tab.page.wait_for_selector("[data-testid=action-ok]")
