@@ -60,31 +60,37 @@ def page_views(admin: httpx.Client, total: int, block_id: str) -> dict[str, list
     """Each page's API calls, as the console's views make them (docs/console.md)."""
     base = f"/v1/users/{USER}"
     last = (total - 1) // 50 * 50
+    middle = f"s{total // (2 * PER_ADD) // 2}"  # a session halfway through the user's history
     return {
-        "users": [lambda: admin.get("/v1/users"), lambda: admin.get("/v1/retention")],
+        "users": [lambda: admin.get("/v1/retention"), lambda: admin.get("/v1/users", params={"limit": 50})],
         "user, first page": [
             lambda: admin.get(f"{base}/memories", params={"limit": 50, "offset": 0}),
             lambda: admin.get(f"{base}/retention"),
             lambda: admin.get(f"{base}/keys"),
+            lambda: admin.get(f"{base}/sessions", params={"limit": 20}),
         ],
         "user, last page": [
             lambda: admin.get(f"{base}/memories", params={"limit": 50, "offset": last}),
             lambda: admin.get(f"{base}/retention"),
             lambda: admin.get(f"{base}/keys"),
+            lambda: admin.get(f"{base}/sessions", params={"limit": 20}),
         ],
-        "user, one session": [
-            lambda: admin.get(f"{base}/memories", params={"limit": 50, "session_id": "s250"}),
-            lambda: admin.get(f"{base}/retention"),
-            lambda: admin.get(f"{base}/keys"),
+        "session": [
+            lambda: admin.get(f"{base}/sessions/{middle}"),
+            lambda: admin.get(f"{base}/memories", params={"session_id": middle, "limit": 50}),
         ],
         "block": [lambda: admin.get(f"{base}/memories/{block_id}")],
         "search (hybrid, k=10)": [
             lambda: admin.post(f"{base}/search", json={"query": "When did I visit the museum in Lisbon?", "k": 10})
         ],
+        "search, one session (hybrid, k=10)": [
+            lambda: admin.post(f"{base}/search", json={"query": "museum in Lisbon", "k": 10, "sessions": [middle]})
+        ],
         "operations": [
             lambda: admin.get("/v1/queue"),
             lambda: admin.get("/healthz"),
             lambda: admin.get("/v1/retention"),
+            lambda: admin.get("/v1/prompts", params={"limit": 50, "include_archived": True}),
         ],
     }
 
