@@ -78,7 +78,7 @@ def test_an_edit_in_place_is_found_by_search_and_a_failed_edit_changes_nothing(t
     tab.page.fill("[data-testid=edit-annotations]", "topic=travel\ncity=osaka")
     tab.page.click("[data-testid=edit-form] button[type=submit]")
     tab.page.click("#confirm-ok")
-    tab.page.wait_for_selector("[data-testid=action-ok]")
+    tab.said("Block updated")
     assert "Osaka" in tab.text("[data-testid=block-message]")
     with modelled.client(modelled.keys["alice"]) as alice:
         now = alice.get(f"/v1/memories/{block['block_id']}").json()
@@ -94,8 +94,7 @@ def test_an_edit_in_place_is_found_by_search_and_a_failed_edit_changes_nothing(t
     tab.page.fill("[data-testid=edit-user]", "I booked the flight to Kyoto.")
     tab.page.click("[data-testid=edit-form] button[type=submit]")
     tab.page.click("#confirm-ok")
-    tab.page.wait_for_selector("[data-testid=action-error]")
-    assert "Nothing was changed" in tab.text("[data-testid=action-error]")
+    assert "ended" in tab.said("Nothing was changed", "action-error")
     assert "Osaka" in tab.text("[data-testid=block-message]")
     with modelled.client(modelled.keys["alice"]) as alice:
         assert "Osaka" in alice.get(f"/v1/memories/{block['block_id']}").json()["message"]
@@ -108,19 +107,18 @@ def test_a_ttl_for_a_session_then_ending_and_deleting_it(tab: Tab, modelled: Con
     tab.page.fill("[data-testid=session-ttl]", "86400")
     tab.page.click("text=Set TTL")
     tab.page.click("#confirm-ok")
-    tab.page.wait_for_selector("[data-testid=action-ok]")
-    assert tab.text("[data-testid=action-ok]") == "2 blocks got the new TTL."
+    assert tab.said("got the new TTL") == "2 blocks got the new TTL."
     with modelled.client(modelled.keys["alice"]) as alice:
         blocks = alice.get("/v1/memories", params={"session_id": "profile"}).json()
     assert [b["ttl_s"] for b in blocks] == [86400, 86400] and all(b["expires_at"] for b in blocks)
     tab.page.click("[data-testid=end-session]")
     tab.page.click("#confirm-ok")
-    tab.page.wait_for_selector("[data-testid=action-ok]")
+    tab.said("Session ended")
     assert "ended" in tab.text("[data-testid=session-state]")
     tab.page.click("[data-testid=delete-session]")
     tab.page.click("#confirm-ok")
+    assert tab.said("Session deleted") == "Session deleted with 2 blocks."
     tab.page.wait_for_selector("[data-testid=session-deleted]")
-    assert "2 blocks" in tab.text("[data-testid=action-ok]")
     tab.go("#/users/alice")
     assert "profile" not in tab.testids("session-row", "data-session")
     with modelled.client(modelled.keys["alice"]) as alice:

@@ -41,8 +41,10 @@ export async function sessionTimeline(user, query) {
 export async function sessionPage(view, { parts, query, me }) {
   const [, user, , sessionId] = parts;
   const offset = Math.max(0, Number.parseInt(query.get("offset") || "0", 10) || 0);
-  const s = await get(`/v1/users/${enc(user)}/sessions/${enc(sessionId)}`);
-  const blocks = await get(`/v1/users/${enc(user)}/memories`, { session_id: sessionId, limit: BLOCKS_PAGE, offset });
+  const [s, blocks] = await Promise.all([
+    get(`/v1/users/${enc(user)}/sessions/${enc(sessionId)}`),
+    get(`/v1/users/${enc(user)}/memories`, { session_id: sessionId, limit: BLOCKS_PAGE, offset }),
+  ]);
   const status = statusRegion();
   const actions = h("div", { class: "actions" });
   if (!me.admin) {
