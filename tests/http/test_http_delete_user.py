@@ -60,8 +60,8 @@ def test_delete_user_leaves_nothing_of_them(service: Service) -> None:
         "key_vectors": 0,
         "key_terms": 0,
         "retention_policies": 0,
-        "users": 0,
         "sessions": 0,
+        "users": 0,
     }
     with sqlite3.connect(store_path) as db:
         assert db.execute("SELECT count(*) FROM api_keys").fetchone() == (1,)  # bob's only

@@ -58,6 +58,7 @@ def attempts(other: Tenant, rng: random.Random) -> list[Attempt]:
     mode = rng.choice(["vector", "keyword", "hybrid"])
     conv = {"conversation_id": f"conv-{other.name}"}
     forged = {"Authorization": f"Bearer mlk_{other.key_id}_x"}
+    sess, word = f"sess-{other.name}-{rng.randrange(2)}", other.word
     return [
         ("get other's block", lambda c: c.get(f"/v1/memories/{block}"), 404),
         ("delete other's block", lambda c: c.delete(f"/v1/memories/{block}"), 404),
@@ -75,6 +76,24 @@ def attempts(other: Tenant, rng: random.Random) -> list[Attempt]:
         ("create user", lambda c: c.post("/v1/users", json={"user": other.name}), 403),
         ("metrics", lambda c: c.get("/metrics"), 403),
         ("other's key id as key", lambda c: c.get("/v1/memories", headers=forged), 401),
+        ("update other's block", lambda c: c.patch(f"/v1/memories/{block}", json={"content": "x"}), 404),
+        ("put other's block", lambda c: c.put(f"/v1/memories/{block}", json={"annotations": {"a": "b"}}), 404),
+        ("status of other's block", lambda c: c.get(f"/v1/memories/{block}/status"), 404),
+        ("requeue other's block", lambda c: c.post(f"/v1/memories/{block}/requeue"), 404),
+        ("ttl of other's block", lambda c: c.post("/v1/memories/ttl", json={"ttl_s": 1, "block_ids": [block]}), 200),
+        ("ttl of other's session", lambda c: c.post("/v1/memories/ttl", json={"ttl_s": 1, "session_id": sess}), 404),
+        ("search other's block id", lambda c: c.post("/v1/search", json={"query": word, "block_ids": [block]}), 200),
+        ("search other's session", lambda c: c.post("/v1/search", json={"query": word, "sessions": [sess]}), 200),
+        ("browse other's block id", lambda c: c.post("/v1/browse", json={"block_ids": [block]}), 200),
+        ("browse other's session", lambda c: c.post("/v1/browse", json={"sessions": [sess]}), 200),
+        ("get other's session", lambda c: c.get(f"/v1/sessions/{sess}"), 404),
+        ("update other's session", lambda c: c.patch(f"/v1/sessions/{sess}", json={"metadata": {}}), 404),
+        ("end other's session", lambda c: c.post(f"/v1/sessions/{sess}/end"), 404),
+        ("delete other's session", lambda c: c.delete(f"/v1/sessions/{sess}"), 404),
+        ("list sessions", lambda c: c.get("/v1/sessions"), 200),
+        ("get other user", lambda c: c.get(f"/v1/users/{other.name}"), 403),
+        ("update other user", lambda c: c.patch(f"/v1/users/{other.name}", json={"display_name": "x"}), 403),
+        ("create a prompt", lambda c: c.post("/v1/prompts", json={"prompt_id": "p", "text": "x"}), 403),
     ]  # fmt: skip
 
 
@@ -99,14 +118,23 @@ def test_randomized_cross_user_attempts_leak_nothing(service: Service) -> None:
                 leaks.append(f"{where}: answer carries {victim.name}'s word")
             if resp.is_success and any(b in resp.text for b in victim.blocks):
                 leaks.append(f"{where}: answer carries a block id of {victim.name}")
-        if resp.is_success and label.startswith(("search", "list")):
-            assert all(item["user"] == me.name for item in resp.json())
+        if resp.is_success and label.startswith(("search", "list", "browse")):
+            items = resp.json()["items"] if isinstance(resp.json(), dict) else resp.json()
+            assert all(item["user"] == me.name for item in items), where
+        if resp.is_success and label.startswith(("browse", "search")) and label.endswith(("block id", "session")):
+            assert resp.json() in ([], {"items": [], "total": 0, "limit": 100, "offset": 0}), where
+        if label.startswith("ttl") and resp.is_success:
+            assert resp.json() == {"changed": 0}, where
     assert len(seen) == len(attempts(tenants["ben"], rng))  # every kind was tried
     assert leaks == []
     for t in tenants.values():  # nothing of anyone was lost or moved
         mine = service.client(t.key).get("/v1/memories", params={"limit": 1000}).json()
         assert {b["block_id"] for b in mine} >= set(t.blocks)
         assert all(b["user"] == t.name for b in mine)
+        # Nor changed: the texts, the labels and the lifetimes are as written.
+        assert all(t.word in b["message"] and b["expires_at"] is None and not b["annotations"] for b in mine)
+        sessions = service.client(t.key).get("/v1/sessions").json()
+        assert sessions["total"] == 2 and not any(s["ended"] for s in sessions["items"])
         assert service.admin.get(f"/v1/users/{t.name}/keys").json()[0]["key_id"] == t.key_id
     errors = service.client(tenants["ann"].key).get("/v1/queue").json()["last_errors"]
     assert errors and {e["user"] for e in errors} == {"ann"}

@@ -4,6 +4,7 @@ naming it, never a 500."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -353,3 +354,41 @@ def test_prompt_registry(service: Service) -> None:
         resp = admin.post("/v1/prompts", json=bad)
         assert resp.status_code == 422 and resp.json()["error"]["field"] == field, resp.text
     assert alice.get("/v1/prompts/missing").status_code == 404
+
+
+def test_an_expired_block_is_gone_from_every_read_at_once(service: Service) -> None:
+    alice = service.client(service.new_user("alice"))
+    short = alice.post("/v1/facts", json={"facts": ["Ephemeral walrus note."], "ttl_s": 1}).json()["block_ids"][0]
+    kept = alice.post("/v1/facts", json={"facts": ["Lasting walrus note."]}).json()["block_ids"][0]
+    assert alice.get(f"/v1/memories/{short}").status_code == 200
+    time.sleep(1.3)  # the TTL counts from the write; no sweep runs in between
+    assert alice.get(f"/v1/memories/{short}").status_code == 404
+    for mode in ("vector", "keyword", "hybrid"):
+        hits = alice.post("/v1/search", json={"query": "walrus note", "mode": mode}).json()
+        assert [h["block_id"] for h in hits] == [kept], mode
+    assert [b["block_id"] for b in alice.get("/v1/memories").json()] == [kept]
+    assert alice.post("/v1/browse", json={}).json()["total"] == 1
+    assert alice.get("/v1/sessions/default").json()["blocks"] == 1
+    assert alice.patch(f"/v1/memories/{short}", json={"content": "Back?"}).status_code == 404
+
+
+def test_prompt_filter_and_clearing_the_prompt_on_update(service: Service) -> None:
+    alice = service.client(service.new_user("alice"))
+    assert (
+        service.admin.post("/v1/prompts", json={"prompt_id": "bio", "text": "Facts about people."}).status_code == 201
+    )
+    made = alice.post("/v1/facts", json={"facts": ["Ana is a nurse."], "prompt": {"prompt_id": "bio"}}).json()
+    other = alice.post("/v1/facts", json={"facts": ["Ana likes tea."]}).json()
+    hits = alice.post("/v1/search", json={"query": "Ana", "prompt_id": "bio"}).json()
+    assert [h["block_id"] for h in hits] == made["block_ids"]
+    assert alice.post("/v1/search", json={"query": "Ana", "prompt_id": "bio", "prompt_version": 1}).json() == []
+    cleared = alice.patch(f"/v1/memories/{made['block_ids'][0]}", json={"prompt": None}).json()
+    assert cleared["prompt_id"] is None and cleared["prompt_version"] is None
+    kept = alice.patch(f"/v1/memories/{other['block_ids'][0]}", json={"annotations": {"a": "b"}}).json()
+    assert kept["prompt_id"] is None and kept["annotations"] == {"a": "b"}
+    unknown = alice.post("/v1/facts", json={"facts": ["x"], "prompt": {"prompt_id": "nope"}})
+    assert unknown.status_code == 404
+    bad = alice.post("/v1/search", json={"query": "Ana", "annotations": {"topic": 3}})
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "annotations.topic"
+    bad = alice.post("/v1/browse", json={"sessions": ["s1", "nul\u0000"]})
+    assert bad.status_code == 422 and bad.json()["error"]["field"].startswith("sessions"), bad.text

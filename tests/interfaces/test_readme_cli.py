@@ -17,7 +17,7 @@ assert _spec is not None and _spec.loader is not None
 readme_block = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(readme_block)
 
-CLI_QUICKSTARTS = ["Quickstart: CLI"]
+CLI_QUICKSTARTS = ["Quickstart: CLI", "Sessions, facts and prompts from the CLI"]
 
 
 @pytest.mark.parametrize("heading", CLI_QUICKSTARTS)

@@ -33,15 +33,21 @@ from typing import Any, ParamSpec, Self, TypeVar
 from memlane.core.errors import ConfigError
 from memlane.core.jobs import JobStatus, QueueStatus, Requeued
 from memlane.core.memory import DEFAULT_CONVERSATION, DEFAULT_SESSION, AddRequest, Memory
+from memlane.core.memory_model import KEEP, PromptRegistry
 from memlane.core.model import (
     AddResult,
     DeletedUser,
     ExtractMode,
+    Filters,
     Hit,
     MemoryBlock,
     Message,
+    Page,
     PerspectiveMode,
+    Prompt,
+    PromptVersion,
     SearchMode,
+    Session,
     UserInfo,
 )
 from memlane.core.retention import Policies, RetentionPolicy, RetentionReport
@@ -133,6 +139,8 @@ class AsyncMemory(OffLoop):
         extract: ExtractMode = "off",
         epoch: int | None = None,
         annotations: Mapping[str, str] | None = None,
+        ttl_s: int | None = None,
+        prompt: tuple[str, int | None] | str | None = None,
     ) -> AddResult:
         """See :meth:`Memory.add`."""
         return await self._run(
@@ -146,6 +154,8 @@ class AsyncMemory(OffLoop):
             extract=extract,
             epoch=epoch,
             annotations=annotations,
+            ttl_s=ttl_s,
+            prompt=prompt,
         )
 
     async def add_many(
@@ -191,10 +201,20 @@ class AsyncMemory(OffLoop):
         after: TimeArg = None,
         at: TimeArg = None,
         distinct: bool = True,
+        filters: Filters | None = None,
     ) -> builtins.list[Hit]:
         """See :meth:`Memory.search`."""
         return await self._run(
-            self.memory.search, user, query, k, mode=mode, before=before, after=after, at=at, distinct=distinct
+            self.memory.search,
+            user,
+            query,
+            k,
+            mode=mode,
+            before=before,
+            after=after,
+            at=at,
+            distinct=distinct,
+            filters=filters,
         )
 
     async def get_memory(
@@ -266,8 +286,252 @@ class AsyncMemory(OffLoop):
     async def deletion_epoch(self) -> int:
         return await self._run(self.memory.deletion_epoch)
 
-    async def create_user(self, user: str) -> bool:
-        return await self._run(self.memory.create_user, user)
-
     async def users(self) -> builtins.list[UserInfo]:
         return await self._run(self.memory.users)
+
+    # -- the memory model (docs/design/007-memory-model.md) ----------------------------------------------
+
+    async def create_user(
+        self,
+        user: str,
+        *,
+        display_name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        exist_ok: bool = True,
+    ) -> bool:
+        """See :meth:`Memory.create_user`."""
+        return await self._run(
+            self.memory.create_user, user, display_name=display_name, metadata=metadata, exist_ok=exist_ok
+        )
+
+    async def get_user(self, user: str) -> UserInfo:
+        return await self._run(self.memory.get_user, user)
+
+    async def update_user(
+        self, user: str, *, display_name: str | None = KEEP, metadata: Mapping[str, Any] | None = KEEP
+    ) -> UserInfo:
+        """See :meth:`Memory.update_user`."""
+        return await self._run(self.memory.update_user, user, display_name=display_name, metadata=metadata)
+
+    async def list_users(
+        self,
+        *,
+        name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Page[UserInfo]:
+        """See :meth:`Memory.list_users`."""
+        return await self._run(self.memory.list_users, name=name, metadata=metadata, limit=limit, offset=offset)
+
+    async def create_session(
+        self,
+        user: str,
+        session_id: str,
+        *,
+        conversation_id: str = DEFAULT_CONVERSATION,
+        started_at: TimeArg = None,
+        annotations: Mapping[str, str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        default_ttl_s: int | None = None,
+        exist_ok: bool = False,
+    ) -> Session:
+        """See :meth:`Memory.create_session`."""
+        return await self._run(
+            self.memory.create_session,
+            user,
+            session_id,
+            conversation_id=conversation_id,
+            started_at=started_at,
+            annotations=annotations,
+            metadata=metadata,
+            default_ttl_s=default_ttl_s,
+            exist_ok=exist_ok,
+        )
+
+    async def get_session(self, user: str, session_id: str) -> Session:
+        return await self._run(self.memory.get_session, user, session_id)
+
+    async def list_sessions(self, user: str, *, limit: int = 100, offset: int = 0) -> Page[Session]:
+        return await self._run(self.memory.list_sessions, user, limit=limit, offset=offset)
+
+    async def update_session(
+        self,
+        user: str,
+        session_id: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        default_ttl_s: int | None = None,
+    ) -> Session:
+        """See :meth:`Memory.update_session`."""
+        return await self._run(
+            self.memory.update_session,
+            user,
+            session_id,
+            annotations=annotations,
+            metadata=metadata,
+            default_ttl_s=default_ttl_s,
+        )
+
+    async def end_session(self, user: str, session_id: str, *, at: TimeArg = None) -> Session:
+        return await self._run(self.memory.end_session, user, session_id, at=at)
+
+    async def delete_session(self, user: str, session_id: str) -> int:
+        return await self._run(self.memory.delete_session, user, session_id)
+
+    async def add_facts(
+        self,
+        user: str,
+        facts: Sequence[str],
+        *,
+        session_id: str = DEFAULT_SESSION,
+        conversation_id: str = DEFAULT_CONVERSATION,
+        time: TimeArg = None,
+        annotations: Mapping[str, str] | None = None,
+        ttl_s: int | None = None,
+        prompt: tuple[str, int | None] | str | None = None,
+        extract: ExtractMode | None = None,
+    ) -> AddResult:
+        """See :meth:`Memory.add_facts`."""
+        return await self._run(
+            self.memory.add_facts,
+            user,
+            facts,
+            session_id=session_id,
+            conversation_id=conversation_id,
+            time=time,
+            annotations=annotations,
+            ttl_s=ttl_s,
+            prompt=prompt,
+            extract=extract,
+        )
+
+    async def add_exchanges(
+        self,
+        user: str,
+        pairs: Sequence[tuple[str, str]],
+        *,
+        session_id: str = DEFAULT_SESSION,
+        conversation_id: str = DEFAULT_CONVERSATION,
+        time: TimeArg = None,
+        annotations: Mapping[str, str] | None = None,
+        ttl_s: int | None = None,
+        prompt: tuple[str, int | None] | str | None = None,
+        extract: ExtractMode | None = None,
+    ) -> AddResult:
+        """See :meth:`Memory.add_exchanges`."""
+        return await self._run(
+            self.memory.add_exchanges,
+            user,
+            pairs,
+            session_id=session_id,
+            conversation_id=conversation_id,
+            time=time,
+            annotations=annotations,
+            ttl_s=ttl_s,
+            prompt=prompt,
+            extract=extract,
+        )
+
+    async def update(
+        self,
+        user: str,
+        block_id: str,
+        *,
+        content: str | None = None,
+        sides: tuple[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        ttl_s: int | None = None,
+        prompt: tuple[str, int | None] | str | None = KEEP,
+        extract: ExtractMode | None = None,
+    ) -> MemoryBlock:
+        """See :meth:`Memory.update`."""
+        return await self._run(
+            self.memory.update,
+            user,
+            block_id,
+            content=content,
+            sides=sides,
+            annotations=annotations,
+            ttl_s=ttl_s,
+            prompt=prompt,
+            extract=extract,
+        )
+
+    async def set_ttl(
+        self, user: str, ttl_s: int, *, session_id: str | None = None, block_ids: Sequence[str] | None = None
+    ) -> int:
+        """See :meth:`Memory.set_ttl`."""
+        return await self._run(self.memory.set_ttl, user, ttl_s, session_id=session_id, block_ids=block_ids)
+
+    async def requeue_block(self, user: str, block_id: str) -> MemoryBlock:
+        return await self._run(self.memory.requeue_block, user, block_id)
+
+    async def browse(
+        self,
+        user: str,
+        filters: Filters | None = None,
+        *,
+        order: str = "ingested",
+        limit: int = 100,
+        offset: int = 0,
+        before: TimeArg = None,
+        after: TimeArg = None,
+    ) -> Page[MemoryBlock]:
+        """See :meth:`Memory.browse`."""
+        return await self._run(
+            self.memory.browse, user, filters, order=order, limit=limit, offset=offset, before=before, after=after
+        )
+
+    @property
+    def prompts(self) -> AsyncPromptRegistry:
+        """See :attr:`Memory.prompts`: the same registry, its calls awaited."""
+        return AsyncPromptRegistry(self, self.memory.prompts)
+
+
+class AsyncPromptRegistry:
+    """:class:`memlane.core.memory_model.PromptRegistry` as coroutines, on its AsyncMemory's threads."""
+
+    def __init__(self, owner: AsyncMemory, registry: PromptRegistry) -> None:
+        self._owner = owner
+        self._registry = registry
+
+    async def create(
+        self, prompt_id: str, text: str, *, description: str = "", annotations: Mapping[str, str] | None = None
+    ) -> Prompt:
+        return await self._owner._run(
+            self._registry.create, prompt_id, text, description=description, annotations=annotations
+        )
+
+    async def get(self, prompt_id: str) -> Prompt:
+        return await self._owner._run(self._registry.get, prompt_id)
+
+    async def version(self, prompt_id: str, version: int | None = None) -> PromptVersion:
+        return await self._owner._run(self._registry.version, prompt_id, version)
+
+    async def list(self, *, limit: int = 100, offset: int = 0, include_archived: bool = False) -> Page[Prompt]:
+        return await self._owner._run(
+            self._registry.list, limit=limit, offset=offset, include_archived=include_archived
+        )
+
+    async def versions(self, prompt_id: str, *, limit: int = 100, offset: int = 0) -> Page[PromptVersion]:
+        return await self._owner._run(self._registry.versions, prompt_id, limit=limit, offset=offset)
+
+    async def update(
+        self,
+        prompt_id: str,
+        *,
+        text: str | None = None,
+        description: str | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> Prompt:
+        return await self._owner._run(
+            self._registry.update, prompt_id, text=text, description=description, annotations=annotations
+        )
+
+    async def archive(self, prompt_id: str, version: int | None = None) -> Prompt:
+        return await self._owner._run(self._registry.archive, prompt_id, version)
+
+    async def purge(self, prompt_id: str, version: int | None = None) -> int:
+        return await self._owner._run(self._registry.purge, prompt_id, version)

@@ -464,9 +464,9 @@ class ModelMethods:
         requeue = mode == "async" or (mode is None and had and (changed or steer))
         vectors = None
         if changed:
-            vectors, new_cache = self.embedder.embed_deferred([text])
-            if new_cache:
-                self.embedder.cache.put_vectors(self.embedder.model_id, new_cache)
+            # Not written to the embedding cache: a second commit would double an update's cost, and an
+            # update's text is rarely seen again.
+            vectors, _ = self.embedder.embed_deferred([text])
         status = block.extraction_status
         if changed and not requeue:
             status = ExtractionStatus.OFF

@@ -100,6 +100,10 @@ class BlockSet:
     def of(cls, pks: list[int], *, allow: bool) -> BlockSet:
         return cls(np.unique(np.asarray(pks, dtype=np.int64)), allow)
 
+    def without(self, pks: list[int]) -> BlockSet:
+        """An allowed set less ``pks``."""
+        return BlockSet(np.setdiff1d(self.pks, np.asarray(pks, dtype=np.int64), assume_unique=False), self.allow)
+
     def mask(self, block_pks: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Which of the keys (by their blocks) the set keeps."""
         if self.pks.size == 0:

@@ -3,11 +3,13 @@ core's :class:`~memlane.core.model.Filters`; a bad value is a ValidationError na
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from memlane.core.errors import ValidationError
 from memlane.core.model import BlockKind, Filters
+from memlane.core.model_checks import check_filters
 from memlane.core.timefmt import coerce_time
 
 ANNOTATION_FILTER = ("pre", "post")
@@ -58,4 +60,13 @@ def make_filters(
         prompt_id=prompt_id,
         prompt_version=prompt_version,
     )
-    return None if filters.empty else filters
+    try:
+        return check_filters(filters)
+    except ValidationError as exc:
+        # The core names its fields filters.<field>; the caller knows them by the names it sent.
+        named = (exc.where or "").removeprefix("filters.")
+        lead = re.match(r"[A-Za-z_]+", named)
+        field = lead.group(0) if lead else ""
+        text = str(exc)
+        message = text[len(exc.where) + 2 :] if exc.where and text.startswith(f"{exc.where}: ") else text
+        raise ValidationError(message, where=at(field) + named[len(field) :]) from None

@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memlane.core.errors import AlreadyExistsError, ConflictError, NotFoundError, PromptArchivedError, SessionEndedError
 from memlane.core.model import Filters, MemoryBlock, Page, Prompt, PromptVersion, Session, UserInfo
+from memlane.core.store.vectors import BlockSet
 from memlane.core.timefmt import from_epoch, to_epoch
 
 # A block of alias ``b`` that has not expired at the parameter's time.
 LIVE = "(b.expires_ts IS NULL OR b.expires_ts > ?)"
+# How many filters' kept blocks the store remembers (FilterCache).
+FILTER_CACHE_ENTRIES = 32
 
 
 def _json(value: Any) -> Any:
@@ -342,13 +347,51 @@ def expired_block_pks(conn: sqlite3.Connection, user_id: int, now: float) -> lis
     return [int(r[0]) for r in rows]
 
 
-def allowed_block_pks(conn: sqlite3.Connection, user_id: int, filters: Filters, now: float) -> list[int]:
-    """The user's live blocks that pass the pre-cut rules of ``filters``."""
-    where, params = filter_sql(filters.pre)
-    rows = conn.execute(
-        f"SELECT b.pk FROM blocks b WHERE b.user_id = ? AND {LIVE} AND {where}", (user_id, now, *params)
-    ).fetchall()
+def filtered_block_pks(conn: sqlite3.Connection, user_id: int, filters: Filters) -> list[int]:
+    """The user's blocks (live or not: the caller leaves out the expired) that pass ``filters``."""
+    where, params = filter_sql(filters)
+    rows = conn.execute(f"SELECT b.pk FROM blocks b WHERE b.user_id = ? AND {where}", (user_id, *params)).fetchall()
     return [int(r[0]) for r in rows]
+
+
+def filters_key(filters: Filters) -> tuple[object, ...]:
+    """``filters`` as a hashable value (its annotations are a dict)."""
+    return (
+        filters.sessions,
+        filters.block_ids,
+        tuple(sorted(filters.annotations.items())),
+        filters.annotations_after_cut,
+        None if filters.kinds is None else tuple(sorted(filters.kinds)),
+        filters.ingested_after,
+        filters.ingested_before,
+        filters.prompt_id,
+        filters.prompt_version,
+    )
+
+
+class FilterCache:
+    """The blocks recent filters kept, by (user, user version, filters): a search repeated with the same
+    filter (a session, an annotation) skips the SQL that finds them. A write moves the user's version on,
+    so an entry is never stale; the least recently used of :data:`FILTER_CACHE_ENTRIES` go first."""
+
+    def __init__(self, entries: int = FILTER_CACHE_ENTRIES) -> None:
+        self.entries = entries
+        self._items: OrderedDict[tuple[object, ...], BlockSet] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, user_id: int, version: int, filters: Filters) -> BlockSet | None:
+        key = (user_id, version, filters_key(filters))
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, user_id: int, version: int, filters: Filters, blocks: BlockSet) -> None:
+        with self._lock:
+            self._items[(user_id, version, filters_key(filters))] = blocks
+            while len(self._items) > self.entries:
+                self._items.popitem(last=False)
 
 
 def set_ttl(

@@ -131,6 +131,7 @@ class SqliteStore:
         self._local = threading.local()
         self._cache: UserCache[UserMatrix] = UserCache(cache_bytes)
         self._terms: UserCache[UserTerms] = UserCache(cache_bytes)
+        self._filtered = mm.FilterCache()
         self.term_ids = TermIds()
         self.ann_settings = ann or AnnSettings()
         self.ann = AnnIndexes(self.path, self.ann_settings, self._conn)
@@ -586,7 +587,7 @@ class SqliteStore:
         if row is None:
             return []
         matrix = self._matrix(*row)
-        blocks = self._block_set(row[0], filters, now)
+        blocks = self._block_set(*row, filters, now)
         codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
         if self.ann_settings.applies(matrix.n) and not _too_narrow(blocks, matrix):
             found = self.ann.top_blocks(
@@ -596,18 +597,25 @@ class SqliteStore:
                 return found
         return top_blocks(matrix, query.reshape(-1), k, kinds=codes, after=after, before=before, blocks=blocks)
 
-    def _block_set(self, user_id: int, filters: Filters | None, now: float | None) -> BlockSet | None:
+    def _block_set(self, user_id: int, version: int, filters: Filters | None, now: float | None) -> BlockSet | None:
         """What filters and expiry leave of the user's blocks: the allowed blocks when a pre-cut rule is
-        given, else the expired blocks to leave out (None when there are none: the unfiltered search)."""
+        given, else the expired blocks to leave out (None when there are none: the unfiltered search). The
+        blocks a filter keeps are remembered for the user's version (any write moves it on); the expired
+        ones are asked for each time (one seek in the partial expiry index)."""
         at = _now() if now is None else now
         conn = self._conn()
         try:
-            if filters is not None and not filters.pre.empty:
-                return BlockSet.of(mm.allowed_block_pks(conn, user_id, filters, at), allow=True)
             expired = mm.expired_block_pks(conn, user_id, at)
+            if filters is None or filters.pre.empty:
+                return BlockSet.of(expired, allow=False) if expired else None
+            pre = filters.pre
+            allowed = self._filtered.get(user_id, version, pre)
+            if allowed is None:
+                allowed = BlockSet.of(mm.filtered_block_pks(conn, user_id, pre), allow=True)
+                self._filtered.put(user_id, version, pre, allowed)
         except sqlite3.Error as exc:
             raise store_error(f"read failed on {self.path}", exc, default="read failed") from exc
-        return BlockSet.of(expired, allow=False) if expired else None
+        return allowed.without(expired) if expired else allowed
 
     def build_index(self, user: str) -> IndexStatus:
         """Build the user's approximate index now, or bring it up to date (every key added since it was
@@ -675,7 +683,7 @@ class SqliteStore:
         if not weights:
             return []
         index = self._user_terms(*row)
-        blocks = self._block_set(row[0], filters, now)
+        blocks = self._block_set(*row, filters, now)
         codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
         return bm25_top_blocks(
             index, weights, avgdl, k, kinds=codes, after=after, before=before, k1=k1, b=b, blocks=blocks
@@ -896,13 +904,18 @@ class SqliteStore:
     def _drop_cached_texts(conn: sqlite3.Connection, user_id: int, pks: Sequence[int]) -> None:
         """Delete the cached vectors of the blocks' key texts that no other key uses (what an update
         replaces must not linger in the embedding cache)."""
+        models = [str(r[0]) for r in conn.execute(expiry.CACHED_MODELS)]
+        if not models:
+            return
         marks = ",".join("?" * len(pks))
         params = (*pks, user_id)
+        # By (model, hash): the cache's primary key; by hash alone SQLite would scan the whole cache.
         conn.execute(
-            f"DELETE FROM embed_cache WHERE hash IN (SELECT content_hash FROM search_keys WHERE block_pk IN ({marks}) "
-            "AND user_id = ?) AND NOT EXISTS (SELECT 1 FROM search_keys k WHERE k.content_hash = embed_cache.hash "
+            f"DELETE FROM embed_cache WHERE model_id IN ({','.join('?' * len(models))}) AND hash IN "
+            f"(SELECT content_hash FROM search_keys WHERE block_pk IN ({marks}) AND user_id = ?) "
+            "AND NOT EXISTS (SELECT 1 FROM search_keys k WHERE k.content_hash = embed_cache.hash "
             f"AND NOT (k.block_pk IN ({marks}) AND k.user_id = ?))",
-            (*params, *params),
+            (*models, *params, *params),
         )
 
     def set_ttl(
