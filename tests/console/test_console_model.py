@@ -131,9 +131,16 @@ def test_users_with_their_sessions_and_the_prompt_registry(tab: Tab, modelled: C
         made = {"prompt_id": "travel", "text": "Extract travel plans.", "description": "Travel facts"}
         assert admin.post("/v1/prompts", json=made).status_code == 201
         assert admin.patch("/v1/prompts/travel", json={"text": "Extract travel plans and dates."}).status_code == 200
+        assert admin.patch("/v1/users/alice", json={"display_name": "Alice Liddell"}).status_code == 200
     tab.sign_in(ADMIN_KEY)
     row = tab.page.locator("[data-user=alice]").inner_text()
+    assert "Alice Liddell" in row
     assert "\t3\t" in f"\t{row}\t".replace("\n", "\t")  # alice's three sessions
+    tab.go("#/users/alice")
+    assert tab.text("[data-testid=display-name]") == "Alice Liddell"
+    with modelled.client() as admin:
+        info = admin.get("/v1/users/alice").json()
+    assert tab.text("[data-testid=last-activity]").startswith(info["last_activity"][:10])
     tab.go("#/ops")
     assert tab.testids("prompt-row", "data-prompt") == ["travel"]
     tab.page.click("[data-prompt=travel] button")
