@@ -69,12 +69,14 @@ def page_views(admin: httpx.Client, total: int, block_id: str) -> dict[str, list
             lambda: admin.get("/v1/retention"),
             lambda: admin.get(f"{base}/keys"),
             lambda: admin.get(f"{base}/sessions", params={"limit": 20}),
+            lambda: admin.get(base),
         ],
         "user, last page": [
             lambda: admin.get(f"{base}/memories", params={"limit": 50, "offset": last}),
             lambda: admin.get("/v1/retention"),
             lambda: admin.get(f"{base}/keys"),
             lambda: admin.get(f"{base}/sessions", params={"limit": 20}),
+            lambda: admin.get(base),
         ],
         "session": [
             lambda: admin.get(f"{base}/sessions/{middle}"),
