@@ -157,6 +157,13 @@ class Tab:
         self.page.wait_for_selector("[data-testid=signed-in-as]")
         self.ready()
 
+    def said(self, words: str, testid: str = "action-ok") -> str:
+        """Waits for the page to report an action's outcome holding ``words`` (an earlier report of the same
+        kind may still be on the page), and returns the report."""
+        selector = f"[data-testid={testid}]:has-text({json.dumps(words)})"
+        self.page.wait_for_selector(selector)
+        return self.text(selector)
+
     def text(self, selector: str) -> str:
         return str(self.page.inner_text(selector))
 

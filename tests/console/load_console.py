@@ -57,34 +57,43 @@ def fill(console_memory: object, blocks: int) -> float:
 
 
 def page_views(admin: httpx.Client, total: int, block_id: str) -> dict[str, list[Callable[[], httpx.Response]]]:
-    """Each page's API calls, as the console's views make them (docs/console.md)."""
+    """Each page's API calls, as the console's views make them (docs/console.md); the console sends a page's
+    calls together, so a page view takes about as long as its slowest call."""
     base = f"/v1/users/{USER}"
     last = (total - 1) // 50 * 50
+    middle = f"s{total // (2 * PER_ADD) // 2}"  # a session halfway through the user's history
     return {
-        "users": [lambda: admin.get("/v1/users"), lambda: admin.get("/v1/retention")],
+        "users": [lambda: admin.get("/v1/retention"), lambda: admin.get("/v1/users", params={"limit": 50})],
         "user, first page": [
             lambda: admin.get(f"{base}/memories", params={"limit": 50, "offset": 0}),
-            lambda: admin.get(f"{base}/retention"),
+            lambda: admin.get("/v1/retention"),
             lambda: admin.get(f"{base}/keys"),
+            lambda: admin.get(f"{base}/sessions", params={"limit": 20}),
+            lambda: admin.get(base),
         ],
         "user, last page": [
             lambda: admin.get(f"{base}/memories", params={"limit": 50, "offset": last}),
-            lambda: admin.get(f"{base}/retention"),
+            lambda: admin.get("/v1/retention"),
             lambda: admin.get(f"{base}/keys"),
+            lambda: admin.get(f"{base}/sessions", params={"limit": 20}),
+            lambda: admin.get(base),
         ],
-        "user, one session": [
-            lambda: admin.get(f"{base}/memories", params={"limit": 50, "session_id": "s250"}),
-            lambda: admin.get(f"{base}/retention"),
-            lambda: admin.get(f"{base}/keys"),
+        "session": [
+            lambda: admin.get(f"{base}/sessions/{middle}"),
+            lambda: admin.get(f"{base}/memories", params={"session_id": middle, "limit": 50}),
         ],
         "block": [lambda: admin.get(f"{base}/memories/{block_id}")],
         "search (hybrid, k=10)": [
             lambda: admin.post(f"{base}/search", json={"query": "When did I visit the museum in Lisbon?", "k": 10})
         ],
+        "search, one session (hybrid, k=10)": [
+            lambda: admin.post(f"{base}/search", json={"query": "museum in Lisbon", "k": 10, "sessions": [middle]})
+        ],
         "operations": [
             lambda: admin.get("/v1/queue"),
             lambda: admin.get("/healthz"),
             lambda: admin.get("/v1/retention"),
+            lambda: admin.get("/v1/prompts", params={"limit": 50, "include_archived": True}),
         ],
     }
 
@@ -106,7 +115,7 @@ def main() -> None:
                 page = admin.get(f"/v1/users/{USER}/memories", params={"limit": 1, "offset": args.blocks // 2}).json()
                 total, block_id = page["total"], page["items"][0]["block_id"]
                 print(f"{total} blocks of one user, stored in {took:.0f} s")
-                print("| page view | API calls | p50 total | p95 total | p50 slowest call |")
+                print("| page view | API calls | p50 sum | p95 sum | p50 slowest call |")
                 print("|---|---|---|---|---|")
                 for name, calls in page_views(admin, total, block_id).items():
                     totals, slowest = [], []

@@ -97,9 +97,17 @@ def test_a_users_memory_reads_for_the_admin_and_that_user_only(console: Console)
         assert one.status_code == 200 and one.json() == a.get(f"/v1/memories/{ids[0]}").json()
         query = {"query": "Where does Ana live?", "k": 3, "mode": "hybrid"}
         assert admin.post("/v1/users/alice/search", json=query).json() == a.post("/v1/search", json=query).json()
+        filtered = {**query, "sessions": ["default"], "kinds": ["exchange"]}
+        assert admin.post("/v1/users/alice/search", json=filtered).json() == a.post("/v1/search", json=filtered).json()
+        sessions = admin.get("/v1/users/alice/sessions").json()
+        assert sessions["items"] == a.get("/v1/sessions", params={"limit": 20}).json()["items"]
+        assert [s["session_id"] for s in sessions["items"]] == ["default"] and sessions["total"] == 1
+        assert admin.get("/v1/users/alice/sessions/default").json() == a.get("/v1/sessions/default").json()
+        assert admin.get("/v1/users/alice/sessions/nope").status_code == 404
         # Another user's key: refused, whether the block or the user exists or not.
         for res in (b.get("/v1/users/alice/memories"), b.get(f"/v1/users/alice/memories/{ids[0]}"),
-                    b.post("/v1/users/alice/search", json=query), b.get("/v1/users/nobody/memories")):  # fmt: skip
+                    b.post("/v1/users/alice/search", json=query), b.get("/v1/users/nobody/memories"),
+                    b.get("/v1/users/alice/sessions"), b.get("/v1/users/alice/sessions/default")):  # fmt: skip
             assert res.status_code == 403 and res.json()["error"]["code"] == "forbidden"
         assert "Ana" not in b.get("/v1/users/alice/memories").text
         assert admin.get(f"/v1/users/bob/memories/{ids[0]}").status_code == 404  # alice's block, asked as bob's

@@ -39,6 +39,12 @@ ROUTES: dict[tuple[str, str], tuple[str, dict[str, Any] | None]] = {
     ("GET", "/v1/users/{user}/retention"): ("admin_or_self", None),
     ("PUT", "/v1/users/{user}/retention"): ("admin", {"max_blocks": 10}),
     ("DELETE", "/v1/users/{user}/retention"): ("admin", None),
+    ("GET", "/v1/whoami"): ("any", None),
+    ("GET", "/v1/users/{user}/memories"): ("admin_or_self", None),
+    ("GET", "/v1/users/{user}/memories/{block_id}"): ("admin_or_self", None),
+    ("POST", "/v1/users/{user}/search"): ("admin_or_self", {"query": "hello"}),
+    ("GET", "/v1/users/{user}/sessions"): ("admin_or_self", None),
+    ("GET", "/v1/users/{user}/sessions/{session_id}"): ("admin_or_self", None),
     ("GET", "/v1/users/{user}"): ("admin_or_self", None),
     ("PATCH", "/v1/users/{user}"): ("admin_or_self", {"display_name": "Bob"}),
     ("POST", "/v1/facts"): ("user", {"facts": ["A fact."]}),
@@ -63,10 +69,6 @@ ROUTES: dict[tuple[str, str], tuple[str, dict[str, Any] | None]] = {
     ("PATCH", "/v1/prompts/{prompt_id}"): ("admin", {"description": "x"}),
     ("POST", "/v1/prompts/{prompt_id}/archive"): ("admin", None),
     ("DELETE", "/v1/prompts/{prompt_id}"): ("admin", None),
-    ("GET", "/v1/whoami"): ("any", None),
-    ("GET", "/v1/users/{user}/memories"): ("admin_or_self", None),
-    ("GET", "/v1/users/{user}/memories/{block_id}"): ("admin_or_self", None),
-    ("POST", "/v1/users/{user}/search"): ("admin_or_self", {"query": "hello"}),
 }
 
 

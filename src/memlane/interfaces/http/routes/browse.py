@@ -1,4 +1,5 @@
-"""Read-only routes for the console: who a key is, and one user's memory read by the admin or that user.
+"""Read-only routes for the console: who a key is, and one user's memory (blocks, sessions, search) read by
+the admin or that user.
 
 The memory routes (``/v1/memories``, ``/v1/search``) take the user from a user key, so the admin key, which
 holds no memories, cannot read anyone's. An operator looking inside the service needs exactly that: these
@@ -15,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from memlane.interfaces.http.auth import AdminOrSelf, Caller
 from memlane.interfaces.http.services import services
+from memlane.interfaces.wire.model_schemas import SessionOut, SessionPage, session_out, session_page
 from memlane.interfaces.wire.schemas import (
     MAX_OFFSET,
     MAX_TEXT,
@@ -29,6 +31,7 @@ from memlane.interfaces.wire.schemas import (
 router = APIRouter(prefix="/v1", tags=["console"], responses=error_responses(400, 401, 403, 404, 413, 422, 503))
 UserPath = Annotated[str, Path(min_length=1, max_length=MAX_TEXT)]
 BlockIdPath = Annotated[str, Path(min_length=1, max_length=64)]
+SessionPath = Annotated[str, Path(min_length=1, max_length=MAX_TEXT)]
 MAX_PAGE = 1000
 
 
@@ -84,6 +87,32 @@ def user_search(user: UserPath, body: SearchIn, _: AdminOrSelf, request: Request
     """The user's top-k blocks for the query, exactly as ``POST /v1/search`` answers that user's key. Admin
     key, or the user's own."""
     hits = services(request).memory.search(
-        user, body.query, body.k, mode=body.mode, before=body.before, after=body.after, at=body.at
+        user,
+        body.query,
+        body.k,
+        mode=body.mode,
+        before=body.before,
+        after=body.after,
+        at=body.at,
+        filters=body.filters(),
     )
     return [hit_out(h) for h in hits]
+
+
+@router.get("/users/{user}/sessions", response_model=SessionPage)
+def user_sessions(
+    user: UserPath,
+    _: AdminOrSelf,
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 20,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+) -> SessionPage:
+    """The user's sessions, the latest started first, a page at a time with the total, as ``GET
+    /v1/sessions`` answers that user's key. Admin key, or the user's own."""
+    return session_page(services(request).memory.list_sessions(user, limit=limit, offset=offset))
+
+
+@router.get("/users/{user}/sessions/{session_id}", response_model=SessionOut)
+def user_session(user: UserPath, session_id: SessionPath, _: AdminOrSelf, request: Request) -> SessionOut:
+    """One session of the user; 404 if they have none of that id. Admin key, or the user's own."""
+    return session_out(services(request).memory.get_session(user, session_id))

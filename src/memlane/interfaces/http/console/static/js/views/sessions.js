@@ -2,7 +2,7 @@
 // session with its blocks in order. End and delete take the user's own key, as the API's routes do.
 
 import { del, enc, get, post } from "../api.js";
-import { act, clear, facts, h, link, notice, pager, route, statusRegion, table, time, withQuery } from "../dom.js";
+import { act, clear, facts, field, h, link, notice, pager, route, statusRegion, table, time, withQuery } from "../dom.js";
 import { excerpt, statusBadge } from "./user.js";
 
 const SESSIONS_PAGE = 20;
@@ -41,8 +41,10 @@ export async function sessionTimeline(user, query) {
 export async function sessionPage(view, { parts, query, me }) {
   const [, user, , sessionId] = parts;
   const offset = Math.max(0, Number.parseInt(query.get("offset") || "0", 10) || 0);
-  const s = await get(`/v1/users/${enc(user)}/sessions/${enc(sessionId)}`);
-  const blocks = await get(`/v1/users/${enc(user)}/memories`, { session_id: sessionId, limit: BLOCKS_PAGE, offset });
+  const [s, blocks] = await Promise.all([
+    get(`/v1/users/${enc(user)}/sessions/${enc(sessionId)}`),
+    get(`/v1/users/${enc(user)}/memories`, { session_id: sessionId, limit: BLOCKS_PAGE, offset }),
+  ]);
   const status = statusRegion();
   const actions = h("div", { class: "actions" });
   if (!me.admin) {
@@ -78,6 +80,7 @@ export async function sessionPage(view, { parts, query, me }) {
       }
     });
     actions.append(remove);
+    if (!s.ended) actions.append(ttlForm(s, status));
   }
   const rows = blocks.items.map((b) => h("tr", { testid: "block-row", "data-block": b.block_id },
     h("td", {}, h("span", { class: "when" }, b.time_annotation)),
@@ -104,4 +107,24 @@ export async function sessionPage(view, { parts, query, me }) {
       table(`Blocks ${blocks.total ? blocks.offset + 1 : 0}–${blocks.offset + blocks.items.length} of ${blocks.total}`,
         ["Event time", "Exchange", "Kind", "Perspective", "Message", "Extraction"], rows, { testid: "blocks" }),
       pager(blocks.total, blocks.offset, BLOCKS_PAGE, (o) => withQuery(route("users", user, "sessions", sessionId), { offset: o }))));
+}
+
+// A TTL for every block of the session at once (POST /v1/memories/ttl): each block's clock restarts now.
+function ttlForm(s, status) {
+  const ttl = h("input", { type: "number", name: "ttl_s", min: 0, required: true, testid: "session-ttl" });
+  const form = h("form", { class: "inline" },
+    field("TTL of all its blocks, in seconds", ttl, "From now; 0: they never expire."),
+    h("button", { type: "submit" }, "Set TTL"));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const seconds = Number(ttl.value);
+    await act(status, {
+      title: "Set a TTL for every block of this session?",
+      body: seconds === 0 ? "Its blocks will never expire." : `Each of its blocks expires ${seconds} seconds from now and is then invisible to every read.`,
+      confirmLabel: "Set TTL",
+      run: () => post("/v1/memories/ttl", { ttl_s: seconds, session_id: s.session_id }),
+      done: (r) => `${r.changed} blocks got the new TTL.`,
+    });
+  });
+  return form;
 }

@@ -19,17 +19,28 @@ export function statusBadge(status) {
   return h("span", { class: `badge ${status}` }, status);
 }
 
+// The policy that applies to the user, from the table of every policy (one cheap read for the admin).
+async function adminRetention(user) {
+  const policies = await get("/v1/retention");
+  if (policies.users[user]) return { policy: policies.users[user], source: "user" };
+  return { policy: policies.default, source: policies.default ? "default" : "none" };
+}
+
 export async function userPage(view, { parts, query, me }) {
   const user = parts[1];
   const offset = Math.max(0, Number.parseInt(query.get("offset") || "0", 10) || 0);
   const session = query.get("session") || "";
   const conversation = query.get("conversation") || "";
   const base = `/v1/users/${enc(user)}`;
-  const page = await get(`${base}/memories`, { limit: PAGE, offset, session_id: session, conversation_id: conversation });
-  const retention = await get(`${base}/retention`);
-  const keys = me.admin ? await get(`${base}/keys`) : null;
   const caps = await capabilities();
-  const sessions = caps.has("GET /v1/users/{user}/sessions") ? await sessionTimeline(user, query) : null;
+  // The page's reads go out together: it takes as long as the slowest of them.
+  const [page, retention, keys, sessions, info] = await Promise.all([
+    get(`${base}/memories`, { limit: PAGE, offset, session_id: session, conversation_id: conversation }),
+    me.admin ? adminRetention(user) : get(`${base}/retention`),
+    me.admin ? get(`${base}/keys`) : null,
+    caps.has("GET /v1/users/{user}/sessions") ? sessionTimeline(user, query) : null,
+    caps.has("GET /v1/users/{user}") ? get(base) : null,
+  ]);
   const status = statusRegion();
   const here = (extra) => withQuery(route("users", user), { session, conversation, offset, ...extra });
 
@@ -53,7 +64,10 @@ export async function userPage(view, { parts, query, me }) {
     h("p", { class: "crumbs" }, me.admin ? [link(route("users"), "Users"), " / "] : null, user),
     h("h1", {}, `${user}'s memory`),
     facts([
+      info && info.display_name ? ["Display name", info.display_name, "display-name"] : null,
+      info && Object.keys(info.metadata || {}).length ? ["Metadata", JSON.stringify(info.metadata)] : null,
       ["Blocks", String(page.total), "block-total"],
+      info ? ["Last activity", time(info.last_activity) || "never", "last-activity"] : null,
       ["Retention", `${policyText(retention.policy)} (${retention.source === "user" ? "their own policy" : retention.source === "default" ? "the default policy" : "no policy"})`],
     ]),
     h("p", { class: "actions" },

@@ -15,13 +15,12 @@ export function policyText(policy) {
 }
 
 export async function usersPage(view, { query }) {
-  const caps = await capabilities();
+  const [caps, policies] = await Promise.all([capabilities(), get("/v1/retention")]);
   const q = (query.get("q") || "").trim();
   const offset = Math.max(0, Number.parseInt(query.get("offset") || "0", 10) || 0);
   let shown;
   let matching;
   let count;
-  const policies = await get("/v1/retention");
   if (caps.usersPaged) {
     // The server pages the users (a page and X-Total-Count) and filters by exact display name.
     const { data, headers } = await api("GET", "/v1/users", { query: { limit: PAGE, offset, name: q }, withHeaders: true });
