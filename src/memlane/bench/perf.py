@@ -34,7 +34,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -50,6 +50,7 @@ from memlane.bench.perfcurve import (
     store_bytes,
     write_curve_plot,
 )
+from memlane.bench.perffilter import VectorCache, fill_real_user, load_real_turns, measure_filtered, selectivity_key
 from memlane.bench.retrieval.runlog import calibrate
 from memlane.core.embedding.protocol import Embedder
 from memlane.core.memory import AddRequest, Memory, new_block_id
@@ -135,6 +136,14 @@ class PerfSettings:
     # build is timed and every timed search uses it.
     ann: AnnSettings = field(default_factory=lambda: AnnSettings(background=False))
     ingest_at_size: int = 20  # adds timed into each large user
+    # ``real``: the large users hold real conversation turns (memlane.bench.perffilter), from the LongMemEval
+    # files under ``data_dir`` when they are there, else the LoCoMo that ships; their vectors are kept in a
+    # cache file under ``cache_dir`` (default: the run's temporary folder, so embedded anew).
+    vectors: str = "synthetic"
+    data_dir: Path | None = None
+    cache_dir: Path | None = None
+    # Annotation filters matching these shares of each large user's blocks (memlane.bench.perffilter).
+    filter_selectivity: tuple[float, ...] = ()
 
 
 class PerfStores:
@@ -260,12 +269,37 @@ def _measure(
     pool = embedder.embed([sentence(rng, 30_000_000 + i) for i in range(1000)])
     nrng = np.random.default_rng(cfg.seed)
     vocab = _vocabulary(rng)
+    queries = [" ".join(rng.choice(vocab[50:2000]) for _ in range(3)) for _ in range(cfg.queries)]
+    real = cfg.vectors == "real"
+    if real:
+        progress("real turns: loading and embedding (cached)")
+        turns = load_real_turns(cfg.data_dir, max(cfg.sizes, default=0), cfg.queries, cfg.seed)
+        cache = VectorCache((cfg.cache_dir or stores.folder) / "perf" / "vectors.sqlite")
+        t0 = time.perf_counter()
+        real_vectors = cache.embed(embedder, mem.embedder.model_id, [t for t, _ in turns.exchanges])
+        cache.close()
+        out["real_embed_s"] = time.perf_counter() - t0
+        queries = turns.queries
+        progress(f"real turns: {len(turns.exchanges)} exchanges of {turns.source}, {len(queries)} queries")
     for size in cfg.sizes:
         progress(f"search latency: building a user of {size} blocks")
         t0 = time.perf_counter()
-        _fill_user(search_store, f"user-{size}", size, pool, vocab, nrng, mem.embedder.model_id)
+        if real:
+            part = replace(turns, exchanges=turns.exchanges[:size])
+            fill_real_user(
+                search_store,
+                f"user-{size}",
+                part,
+                real_vectors[:size],
+                mem.embedder.model_id,
+                cfg.filter_selectivity,
+                cfg.seed,
+            )
+        else:
+            _fill_user(
+                search_store, f"user-{size}", size, pool, vocab, nrng, mem.embedder.model_id, cfg.filter_selectivity
+            )
         out[f"build_s_{size_label(size)}"] = time.perf_counter() - t0
-    queries = [" ".join(rng.choice(vocab[50:2000]) for _ in range(3)) for _ in range(cfg.queries)]
     for size in cfg.sizes:
         progress(f"search latency: {size} blocks")
         user, label = f"user-{size}", size_label(size)
@@ -274,7 +308,16 @@ def _measure(
             t0 = time.perf_counter()
             search_store.vector_candidates(user, qv, 10)
             out[f"ann_build_s_{label}"] = time.perf_counter() - t0
-        out.update(measure_stages(mem, exact, user, queries, label))
+        stages = measure_stages(mem, exact, user, queries, label)
+        if real:  # the recall of real vectors is named apart from the synthetic one's: ann_recall10_real_1k
+            stages = {
+                (k.removesuffix(label) + f"real_{label}" if k.startswith("ann_recall") else k): v
+                for k, v in stages.items()
+            }
+        out.update(stages)
+        if cfg.filter_selectivity:
+            progress(f"filtered search: {size} blocks")
+            out.update(measure_filtered(mem, exact, user, queries, label, cfg.filter_selectivity, real=real))
         # Adds into the large user, each followed by a search, as a live user's are: the add extends the
         # cached indexes, and the search after it reads the extended ones.
         lat, after = [], []
@@ -305,9 +348,12 @@ def _fill_user(
     vocab: list[str],
     nrng: np.random.Generator,
     model_id: str,
+    selectivities: tuple[float, ...] = (),
 ) -> None:
     """``size`` blocks written straight to the store, their vectors also in the embedding cache (as an add
-    leaves them, where supersession reads them)."""
+    leaves them, where supersession reads them); with ``selectivities``, one ``share_<i>`` annotation per
+    selectivity (``in`` on that share of the blocks, :mod:`memlane.bench.perffilter`)."""
+    shares = random.Random(size)
     base = datetime(2023, 1, 1, tzinfo=UTC)
     now = datetime.now(tz=UTC)
     for start in range(0, size, 5000):
@@ -336,6 +382,10 @@ def _fill_user(
                     time_annotation=annotate(ev),
                     content_hash=content_hash(text),
                     extraction_status=ExtractionStatus.OFF,
+                    annotations={
+                        selectivity_key(n): "in" if shares.random() < sel else "out"
+                        for n, sel in enumerate(selectivities)
+                    },
                 )
             )
         store.write_blocks(user, blocks, vecs.astype(np.float32))

@@ -34,6 +34,7 @@ from memlane.interfaces.cli.options import (
     parse_ks,
     quiet_option,
 )
+from memlane.settings import bench_cache_from_env
 
 F = TypeVar("F", bound=Callable[..., Any])
 DATASET_CHOICE = click.Choice(sorted(DATASETS))
@@ -116,6 +117,23 @@ def bench_group() -> None:
     show_default=True,
     help="The index's search beam. [env MEMLANE_ANN_EF_SEARCH]",
 )
+@click.option(
+    "--vectors",
+    type=click.Choice(["synthetic", "real"]),
+    default="synthetic",
+    show_default=True,
+    help="The large users' blocks: synthetic (Zipf words, near-copies of 1,000 sentence vectors) or real "
+    "conversation turns (LongMemEval-S from the data folder when it is there, else the LoCoMo that ships, "
+    "repeated a year apart), embedded once into a vector cache under the bench cache folder.",
+)
+@click.option(
+    "--filter-selectivity",
+    default="",
+    help="Comma-separated shares of each large user's blocks (e.g. 0.01,0.1,0.5) that an annotation filter "
+    "keeps: filtered search p50 against the unfiltered one of the same run, and filtered recall@10 against "
+    "the exact filtered answer.",
+)
+@data_dir_option
 def perf_cmd(
     as_json: bool,
     embedder: str,
@@ -125,6 +143,9 @@ def perf_cmd(
     out_dir: Path | None,
     ann_threshold: int,
     ann_ef_search: int,
+    vectors: str,
+    filter_selectivity: str,
+    data_dir: Path | None,
 ) -> None:
     """Measure ingest latency, bulk throughput and search latency on the embedded default (or PostgreSQL).
 
@@ -133,13 +154,31 @@ def perf_cmd(
       memlane bench perf --json
       memlane bench perf --sizes 1000,10000,100000,1000000 --out runs/perf
       memlane bench perf --store postgresql://memlane@127.0.0.1:5432/memlane
+      memlane bench perf --sizes 100000 --vectors real --filter-selectivity 0.01,0.1,0.5
     """
     try:
         size_list = tuple(int(s) for s in sizes.split(",") if s.strip())
     except ValueError:
         raise click.BadParameter(f"expected comma-separated integers, got {sizes!r}", param_hint="--sizes") from None
     ann = AnnSettings(threshold=None if ann_threshold < 0 else ann_threshold, ef_search=ann_ef_search, background=False)
-    settings = replace(PerfSettings(), sizes=size_list, queries=queries, ann=ann)
+    try:
+        shares = tuple(float(s) for s in filter_selectivity.split(",") if s.strip())
+    except ValueError:
+        raise click.BadParameter(
+            f"expected comma-separated numbers, got {filter_selectivity!r}", param_hint="--filter-selectivity"
+        ) from None
+    if any(not 0 < s <= 1 for s in shares):
+        raise click.BadParameter("each share must be in (0, 1]", param_hint="--filter-selectivity")
+    settings = replace(
+        PerfSettings(),
+        sizes=size_list,
+        queries=queries,
+        ann=ann,
+        vectors=vectors,
+        data_dir=data_dir or cli_settings().data,
+        cache_dir=bench_cache_from_env(),
+        filter_selectivity=shares,
+    )
     emb = make_embedder(embedder, cli_settings().embedder_config())
     if store is not None and not is_postgres_url(store):
         raise click.BadParameter(f"expected a postgresql:// URL, got {store!r}", param_hint="--store")
