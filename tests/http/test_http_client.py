@@ -15,7 +15,7 @@ from memlane.client import (
     PermissionDeniedError,
     TransportError,
 )
-from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, ValidationError
+from memlane.core.errors import AlreadyExistsError, ConfigError, MemlaneError, NotFoundError, ValidationError
 from memlane.core.model import ExtractionStatus, PerspectiveMode
 from memlane.core.retention import RetentionPolicy
 
@@ -27,7 +27,9 @@ def client(service: Service, key: str | None) -> Client:
 def test_every_route_through_the_client(service: Service) -> None:
     admin = client(service, ADMIN_KEY)
     assert admin.health().ok and admin.health().embedder.detail["model_id"] == "hashing-64"
-    assert admin.create_user("alice") is True and admin.create_user("alice") is False
+    assert admin.create_user("alice") is True and admin.create_user("alice", exist_ok=True) is False
+    with pytest.raises(AlreadyExistsError):
+        admin.create_user("alice")
     new = admin.create_key("alice", label="laptop")
     assert new.user == "alice" and new.key.startswith("mlk_") and new.label == "laptop"
     assert [k.key_id for k in admin.keys("alice")] == [new.key_id]

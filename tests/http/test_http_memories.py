@@ -208,6 +208,8 @@ def test_users_are_listed_for_the_admin(service: Service) -> None:
     users = {u["user"]: u["blocks"] for u in service.admin.get("/v1/users").json()}
     assert users == {"alice": 0, "bob": 2}
     again = service.admin.post("/v1/users", json={"user": "alice"})
+    assert again.status_code == 409 and again.json()["error"]["code"] == "already_exists"
+    again = service.admin.post("/v1/users", json={"user": "alice", "exist_ok": True})
     assert again.status_code == 200 and again.json() == {"user": "alice", "created": False}
     bad = service.admin.post("/v1/users", json={"user": "a/b"})
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "user"

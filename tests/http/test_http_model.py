@@ -41,10 +41,11 @@ def test_users_with_display_name_and_metadata(service: Service) -> None:
     assert admin.post("/v1/users", json=body).status_code == 201
     assert admin.post("/v1/users", json={"user": "bob", "metadata": {"team": "blue"}}).status_code == 201
     assert admin.post("/v1/users", json={"user": "carol", "metadata": {"team": "red"}}).status_code == 201
-    # Asked to create an existing user: 409, distinct from other conflicts; the default still confirms it.
-    again = admin.post("/v1/users", json={"user": "alice", "exist_ok": False})
+    # Asked to create an existing user: 409, distinct from other conflicts; exist_ok confirms it instead.
+    again = admin.post("/v1/users", json={"user": "alice"})
     assert again.status_code == 409 and again.json()["error"]["code"] == "already_exists"
-    assert admin.post("/v1/users", json={"user": "alice"}).status_code == 200
+    assert admin.post("/v1/users", json={"user": "alice", "exist_ok": False}).status_code == 409
+    assert admin.post("/v1/users", json={"user": "alice", "exist_ok": True}).status_code == 200
 
     alice = admin.get("/v1/users/alice").json()
     assert alice["display_name"] == "Alice L." and alice["metadata"] == {"team": "blue", "tier": "gold"}

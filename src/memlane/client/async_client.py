@@ -392,7 +392,7 @@ class AsyncClient:
         *,
         display_name: str | None = None,
         metadata: Mapping[str, Any] | None = None,
-        exist_ok: bool = True,
+        exist_ok: bool = False,
     ) -> bool:
         body = user_body(user, display_name, metadata, exist_ok)
         return bool((await self._call("POST", "/v1/users", json=body))["created"])

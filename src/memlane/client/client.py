@@ -399,9 +399,9 @@ class Client:
         *,
         display_name: str | None = None,
         metadata: Mapping[str, Any] | None = None,
-        exist_ok: bool = True,
+        exist_ok: bool = False,
     ) -> bool:
-        """Create a user; False if it already existed (AlreadyExistsError instead when not ``exist_ok``)."""
+        """Create a user (True); an existing user is AlreadyExistsError, or with ``exist_ok`` False (left as it is)."""
         body = user_body(user, display_name, metadata, exist_ok)
         return bool(self._call("POST", "/v1/users", json=body)["created"])
 

@@ -213,8 +213,8 @@ def user_body(
     body = drop_none(
         {"user": user, "display_name": display_name, "metadata": None if metadata is None else dict(metadata)}
     )
-    if not exist_ok:
-        body["exist_ok"] = False
+    if exist_ok:
+        body["exist_ok"] = True
     return body
 
 

@@ -183,7 +183,9 @@ class UserIn(Strict):
     ]
     display_name: str | None = Field(default=None, max_length=MAX_TEXT, description="A name to show.")
     metadata: dict[str, Any] | None = Field(default=None, description="Any JSON object.")
-    exist_ok: bool = Field(default=True, description="false: an existing user is 409 already_exists.")
+    exist_ok: bool = Field(
+        default=False, description="true: an existing user is answered 200, left as it is, instead of 409."
+    )
 
 
 class KeyIn(Strict):

@@ -37,8 +37,8 @@ KeyIdPath = Annotated[str, Path(min_length=1, max_length=64)]
     responses={**error_responses(409), 200: {"model": UserCreated, "description": "It existed."}},
 )
 def create_user(body: UserIn, _: Admin, request: Request, response: Response) -> UserCreated:
-    """Create a user (201) with an optional display name and metadata, or confirm one that exists (200,
-    left as it is); with ``"exist_ok": false`` an existing user is 409 ``already_exists``. Admin key."""
+    """Create a user (201) with an optional display name and metadata; an existing user is 409
+    ``already_exists``, or with ``"exist_ok": true`` confirmed (200, left as it is). Admin key."""
     created = services(request).memory.create_user(
         body.user, display_name=body.display_name, metadata=body.metadata, exist_ok=body.exist_ok
     )
