@@ -201,17 +201,19 @@ def _blocks(mem: Memory, user: str) -> list[MemoryBlock]:
     return mem.store.list_blocks(user, limit=10_000)
 
 
-@pytest.mark.parametrize("ann", [None, 0, -1], ids=["exact", "ann", "ann-exact-fallback"])
+@pytest.mark.parametrize("ann", ["exact", "pool", "index", "fallback"])
 def test_filters_are_exact_in_every_candidate_path(
-    make_store: Callable[..., Store], ann: int | None, monkeypatch: pytest.MonkeyPatch
+    make_store: Callable[..., Store], ann: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Random filters against the brute-force reference: rank every block unfiltered, keep those that pass.
-    With the ANN index on, filters go through the index's filtered iterative scan (block ids: their pool);
-    with its budget at nothing, every filtered search falls back to scoring its pool exactly."""
-    if ann == -1:
+    With the ANN index on: pools small enough are scored exactly ("pool"); with that bound at a sixteenth
+    of the user, wider filters go through the index's filtered iterative scan ("index"); with its budget at
+    nothing, those fall back to scoring their pool exactly ("fallback")."""
+    if ann in ("index", "fallback"):
+        monkeypatch.setattr(search, "EXACT_POOL_MIN", 0)
+    if ann == "fallback":
         monkeypatch.setattr(search, "SCAN_BUDGET", 0)
-        ann = 0
-    store = make_store(ann=AnnSettings(threshold=ann, background=False))
+    store = make_store(ann=AnnSettings(threshold=None if ann == "exact" else 0, background=False))
     mem = Memory(store, HashingEmbedder())
     rng = random.Random(7)
     for i in range(120):
