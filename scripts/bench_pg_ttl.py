@@ -23,20 +23,18 @@ import argparse
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
 import time
 import uuid
 
-WORDS = [
-    "garden", "tomato", "Lisbon", "cello", "bike", "coffee", "trip", "Japan", "novel", "marathon", "recipe",
-    "river", "camera", "chess", "violin", "harbor", "pepper", "meadow", "rocket", "candle", "silver", "lemon",
-]  # fmt: skip
 MODES = ("vector", "keyword", "hybrid")
 
 
 def _load(url: str, schema: str, blocks: int, variant: str) -> None:
+    from memlane.bench.perf import sentence
     from memlane.core.embedding.fake import HashingEmbedder
     from memlane.core.memory import Memory
     from memlane.core.store.postgres.store import PostgresStore
@@ -47,9 +45,9 @@ def _load(url: str, schema: str, blocks: int, variant: str) -> None:
     per_add = 500
     for start in range(0, blocks, per_add):
         turns = []
-        for _ in range(min(per_add, blocks - start)):
-            turns.append({"role": "user", "content": " ".join(rng.choices(WORDS, k=12))})
-            turns.append({"role": "assistant", "content": " ".join(rng.choices(WORDS, k=8))})
+        for i in range(start, min(start + per_add, blocks)):
+            turns.append({"role": "user", "content": sentence(rng, 2 * i)})
+            turns.append({"role": "assistant", "content": sentence(rng, 2 * i + 1)})
         mem.add("u", turns, session_id=f"s{start // per_add}", perspective="single", extract="off")
     now = time.time()
     if variant == "all_ttl":
@@ -63,13 +61,14 @@ def _load(url: str, schema: str, blocks: int, variant: str) -> None:
 
 
 def _measure(url: str, schema: str, queries: int) -> dict[str, float]:
+    from memlane.bench.perf import _OBJECTS, _SUBJECTS, _VERBS
     from memlane.core.embedding.fake import HashingEmbedder
     from memlane.core.memory import Memory
     from memlane.core.store.postgres.store import PostgresStore
 
     mem = Memory(PostgresStore(url, schema=schema, create=False), HashingEmbedder())
     rng = random.Random(2)
-    texts = [" ".join(rng.choices(WORDS, k=4)) for _ in range(queries)]
+    texts = [f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)}" for _ in range(queries)]
     out = {}
     for mode in MODES:
         for text in texts[:20]:  # warm-up
@@ -108,6 +107,7 @@ def main() -> None:
     if args._measure:
         print(json.dumps(_measure(args.url, args._measure, args.queries)))
         return
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # the schemas are dropped on a kill too
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
     variants = {"no_ttl": here, "all_ttl": here, "expired_1pct": here}
     if args.baseline_src:
@@ -117,10 +117,11 @@ def main() -> None:
         for v, src in variants.items():
             _run(src, args.url, "--blocks", str(args.blocks), "--_load", schemas[v], v)
         results: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
-        for _ in range(args.rounds):
+        for r in range(args.rounds):
             for v, src in variants.items():
                 out = _run(src, args.url, "--queries", str(args.queries), "--_measure", schemas[v])
                 results[v].append(json.loads(out))
+                print(f"round {r + 1} {v}: {out.strip()}", flush=True)
         reference = "baseline" if args.baseline_src else "no_ttl"
         p50 = {v: {m: statistics.median(r[m] for r in rs) for m in MODES} for v, rs in results.items()}
         print(f"search p50 (ms) of one {args.blocks}-block user, median of {args.rounds} rounds; ratio to {reference}")

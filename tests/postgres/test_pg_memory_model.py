@@ -152,6 +152,8 @@ def test_sessions_users_and_their_deletion(make_store: Callable[..., Store]) -> 
     assert (info.display_name, info.metadata, info.sessions, info.blocks) == ("Cy", {"team": "red", "n": 1}, 2, 2)
     store.create_user("dee", metadata={"team": "blue"})
     assert [u.name for u in store.find_users(metadata={"team": "red"}).items] == ["cy"]
+    assert [u.name for u in store.find_users(metadata={"team": "red", "n": 1}).items] == ["cy"]
+    assert store.find_users(metadata={"n": "1"}).total == 0  # a JSON value: the string is not the number
     assert [u.name for u in store.find_users(name="Cy").items] == ["cy"]
     assert store.find_users(limit=1).total == 2
     store.update_user("dee", display_name="Dee", metadata={"team": "red"})
@@ -199,17 +201,19 @@ def _blocks(mem: Memory, user: str) -> list[MemoryBlock]:
     return mem.store.list_blocks(user, limit=10_000)
 
 
-@pytest.mark.parametrize("ann", [None, 0, -1], ids=["exact", "ann-small-pools", "ann-filtered-index"])
+@pytest.mark.parametrize("ann", ["exact", "pool", "index", "fallback"])
 def test_filters_are_exact_in_every_candidate_path(
-    make_store: Callable[..., Store], ann: int | None, monkeypatch: pytest.MonkeyPatch
+    make_store: Callable[..., Store], ann: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Random filters against the brute-force reference: rank every block unfiltered, keep those that pass.
-    With the ANN index on, small pools are scored exactly; with the exact-pool bound at 0, every filter goes
-    through the index's filtered iterative scan (and its fallback when that comes up short)."""
-    if ann == -1:
+    With the ANN index on: pools small enough are scored exactly ("pool"); with that bound at a sixteenth
+    of the user, wider filters go through the index's filtered iterative scan ("index"); with its budget at
+    nothing, those fall back to scoring their pool exactly ("fallback")."""
+    if ann in ("index", "fallback"):
         monkeypatch.setattr(search, "EXACT_POOL_MIN", 0)
-        ann = 0
-    store = make_store(ann=AnnSettings(threshold=ann, background=False))
+    if ann == "fallback":
+        monkeypatch.setattr(search, "SCAN_BUDGET", 0)
+    store = make_store(ann=AnnSettings(threshold=None if ann == "exact" else 0, background=False))
     mem = Memory(store, HashingEmbedder())
     rng = random.Random(7)
     for i in range(120):

@@ -371,8 +371,16 @@ def test_a_store_made_before_the_memory_model_migrates(
     before = {(u, q, m): [h.block.id for h in mem.search(u, q, k=5, mode=m)]
               for u in ("ann", "bo") for q in queries for m in ("vector", "keyword", "hybrid")}  # fmt: skip
     listed = {u: [b.id for b in mem.list(u)] for u in ("ann", "bo")}
+    failed, queued = listed["ann"][0], listed["ann"][1]
     with store.transaction() as conn:
         undo_migration_7(conn)
+        # what the previous release knew of extraction: a block whose job died, a block with a job
+        conn.execute("UPDATE blocks SET extraction_status = 'failed' WHERE id = %s", (failed,))
+        conn.execute(
+            "INSERT INTO jobs(user_id, id, kind, block_pk, status, run_after, max_attempts, created_at, updated_at) "
+            "SELECT user_id, 1, 'extract', pk, 'done', 0, 3, 1700000000.5, 0 FROM blocks WHERE id = %s",
+            (queued,),
+        )
     # the undone schema is the one the previous release's migrations (1 to 6, never edited) make
     old = new_schema()
     with psycopg.connect(pg_url) as conn:
@@ -393,7 +401,9 @@ def test_a_store_made_before_the_memory_model_migrates(
     assert s0.started_at == T0 - timedelta(days=1) and not s0.ended and s0.default_ttl_s is None
     blocks = migrated.list_blocks("ann", limit=100)
     assert [b.id for b in blocks] == listed["ann"]
-    assert {(b.kind, b.expires_at, b.ttl_s, b.fail_count) for b in blocks} == {(BlockKind.EXCHANGE, None, None, 0)}
+    assert {(b.kind, b.expires_at, b.ttl_s) for b in blocks} == {(BlockKind.EXCHANGE, None, None)}
+    assert [(b.id, b.fail_count, b.status) for b in blocks if b.fail_count] == [(failed, 1, "extraction_failed")]
+    assert [(b.id, to_epoch(b.last_queued_at)) for b in blocks if b.last_queued_at] == [(queued, 1700000000.5)]
     assert migrated.get_user("bo").sessions == 3
     mem2 = Memory(migrated, HashingEmbedder())
     after = {(u, q, m): [h.block.id for h in mem2.search(u, q, k=5, mode=m)]

@@ -14,11 +14,11 @@ from memlane.core.model import Page, Prompt, PromptVersion
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.timefmt import from_epoch
 
+# A join and a grouping, not subqueries correlated with a shared table (docs/scaling.md: distributable).
 _HEAD = (
-    "SELECT p.prompt_id, p.description, p.annotations, p.archived, p.current_version, "
-    "(SELECT count(*) FROM prompt_versions v WHERE v.prompt_id = p.prompt_id), p.updated_at, "
-    "(SELECT v.text FROM prompt_versions v WHERE v.prompt_id = p.prompt_id AND v.version = p.current_version), "
-    "p.created_at FROM prompts p"
+    "SELECT p.prompt_id, p.description, p.annotations, p.archived, p.current_version, count(v.version), "
+    "p.updated_at, max(v.text) FILTER (WHERE v.version = p.current_version), p.created_at "
+    "FROM prompts p LEFT JOIN prompt_versions v ON v.prompt_id = p.prompt_id {where} GROUP BY p.prompt_id"
 )
 _VERSION = (
     "SELECT v.prompt_id, v.version, v.text, v.created_at, v.archived OR p.archived, v.version = p.current_version "
@@ -55,7 +55,7 @@ def _version(r: tuple[Any, ...]) -> PromptVersion:
 def get(conn: Conn, prompt_id: str, *, lock: bool = False) -> Prompt:
     if lock:
         conn.execute("SELECT 1 FROM prompts WHERE prompt_id = %s FOR UPDATE", (prompt_id,))
-    row = conn.execute(f"{_HEAD} WHERE p.prompt_id = %s", (prompt_id,)).fetchone()
+    row = conn.execute(_HEAD.format(where="WHERE p.prompt_id = %s"), (prompt_id,)).fetchone()
     if row is None:
         raise NotFoundError(f"prompt {prompt_id!r} not found")
     return _head(row)
@@ -91,7 +91,9 @@ def version(conn: Conn, prompt_id: str, number: int | None) -> PromptVersion:
 def list_heads(conn: Conn, *, limit: int, offset: int, include_archived: bool) -> Page[Prompt]:
     where = "" if include_archived else " WHERE NOT p.archived"
     total = conn.execute(f"SELECT count(*) FROM prompts p{where}").fetchone()
-    rows = conn.execute(f"{_HEAD}{where} ORDER BY p.prompt_id LIMIT %s OFFSET %s", (limit, offset)).fetchall()
+    rows = conn.execute(
+        _HEAD.format(where=where) + " ORDER BY p.prompt_id LIMIT %s OFFSET %s", (limit, offset)
+    ).fetchall()
     return Page([_head(r) for r in rows], int(total[0]) if total else 0, limit, offset)
 
 

@@ -253,6 +253,12 @@ MIGRATIONS: list[str] = [
     ALTER TABLE blocks ADD COLUMN prompt_version integer;
     ALTER TABLE blocks ADD COLUMN fail_count integer NOT NULL DEFAULT 0;
     ALTER TABLE blocks ADD COLUMN last_queued_ts double precision;
+    -- what the queue already knows: a block whose extraction died failed once; a block was last queued
+    -- when its newest job was made
+    UPDATE blocks SET fail_count = 1 WHERE extraction_status = 'failed';
+    UPDATE blocks b SET last_queued_ts = j.created FROM
+        (SELECT user_id, block_pk, max(created_at) AS created FROM jobs GROUP BY user_id, block_pk) j
+    WHERE b.user_id = j.user_id AND b.pk = j.block_pk;
     -- Only blocks with a TTL have an entry: a search of a user without one probes an empty range.
     CREATE INDEX blocks_user_expiry ON blocks(user_id, expires_ts) WHERE expires_ts IS NOT NULL;
     CREATE INDEX blocks_user_ingest ON blocks(user_id, ingest_ts);

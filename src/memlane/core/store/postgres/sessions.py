@@ -91,13 +91,15 @@ def update_user(conn: Conn, user_id: int, *, display_name: str | None, metadata:
 def find_users(
     conn: Conn, *, name: str | None, metadata: Mapping[str, Any] | None, limit: int, offset: int, now: float
 ) -> Page[UserInfo]:
-    where, params = ["true"], []
+    where: list[str] = ["true"]
+    params: list[object] = []
     if name is not None:
         where.append("display_name = %s")
         params.append(name)
-    if metadata:
-        where.append("metadata @> %s::jsonb")
-        params.append(json.dumps(dict(metadata)))
+    for key, value in (metadata or {}).items():
+        # a JSON value compared as JSON (equal, not contained): "1" and 1 differ, [1] is not [1, 2]
+        where.append("metadata -> %s = %s::jsonb")
+        params += [key, json.dumps(value)]
     clause = " AND ".join(where)
     total = conn.execute(f"SELECT count(*) FROM users WHERE {clause}", params).fetchone()
     rows = conn.execute(

@@ -456,7 +456,7 @@ class PostgresStore:
     ) -> Page[MemoryBlock]:
         column = {"ingested": "b.ingest_ts", "event": "b.event_ts"}.get(order)
         if column is None:
-            raise ValidationError(f"order must be 'ingested' or 'event', not {order!r}", where="order")
+            raise ValidationError("must be 'ingested' or 'event'", where="order")
         with self.transaction() as conn:
             user_id = self._user_row(conn, user)
             if user_id is None:
