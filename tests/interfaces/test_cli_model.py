@@ -113,6 +113,12 @@ def test_facts_update_ttl_and_filters(env: dict[str, str]) -> None:
     assert sorted(out.split()) == sorted(fact_ids)
     code, out, _ = run(["list", "alice", "--block-id", fact_ids[0], "--json"], env)
     assert [b["block_id"] for b in json.loads(out)] == [fact_ids[0]]
+    assert run(["list", "alice", "--session", "s2", "--kind", "fact", "--ids"], env)[1] == ""
+    assert len(run(["list", "alice", "--session", "s2", "--kind", "exchange", "--ids"], env)[1].split()) == 2
+    code, out, err = run(["list", "alice", "--kind", "fact", "--limit", "1"], env)
+    assert code == 0 and len(out.splitlines()) == 1 and "1 more blocks (2 in all)" in err
+    code, _, err = run(["list", "alice", "--conversation", "c", "--kind", "fact"], env)
+    assert code == 2 and "--conversation" in err
 
     code, out, err = run(["update", "alice", fact_ids[0], "--content", "Alice lives in Porto.", "--ttl", "60"], env)
     assert code == 0, err
