@@ -7,7 +7,8 @@ Starts `memlane serve` (a free port, a store in a temporary folder, no LLM, no w
 with a key and a session, seeds ``--seed`` exchanges, then runs ``--rounds`` rounds, each one add and one
 search through each API, alternating which goes first. Both add one exchange as one block (``/v1`` with
 ``perspective: single``) with extraction off; both search the whole user's memory for the top 10 (hybrid),
-each with a query of its own drawn the same way (so neither finds the other's in the embedding cache). Prints p50 and p95 of each and the ratio (Agent Memory / v1) of the p50s as JSON.
+each with a query of its own drawn the same way (so neither finds the other's in the embedding cache).
+Prints p50 and p95 of each and the ratio (Agent Memory / v1) of the p50s as JSON.
 Only loopback is targeted; the server is stopped with SIGTERM at the end.
 """
 
