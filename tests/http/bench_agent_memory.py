@@ -6,8 +6,9 @@ same work, in one run against one `memlane serve` on loopback.
 Starts `memlane serve` (a free port, a store in a temporary folder, no LLM, no workers), makes one user
 with a key and a session, seeds ``--seed`` exchanges, then runs ``--rounds`` rounds, each one add and one
 search through each API, alternating which goes first. Both add one exchange as one block (``/v1`` with
-``perspective: single``) with extraction off; both search the whole user's memory with the same query
-for the top 10 (hybrid). Prints p50 and p95 of each and the ratio (Agent Memory / v1) of the p50s as JSON.
+``perspective: single``) with extraction off; both search the whole user's memory for the top 10 (hybrid),
+each with a query of its own drawn the same way (so neither finds the other's in the embedding cache).
+Prints p50 and p95 of each and the ratio (Agent Memory / v1) of the p50s as JSON.
 Only loopback is targeted; the server is stopped with SIGTERM at the end.
 """
 
@@ -76,12 +77,14 @@ def run(base: str, rounds: int, seed: int) -> dict[str, object]:
         for _ in range(seed):
             am_add() if rng.random() < 0.5 else v1_add()
         for i in range(rounds):
-            query = " ".join(rng.choice(WORDS) for _ in range(3))
+            # One query each, of the same kind: a query both searched would be embedded by the first and
+            # found in the embedding cache by the second, which would measure the cache, not the routes.
+            queries = [" ".join(rng.choice(WORDS) for _ in range(4)) + f" {i} {n}" for n in range(2)]
 
-            def v1_search(q: str = query) -> httpx.Response:
+            def v1_search(q: str = queries[0]) -> httpx.Response:
                 return client.post("/v1/search", json={"query": q, "k": 10})
 
-            def am_search(q: str = query) -> httpx.Response:
+            def am_search(q: str = queries[1]) -> httpx.Response:
                 return client.post(
                     mem + "/search", json={"query": q, "filters": {"session_ids": "all", "relevant_k": 10}}
                 )
