@@ -23,7 +23,7 @@ CLOSE = np.array([[0.8, 0.6]], dtype=np.float32)  # cosine 0.8 with SAME
 FAR = np.array([[0.0, 1.0]], dtype=np.float32)
 BIKES = frozenset({"i", "have", "bikes", "three", "four"})
 QUERY = "how many bikes do I have"
-SETTINGS = SearchSettings(supersede_similarity=0.5, supersede_terms=0.5, supersede_ratio=0.5)
+SETTINGS = SearchSettings(supersede_similarity=0.5, supersede_terms=0.5, supersede_ratio=0.5, supersede_sessions=False)
 
 
 def version(days: float, vectors: np.ndarray = SAME, speaker: str = "user", words: frozenset[str] = BIKES) -> Version:

@@ -77,12 +77,14 @@ class SearchSettings:
     words_k: int = RRF_K
     time_weight: float = 0.0
     time_tolerance: float = 0.5
+    # Chosen by cross-validation over LongMemEval-S knowledge-update and LoCoMo questions
+    # (docs/design/008-supersession.md).
     supersede: bool = True
     supersede_depth: int = 10
-    supersede_similarity: float = 0.5
+    supersede_similarity: float = 0.3
     supersede_terms: float = 0.5
     supersede_ratio: float = 0.5
-    supersede_sessions: bool = False
+    supersede_sessions: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.fusion, Fusion):
