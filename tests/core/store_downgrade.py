@@ -46,7 +46,7 @@ def downgrade_to_v10(path: Path) -> None:
         conn.execute("BEGIN")
         for index in ("blocks_user_expiry", "blocks_user_session_id", "blocks_user_ingest"):
             conn.execute(f"DROP INDEX {index}")
-        for table in ("sessions", "prompt_versions", "prompts"):
+        for table in ("sessions", "prompt_versions", "prompts", "dead_keys"):
             conn.execute(f"DROP TABLE {table}")
         for table, columns in V11_COLUMNS.items():
             for column in columns:

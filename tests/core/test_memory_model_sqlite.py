@@ -106,3 +106,63 @@ def test_an_update_leaves_nothing_of_the_old_text_with_the_ann_index_on(tmp_path
         }
     finally:
         mem.close()
+
+
+def test_updates_retire_keys_that_count_nowhere_and_leave_with_their_segments(tmp_path: Path) -> None:
+    """An update retires its block's old keys (dead_keys) rather than rewriting the segment holding them:
+    the store then searches and counts exactly as one that was written with the new texts, the integrity
+    check agrees, and the retired rows leave at the next rewrite, or with their block or user."""
+    import random
+
+    rng = random.Random(3)
+    words = [
+        "amber",
+        "basil",
+        "cedar",
+        "delta",
+        "ember",
+        "fjord",
+        "grove",
+        "harbor",
+        "iris",
+        "juniper",
+        "kelp",
+        "lumen",
+    ]
+    texts = [" ".join(rng.choice(words) for _ in range(6)) for _ in range(300)]
+    final = list(texts)
+    updated = Memory(SqliteStore(tmp_path / "updated.db"), HashingEmbedder())
+    fresh = Memory(SqliteStore(tmp_path / "fresh.db"), HashingEmbedder())
+    try:
+        ids = list(updated.add_facts("alice", texts, time=T0).block_ids)
+        for i in rng.sample(range(300), 40):
+            final[i] = " ".join(rng.choice(words) for _ in range(4)) + f" revised{i}"
+            updated.update("alice", ids[i], content=final[i])
+        fresh.add_facts("alice", final, time=T0)
+        store = updated.store
+        assert isinstance(store, SqliteStore)
+        assert store.query("SELECT count(*) FROM dead_keys")[0][0] == 40
+        assert store.integrity_check() == []
+        for query in ("amber basil", "revised7 kelp", "fjord lumen harbor"):
+            for mode in ("keyword", "vector"):
+                a = [(h.block.message, round(h.score, 6)) for h in updated.search("alice", query, k=8, mode=mode)]
+                b = [(h.block.message, round(h.score, 6)) for h in fresh.search("alice", query, k=8, mode=mode)]
+                assert a == b, (query, mode)
+        # A deletion rewrites the segment holding the deleted key: its retired keys go with that rewrite.
+        kept = next(i for i in range(300) if final[i] == texts[i])
+        updated.delete("alice", ids[kept])
+        assert store.query("SELECT count(*) FROM dead_keys")[0][0] == 0 and store.integrity_check() == []
+        assert updated.count("alice") == 299
+        again = updated.update("alice", ids[kept - 1 if kept else kept + 1], content="amber once more")
+        assert store.query("SELECT count(*) FROM dead_keys")[0][0] == 1 and again.message == "amber once more"
+        updated.delete_session("alice", "default")
+        assert store.query("SELECT count(*) FROM dead_keys")[0][0] == 0
+        updated.add_facts("alice", ["one more"])
+        updated.update("alice", updated.list("alice")[0].id, content="one more, changed")
+        updated.delete_user("alice")
+        assert store.query("SELECT count(*) FROM dead_keys")[0][0] == 0
+        assert store.query("SELECT count(*) FROM key_segments")[0][0] == 0
+        assert store.integrity_check() == []
+    finally:
+        updated.close()
+        fresh.close()

@@ -43,6 +43,10 @@ def test_the_model_through_the_client(service: Service) -> None:
         admin.create_user("alice", exist_ok=False)
     assert admin.get_user("alice").display_name == "Alice"
     assert admin.update_user("alice", metadata={"team": "red"}).metadata == {"team": "red"}
+    assert admin.get_user("alice").display_name == "Alice"  # left out: kept
+    cleared = admin.update_user("alice", display_name=None)
+    assert cleared.display_name is None and cleared.metadata == {"team": "red"}
+    assert admin.update_user("alice", display_name="Alice").display_name == "Alice"
     page = admin.list_users(metadata={"team": "red"})
     assert [u.name for u in page.items] == ["alice"] and page.total == 1
     key = admin.create_key("alice").key

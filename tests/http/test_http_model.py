@@ -58,6 +58,11 @@ def test_users_with_display_name_and_metadata(service: Service) -> None:
     paged = admin.get("/v1/users", params={"limit": 1, "offset": 1})
     assert len(paged.json()) == 1 and paged.headers["X-Total-Count"] == "3"
 
+    key = admin.post("/v1/users/alice/keys", json={}).json()["key"]
+    service.client(key).post("/v1/memories", json={"messages": chat("Hi.", "Hello."), "session_id": "s1"})
+    service.client(key).post("/v1/facts", json={"facts": ["A fact."], "session_id": "s2"})
+    alice = admin.get("/v1/users/alice").json()
+    assert (alice["blocks"], alice["sessions"]) == (3, 2) and alice["last_activity"]
     patched = admin.patch("/v1/users/alice", json={"metadata": {"team": "red"}}).json()
     assert patched["metadata"] == {"team": "red"} and patched["display_name"] == "Alice L."  # left out: kept
     bad = admin.get("/v1/users", params={"metadata": "team"})

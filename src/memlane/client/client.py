@@ -45,6 +45,7 @@ from memlane.client.models import (
     user_policy_from_json,
 )
 from memlane.client.payloads import (
+    KEEP,
     PromptArg,
     TimeArg,
     add_body,
@@ -60,6 +61,7 @@ from memlane.client.payloads import (
     time_value,
     update_body,
     user_body,
+    user_update_body,
     users_params,
     write_body,
 )
@@ -369,10 +371,11 @@ class Client:
         return user_from_json(self._call("GET", f"/v1/users/{_segment(user)}"))
 
     def update_user(
-        self, user: str, *, display_name: str | None = None, metadata: Mapping[str, Any] | None = None
+        self, user: str, *, display_name: str | None = KEEP, metadata: Mapping[str, Any] | None = KEEP
     ) -> UserInfo:
-        """Replace the display name and/or metadata given (None: keep)."""
-        body = drop_none({"display_name": display_name, "metadata": None if metadata is None else dict(metadata)})
+        """Replace the display name and/or metadata given; one left out is kept (``display_name=None`` clears
+        the name, ``metadata=None`` empties the metadata)."""
+        body = user_update_body(display_name, metadata)
         return user_from_json(self._call("PATCH", f"/v1/users/{_segment(user)}", json=body))
 
     def list_users(

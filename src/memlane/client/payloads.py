@@ -13,6 +13,8 @@ from memlane.core.model import Filters
 from memlane.core.retention import RetentionPolicy
 
 TimeArg = datetime | str | float | None
+# An argument left out of an update (None is a value there: it clears).
+KEEP: Any = object()
 # A registry prompt to extract with: (prompt id, version), the version None for its current one.
 PromptArg = tuple[str, int | None] | None
 
@@ -213,4 +215,13 @@ def user_body(
     )
     if not exist_ok:
         body["exist_ok"] = False
+    return body
+
+
+def user_update_body(display_name: str | None, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if display_name is not KEEP:
+        body["display_name"] = display_name
+    if metadata is not KEEP:
+        body["metadata"] = None if metadata is None else dict(metadata)
     return body

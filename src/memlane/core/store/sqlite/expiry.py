@@ -17,7 +17,7 @@ from memlane.core.model import MemoryBlock
 from memlane.core.retention import Policies, RetentionPolicy
 from memlane.core.store.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
 from memlane.core.store.rows import row_to_block
-from memlane.core.store.sqlite.keys import delete_keys
+from memlane.core.store.sqlite.keys import delete_keys, purge_dead
 
 # The models the embedding cache holds vectors of, one primary-key seek each (usually one model).
 CACHED_MODELS = (
@@ -47,13 +47,15 @@ def delete_blocks(conn: sqlite3.Connection, user_id: int, pks: Sequence[int]) ->
             # By (model, hash): the cache's primary key; by hash alone SQLite would scan the whole cache.
             conn.execute(
                 f"DELETE FROM embed_cache WHERE model_id IN ({','.join('?' * len(models))}) AND hash IN "
-                f"(SELECT content_hash FROM search_keys WHERE block_pk IN ({marks}) AND user_id = ?) "
+                f"(SELECT content_hash FROM search_keys WHERE block_pk IN ({marks}) AND +user_id = ?) "
                 "AND NOT EXISTS (SELECT 1 FROM search_keys k WHERE k.content_hash = embed_cache.hash "
                 f"AND NOT (k.block_pk IN ({marks}) AND k.user_id = ?))",
                 (*models, *params, *params),
             )
-        delete_keys(conn, f"block_pk IN ({marks}) AND user_id = ?", params)
-        conn.execute(f"DELETE FROM jobs WHERE block_pk IN ({marks}) AND user_id = ?", params)
+        purge_dead(conn, user_id, chunk)
+        # "+user_id": by the block index; the user index would scan every key of a large user
+        delete_keys(conn, f"block_pk IN ({marks}) AND +user_id = ?", params)
+        conn.execute(f"DELETE FROM jobs WHERE block_pk IN ({marks}) AND +user_id = ?", params)
         n += conn.execute(f"DELETE FROM blocks WHERE pk IN ({marks}) AND user_id = ?", params).rowcount
     if n:
         conn.execute("UPDATE users SET version = version + 1 WHERE id = ?", (user_id,))

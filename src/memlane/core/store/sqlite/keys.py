@@ -11,7 +11,7 @@ import numpy as np
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.store.sqlite.ann import forget_keys
 from memlane.core.store.sqlite.segments import Segment, insert_segment, load_user, quantize, remove_keys
-from memlane.core.store.sqlite.terms import TermIds, index_texts, unindex, word_bags
+from memlane.core.store.sqlite.terms import TermIds, index_texts, unindex, unindex_texts, word_bags
 from memlane.core.store.terms import UserTerms, session_code
 from memlane.core.store.vectors import KIND_CODES, UserMatrix
 
@@ -83,6 +83,39 @@ def delete_keys(conn: sqlite3.Connection, where: str, params: tuple[object, ...]
         gone = remove_keys(conn, user_id, key_pks)
         unindex(conn, gone.n, int(gone.lengths.sum()), gone.term_ids)
     return int(conn.execute(f"DELETE FROM search_keys WHERE {where}", params).rowcount)
+
+
+def retire_keys(conn: sqlite3.Connection, user_id: int, block_pk: int, term_ids: TermIds) -> int:
+    """Retire every key of the block (an update replaces them): out of ``search_keys``, the statistics and
+    the approximate index now, listed in ``dead_keys`` until a rewrite of their segments drops them
+    (:mod:`memlane.core.store.sqlite.segments`). Returns how many went."""
+    rows = conn.execute(
+        # "+user_id": the planner would take the user index and scan every key of a large user
+        "SELECT pk, text FROM search_keys WHERE block_pk = ? AND +user_id = ? ORDER BY pk",
+        (block_pk, user_id),
+    ).fetchall()
+    if not rows:
+        return 0
+    key_pks = [int(r[0]) for r in rows]
+    forget_keys(conn, user_id, key_pks)
+    unindex_texts(conn, [str(r[1]) for r in rows], term_ids)
+    conn.executemany(
+        "INSERT INTO dead_keys(user_id, key_pk, block_pk) VALUES (?, ?, ?)", [(user_id, k, block_pk) for k in key_pks]
+    )
+    conn.execute("DELETE FROM search_keys WHERE block_pk = ? AND +user_id = ?", (block_pk, user_id))
+    return len(key_pks)
+
+
+def purge_dead(conn: sqlite3.Connection, user_id: int, block_pks: Sequence[int]) -> None:
+    """Drop the retired keys of the blocks (being deleted) from the segments now."""
+    for start in range(0, len(block_pks), 500):
+        chunk = list(block_pks[start : start + 500])
+        rows = conn.execute(
+            f"SELECT key_pk FROM dead_keys WHERE user_id = ? AND block_pk IN ({','.join('?' * len(chunk))})",
+            (user_id, *chunk),
+        ).fetchall()
+        if rows:
+            remove_keys(conn, user_id, [int(r[0]) for r in rows])  # their statistics went when they retired
 
 
 def load_user_index(conn: sqlite3.Connection, user_id: int, version: int) -> tuple[UserMatrix, UserTerms]:

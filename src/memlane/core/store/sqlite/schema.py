@@ -308,6 +308,15 @@ MIGRATIONS: list[Migration] = [
     UPDATE blocks SET fail_count = 1 WHERE extraction_status = 'failed';
     UPDATE blocks SET last_queued_ts = (SELECT max(j.created_at) FROM jobs j WHERE j.block_pk = blocks.pk)
         WHERE extraction_status != 'off';
+    -- Keys an update retired: out of the statistics, the ANN index and every load at once, their rows
+    -- taken out of the segments by the next rewrite of those (core/store/sqlite/segments.py says why).
+    CREATE TABLE dead_keys(
+        user_id INTEGER NOT NULL,
+        key_pk INTEGER NOT NULL,
+        block_pk INTEGER NOT NULL,
+        PRIMARY KEY(user_id, key_pk)
+    ) WITHOUT ROWID;
+    CREATE INDEX dead_keys_block ON dead_keys(user_id, block_pk);
     CREATE TABLE prompts(
         prompt_id TEXT PRIMARY KEY,
         description TEXT NOT NULL,

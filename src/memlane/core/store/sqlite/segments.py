@@ -11,6 +11,12 @@ tier. Segments of 4,096 keys or more are never merged. A user therefore has at m
 unmerged segments plus one per 4,096 keys, and a key is rewritten at most three times by merges. Deleting
 keys rewrites the segments holding them without them (a segment left empty is deleted).
 
+An update in place (docs/design/007-memory-model.md) retires its block's old keys instead: rewriting the
+segment that holds one old key (up to 4,096 keys, a few MB, zeroed behind with ``secure_delete``) cost
+three to four times an add. A retired key is listed in ``dead_keys``: it is out of the keyword statistics,
+the approximate index and ``search_keys`` at once, every load leaves it out, and the next rewrite of its
+segment (a merge, a deletion) drops its row for good; deleting its block drops it at once.
+
 The keys of a user's segments are disjoint; their pk ranges may interleave (a merge of small segments can
 span a large segment written between them), so loads sort the keys by pk when they come out of order.
 
@@ -205,6 +211,19 @@ def insert_segment(conn: sqlite3.Connection, user_id: int, segment: Segment) -> 
     merge(conn, user_id)
 
 
+def dead_keys(conn: sqlite3.Connection, user_id: int) -> npt.NDArray[np.int64]:
+    """The user's retired keys (ascending): usually none."""
+    rows = conn.execute("SELECT key_pk FROM dead_keys WHERE user_id = ?", (user_id,)).fetchall()
+    return np.array(sorted(int(r[0]) for r in rows), dtype=np.int64)
+
+
+def _forget_dead(conn: sqlite3.Connection, user_id: int, key_pks: npt.NDArray[np.int64]) -> None:
+    """The retired keys ``key_pks`` have left the segments: their rows in ``dead_keys`` go too."""
+    conn.executemany(
+        "DELETE FROM dead_keys WHERE user_id = ? AND key_pk = ?", [(user_id, int(k)) for k in key_pks.tolist()]
+    )
+
+
 def merge(conn: sqlite3.Connection, user_id: int) -> None:
     """Merge the user's segments of each tier that holds :data:`FANOUT` of them, lowest tier first."""
     while True:
@@ -219,8 +238,15 @@ def merge(conn: sqlite3.Connection, user_id: int) -> None:
         marks = ",".join("?" * len(ids))
         rows = conn.execute(f"SELECT {COLUMNS} FROM key_segments WHERE id IN ({marks})", ids).fetchall()
         merged = concat([Segment.from_row(r) for r in rows])
+        dead = dead_keys(conn, user_id)
+        if dead.size:  # the merge rewrites these keys anyway: the retired ones are left out for good
+            retired = np.isin(merged.key_pks, dead)
+            if retired.any():
+                _forget_dead(conn, user_id, merged.key_pks[retired])
+                merged = merged.take(~retired)
         conn.execute(f"DELETE FROM key_segments WHERE id IN ({marks})", ids)
-        conn.execute(_INSERT, (user_id, *merged.row()))
+        if merged.n:
+            conn.execute(_INSERT, (user_id, *merged.row()))
 
 
 def load_user(conn: sqlite3.Connection, user_id: int) -> Segment:
@@ -228,7 +254,11 @@ def load_user(conn: sqlite3.Connection, user_id: int) -> Segment:
     rows = conn.execute(
         f"SELECT {COLUMNS} FROM key_segments WHERE user_id = ? ORDER BY first_key", (user_id,)
     ).fetchall()
-    return concat([Segment.from_row(r) for r in rows]) if rows else empty_segment()
+    if not rows:
+        return empty_segment()
+    seg = concat([Segment.from_row(r) for r in rows])
+    dead = dead_keys(conn, user_id)
+    return seg.take(~np.isin(seg.key_pks, dead)) if dead.size else seg
 
 
 def remove_keys(conn: sqlite3.Connection, user_id: int, key_pks: Sequence[int]) -> Segment:
@@ -242,16 +272,21 @@ def remove_keys(conn: sqlite3.Connection, user_id: int, key_pks: Sequence[int]) 
         (user_id, int(wanted[0]), int(wanted[-1])),
     ).fetchall()
     removed: list[Segment] = []
+    dead = dead_keys(conn, user_id)
     for seg_id, *values in rows:
         seg = Segment.from_row(values)
         drop = np.isin(seg.key_pks, wanted)
         if not drop.any():
             continue
         removed.append(seg.take(drop))
-        if drop.all():
+        retired = np.isin(seg.key_pks, dead) if dead.size else np.zeros(seg.n, dtype=np.bool_)
+        if retired.any():  # rewritten anyway: the retired keys go for good
+            _forget_dead(conn, user_id, seg.key_pks[retired])
+        keep = ~drop & ~retired
+        if not keep.any():
             conn.execute("DELETE FROM key_segments WHERE id = ?", (seg_id,))
         else:
-            rest = seg.take(~drop)
+            rest = seg.take(keep)
             conn.execute(_UPDATE, (*rest.row(), seg_id))
     if removed:
         merge(conn, user_id)  # a shrunk segment may have filled a lower tier

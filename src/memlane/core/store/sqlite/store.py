@@ -55,7 +55,7 @@ from memlane.core.store.sqlite import accounts, expiry
 from memlane.core.store.sqlite import model as mm
 from memlane.core.store.sqlite.ann import AnnIndexes, drop_user
 from memlane.core.store.sqlite.ann import status as ann_status
-from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index
+from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index, retire_keys
 from memlane.core.store.sqlite.maintenance import sqlite_check, truncate_wal
 from memlane.core.store.sqlite.model import LIVE
 from memlane.core.store.sqlite.probe import open_error, probe_write, store_error
@@ -481,6 +481,8 @@ class SqliteStore:
                 (user_id, user_id),
             )
             delete_keys(conn, "user_id = ?", (user_id,))
+            conn.execute("DELETE FROM key_segments WHERE user_id = ?", (user_id,))  # what retired keys still held
+            conn.execute("DELETE FROM dead_keys WHERE user_id = ?", (user_id,))
             n = conn.execute("DELETE FROM blocks WHERE user_id = ?", (user_id,)).rowcount
             conn.execute("DELETE FROM jobs WHERE user_id = ?", (user_id,))
             drop_user(conn, self.path, user_id)
@@ -863,7 +865,7 @@ class SqliteStore:
                 expires_ts = mm.expiry(now, mm.effective_ttl(block.ttl_s, session_ttl, default_ttl_s))
             if vectors is not None:
                 self._drop_cached_texts(conn, user_id, [pk])
-                delete_keys(conn, "block_pk = ? AND user_id = ?", (pk, user_id))
+                retire_keys(conn, user_id, pk, self.term_ids)
                 insert_keys(
                     conn,
                     user_id,
@@ -875,7 +877,7 @@ class SqliteStore:
             status = block.extraction_status
             queued = _ts(block.last_queued_at)
             if enqueue_attempts or vectors is not None:
-                conn.execute("DELETE FROM jobs WHERE block_pk = ? AND user_id = ?", (pk, user_id))
+                conn.execute("DELETE FROM jobs WHERE block_pk = ? AND +user_id = ?", (pk, user_id))
             if enqueue_attempts:
                 conn.execute(
                     "INSERT INTO jobs(kind, user_id, block_pk, status, run_after, max_attempts, created_at, "
@@ -912,7 +914,7 @@ class SqliteStore:
         # By (model, hash): the cache's primary key; by hash alone SQLite would scan the whole cache.
         conn.execute(
             f"DELETE FROM embed_cache WHERE model_id IN ({','.join('?' * len(models))}) AND hash IN "
-            f"(SELECT content_hash FROM search_keys WHERE block_pk IN ({marks}) AND user_id = ?) "
+            f"(SELECT content_hash FROM search_keys WHERE block_pk IN ({marks}) AND +user_id = ?) "
             "AND NOT EXISTS (SELECT 1 FROM search_keys k WHERE k.content_hash = embed_cache.hash "
             f"AND NOT (k.block_pk IN ({marks}) AND k.user_id = ?))",
             (*models, *params, *params),
@@ -999,7 +1001,7 @@ class SqliteStore:
             pk, user_id, status = int(row[0]), int(row[1]), str(row[2])
             if status != ExtractionStatus.FAILED.value:
                 raise ValidationError(f"the block's extraction has not failed (it is {status})", where="block_id")
-            conn.execute("DELETE FROM jobs WHERE block_pk = ? AND user_id = ?", (pk, user_id))
+            conn.execute("DELETE FROM jobs WHERE block_pk = ? AND +user_id = ?", (pk, user_id))
             conn.execute(
                 "INSERT INTO jobs(kind, user_id, block_pk, status, run_after, max_attempts, created_at, "
                 "updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",

@@ -159,6 +159,15 @@ def unindex(conn: sqlite3.Connection, keys: int, tokens: int, held: npt.NDArray[
     conn.execute("UPDATE corpus SET keys = keys - ?, tokens = tokens - ?", (keys, tokens))
 
 
+def unindex_texts(conn: sqlite3.Connection, texts: Sequence[str], term_ids: TermIds) -> None:
+    """Take keys of ``texts`` out of the statistics, as :func:`index_texts` counted them (their bags
+    computed again from the same texts)."""
+    if not texts:
+        return
+    bags = _as_bags(_bags(conn, texts, term_ids, add=False), len(texts))
+    unindex(conn, len(texts), int(bags.lengths.sum()), bags.term_ids)
+
+
 def query_weights(conn: sqlite3.Connection, text: str) -> tuple[list[tuple[int, float]], float]:
     """The query's known terms as (term id, idf), and the corpus's average key length.
 
@@ -196,10 +205,7 @@ def corpus_problems(conn: sqlite3.Connection) -> list[str]:
     """Checks the key segments and the keyword index against the keys; an empty list means consistent."""
     problems: list[str] = []
     (n_keys, tokens) = conn.execute("SELECT keys, tokens FROM corpus").fetchone()
-    (rows, total) = conn.execute("SELECT coalesce(sum(keys), 0), coalesce(sum(tokens), 0) FROM key_segments").fetchone()
     (search_keys,) = conn.execute("SELECT count(*) FROM search_keys").fetchone()
-    if rows != search_keys:
-        problems.append(f"key segments: {rows} indexed keys for {search_keys} search keys")
     (malformed,) = conn.execute(
         "SELECT count(*) FROM key_segments WHERE keys < 1 OR length(key_pks) != 8 * keys "
         "OR length(block_pks) != 8 * keys OR length(kinds) != keys OR length(event_ts) != 8 * keys "
@@ -210,20 +216,39 @@ def corpus_problems(conn: sqlite3.Connection) -> list[str]:
     ).fetchone()
     if malformed:
         problems.append(f"key segments: {malformed} segments whose arrays disagree on their length")
-    if (n_keys, tokens) != (rows, total):
-        problems.append(f"keyword index: corpus says {n_keys} keys / {tokens} tokens, rows hold {rows} / {total}")
+    # Keys an update retired (dead_keys) are still in their segments until a rewrite: they count nowhere.
+    dead: dict[int, npt.NDArray[np.int64]] = {}
+    for user_id, key_pk in conn.execute("SELECT user_id, key_pk FROM dead_keys ORDER BY user_id, key_pk"):
+        dead.setdefault(int(user_id), np.zeros(0, dtype=np.int64))
+        dead[int(user_id)] = np.append(dead[int(user_id)], np.int64(key_pk))
     (top,) = conn.execute("SELECT coalesce(max(id), 0) FROM terms").fetchone()
     counted = np.zeros(int(top) + 1, dtype=np.int64)
     indexed: list[npt.NDArray[np.int64]] = []
-    cursor = conn.execute("SELECT user_id, key_pks, term_ids FROM key_segments")
+    retired_found = retired_tokens = 0
+    (rows, total) = conn.execute("SELECT coalesce(sum(keys), 0), coalesce(sum(tokens), 0) FROM key_segments").fetchone()
+    cursor = conn.execute("SELECT user_id, key_pks, term_ids, entries, lengths FROM key_segments")
     while batch := cursor.fetchmany(1_000):
-        for user_id, key_pks, term_blob in batch:
+        for user_id, key_pks, term_blob, entries_blob, lengths_blob in batch:
             pks = np.frombuffer(key_pks, dtype=np.int64)
-            indexed.append(np.stack([np.full(pks.shape[0], int(user_id), dtype=np.int64), pks], axis=1))
             ids = np.frombuffer(term_blob, dtype=np.int32)
+            if int(user_id) in dead:
+                live = ~np.isin(pks, dead[int(user_id)])
+                if not live.all():
+                    retired_found += int((~live).sum())
+                    retired_tokens += int(np.frombuffer(lengths_blob, dtype=np.int32)[~live].sum())
+                    ids = ids[np.repeat(live, np.frombuffer(entries_blob, dtype=np.int32))]
+                    pks = pks[live]
+            indexed.append(np.stack([np.full(pks.shape[0], int(user_id), dtype=np.int64), pks], axis=1))
             if ids.size and int(ids.max()) >= counted.shape[0]:
                 counted = np.concatenate([counted, np.zeros(int(ids.max()) + 1 - counted.shape[0], dtype=np.int64)])
             counted += np.bincount(ids, minlength=counted.shape[0])
+    rows, total = int(rows) - retired_found, int(total) - retired_tokens
+    if retired_found != sum(d.size for d in dead.values()):
+        problems.append("key segments: a retired key of dead_keys is in no segment")
+    if rows != search_keys:
+        problems.append(f"key segments: {rows} indexed keys for {search_keys} search keys")
+    if (n_keys, tokens) != (rows, total):
+        problems.append(f"keyword index: corpus says {n_keys} keys / {tokens} tokens, rows hold {rows} / {total}")
     held = np.concatenate(indexed) if indexed else np.zeros((0, 2), dtype=np.int64)
     keys = np.array(conn.execute("SELECT user_id, pk FROM search_keys").fetchall(), dtype=np.int64).reshape(-1, 2)
     if not np.array_equal(np.unique(held, axis=0), np.unique(keys, axis=0)) or len(np.unique(held, axis=0)) != len(
