@@ -8,8 +8,8 @@ for every user. memlane keeps its own guarantee under that model:
   not, so an answer tells nothing of other users;
 * a key's role bounds what it may do: ``read-only`` reads (a search is a read), ``read-write`` also
   writes, ``admin`` also writes the (global) prompt registry; every write of a read-only key is 403;
-* listing every user (``GET /users``) and creating one (``POST /users``) need the admin key, since a
-  user's key is bound to a user that exists;
+* listing every user (``GET /users``) needs the admin key; creating one (``POST /users``) too, but for its
+  own id (a key's user exists, so that is a 409; an OIDC token may create its user);
 * no token is accepted only in insecure development mode (``--insecure-dev``), where it acts as the admin.
 
 Path ids follow that API's rule (non-blank; no ``/ ? # %``; not ``.`` or ``..``): anything else is a 400

@@ -45,8 +45,8 @@ def _invalid(message: str, field: str) -> ApiError:
 
 @router.post("/users", status_code=201)
 def create_user(body: UserIn, request: Request) -> JSONResponse:
-    """Create a user with a display name and metadata: 201, or 409 if the id is taken. Admin key (a user's
-    key names a user that exists: for its own id the answer is that 409)."""
+    """Create a user with a display name and metadata: 201, or 409 if the id is taken. The admin key creates
+    any user; a user's key or OIDC token only its own id (a key's user exists already: that 409)."""
     for_user(request, check_id(body.user_id, "user_id"), write=True)
     if not body.name.strip():
         raise _invalid("name must not be blank", "name")
