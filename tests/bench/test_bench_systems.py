@@ -145,7 +145,7 @@ def test_fake_system_goes_through_the_same_loop_metrics_and_rankings(root: Path,
         assert isinstance(ranking, LongMemEvalRanking)
         assert ranking.ranked_session_ids == record.ranked_session_ids
         # scored by the family's own metric code
-        dates = {s.session_id: s.started_at for s in haystack}
+        dates = {s.session_id: s.started_at for s in haystack}  # and whether the newest evidence came first
         assert record.scores == family.score(
             record.sample, record.ranked_session_ids, record.ranked_turn_ids, (1, 3, 5, 10, 50), session_dates=dates
         )
