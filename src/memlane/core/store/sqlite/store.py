@@ -535,7 +535,8 @@ class SqliteStore:
         row = self._user_row(user)
         if row is None:
             return 0
-        where, params = ["b.user_id = ?"], list[object]([row[0]])
+        where: list[str] = ["b.user_id = ?"]
+        params: list[object] = [row[0]]
         if conversation_id is not None:
             where.append("b.conversation_id = ?")
             params.append(conversation_id)
