@@ -287,3 +287,25 @@ def test_without_builds_searches_use_the_saved_index_and_build_none(tmp_path: Pa
     assert (caught_up.state, caught_up.indexed, caught_up.tail) == ("ready", 2000 + ann.TAIL_MAX + 11, 0)
     with pytest.raises(NotFoundError):
         third.build_index("carol")
+
+
+def test_a_graph_that_cannot_answer_falls_back_to_the_exact_scan(tmp_path: Path) -> None:
+    """hnswlib raises when its graph cannot reach k elements (seen with a 100k-block user made of many
+    copies of the same vectors): the search answers exactly instead of failing."""
+    store = SqliteStore(tmp_path / "m.db", ann=INLINE)
+    exact = SqliteStore(tmp_path / "m.db", ann=EXACT)
+    fill(store, "alice", 3000)
+    q = queries(1)[0]
+    store.vector_candidates("alice", q, 10)  # builds and loads the index
+    loaded = store.ann._loaded[1]
+
+    class Unreachable:
+        def __getattr__(self, name: str) -> object:
+            return getattr(loaded_index, name)
+
+        def knn_query(self, *_a: object, **_k: object) -> object:
+            raise RuntimeError("Cannot return the results in a contiguous 2D array. Probably ef or M is too small")
+
+    loaded_index = loaded.index
+    loaded.index = Unreachable()
+    assert store.vector_candidates("alice", q, 10) == exact.vector_candidates("alice", q, 10)

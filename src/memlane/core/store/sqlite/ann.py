@@ -202,7 +202,12 @@ class AnnIndexes:
             n = max(1, min(want, live))
             with loaded.lock:
                 loaded.index.set_ef(max(self.settings.ef_search, n))
-                labels, _ = loaded.index.knn_query(q, k=min(n, loaded.index.get_current_count()))
+                try:
+                    labels, _ = loaded.index.knn_query(q, k=min(n, loaded.index.get_current_count()))
+                except RuntimeError:
+                    # hnswlib could not reach n live elements from its entry point (many equal vectors,
+                    # many deleted ones): the exact scan answers instead, never an error.
+                    return None
             found = labels.reshape(-1).astype(np.int64)
             rows = np.searchsorted(indexed, found)
             ok = rows < indexed.shape[0]
