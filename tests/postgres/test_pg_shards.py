@@ -441,3 +441,25 @@ def test_retention_policies_live_with_their_user_and_sweeps_reach_every_shard(op
     store.forget_route(b)
     assert mem.retention(b) == (RetentionPolicy(max_blocks=1), "user")
     assert store.shards[1].query("SELECT count(*) FROM retention_policies")[0][0] == 0
+
+
+def test_a_move_takes_the_memory_model_along(open_store: Any) -> None:
+    """Sessions, a user's display name and metadata, and the blocks' kind, annotations and TTL move with the
+    user, and the source keeps nothing of them."""
+    store = open_store()
+    mem = Memory(store, HashingEmbedder())
+    user = user_on(1, "m")
+    mem.create_user(user, display_name="Em", metadata={"plan": "pro"})
+    mem.create_session(user, "trip", annotations={"kind": "travel"}, metadata={"n": 2}, default_ttl_s=3600)
+    added = mem.add_facts(user, ["Em flies to Lisbon in May"], session_id="trip", annotations={"src": "agent"})
+    (fact,) = added.block_ids
+    mem.add(user, chat("garden tomatoes", "nice"), session_id="home")
+    mem.end_session(user, "home")
+    before = (snapshot(mem, user), mem.get_session(user, "trip"), mem.get_session(user, "home"), mem.get_user(user))
+    assert mem.get(user, fact).expires_at is not None and mem.get(user, fact).kind.value == "fact"
+    move_user(store, user, 0, drain_s=0.0)
+    store.forget_route(user)
+    after = (snapshot(mem, user), mem.get_session(user, "trip"), mem.get_session(user, "home"), mem.get_user(user))
+    assert after == before
+    assert store.shards[1].query("SELECT count(*) FROM sessions")[0][0] == 0
+    assert store.shards[0].integrity_check() == []
