@@ -12,7 +12,16 @@ import pytest
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import ValidationError
 from memlane.core.memory import Memory
-from memlane.core.retrieval import PRESETS, Scored, SearchSettings, Version, asks_about_past, supersede
+from memlane.core.model import MemoryBlock, PerspectiveMode, content_hash
+from memlane.core.retrieval import (
+    PRESETS,
+    Scored,
+    SearchSettings,
+    Version,
+    asks_about_past,
+    supersede,
+    versions_of,
+)
 from memlane.core.store.sqlite import SqliteStore
 
 ASKED = datetime(2024, 7, 1, tzinfo=UTC)
@@ -145,3 +154,45 @@ def test_with_sessions_the_newer_version_also_passes_the_rest_of_the_older_sessi
     wide = replace(SETTINGS, supersede_sessions=True)
     lifted, newer = supersede(ranked, versions, QUERY, wide, asked=ASKED, sessions=sessions)
     assert order(lifted) == [3, 2, 1] and newer == {1: (3,)}
+
+
+def test_extracted_facts_are_the_finer_unit() -> None:
+    # Two long exchanges about different things each hold one fact about the bikes: their messages are far
+    # apart, their facts close, and the facts' vectors (read from the cache by content hash) decide.
+    embedder = HashingEmbedder()
+
+    class Cache:
+        def __init__(self) -> None:
+            self.vectors: dict[str, np.ndarray] = {}
+
+        def get_vectors(self, model_id: str, hashes: list[str]) -> dict[str, np.ndarray]:
+            return {h: self.vectors[h] for h in hashes if h in self.vectors}
+
+    cache = Cache()
+    texts = {
+        "old": ("user: my tomato plants and the compost heap need water", ("The user has three bikes.",)),
+        "new": ("user: the tax forms are due and the printer is broken", ("The user has four bikes now.",)),
+    }
+    blocks = {}
+    for ref, (key, (message, facts)) in enumerate(texts.items(), start=1):
+        for text in (message, *facts):
+            cache.vectors[content_hash(text)] = embedder.embed([text])[0]
+        blocks[ref] = replace(
+            block(key, message, days=0 if key == "old" else 90), contexts=facts, content_hash=content_hash(message)
+        )
+    with_facts = versions_of(cache, "m", blocks)
+    no_facts = versions_of(cache, "m", {r: replace(b, contexts=()) for r, b in blocks.items()})
+    ranked: Scored = [(1, 1.0, {}), (2, 0.9, {})]
+    query = "how many bikes does the user have"
+    settings = replace(SETTINGS, supersede_terms=0.0, supersede_similarity=0.8)  # messages 0.72, facts 0.84
+    assert supersede(ranked, with_facts, query, settings, asked=ASKED)[1] == {1: (2,)}
+    assert supersede(ranked, no_facts, query, settings, asked=ASKED)[1] == {}
+
+
+def block(key: str, message: str, *, days: float) -> MemoryBlock:
+    when = datetime.fromtimestamp(T0 + days * DAY, tz=UTC)
+    return MemoryBlock(
+        id=key, user="alice", conversation_id="c", session_id=key, exchange_index=0, perspective="user",
+        mode=PerspectiveMode.SINGLE, message=message, event_time=when, ingest_time=when, time_annotation="",
+        content_hash="",
+    )  # fmt: skip
