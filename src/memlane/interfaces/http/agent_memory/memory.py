@@ -30,11 +30,11 @@ from memlane.interfaces.http.agent_memory.schemas import (
     MAX_ITEMS,
     MAX_MEMORY_LIMIT,
     MAX_OFFSET,
-    AddIn,
+    AgentAddIn,
+    AgentSearchIn,
+    AgentUpdateIn,
     DeleteIn,
     FiltersIn,
-    SearchIn,
-    UpdateIn,
 )
 from memlane.interfaces.http.agent_memory.shapes import block_out, hit_out, page_fields
 from memlane.interfaces.http.agent_memory.users import clamp, memory_of
@@ -80,7 +80,7 @@ def _prompt(
     return (check_id(prompt_id, "prompt_id"), prompt_vid)
 
 
-def update_mode(memory: Memory, body: UpdateIn, block: MemoryBlock) -> str | None:
+def update_mode(memory: Memory, body: AgentUpdateIn, block: MemoryBlock) -> str | None:
     """The core's extraction mode for an update: off when the call or the server has none; queued when the
     content or prompt changes, or to retry a block whose extraction failed; else the block's own (None).
     An update's extraction is always queued, ``async_processing: false`` included."""
@@ -112,7 +112,7 @@ def _time(value: str | None, field: str) -> datetime | None:
 
 
 @router.post(SESSION_PATH, status_code=201)
-def add_memory(user_id: str, session_id: str, body: AddIn, request: Request) -> JSONResponse:
+def add_memory(user_id: str, session_id: str, body: AgentAddIn, request: Request) -> JSONResponse:
     """Store each message (one exchange) or each fact as a block of the session: 201 with the block ids in
     input order, and the items over the per-block token limit in ``rejected_details``."""
     for_user(request, user_id, write=True)
@@ -173,7 +173,7 @@ def _owned(memory: Memory, user_id: str, session_id: str, block_id: str) -> Memo
 
 
 @router.put(SESSION_PATH + "/{block_id}")
-def update_memory(user_id: str, session_id: str, block_id: str, body: UpdateIn, request: Request) -> JSONResponse:
+def update_memory(user_id: str, session_id: str, block_id: str, body: AgentUpdateIn, request: Request) -> JSONResponse:
     """Replace a block's content (a fact's ``fact``, an exchange's ``message``), annotations, TTL or prompt,
     keeping its id: re-embedded, and extracted again when its content or prompt changed."""
     for_user(request, user_id, write=True)
@@ -280,13 +280,13 @@ def filters_of(f: FiltersIn, sessions: tuple[str, ...] | None) -> Filters:
 
 
 @router.post(SESSION_PATH + "/search")
-def search_memory(user_id: str, session_id: str, request: Request, body: SearchIn | None = None) -> JSONResponse:
+def search_memory(user_id: str, session_id: str, request: Request, body: AgentSearchIn | None = None) -> JSONResponse:
     """With a query: at most ``relevant_k`` blocks, best first, each with its ``rel_score``. Without one:
     every matching block (at most 10,000), newest first by ``order_by``. The path's session by default;
     ``session_ids`` widens it (a list, or ``"all"``)."""
     for_user(request, user_id, write=False)
     check_id(session_id, "session_id")
-    body = body or SearchIn()
+    body = body or AgentSearchIn()
     f = body.filters or FiltersIn()
     memory = memory_of(request)
     memory.get_session(user_id, session_id)

@@ -14,7 +14,12 @@ from fastapi.responses import JSONResponse
 from memlane.core.errors import PromptArchivedError
 from memlane.interfaces.http.agent_memory.auth import check_id, registry
 from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute
-from memlane.interfaces.http.agent_memory.schemas import MAX_OFFSET, MAX_PROMPTS_LIMIT, PromptIn, PromptUpdateIn
+from memlane.interfaces.http.agent_memory.schemas import (
+    MAX_OFFSET,
+    MAX_PROMPTS_LIMIT,
+    AgentPromptIn,
+    AgentPromptUpdateIn,
+)
 from memlane.interfaces.http.agent_memory.shapes import page_fields, prompt_out, version_out
 from memlane.interfaces.http.agent_memory.users import clamp, memory_of
 
@@ -42,7 +47,7 @@ def _vid(value: str | None, *, required: bool) -> int | None:
 
 
 @router.post("/prompts", status_code=201)
-def create_prompt(body: PromptIn, request: Request) -> JSONResponse:
+def create_prompt(body: AgentPromptIn, request: Request) -> JSONResponse:
     """A new prompt at version 0: 201; 409 if the id exists or is archived (reserved until purged)."""
     registry(request, write=True)
     check_id(body.prompt_id, "prompt_id")
@@ -77,7 +82,7 @@ def get_prompt(prompt_id: str, request: Request, vid: str | None = None) -> JSON
 
 
 @router.put("/prompts/{prompt_id}")
-def update_prompt(prompt_id: str, request: Request, body: PromptUpdateIn | None = None) -> JSONResponse:
+def update_prompt(prompt_id: str, request: Request, body: AgentPromptUpdateIn | None = None) -> JSONResponse:
     """New text makes a new version, which becomes current; description and annotations belong to the head.
     404 if there is no such prompt, 409 if it is archived."""
     registry(request, write=True)

@@ -31,31 +31,31 @@ class Tolerant(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
 
 
-class UserIn(Tolerant):
+class AgentUserIn(Tolerant):
     user_id: str
     name: str
     metadata: dict[str, Any] | None = None
 
 
-class UserUpdateIn(Tolerant):
+class AgentUserUpdateIn(Tolerant):
     name: str | None = None
     metadata: dict[str, Any] | None = None
 
 
-class TtlIn(Tolerant):
+class AgentTtlIn(Tolerant):
     new_ttl: NonNegative
     session_id: str | None = None
     block_ids: list[str] | None = Field(default=None, max_length=MAX_ITEMS)
 
 
-class SessionIn(Tolerant):
+class AgentSessionIn(Tolerant):
     session_id: str
     annotations: dict[str, str] | None = None
     metadata: dict[str, Any] | None = None
     memory_blocks_ttl: NonNegative | None = None
 
 
-class SessionUpdateIn(Tolerant):
+class AgentSessionUpdateIn(Tolerant):
     annotations: dict[str, str] | None = None
     metadata: dict[str, Any] | None = None
 
@@ -65,7 +65,7 @@ class ChatMessageIn(Tolerant):
     assistant_content: str = ""
 
 
-class AddIn(Tolerant):
+class AgentAddIn(Tolerant):
     messages: list[ChatMessageIn] | None = Field(default=None, max_length=MAX_ITEMS)
     facts: list[str] | None = Field(default=None, max_length=MAX_ITEMS)
     annotations: dict[str, str] | None = None
@@ -77,7 +77,7 @@ class AddIn(Tolerant):
     prompt_vid: NonNegative | None = None
 
 
-class UpdateIn(Tolerant):
+class AgentUpdateIn(Tolerant):
     message: ChatMessageIn | None = None
     fact: str | None = None
     annotations: dict[str, str] | None = None
@@ -107,19 +107,19 @@ class FiltersIn(Tolerant):
     prompt_vid: NonNegative | None = None
 
 
-class SearchIn(Tolerant):
+class AgentSearchIn(Tolerant):
     query: str | None = None
     filters: FiltersIn | None = None
 
 
-class PromptIn(Tolerant):
+class AgentPromptIn(Tolerant):
     prompt_id: str
     prompt: str
     description: str
     annotations: dict[str, str] | None = None
 
 
-class PromptUpdateIn(Tolerant):
+class AgentPromptUpdateIn(Tolerant):
     prompt: str | None = None
     description: str | None = None
     annotations: dict[str, str] | None = None

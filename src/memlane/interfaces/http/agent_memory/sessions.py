@@ -9,7 +9,12 @@ from fastapi.responses import JSONResponse
 
 from memlane.interfaces.http.agent_memory.auth import check_id, for_user
 from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute
-from memlane.interfaces.http.agent_memory.schemas import MAX_OFFSET, MAX_SESSIONS_LIMIT, SessionIn, SessionUpdateIn
+from memlane.interfaces.http.agent_memory.schemas import (
+    MAX_OFFSET,
+    MAX_SESSIONS_LIMIT,
+    AgentSessionIn,
+    AgentSessionUpdateIn,
+)
 from memlane.interfaces.http.agent_memory.shapes import page_fields, session_out
 from memlane.interfaces.http.agent_memory.users import clamp, memory_of
 
@@ -17,7 +22,7 @@ router = APIRouter(tags=["agent memory: sessions"], route_class=FlatErrorRoute)
 
 
 @router.post("/users/{user_id}/sessions", status_code=201)
-def create_session(user_id: str, body: SessionIn, request: Request) -> JSONResponse:
+def create_session(user_id: str, body: AgentSessionIn, request: Request) -> JSONResponse:
     """Open a session with its annotations, metadata and the default TTL of its blocks: 201; 409 if the
     user has a session of that id; 404 if there is no such user."""
     for_user(request, user_id, write=True)
@@ -60,7 +65,7 @@ def get_session(user_id: str, session_id: str, request: Request) -> JSONResponse
 
 @router.put("/users/{user_id}/sessions/{session_id}")
 def update_session(
-    user_id: str, session_id: str, request: Request, body: SessionUpdateIn | None = None
+    user_id: str, session_id: str, request: Request, body: AgentSessionUpdateIn | None = None
 ) -> JSONResponse:
     """Replace the session's annotations or metadata (what is omitted is kept); 400
     ``SESSION_ALREADY_ENDED`` if it has ended."""

@@ -15,9 +15,9 @@ from memlane.interfaces.http.agent_memory.schemas import (
     MAX_OFFSET,
     MAX_SESSIONS_LIMIT,
     MAX_USERS_LIMIT,
-    TtlIn,
-    UserIn,
-    UserUpdateIn,
+    AgentTtlIn,
+    AgentUserIn,
+    AgentUserUpdateIn,
 )
 from memlane.interfaces.http.agent_memory.shapes import page_fields, user_out
 from memlane.interfaces.http.services import services
@@ -44,7 +44,7 @@ def _invalid(message: str, field: str) -> ApiError:
 
 
 @router.post("/users", status_code=201)
-def create_user(body: UserIn, request: Request) -> JSONResponse:
+def create_user(body: AgentUserIn, request: Request) -> JSONResponse:
     """Create a user with a display name and metadata: 201, or 409 if the id is taken. The admin key creates
     any user; a user's key or OIDC token only its own id (a key's user exists already: that 409)."""
     for_user(request, check_id(body.user_id, "user_id"), write=True)
@@ -91,7 +91,7 @@ def get_user(user_id: str, request: Request) -> JSONResponse:
 
 
 @router.put("/users/{user_id}")
-def update_user(user_id: str, request: Request, body: UserUpdateIn | None = None) -> JSONResponse:
+def update_user(user_id: str, request: Request, body: AgentUserUpdateIn | None = None) -> JSONResponse:
     """Change the display name or the metadata (what is omitted is kept)."""
     for_user(request, user_id, write=True)
     if body is None or (body.name is None and body.metadata is None):
@@ -119,7 +119,7 @@ def delete_user(user_id: str, request: Request) -> Response:
 
 
 @router.put("/users/{user_id}/ttl")
-def modify_ttl(user_id: str, body: TtlIn, request: Request) -> JSONResponse:
+def modify_ttl(user_id: str, body: AgentTtlIn, request: Request) -> JSONResponse:
     """Give the user's blocks (or one session's, or the listed ones of that session) a new TTL in seconds
     from now (0: never expire)."""
     for_user(request, user_id, write=True)

@@ -43,7 +43,7 @@ class WhoAmI(BaseModel):
     key_id: str | None = Field(description="The user key's id; null for the admin key.")
 
 
-class BlockPage(BaseModel):
+class UserBlockPage(BaseModel):
     """One page of a user's blocks in event-time order, and how many there are in all."""
 
     items: list[BlockOut]
@@ -58,7 +58,7 @@ def whoami(caller: Caller) -> WhoAmI:
     return WhoAmI(admin=caller.admin, user=caller.user, key_id=caller.key_id)
 
 
-@router.get("/users/{user}/memories", response_model=BlockPage)
+@router.get("/users/{user}/memories", response_model=UserBlockPage)
 def user_memories(
     user: UserPath,
     _: AdminOrSelf,
@@ -67,13 +67,13 @@ def user_memories(
     session_id: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
-) -> BlockPage:
+) -> UserBlockPage:
     """A page of the user's blocks in event-time order, with their total (an unknown user has none). Admin
     key, or the user's own."""
     memory = services(request).memory
     blocks = memory.list(user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset)
     total = memory.count(user, conversation_id=conversation_id, session_id=session_id)
-    return BlockPage(items=[block_out(b) for b in blocks], total=total, limit=limit, offset=offset)
+    return UserBlockPage(items=[block_out(b) for b in blocks], total=total, limit=limit, offset=offset)
 
 
 @router.get("/users/{user}/memories/{block_id}", response_model=BlockOut)
