@@ -50,15 +50,21 @@ from memlane.bench.perfcurve import (
     store_bytes,
     write_curve_plot,
 )
-from memlane.bench.perffilter import VectorCache, fill_real_user, load_real_turns, measure_filtered, selectivity_key
+from memlane.bench.perffilter import (
+    VectorCache,
+    bench_block,
+    fill_real_user,
+    load_real_turns,
+    measure_filtered,
+    write_bench_blocks,
+)
 from memlane.bench.retrieval.runlog import calibrate
 from memlane.core.embedding.protocol import Embedder
-from memlane.core.memory import AddRequest, Memory, new_block_id
-from memlane.core.model import ExtractionStatus, MemoryBlock, PerspectiveMode, content_hash
+from memlane.core.memory import AddRequest, Memory
+from memlane.core.model import PerspectiveMode
 from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.protocol import Store
 from memlane.core.store.sqlite import SqliteStore
-from memlane.core.timefmt import annotate
 
 _SUBJECTS = [
     "I",
@@ -367,29 +373,8 @@ def _fill_user(
             i = start + j
             text = "user: " + " ".join(vocab[w] for w in words[j])
             ev = base + timedelta(minutes=i)
-            blocks.append(
-                MemoryBlock(
-                    id=new_block_id(),
-                    user=user,
-                    conversation_id="c",
-                    session_id=f"s{i // 20}",
-                    exchange_index=i % 20,
-                    perspective="exchange",
-                    mode=PerspectiveMode.SINGLE,
-                    message=text,
-                    event_time=ev,
-                    ingest_time=now,
-                    time_annotation=annotate(ev),
-                    content_hash=content_hash(text),
-                    extraction_status=ExtractionStatus.OFF,
-                    annotations={
-                        selectivity_key(n): "in" if shares.random() < sel else "out"
-                        for n, sel in enumerate(selectivities)
-                    },
-                )
-            )
-        store.write_blocks(user, blocks, vecs.astype(np.float32))
-        store.put_vectors(model_id, {b.content_hash: v for b, v in zip(blocks, vecs.astype(np.float32), strict=True)})
+            blocks.append(bench_block(user, i, text, ev, now, shares, selectivities))
+        write_bench_blocks(store, user, blocks, vecs, model_id)
 
 
 def _vocabulary(rng: random.Random, size: int = 20_000) -> list[str]:

@@ -140,6 +140,39 @@ class VectorCache:
         self.db.close()
 
 
+def bench_block(
+    user: str, i: int, text: str, ev: datetime, now: datetime, shares: random.Random, selectivities: Sequence[float]
+) -> MemoryBlock:
+    """The ``i``-th block of a bench user (sessions of 20 exchanges), with one ``share_<n>`` annotation per
+    selectivity: ``in`` on that share of the blocks, drawn from ``shares``."""
+    return MemoryBlock(
+        id=new_block_id(),
+        user=user,
+        conversation_id="c",
+        session_id=f"s{i // 20}",
+        exchange_index=i % 20,
+        perspective="exchange",
+        mode=PerspectiveMode.SINGLE,
+        message=text,
+        event_time=ev,
+        ingest_time=now,
+        time_annotation=annotate(ev),
+        content_hash=content_hash(text),
+        extraction_status=ExtractionStatus.OFF,
+        annotations={
+            selectivity_key(n): "in" if shares.random() < sel else "out" for n, sel in enumerate(selectivities)
+        },
+    )
+
+
+def write_bench_blocks(store: Store, user: str, blocks: list[MemoryBlock], vectors: np.ndarray, model_id: str) -> None:
+    """Blocks written straight to the store, their vectors also in its embedding cache (as an add leaves
+    them, where supersession reads them)."""
+    vecs = np.asarray(vectors, dtype=np.float32)
+    store.write_blocks(user, blocks, vecs)
+    store.put_vectors(model_id, {b.content_hash: v for b, v in zip(blocks, vecs, strict=True)})
+
+
 def fill_real_user(
     store: Store,
     user: str,
@@ -161,28 +194,8 @@ def fill_real_user(
         for j, (text, when) in enumerate(chunk):
             i = start + j
             ev = when + timedelta(seconds=i % 20)
-            blocks.append(
-                MemoryBlock(
-                    id=new_block_id(),
-                    user=user,
-                    conversation_id="c",
-                    session_id=f"s{i // 20}",
-                    exchange_index=i % 20,
-                    perspective="exchange",
-                    mode=PerspectiveMode.SINGLE,
-                    message=text,
-                    event_time=ev,
-                    ingest_time=now,
-                    time_annotation=annotate(ev),
-                    content_hash=content_hash(text),
-                    extraction_status=ExtractionStatus.OFF,
-                    annotations={
-                        selectivity_key(n): "in" if rng.random() < sel else "out" for n, sel in enumerate(selectivities)
-                    },
-                )
-            )
-        store.write_blocks(user, blocks, vecs)
-        store.put_vectors(model_id, {b.content_hash: v for b, v in zip(blocks, vecs, strict=True)})
+            blocks.append(bench_block(user, i, text, ev, now, rng, selectivities))
+        write_bench_blocks(store, user, blocks, vecs, model_id)
 
 
 def tie_aware_recall(got: Sequence[tuple[int, float]], want: Sequence[tuple[int, float]], k: int = 10) -> float:
