@@ -72,22 +72,18 @@ def load_real_turns(data_dir: Path | None, need: int, queries: int, seed: int) -
     lme = data_dir is not None and any((data_dir / "longmemeval").glob("longmemeval_s*"))
     name = "longmemeval-s" if lme else "locomo"
     ds = load_dataset(name, data_dir if lme else None)
-    seen: set[str] = set()
+    # Each session once (LongMemEval haystacks share sessions), in the data set's order.
+    sessions = {s.session_id: s for history in ds.histories.values() for s in history}.values()
+    wanted = need + 4 * queries if lme else None  # LoCoMo is small: all of it
     pairs: list[tuple[str, datetime]] = []
     base = datetime(2023, 1, 1, tzinfo=UTC)
-    for sessions in ds.histories.values():
-        for session in sessions:
-            if session.session_id in seen:
-                continue
-            seen.add(session.session_id)
-            when = session.started_at or base
-            turns = session.turns
-            for i in range(0, len(turns) - 1, 2):
-                first, reply = turns[i], turns[i + 1]
-                pairs.append((f"{first.role}: {first.content}\n{reply.role}: {reply.content}", when))
-            if len(pairs) >= need + 4 * queries and lme:
-                break
-        if len(pairs) >= need + 4 * queries and lme:
+    for session in sessions:
+        when = session.started_at or base
+        turns = session.turns
+        for i in range(0, len(turns) - 1, 2):
+            first, reply = turns[i], turns[i + 1]
+            pairs.append((f"{first.role}: {first.content}\n{reply.role}: {reply.content}", when))
+        if wanted is not None and len(pairs) >= wanted:
             break
     rng = random.Random(seed)
     rng.shuffle(pairs)

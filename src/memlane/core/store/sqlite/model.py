@@ -26,6 +26,16 @@ LIVE = "(b.expires_ts IS NULL OR b.expires_ts > ?)"
 FILTER_CACHE_ENTRIES = 32
 
 
+def live_count(where: str) -> str:
+    """SQL counting the live blocks (alias ``b``) that ``where`` keeps: all of them, counted on an index,
+    less the expired ones, counted on the partial expiry index (a count that read every block's expiry
+    would scan a large user's rows). It takes ``where``'s parameters twice, then one more: now."""
+    return (
+        f"((SELECT count(*) FROM blocks b WHERE {where}) - "
+        f"(SELECT count(*) FROM blocks b WHERE {where} AND b.expires_ts IS NOT NULL AND b.expires_ts <= ?))"
+    )
+
+
 def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
 
@@ -49,11 +59,7 @@ def effective_ttl(block_ttl: int | None, session_ttl: int | None, default_ttl_s:
 # -- users -----------------------------------------------------------------------------------------------
 
 USER_COLUMNS = (
-    "u.name, u.created_at, u.display_name, u.metadata, "
-    # Live blocks: all of them on the user index, less the expired on the partial expiry index (reading every
-    # block's expiry would scan a large user's rows). One parameter (now), as LIVE takes.
-    "((SELECT count(*) FROM blocks b WHERE b.user_id = u.id) - (SELECT count(*) FROM blocks b "
-    "WHERE b.user_id = u.id AND b.expires_ts IS NOT NULL AND b.expires_ts <= ?)), "
+    "u.name, u.created_at, u.display_name, u.metadata, " + live_count("b.user_id = u.id") + ", "
     "(SELECT count(*) FROM sessions s WHERE s.user_id = u.id), "
     "(SELECT max(b.ingest_ts) FROM blocks b WHERE b.user_id = u.id AND " + LIVE + ")"
 )
@@ -124,11 +130,7 @@ def json_path(key: str) -> str:
 
 SESSION_COLUMNS = (
     "u.name, s.session_id, s.conversation_id, s.started_at, s.ended_at, s.annotations, s.metadata, "
-    "s.default_ttl_s, s.created_at, "
-    # Live blocks counted as in USER_COLUMNS (one parameter: now).
-    "((SELECT count(*) FROM blocks b WHERE b.user_id = s.user_id AND b.session_id = s.session_id) - "
-    "(SELECT count(*) FROM blocks b WHERE b.user_id = s.user_id AND b.session_id = s.session_id "
-    "AND b.expires_ts IS NOT NULL AND b.expires_ts <= ?))"
+    "s.default_ttl_s, s.created_at, " + live_count("b.user_id = s.user_id AND b.session_id = s.session_id")
 )
 
 

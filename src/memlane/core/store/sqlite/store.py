@@ -529,9 +529,7 @@ class SqliteStore:
         return [row_to_block(r) for r in rows]
 
     def count_blocks(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
-        """How many blocks :meth:`list_blocks` pages through: all of them, counted on an index, less the
-        expired ones, counted on the partial expiry index (a count that read every block's expiry would
-        cost a large user a scan of the table)."""
+        """How many blocks :meth:`list_blocks` pages through (counted as :func:`mm.live_count` counts)."""
         row = self._user_row(user)
         if row is None:
             return 0
@@ -544,12 +542,8 @@ class SqliteStore:
             where.append("b.session_id = ?")
             params.append(session_id)
         cond = " AND ".join(where)
-        rows = self._read(
-            f"SELECT (SELECT count(*) FROM blocks b WHERE {cond}), "
-            f"(SELECT count(*) FROM blocks b WHERE {cond} AND b.expires_ts IS NOT NULL AND b.expires_ts <= ?)",
-            [*params, *params, _now()],
-        )
-        return int(rows[0][0]) - int(rows[0][1])
+        rows = self._read(f"SELECT {mm.live_count(cond)}", [*params, *params, _now()])
+        return int(rows[0][0])
 
     def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]:
         """Blocks by internal reference, only those of ``user`` (and live)."""

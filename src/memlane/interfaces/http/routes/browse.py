@@ -15,8 +15,9 @@ from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, Field
 
 from memlane.interfaces.http.auth import AdminOrSelf, Caller
+from memlane.interfaces.http.routes.memories import search_hits
 from memlane.interfaces.http.services import services
-from memlane.interfaces.wire.model_schemas import SessionOut, SessionPage, session_out, session_page
+from memlane.interfaces.wire.model_schemas import BlockPage, SessionOut, SessionPage, session_out, session_page
 from memlane.interfaces.wire.schemas import (
     MAX_OFFSET,
     MAX_TEXT,
@@ -25,7 +26,6 @@ from memlane.interfaces.wire.schemas import (
     SearchIn,
     block_out,
     error_responses,
-    hit_out,
 )
 
 router = APIRouter(prefix="/v1", tags=["console"], responses=error_responses(400, 401, 403, 404, 413, 422, 503))
@@ -43,22 +43,13 @@ class WhoAmI(BaseModel):
     key_id: str | None = Field(description="The user key's id; null for the admin key.")
 
 
-class UserBlockPage(BaseModel):
-    """One page of a user's blocks in event-time order, and how many there are in all."""
-
-    items: list[BlockOut]
-    total: int
-    limit: int
-    offset: int
-
-
 @router.get("/whoami", response_model=WhoAmI)
 def whoami(caller: Caller) -> WhoAmI:
     """Who the key is: 401 for a missing, unknown or revoked key. Any key."""
     return WhoAmI(admin=caller.admin, user=caller.user, key_id=caller.key_id)
 
 
-@router.get("/users/{user}/memories", response_model=UserBlockPage)
+@router.get("/users/{user}/memories", response_model=BlockPage)
 def user_memories(
     user: UserPath,
     _: AdminOrSelf,
@@ -67,13 +58,13 @@ def user_memories(
     session_id: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
-) -> UserBlockPage:
+) -> BlockPage:
     """A page of the user's blocks in event-time order, with their total (an unknown user has none). Admin
     key, or the user's own."""
     memory = services(request).memory
     blocks = memory.list(user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset)
     total = memory.count(user, conversation_id=conversation_id, session_id=session_id)
-    return UserBlockPage(items=[block_out(b) for b in blocks], total=total, limit=limit, offset=offset)
+    return BlockPage(items=[block_out(b) for b in blocks], total=total, limit=limit, offset=offset)
 
 
 @router.get("/users/{user}/memories/{block_id}", response_model=BlockOut)
@@ -86,17 +77,7 @@ def user_memory(user: UserPath, block_id: BlockIdPath, _: AdminOrSelf, request: 
 def user_search(user: UserPath, body: SearchIn, _: AdminOrSelf, request: Request) -> list[HitOut]:
     """The user's top-k blocks for the query, exactly as ``POST /v1/search`` answers that user's key. Admin
     key, or the user's own."""
-    hits = services(request).memory.search(
-        user,
-        body.query,
-        body.k,
-        mode=body.mode,
-        before=body.before,
-        after=body.after,
-        at=body.at,
-        filters=body.filters(),
-    )
-    return [hit_out(h) for h in hits]
+    return search_hits(request, user, body)
 
 
 @router.get("/users/{user}/sessions", response_model=SessionPage)

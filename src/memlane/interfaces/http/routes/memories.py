@@ -109,6 +109,11 @@ def add_exchanges(body: ExchangesIn, user: UserKey, request: Request) -> AddOut:
 @router.post("/search", response_model=list[HitOut])
 def search(body: SearchIn, user: UserKey, request: Request) -> list[HitOut]:
     """The user's top-k blocks for the query, best first (the shape of ``memlane search --json``)."""
+    return search_hits(request, user, body)
+
+
+def search_hits(request: Request, user: str, body: SearchIn) -> list[HitOut]:
+    """``body``'s search of ``user``'s memory, as the search routes answer it."""
     hits = services(request).memory.search(
         user,
         body.query,
