@@ -53,7 +53,7 @@ def hit_json(h: Hit) -> dict[str, Any]:
         "ranks": h.ranks,
         "other_perspectives": list(h.other_perspectives),
         "superseded_by": list(h.superseded_by),
-        **({} if h.explanation is None else {"explanation": explanation_json(h.explanation)}),
+        "explanation": None if h.explanation is None else explanation_json(h.explanation),
     }
 
 
