@@ -9,6 +9,7 @@ MEMLANE_CONSOLE_SHOTS=DIR the tests save the screenshots docs/console.md shows (
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from console_support import ADMIN_KEY, FAILING_TEXT, Console, Tab
@@ -119,7 +120,13 @@ def test_a_filtered_search_shows_the_apis_hits_and_why_they_ranked(tab: Tab, see
     tab.page.fill("[data-testid=k]", "3")
     tab.page.fill("[data-testid=before]", "2023-06-02T00:00:00Z")
     tab.click("[data-testid=search-form] button[type=submit]")
-    body = {"query": "Where does Ana live?", "k": 3, "mode": "hybrid", "before": "2023-06-02T00:00:00Z"}
+    body = {
+        "query": "Where does Ana live?",
+        "k": 3,
+        "mode": "hybrid",
+        "before": "2023-06-02T00:00:00Z",
+        "explain": True,
+    }
     with seeded.client(seeded.keys["alice"]) as alice:
         hits = alice.post("/v1/search", json=body).json()
     assert len(hits) == 2 and "Ana" in hits[0]["message"]  # the hostile exchange is after `before`
@@ -132,14 +139,72 @@ def test_a_filtered_search_shows_the_apis_hits_and_why_they_ranked(tab: Tab, see
         shown = {el.get_attribute("data-retriever"): el.inner_text() for el in ranks}
         assert shown == {name: f"{name} rank {rank}" for name, rank in hit["ranks"].items()}
         assert item.locator("[data-testid=hit-message]").inner_text() == " ".join(hit["message"].split())
+        assert_explained(item, hit)
     assert "fused score" in tab.text("[data-testid=score-kind]")
     curl = tab.page.input_value("[data-testid=curl]")
     assert curl.startswith('curl -s -X POST -H "Authorization: Bearer $MEMLANE_KEY"')
     assert f"{seeded.base}/v1/search -d " in curl and '"before":"2023-06-02T00:00:00Z"' in curl
+    assert '"explain":true' in curl
     tab.accessible("search")
     # A bad value is the server's 422, said on the page.
     tab.go("#/users/alice/search?q=Ana&before=not-a-time")
     assert "before" in tab.text("[data-testid=search-error]")
+
+
+def assert_explained(item: Any, hit: dict[str, Any]) -> None:
+    """The hit's table of where its score comes from says what the API's explanation says, part by part
+    (read as text: all but the first hit's table are folded until opened)."""
+    e = hit["explanation"]
+    rows = item.locator("[data-testid=hit-explanation] tbody tr")
+    shown = {row.get_attribute("data-part"): row.locator("[data-testid=adds]").text_content() for row in rows.all()}
+    want = {p["retriever"]: f"{p['margin']:.4f}" for p in e["retrievers"]}
+    want["fused"] = f"{e['fused']:.4f}"
+    for gain in ("session_gain", "neighbour_gain", "words_gain", "time_gain"):
+        if e[gain] > 0:
+            want[gain] = f"{e[gain]:.4f}"
+    want["score"] = f"{hit['score']:.4f}"
+    assert shown == want
+    for p in e["retrievers"]:
+        cells = item.locator(f"[data-testid=why-retriever][data-part={p['retriever']}] td")
+        assert cells.nth(0).text_content() == str(p["rank"])
+        assert (cells.nth(1).text_content() or "").startswith(f"{p['score']:.4f}")
+
+
+def test_the_time_phrase_a_hit_matched_and_the_newer_version_are_shown(tab: Tab, seeded: Console) -> None:
+    seeded.add(
+        "alice",
+        ["Now I take cello lessons with Ms. Ferreira instead.", "A new teacher!"],
+        time="2023-06-10T18:30:00Z",
+        session_id="s3",
+    )
+    tab.sign_in(seeded.keys["alice"])
+    query = "Who gave me cello lessons two weeks ago?"
+    tab.go("#/users/alice/search?" + urlencode({"q": query, "k": 4, "at": "2023-06-15T12:00:00Z"}))
+    body = {"query": query, "k": 4, "at": "2023-06-15T12:00:00Z", "explain": True}
+    with seeded.client(seeded.keys["alice"]) as alice:
+        hits = alice.post("/v1/search", json=body).json()
+    assert tab.testids("hit", "data-block") == [h["block_id"] for h in hits]
+    cello = next(h for h in hits if h["session_id"] == "s2")
+    assert cello["explanation"]["time_phrases"] == ["two weeks ago"] and cello["explanation"]["time_gain"] > 0
+    item = tab.page.locator(f"[data-testid=hit][data-block='{cello['block_id']}']")
+    assert_explained(item, cello)
+    time_row = item.locator("[data-testid=why-gain][data-part=time_gain]")
+    assert "“two weeks ago”" in (time_row.text_content() or "")
+    # A question about now: the newer teacher ranks above the older one, and both say why.
+    query = "Who gives me cello lessons?"
+    tab.go("#/users/alice/search?" + urlencode({"q": query, "k": 4, "at": "2023-06-15T12:00:00Z"}))
+    with seeded.client(seeded.keys["alice"]) as alice:
+        hits = alice.post("/v1/search", json={**body, "query": query}).json()
+    assert tab.testids("hit", "data-block") == [h["block_id"] for h in hits]
+    newer, older = hits[0], hits[1]
+    assert (newer["session_id"], older["session_id"]) == ("s3", "s2") and newer["score"] < older["score"]
+    assert newer["explanation"]["supersedes"] == [older["block_id"]] and older["superseded_by"] == [newer["block_id"]]
+    items = tab.page.locator("[data-testid=hit]")
+    for i, hit in enumerate(hits):
+        assert_explained(items.nth(i), hit)
+    assert older["block_id"] in (items.nth(0).locator("[data-testid=hit-supersedes]").text_content() or "")
+    assert newer["block_id"] in (items.nth(1).locator("[data-testid=hit-newer]").text_content() or "")
+    tab.accessible("search-explain")
 
 
 def test_deleting_a_block_asks_first_and_a_failed_delete_changes_nothing(tab: Tab, seeded: Console) -> None:

@@ -125,9 +125,10 @@ class AsyncClient:
         after: TimeArg = None,
         at: TimeArg = None,
         filters: Filters | None = None,
+        explain: bool = False,
     ) -> builtins.list[Hit]:
         """See :meth:`Client.search`."""
-        body = search_body(query, k, mode, before, after, at, filters)
+        body = search_body(query, k, mode, before, after, at, filters, explain)
         return [hit_from_json(h) for h in await self._call("POST", "/v1/search", json=body)]
 
     async def get(self, block_id: str) -> MemoryBlock:

@@ -130,9 +130,10 @@ class Client:
         after: TimeArg = None,
         at: TimeArg = None,
         filters: Filters | None = None,
+        explain: bool = False,
     ) -> list[Hit]:
         """The top-k blocks for ``query``; see :meth:`Memory.search` (``at``: when the question is asked)."""
-        body = search_body(query, k, mode, before, after, at, filters)
+        body = search_body(query, k, mode, before, after, at, filters, explain)
         return [hit_from_json(h) for h in self._call("POST", "/v1/search", json=body)]
 
     def get(self, block_id: str) -> MemoryBlock:

@@ -11,6 +11,7 @@ from memlane.core.jobs import JobError, JobStatus, LLMOutage, QueueStatus, Reque
 from memlane.core.model import (
     AddResult,
     BlockKind,
+    Explanation,
     ExtractionStatus,
     Hit,
     MemoryBlock,
@@ -18,6 +19,7 @@ from memlane.core.model import (
     PerspectiveMode,
     Prompt,
     PromptVersion,
+    RetrieverPart,
     Session,
     UserInfo,
 )
@@ -111,6 +113,23 @@ def hit_from_json(d: Mapping[str, Any]) -> Hit:
         score_kind=str(d.get("score_kind", "fusion")),
         other_perspectives=tuple(d.get("other_perspectives", ())),
         superseded_by=tuple(d.get("superseded_by", ())),
+        explanation=None if d.get("explanation") is None else explanation_from_json(d["explanation"]),
+    )
+
+
+def explanation_from_json(d: Mapping[str, Any]) -> Explanation:
+    return Explanation(
+        retrievers=tuple(
+            RetrieverPart(str(p["retriever"]), int(p["rank"]), float(p["score"]), float(p["margin"]))
+            for p in d["retrievers"]
+        ),
+        fused=float(d["fused"]),
+        session_gain=float(d["session_gain"]),
+        neighbour_gain=float(d["neighbour_gain"]),
+        words_gain=float(d["words_gain"]),
+        time_gain=float(d["time_gain"]),
+        time_phrases=tuple(str(t) for t in d["time_phrases"]),
+        supersedes=tuple(str(i) for i in d["supersedes"]),
     )
 
 

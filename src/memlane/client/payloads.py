@@ -61,7 +61,14 @@ def add_body(
 
 
 def search_body(
-    query: str, k: int, mode: str, before: TimeArg, after: TimeArg, at: TimeArg, filters: Filters | None = None
+    query: str,
+    k: int,
+    mode: str,
+    before: TimeArg,
+    after: TimeArg,
+    at: TimeArg,
+    filters: Filters | None = None,
+    explain: bool = False,
 ) -> dict[str, Any]:
     return drop_none(
         {
@@ -71,6 +78,7 @@ def search_body(
             "before": time_value(before),
             "after": time_value(after),
             "at": time_value(at),
+            "explain": True if explain else None,
             **filters_body(filters),
         }
     )

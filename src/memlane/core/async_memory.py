@@ -202,6 +202,7 @@ class AsyncMemory(OffLoop):
         at: TimeArg = None,
         distinct: bool = True,
         filters: Filters | None = None,
+        explain: bool = False,
     ) -> builtins.list[Hit]:
         """See :meth:`Memory.search`."""
         return await self._run(
@@ -215,6 +216,7 @@ class AsyncMemory(OffLoop):
             at=at,
             distinct=distinct,
             filters=filters,
+            explain=explain,
         )
 
     async def get_memory(

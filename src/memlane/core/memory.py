@@ -59,12 +59,14 @@ from memlane.core.retrieval import (
     SearchSettings,
     check_k,
     collect,
+    explainer,
     hits,
     rank,
     resolve_settings,
     score_kind,
     supersede_ranked,
     with_candidates,
+    with_supersedes,
 )
 from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.protocol import Store
@@ -495,6 +497,7 @@ class Memory(ModelMethods, RetentionMethods):
         at: datetime | str | float | None = None,
         distinct: bool = True,
         filters: Filters | None = None,
+        explain: bool = False,
     ) -> list[Hit]:
         """The user's top-k memories for ``query``; ``before``/``after`` bound the event time (exclusive,
         inclusive). ``mode`` is a preset name (vector, keyword, hybrid, ...) or :class:`SearchSettings`.
@@ -509,7 +512,11 @@ class Memory(ModelMethods, RetentionMethods):
         ``filters`` (:class:`memlane.core.model.Filters`) restrict the answer exactly, in every mode: their
         rules narrow the candidates before the top-k cut (annotations too, unless
         ``filters.annotations_after_cut``: then the top k are filtered after it and fewer may remain).
-        Expired blocks are never returned."""
+        Expired blocks are never returned.
+
+        ``explain`` gives each hit an :class:`memlane.core.model.Explanation` of its score (each retriever's
+        rank, score and margin, the context gains, the time phrases its event time matched, the older
+        blocks it was moved above); the hits and their order are the same either way."""
         check_stored_name(user, "user")
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("empty query", where="query")
@@ -547,7 +554,10 @@ class Memory(ModelMethods, RetentionMethods):
             fetch=2 * k if distinct else k,  # what hits reads first
         )
         kind = score_kind(settings)
-        top = hits(self.store, user, ranked, k, kind, distinct=distinct, superseded_by=newer, known=known)
+        why = explainer(found, settings, asked=asked) if explain else None
+        top = hits(self.store, user, ranked, k, kind, distinct=distinct, superseded_by=newer, known=known, explain=why)
+        if why is not None:
+            top = with_supersedes(top, newer, known)
         if checked is not None and checked.annotations_after_cut and checked.annotations:
             return [h for h in top if checked.admits(h.block)]
         return top

@@ -174,6 +174,41 @@ class MemoryBlock:
 
 
 @dataclass(frozen=True, slots=True)
+class RetrieverPart:
+    """One retriever's share in a hit's score: its 1-based ``rank`` among the retriever's candidates, its
+    own ``score`` (cosine for ``vector``, BM25 for ``keyword``) and ``margin``, what it added to the fused
+    score: the score itself for a lone retriever, the weighted margin above the retriever's floor under
+    score fusion, or the weighted RRF term ``weight / (rrf_k + rank)``."""
+
+    retriever: str
+    rank: int
+    score: float
+    margin: float
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a hit ranked where it did (:meth:`memlane.core.memory.Memory.search` with ``explain``).
+
+    ``retrievers``: each retriever that found the block, with its rank, score and margin; ``fused``: their
+    sum, the score before context. The context gains (0 where off or not earned): ``session_gain`` from the
+    best candidates of the block's session, ``neighbour_gain`` from its neighbouring exchanges,
+    ``words_gain`` from its session's rank by people's words, ``time_gain`` when its event time lies in a
+    window of the query's time phrases, those phrases in ``time_phrases``. The hit's score is ``fused``
+    plus the gains. ``supersedes``: ids of older blocks this one restates, which it was moved just above
+    (:mod:`memlane.core.retrieval.supersession`)."""
+
+    retrievers: tuple[RetrieverPart, ...]
+    fused: float
+    session_gain: float = 0.0
+    neighbour_gain: float = 0.0
+    words_gain: float = 0.0
+    time_gain: float = 0.0
+    time_phrases: tuple[str, ...] = ()
+    supersedes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     """One search result: the block, its score and each retriever's 1-based rank.
 
@@ -183,7 +218,7 @@ class Hit:
     the same exchange's blocks from the other perspectives (``dual``, ``speakers``) that also matched and were
     folded into this hit. ``superseded_by`` holds the ids of newer blocks among the search's candidates that
     restate what this one says (newest first; :mod:`memlane.core.retrieval.supersession`): a hint that this
-    may be outdated, never a deletion."""
+    may be outdated, never a deletion. ``explanation`` says why it ranked, when the search was asked to."""
 
     block: MemoryBlock
     score: float
@@ -191,6 +226,7 @@ class Hit:
     score_kind: str = "fusion"
     other_perspectives: tuple[str, ...] = ()
     superseded_by: tuple[str, ...] = ()
+    explanation: Explanation | None = None
 
 
 @dataclass(frozen=True, slots=True)

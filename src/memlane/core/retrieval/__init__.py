@@ -20,12 +20,15 @@ from memlane.core.retrieval.context import Position, rescore
 from memlane.core.retrieval.fusion import Scored, fuse, rrf, score_fusion
 from memlane.core.retrieval.pipeline import (
     Candidates,
+    Explain,
     collect,
+    explainer,
     hits,
     keyword_stage,
     rank,
     supersede_ranked,
     vector_stage,
+    with_supersedes,
 )
 from memlane.core.retrieval.settings import (
     MAX_K,
@@ -48,6 +51,7 @@ __all__ = [
     "RRF_K",
     "SCORE_KINDS",
     "Candidates",
+    "Explain",
     "Fusion",
     "Position",
     "ScoreKind",
@@ -57,6 +61,7 @@ __all__ = [
     "asks_about_past",
     "check_k",
     "collect",
+    "explainer",
     "fuse",
     "hits",
     "keyword_stage",
@@ -71,4 +76,5 @@ __all__ = [
     "vector_stage",
     "versions_of",
     "with_candidates",
+    "with_supersedes",
 ]

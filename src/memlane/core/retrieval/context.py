@@ -41,36 +41,87 @@ def rescore(
     """
     if not settings.uses_context:
         return dict(scores)
-    ranks = word_ranks or {}
-    best = max(scores.values(), default=0.0)
-    words_unit = settings.words_weight * best * (settings.words_k + 1)
-    time_gain = settings.time_weight * best if windows else 0.0
-    by_session: dict[str, list[float]] = {}
-    by_exchange: dict[tuple[str, int], float] = {}
-    for ref, score in scores.items():
-        pos = positions.get(ref)
-        if pos is None:
-            continue
-        by_session.setdefault(pos.session, []).append(score)
-        key = (pos.session, pos.exchange)
-        by_exchange[key] = max(by_exchange.get(key, 0.0), score)
-    session_gain = {s: sum(sorted(v, reverse=True)[: settings.session_top]) for s, v in by_session.items()}
+    context = Context(scores, positions, settings, word_ranks, windows)
     out: dict[int, float] = {}
     for ref, score in scores.items():
         pos = positions.get(ref)
         if pos is None:
             out[ref] = score
             continue
-        gain = settings.session_weight * session_gain[pos.session]
-        if settings.neighbour_weight > 0:
-            near = 0.0
-            for d in range(1, settings.neighbour_span + 1):
-                near = max(near, by_exchange.get((pos.session, pos.exchange - d), 0.0))
-                near = max(near, by_exchange.get((pos.session, pos.exchange + d), 0.0))
-            gain += settings.neighbour_weight * near
-        if words_unit > 0 and pos.session in ranks:
-            gain += words_unit / (settings.words_k + ranks[pos.session])
-        if time_gain > 0 and pos.time is not None and any(w.holds(pos.time) for w in windows):
-            gain += time_gain
-        out[ref] = score + gain
+        session, near, words, time = context.gains(pos)
+        out[ref] = score + (((session + near) + words) + time)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Gains:
+    """What a block's context added to its fused score, part by part (:func:`rescore`), and the query's
+    time phrases whose window holds the block's event time."""
+
+    session: float
+    neighbour: float
+    words: float
+    time: float
+    time_phrases: tuple[str, ...]
+
+
+class Context:
+    """The candidates' context, read once: each session's best fused scores, each exchange's best, the
+    sessions' ranks by people's words and the query's time windows; :meth:`gains` is one block's share."""
+
+    def __init__(
+        self,
+        scores: Mapping[int, float],
+        positions: Mapping[int, Position],
+        settings: SearchSettings,
+        word_ranks: Mapping[str, int] | None = None,
+        windows: Sequence[TimeWindow] = (),
+    ) -> None:
+        self.settings = settings
+        self.ranks = word_ranks or {}
+        self.windows = windows
+        best = max(scores.values(), default=0.0)
+        self.words_unit = settings.words_weight * best * (settings.words_k + 1)
+        self.time_gain = settings.time_weight * best if windows else 0.0
+        by_session: dict[str, list[float]] = {}
+        self.by_exchange: dict[tuple[str, int], float] = {}
+        for ref, score in scores.items():
+            pos = positions.get(ref)
+            if pos is None:
+                continue
+            by_session.setdefault(pos.session, []).append(score)
+            key = (pos.session, pos.exchange)
+            self.by_exchange[key] = max(self.by_exchange.get(key, 0.0), score)
+        top = settings.session_top
+        self.session_gain = {s: sum(sorted(v, reverse=True)[:top]) for s, v in by_session.items()}
+
+    def gains(self, pos: Position) -> tuple[float, float, float, float]:
+        """The session, neighbour, session-words and time gains of a block at ``pos`` (0.0 where a gain is
+        off or does not apply); :func:`rescore` adds them to the fused score in that order."""
+        settings = self.settings
+        session = settings.session_weight * self.session_gain[pos.session]
+        near = 0.0
+        if settings.neighbour_weight > 0:
+            for d in range(1, settings.neighbour_span + 1):
+                near = max(near, self.by_exchange.get((pos.session, pos.exchange - d), 0.0))
+                near = max(near, self.by_exchange.get((pos.session, pos.exchange + d), 0.0))
+            near = settings.neighbour_weight * near
+        words = 0.0
+        if self.words_unit > 0 and pos.session in self.ranks:
+            words = self.words_unit / (settings.words_k + self.ranks[pos.session])
+        time = 0.0
+        if self.time_gain > 0 and pos.time is not None and any(w.holds(pos.time) for w in self.windows):
+            time = self.time_gain
+        return session, near, words, time
+
+    def matched(self, pos: Position) -> tuple[str, ...]:
+        """The query's time phrases whose window holds the block's event time."""
+        if pos.time is None:
+            return ()
+        return tuple(dict.fromkeys(w.phrase for w in self.windows if w.holds(pos.time)))
+
+    def explain(self, pos: Position) -> Gains:
+        """:meth:`gains` as a record, with the time phrases the block's event time matched."""
+        session, near, words, time = self.gains(pos)
+        phrases = self.matched(pos) if self.settings.uses_time else ()
+        return Gains(session, near, words, time, phrases)

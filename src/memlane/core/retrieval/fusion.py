@@ -37,11 +37,18 @@ def rrf(
 
     Returns (reference, score, ranks by retriever), best first; ties keep the first retriever's order.
     """
+    return _summed(rrf_gains(rankings, rrf_k, weights))
+
+
+def rrf_gains(
+    rankings: Mapping[str, Sequence[int]], rrf_k: int = RRF_K, weights: Mapping[str, float] | None = None
+) -> dict[str, list[tuple[int, float]]]:
+    """What each retriever adds to each reference's RRF score: weight / (rrf_k + rank), in its rank order."""
     gains: dict[str, list[tuple[int, float]]] = {}
     for name, refs in rankings.items():
         weight = 1.0 if weights is None else weights.get(name, 1.0)
         gains[name] = [(ref, weight / (rrf_k + rank)) for rank, ref in enumerate(refs, start=1)]
-    return _summed(gains)
+    return gains
 
 
 def fuse(rankings: Mapping[str, Sequence[tuple[int, float]]], settings: SearchSettings) -> Scored:
@@ -52,10 +59,21 @@ def fuse(rankings: Mapping[str, Sequence[tuple[int, float]]], settings: SearchSe
     if len(rankings) == 1 and not settings.uses_context:
         ((name, ranked),) = rankings.items()
         return [(ref, score, {name: i}) for i, (ref, score) in enumerate(ranked, start=1)]
+    return _summed(retriever_gains(rankings, settings))
+
+
+def retriever_gains(
+    rankings: Mapping[str, Sequence[tuple[int, float]]], settings: SearchSettings
+) -> dict[str, list[tuple[int, float]]]:
+    """What each retriever adds to each of its references' fused score under ``settings`` (in the
+    retriever's rank order): the score itself for a lone retriever without context, else its margin under
+    score fusion or its weighted RRF term. :func:`fuse` is their sum; a search's explanation shows them."""
+    if len(rankings) == 1 and not settings.uses_context:
+        return {name: list(ranked) for name, ranked in rankings.items()}
     weights = {"vector": settings.vector_weight, "keyword": settings.keyword_weight}
     if settings.fusion is Fusion.SCORE:
-        return score_fusion(rankings, weights, settings.candidates)
-    return rrf({name: [ref for ref, _ in ranked] for name, ranked in rankings.items()}, settings.rrf_k, weights)
+        return score_gains(rankings, weights, settings.candidates)
+    return rrf_gains({name: [ref for ref, _ in ranked] for name, ranked in rankings.items()}, settings.rrf_k, weights)
 
 
 def score_fusion(
@@ -74,6 +92,15 @@ def score_fusion(
 
     Returns (reference, score, ranks by retriever), best first; ties keep the first retriever's order.
     """
+    return _summed(score_gains(rankings, weights, depth))
+
+
+def score_gains(
+    rankings: Mapping[str, Sequence[tuple[int, float]]],
+    weights: Mapping[str, float] | None = None,
+    depth: int | None = None,
+) -> dict[str, list[tuple[int, float]]]:
+    """Each retriever's weighted margin for each of its references (:func:`score_fusion`), in its order."""
     gains: dict[str, list[tuple[int, float]]] = {}
     for name, ranked in rankings.items():
         weight = 1.0 if weights is None else weights.get(name, 1.0)
@@ -84,4 +111,4 @@ def score_fusion(
             (ref, weight * ((score - floor) / top if top > 0 else 0.0))
             for (ref, _), score in zip(ranked, clipped, strict=True)
         ]
-    return _summed(gains)
+    return gains

@@ -19,20 +19,20 @@ but ``mode``, ``candidates``, ``fact_keys`` and the BM25 parameters applies in :
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from memlane.core.embedding.protocol import Embedder, EmbeddingCache
 from memlane.core.errors import ValidationError
-from memlane.core.model import Filters, Hit, MemoryBlock, SearchMode
+from memlane.core.model import Explanation, Filters, Hit, MemoryBlock, RetrieverPart, SearchMode
 from memlane.core.ranking.session_words import session_word_ranks
-from memlane.core.retrieval.context import Position, rescore
-from memlane.core.retrieval.fusion import Scored, fuse
+from memlane.core.retrieval.context import Context, Position, rescore
+from memlane.core.retrieval.fusion import Scored, fuse, retriever_gains
 from memlane.core.retrieval.settings import ScoreKind, SearchSettings
 from memlane.core.retrieval.supersession import asks_about_past, cache_reader, supersede, version_of
 from memlane.core.store.protocol import Store
-from memlane.core.time_phrases import time_windows
+from memlane.core.time_phrases import TimeWindow, time_windows
 
 Ranked = list[tuple[int, float]]
 
@@ -171,11 +171,56 @@ def rank(candidates: Candidates, settings: SearchSettings, *, asked: datetime) -
     scored = fuse(candidates.rankings, settings)
     if not settings.uses_context:
         return scored
-    windows = time_windows(candidates.query, asked, tolerance=settings.time_tolerance) if settings.uses_time else ()
+    windows = _windows(candidates, settings, asked)
     positions = candidates.positions
     rescored = rescore({ref: score for ref, score, _ in scored}, positions, settings, candidates.word_ranks, windows)
     kept = ((ref, rescored[ref], ranks) for ref, _, ranks in scored if ref in positions)
     return sorted(kept, key=lambda h: -h[1])
+
+
+def _windows(candidates: Candidates, settings: SearchSettings, asked: datetime) -> tuple[TimeWindow, ...]:
+    """The windows of the query's time phrases, read against ``asked``, when the settings use them."""
+    if not settings.uses_time:
+        return ()
+    return time_windows(candidates.query, asked, tolerance=settings.time_tolerance)
+
+
+Explain = Callable[[int], Explanation]
+
+
+def explainer(candidates: Candidates, settings: SearchSettings, *, asked: datetime) -> Explain:
+    """Why each candidate scores what :func:`rank` gives it: a function from a reference to its
+    :class:`Explanation` (each retriever's rank, score and margin, the fused score, each context gain and
+    the time phrases its event time matched). Computed from the same candidates by the same functions as
+    :func:`rank` (its score is ``fused`` plus the gains, to the last bit); only asked for when a search is
+    to be explained."""
+    gains = retriever_gains(candidates.rankings, settings)
+    parts: dict[int, list[RetrieverPart]] = {}
+    for name, ranked in candidates.rankings.items():
+        for i, ((ref, score), (_, margin)) in enumerate(zip(ranked, gains[name], strict=True), start=1):
+            parts.setdefault(ref, []).append(RetrieverPart(name, i, score, margin))
+    fused = {ref: score for ref, score, _ in fuse(candidates.rankings, settings)}
+    context = None
+    if settings.uses_context:
+        windows = _windows(candidates, settings, asked)
+        context = Context(fused, candidates.positions, settings, candidates.word_ranks, windows)
+
+    def explain(ref: int) -> Explanation:
+        base = Explanation(tuple(parts.get(ref, ())), fused.get(ref, 0.0))
+        pos = candidates.positions.get(ref)
+        if context is None or pos is None:
+            return base
+        g = context.explain(pos)
+        return replace(
+            base,
+            session_gain=g.session,
+            neighbour_gain=g.neighbour,
+            words_gain=g.words,
+            time_gain=g.time,
+            time_phrases=g.time_phrases,
+        )
+
+    return explain
 
 
 def supersede_ranked(
@@ -221,19 +266,29 @@ def hits(
     distinct: bool,
     superseded_by: Mapping[int, tuple[str, ...]] | None = None,
     known: Mapping[int, MemoryBlock] | None = None,
+    explain: Explain | None = None,
 ) -> list[Hit]:
     """The first k of ``ranked`` as hits, their blocks fetched: k blocks, or with ``distinct`` k
     exchanges, each as its best block with its other perspectives' matching blocks folded into it
     (:meth:`memlane.core.memory.Memory.search`). Blocks deleted since they were ranked are passed over.
     ``superseded_by``: each superseded reference's newer block ids (:func:`supersede_ranked`); ``known``:
-    blocks already read, not fetched again."""
+    blocks already read, not fetched again; ``explain``: each hit's explanation (:func:`explainer`), when
+    asked."""
     fetch = _Fetch(store, user, known or {})
     newer = superseded_by or {}
     if distinct:
-        return _distinct_hits(fetch, ranked, k, kind, newer)
-    top = ranked[:k]
-    blocks = fetch([ref for ref, _, _ in top])
-    return [Hit(blocks[ref], score, ranks, kind, (), newer.get(ref, ())) for ref, score, ranks in top if ref in blocks]
+        found = _distinct_hits(fetch, ranked, k, kind, newer)
+    else:
+        top = ranked[:k]
+        blocks = fetch([ref for ref, _, _ in top])
+        found = [
+            (Hit(blocks[ref], score, ranks, kind, (), newer.get(ref, ())), ref)
+            for ref, score, ranks in top
+            if ref in blocks
+        ]
+    if explain is None:
+        return [hit for hit, _ in found]
+    return [replace(hit, explanation=explain(ref)) for hit, ref in found]
 
 
 @dataclass(frozen=True)
@@ -252,7 +307,7 @@ class _Fetch:
 
 def _distinct_hits(
     fetch: _Fetch, ranked: Scored, k: int, kind: ScoreKind, newer: Mapping[int, tuple[str, ...]]
-) -> list[Hit]:
+) -> list[tuple[Hit, int]]:
     """The first k exchanges of ``ranked`` (best first), each as its first block, the later blocks of the
     same exchange folded into it. Blocks are fetched 2k at a time: usually once."""
     firsts: dict[tuple[str, str, int, datetime, str], tuple[MemoryBlock, float, dict[str, int], list[str], int]] = {}
@@ -271,6 +326,24 @@ def _distinct_hits(
         if len(firsts) >= k:
             break
     return [
-        Hit(b, score, ranks, kind, tuple(others), newer.get(ref, ()))
+        (Hit(b, score, ranks, kind, tuple(others), newer.get(ref, ())), ref)
         for b, score, ranks, others, ref in firsts.values()
+    ]
+
+
+def with_supersedes(
+    found: list[Hit], superseded_by: Mapping[int, tuple[str, ...]], known: Mapping[int, MemoryBlock]
+) -> list[Hit]:
+    """``found``'s explained hits, each explanation naming the older blocks its block was moved above
+    (the inverse of :func:`supersede_ranked`'s ``superseded_by``, whose references ``known`` holds)."""
+    older: dict[str, list[str]] = {}
+    for old, news in superseded_by.items():
+        if old in known:
+            for new in news:
+                older.setdefault(new, []).append(known[old].id)
+    return [
+        replace(h, explanation=replace(h.explanation, supersedes=tuple(older[h.block.id])))
+        if h.explanation is not None and h.block.id in older
+        else h
+        for h in found
     ]

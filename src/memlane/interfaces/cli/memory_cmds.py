@@ -14,7 +14,7 @@ import click
 
 from memlane.core.errors import ConfigError, StoreNotFoundError, ValidationError
 from memlane.core.memory import Memory
-from memlane.core.model import Filters, UserInfo
+from memlane.core.model import Explanation, Filters, UserInfo
 from memlane.core.names import shown
 from memlane.interfaces.cli.app import LLMChoice, llm_options, open_memory, store_options
 from memlane.interfaces.cli.filter_options import filter_options
@@ -164,6 +164,9 @@ def add_cmd(
     "--at", default=None, help="When the question is asked (default: now); read for phrases like 'two weeks ago'."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of hits.")
+@click.option(
+    "--explain", is_flag=True, help="Say why each hit ranked: each retriever's rank and margin, the context gains."
+)
 @filter_options()
 @store_options
 def search_cmd(
@@ -175,6 +178,7 @@ def search_cmd(
     after: str | None,
     at: str | None,
     as_json: bool,
+    explain: bool,
     filters: Filters | None,
     store: Path,
     embedder: str,
@@ -184,7 +188,8 @@ def search_cmd(
     Scores: higher is better. --mode vector gives cosine similarities (-1 to 1), --mode keyword BM25 scores
     (0 and up); the hybrid modes give a fused score (each retriever's weighted margin plus context gains,
     usually below 3) that orders the hits of one search and means nothing across searches. --json names it
-    in score_kind.
+    in score_kind. --explain says where each score comes from: each retriever's rank, own score and margin
+    (what it added), then the session, neighbour, words and time gains (and the time phrase matched).
 
     Filters are exact and hold in every mode: --session, --block-id and --kind (each repeatable),
     --annotation KEY=VALUE (every pair; checked before the top-k cut, or on the top k with --post-filter),
@@ -198,7 +203,9 @@ def search_cmd(
     """
     mem = open_memory(store, embedder)
     try:
-        hits = mem.search(user, query, k, mode=mode, before=before, after=after, at=at, filters=filters)
+        hits = mem.search(
+            user, query, k, mode=mode, before=before, after=after, at=at, filters=filters, explain=explain
+        )
     finally:
         mem.close()
     if as_json:
@@ -207,6 +214,22 @@ def search_cmd(
     for i, h in enumerate(hits, start=1):
         text = h.block.message.replace("\n", " | ")
         click.echo(f"{i:>3}. {h.score:.4f}  [{h.block.time_annotation}] ({h.block.perspective}) {text[:160]}")
+        if h.explanation is not None:
+            click.echo(f"       {explained(h.explanation)}")
+
+
+def explained(e: Explanation) -> str:
+    """One line of why a hit scored what it did: retrievers (rank, score, margin), fused, each gain earned."""
+    parts = [f"{p.retriever} #{p.rank} score {p.score:.4f} margin {p.margin:.4f}" for p in e.retrievers]
+    gains = {"session": e.session_gain, "neighbour": e.neighbour_gain, "words": e.words_gain, "time": e.time_gain}
+    line = "; ".join(parts) or "no retriever"
+    line += f" = fused {e.fused:.4f}"
+    line += "".join(f" + {name} {gain:.4f}" for name, gain in gains.items() if gain)
+    if e.time_phrases:
+        line += " (matched " + ", ".join(repr(t) for t in e.time_phrases) + ")"
+    if e.supersedes:
+        line += "; restates " + ", ".join(e.supersedes)
+    return line
 
 
 @click.command("delete")

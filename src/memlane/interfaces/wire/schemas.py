@@ -172,6 +172,10 @@ class SearchIn(FilterFields):
         description="When the question is asked (default: now); time phrases in the query such as 'two weeks "
         "ago' are read against it.",
     )
+    explain: bool = Field(
+        default=False,
+        description="true: each hit says why it ranked (explanation); the hits and their order are the same.",
+    )
 
 
 class UserIn(Strict):
@@ -259,6 +263,30 @@ class BlockOut(BaseModel):
     last_queued_at: str | None = Field(description="When its extraction was last queued.")
 
 
+class RetrieverPartOut(BaseModel):
+    retriever: str = Field(description="vector or keyword.")
+    rank: int = Field(description="The block's 1-based rank among this retriever's candidates.")
+    score: float = Field(description="The retriever's own score: cosine (vector) or BM25 (keyword).")
+    margin: float = Field(
+        description="What this retriever added to the fused score: the score itself when it is the search's only "
+        "retriever, its weighted margin above the retriever's lowest candidate relative to its best (score "
+        "fusion), or weight / (rrf_k + rank) (reciprocal rank fusion)."
+    )
+
+
+class ExplanationOut(BaseModel):
+    """Why a hit ranked where it did. Its score is ``fused`` plus the four gains."""
+
+    retrievers: list[RetrieverPartOut] = Field(description="Each retriever that found the block.")
+    fused: float = Field(description="The retrievers' margins summed: the score before context.")
+    session_gain: float = Field(description="From the best candidates of the block's session.")
+    neighbour_gain: float = Field(description="From the best candidate among its neighbouring exchanges.")
+    words_gain: float = Field(description="From its session's rank by the words of the people in it.")
+    time_gain: float = Field(description="For an event time inside a window of the query's time phrases.")
+    time_phrases: list[str] = Field(description="The query's time phrases whose window holds the block's event time.")
+    supersedes: list[str] = Field(description="Ids of older blocks this one restates, which it was moved just above.")
+
+
 class HitOut(BlockOut):
     """A search hit, as ``memlane search --json`` prints it."""
 
@@ -276,6 +304,9 @@ class HitOut(BlockOut):
         default_factory=list,
         description="Ids of newer blocks among this search's candidates that restate what this one says, newest "
         "first: a hint that this hit may be outdated (it is never deleted). Empty when nothing newer restates it.",
+    )
+    explanation: ExplanationOut | None = Field(
+        default=None, description="Why it ranked (each retriever's rank and margin, the context gains); with explain."
     )
 
 

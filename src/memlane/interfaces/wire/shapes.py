@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memlane.core.model import Hit, MemoryBlock, Page, Prompt, PromptVersion, Session, UserInfo
+from memlane.core.model import Explanation, Hit, MemoryBlock, Page, Prompt, PromptVersion, Session, UserInfo
 
 
 def iso(at: datetime | None) -> str | None:
@@ -53,6 +53,22 @@ def hit_json(h: Hit) -> dict[str, Any]:
         "ranks": h.ranks,
         "other_perspectives": list(h.other_perspectives),
         "superseded_by": list(h.superseded_by),
+        "explanation": None if h.explanation is None else explanation_json(h.explanation),
+    }
+
+
+def explanation_json(e: Explanation) -> dict[str, Any]:
+    return {
+        "retrievers": [
+            {"retriever": p.retriever, "rank": p.rank, "score": p.score, "margin": p.margin} for p in e.retrievers
+        ],
+        "fused": e.fused,
+        "session_gain": e.session_gain,
+        "neighbour_gain": e.neighbour_gain,
+        "words_gain": e.words_gain,
+        "time_gain": e.time_gain,
+        "time_phrases": list(e.time_phrases),
+        "supersedes": list(e.supersedes),
     }
 
 

@@ -123,6 +123,7 @@ def search_hits(request: Request, user: str, body: SearchIn) -> list[HitOut]:
         after=body.after,
         at=body.at,
         filters=body.filters(),
+        explain=body.explain,
     )
     return [hit_out(h) for h in hits]
 

@@ -1,9 +1,10 @@
 // The search playground: the same search as POST /v1/search, with each hit's explanation (what its score
-// measures and the rank each retriever gave it), and the same query as a curl line to copy.
+// measures, each retriever's rank, own score and margin, the context gains and the time phrase it matched),
+// and the same query as a curl line to copy.
 
 import { ApiError, API_ROOT, enc, post } from "../api.js";
 import { capabilities } from "../caps.js";
-import { clear, field, h, link, notice, route, withQuery } from "../dom.js";
+import { clear, field, h, link, notice, route, table, withQuery } from "../dom.js";
 import { excerpt } from "./user.js";
 
 export const MODES = ["hybrid", "vector", "keyword", "hybrid-rrf", "hybrid-rank", "hybrid-no-time", "hybrid-no-words",
@@ -15,6 +16,17 @@ const SCORE_KINDS = {
   fusion: "fused score of the retrievers: orders this search's hits, not comparable across searches",
   rrf: "reciprocal-rank fusion of the retrievers: orders this search's hits, not comparable across searches",
 };
+
+// What each retriever's own score is.
+const RETRIEVER_SCORES = { vector: "cosine", keyword: "BM25" };
+
+// The context gains of an explanation: field, label, what earns it.
+const GAINS = [
+  ["session_gain", "session", "the best candidates of its session"],
+  ["neighbour_gain", "neighbours", "the best candidate among its neighbouring exchanges"],
+  ["words_gain", "session words", "its session's rank by the words of the people in it"],
+  ["time_gain", "time", "its event time lies in a window of the query's time phrases"],
+];
 
 // The filters of a server with the memory model: address parameter, request field, label, hint.
 const LIST_FILTERS = [
@@ -41,7 +53,7 @@ function annotationPairs(value) {
 }
 
 // The request body for the form's values: only what was given, numbers as numbers.
-export function searchBody(query) {
+export function searchBody(query, explain = false) {
   const body = { query: query.get("q") || "" };
   const k = query.get("k");
   if (k) body.k = Number(k);
@@ -52,6 +64,7 @@ export function searchBody(query) {
   if (query.get("annotations")) body.annotations = annotationPairs(query.get("annotations"));
   if (query.get("annotation_filter") === "post") body.annotation_filter = "post";
   if (query.get("kind")) body.kinds = [query.get("kind")];
+  if (explain) body.explain = true;
   return body;
 }
 
@@ -125,7 +138,7 @@ export async function searchPage(view, { parts, query, me }) {
     form, results);
   if (!query.get("q")) return;
 
-  const body = searchBody(query);
+  const body = searchBody(query, caps.searchFields.has("explain"));
   const path = `/v1/users/${enc(user)}/search`;
   let hits;
   try {
@@ -165,6 +178,45 @@ function hitItem(user, hit, i) {
     h("p", { class: "why", testid: "hit-why" }, ranks.length
       ? ["Why: ", ranks.map(([name, r], j) => [j ? ", " : "", h("span", { testid: "hit-rank", "data-retriever": name }, `${name} rank ${r}`)])]
       : "Why: no retriever ranks were reported."),
+    hit.explanation ? explanation(user, hit, i) : null,
     hit.other_perspectives.length ? h("p", { class: "muted" }, `Also stored from ${hit.other_perspectives.length} other perspective(s).`) : null,
+    hit.superseded_by && hit.superseded_by.length
+      ? h("p", { testid: "hit-newer" }, "A newer block restates this one: ", blockLinks(user, hit.superseded_by), ".")
+      : null,
     h("p", {}, link(route("users", user, "blocks", hit.block_id), "Open the block")));
+}
+
+function num(x) {
+  return x.toFixed(4);
+}
+
+function blockLinks(user, ids) {
+  return ids.map((id, j) => [j ? ", " : "", link(route("users", user, "blocks", id), id)]);
+}
+
+// Where the score comes from, line by line: each retriever (rank, own score, what it added), the fused
+// score, each context gain earned, the total.
+function explanation(user, hit, i) {
+  const e = hit.explanation;
+  const row = (part, rank, score, adds, why, testid, name) =>
+    h("tr", { testid, "data-part": name }, h("th", { scope: "row" }, part), h("td", {}, rank), h("td", {}, score), h("td", { testid: "adds" }, adds), h("td", {}, why));
+  const rows = e.retrievers.map((p) => row(p.retriever, String(p.rank), `${num(p.score)} ${RETRIEVER_SCORES[p.retriever] || ""}`.trim(),
+    num(p.margin), hit.score_kind === "rrf" ? "weight / (rrf_k + rank)" : hit.score_kind === "fusion" ? "weighted margin above its lowest candidate, relative to its best" : "its own score",
+    "why-retriever", p.retriever));
+  rows.push(row("fused", "", "", num(e.fused), "the retrievers' shares added", "why-fused", "fused"));
+  for (const [key, label, what] of GAINS) {
+    if (e[key] > 0) {
+      const why = key === "time_gain" && e.time_phrases.length ? `${what}: “${e.time_phrases.join("”, “")}”` : what;
+      rows.push(row(`+ ${label}`, "", "", num(e[key]), why, "why-gain", key));
+    }
+  }
+  rows.push(row("= score", "", "", num(hit.score), "", "why-total", "score"));
+  return h("details", { class: "explain", testid: "hit-explanation", open: i === 0 },
+    h("summary", {}, "Where the score comes from"),
+    table(`Hit ${i + 1}: each part of its score`, ["Part", "Rank", "Own score", "Adds", "Because"], rows),
+    e.time_phrases.length && !(e.time_gain > 0)
+      ? h("p", { class: "muted" }, `Its time matches “${e.time_phrases.join("”, “")}”.`) : null,
+    e.supersedes.length
+      ? h("p", { testid: "hit-supersedes" }, "Moved just above the older block(s) it restates: ", blockLinks(user, e.supersedes), ".")
+      : null);
 }
