@@ -14,8 +14,12 @@ from console_support import ADMIN_KEY, Console, Tab
 @pytest.fixture
 def alice(console: Console) -> Console:
     console.new_user("alice")
-    console.add("alice", ["I moved to Lisbon.", "Lovely city!", "My cat came too.", "Good cat."], time="2023-05-08",
-                extract="async")
+    console.add(
+        "alice",
+        ["I moved to Lisbon.", "Lovely city!", "My cat came too.", "Good cat."],
+        time="2023-05-08",
+        extract="async",
+    )
     return console
 
 
@@ -31,7 +35,7 @@ def test_a_block_links_the_other_perspectives_of_its_exchange(tab: Tab, alice: C
     assert tab.testids("perspective", "data-block") == [mate["block_id"]]
     row = tab.text("[data-testid=perspective]")
     assert mate["perspective"] in row and summary and summary in row and "ready" in row
-    tab.accessible("block")
+    tab.accessible("block-perspectives")
     tab.click("[data-testid=perspective-link]")
     assert tab.text("[data-testid=block-message]") == mate["message"]
     assert tab.testids("perspective", "data-block") == [first["block_id"]]
@@ -52,7 +56,7 @@ def test_users_found_by_part_of_their_name(tab: Tab, console: Console) -> None:
     tab.click("form[role=search] button[type=submit]")
     assert tab.testids("user-row", "data-user") == ["carol", "erin"]
     assert tab.text("[data-testid=user-count]").startswith("2 users matching “smith”")
-    tab.accessible("users")
+    tab.accessible("users-search")
     tab.go("#/users?q=_")  # literal: only the id with an underscore
     assert tab.testids("user-row", "data-user") == ["dave_1"]
 
@@ -88,11 +92,13 @@ def test_a_users_name_and_metadata_edited_then_a_refused_edit(tab: Tab, alice: C
     with alice.client() as admin:
         info = admin.get("/v1/users/alice").json()
     assert info["display_name"] == "Alice Liddell" and info["metadata"] == {"team": "blue", "level": 3}
-    tab.open("#/users/alice")  # a reload: the page reads them back from the server
+    tab.page.reload()  # the page reads them back from the server (the tab keeps its key)
+    tab.ready()
+    assert tab.page.locator("[data-testid=action-ok]").count() == 0  # a new page, not the one edited
     assert tab.text("[data-testid=display-name]") == "Alice Liddell"
     assert json.loads(tab.text("[data-testid=user-metadata]")) == {"team": "blue", "level": 3}
     assert tab.page.input_value("[data-testid=edit-display-name]") == "Alice Liddell"
-    tab.accessible("user")
+    tab.accessible("user-edit")
 
     # Cancelled: nothing sent.
     tab.page.fill("[data-testid=edit-display-name]", "Someone else")
@@ -127,10 +133,13 @@ def test_a_sessions_annotations_and_metadata_edited_then_a_refused_edit(tab: Tab
     tab.page.click("#confirm-ok")
     tab.said("Saved: annotations and metadata")
     assert tab.text("[data-testid=session-annotations]") == "city=lisbon, topic=travel"
-    tab.open("#/users/alice/sessions/trip")
+    tab.page.reload()
+    tab.ready()
+    assert tab.page.locator("[data-testid=action-ok]").count() == 0
+    assert json.loads(tab.page.input_value("[data-testid=edit-session-metadata]")) == {"by": "console"}
     assert tab.text("[data-testid=session-annotations]") == "city=lisbon, topic=travel"
     assert tab.text("[data-testid=session-metadata]") == '{"by":"console"}'
-    tab.accessible("session")
+    tab.accessible("session-edit")
     with alice.client(alice.keys["alice"]) as a:
         before = a.get("/v1/sessions/trip").json()
     assert before["annotations"] == {"topic": "travel", "city": "lisbon"} and before["metadata"] == {"by": "console"}
