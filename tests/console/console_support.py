@@ -20,6 +20,7 @@ import uvicorn
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.llm import CallLog, ChatMessage, ScriptedLLM
 from memlane.core.memory import Memory
+from memlane.core.store.protocol import Store
 from memlane.core.store.sqlite import SqliteStore
 from memlane.interfaces.http import create_app
 
@@ -89,10 +90,11 @@ class Console:
         self.memory.close()
 
 
-def start_console(folder: Path) -> Console:
+def start_console(folder: Path, store: Store | None = None) -> Console:
+    """The service over ``store`` (by default a SQLite store in ``folder``) on a free loopback port."""
     log = CallLog(folder / "console.calls.db")
     memory = Memory(
-        SqliteStore(folder / "console.db", durability="normal"),
+        store or SqliteStore(folder / "console.db", durability="normal"),
         HashingEmbedder(),
         llm=ScriptedLLM(extraction_reply, call_log=log),
         call_log=log,

@@ -1,6 +1,11 @@
 """Server time per page view of the console, for a user with many blocks.
 
     .venv/bin/python tests/console/load_console.py --blocks 100000 --repeat 20
+    .venv/bin/python tests/console/load_console.py --blocks 2000 --users 100000 --repeat 20
+    .venv/bin/python tests/console/load_console.py --blocks 2000 --users 100000 --postgres "$MEMLANE_TEST_POSTGRES_URL"
+
+With ``--users N`` it also makes N more users (ids ``user-000001``..., display names from a list of first
+and last names) and times the users page found by part of a name (``GET /v1/users?q=``).
 
 Fills a store in a temporary folder with one user's ``--blocks`` blocks (exchanges of two messages, stored
 from both sides, in sessions of 200 blocks; the hashing embedder), serves it on a free loopback port
@@ -17,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +32,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from console_support import ADMIN_KEY, start_console
 
 from memlane.core.memory import AddRequest
+from memlane.core.store.postgres.schema import drop_schema
+from memlane.core.store.postgres.store import PostgresStore
 
 WORDS = ["sister", "Lisbon", "cello", "garden", "coffee", "dog", "trip", "Japan", "novel", "marathon", "recipe",
          "birthday", "concert", "museum", "river", "mountain", "camera", "guitar", "chess", "puzzle"]  # fmt: skip
@@ -54,6 +62,32 @@ def fill(console_memory: object, blocks: int) -> float:
     if batch:
         console_memory.add_many(batch)  # type: ignore[attr-defined]
     return time.perf_counter() - start
+
+
+FIRST = ["Ana", "Bruno", "Carla", "Diego", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kemal", "Lena",
+         "Marta", "Nils", "Olga", "Pedro", "Quinn", "Rosa", "Sven", "Tomas"]  # fmt: skip
+LAST = ["Silva", "Moreau", "Keller", "Novak", "Rossi", "Jansen", "Berg", "Costa", "Weber", "Lund", "Horvat",
+        "Dubois", "Meyer", "Ortega", "Petrov", "Quist", "Ramos", "Sato", "Tanaka", "Varga"]  # fmt: skip
+
+
+def make_users(console_memory: object, users: int) -> float:
+    """Makes ``users`` users with display names; returns the seconds it took."""
+    rng = random.Random(11)
+    start = time.perf_counter()
+    for i in range(1, users + 1):
+        name = f"{rng.choice(FIRST)} {rng.choice(LAST)}-{rng.randrange(1000)}"
+        console_memory.create_user(f"user-{i:06d}", display_name=name)  # type: ignore[attr-defined]
+    return time.perf_counter() - start
+
+
+def user_searches(admin: httpx.Client) -> dict[str, list[Callable[[], httpx.Response]]]:
+    """The users page found by part of a name: a common part, a rare one, one that matches nobody."""
+
+    def view(q: str) -> list[Callable[[], httpx.Response]]:
+        return [lambda: admin.get("/v1/retention"), lambda: admin.get("/v1/users", params={"limit": 50, "q": q})]
+
+    return {"users, q=silva (1 in 20)": view("silva"), "users, q=ortega-42 (rare)": view("ortega-42"),
+            "users, q=zzz (none)": view("zzz"), "users, q=user-0999 (ids)": view("user-0999")}  # fmt: skip
 
 
 def page_views(admin: httpx.Client, total: int, block_id: str) -> dict[str, list[Callable[[], httpx.Response]]]:
@@ -106,18 +140,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--blocks", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--users", type=int, default=0, help="this many more users, and the users page by q")
+    parser.add_argument("--postgres", metavar="URL", help="a PostgreSQL store there (a schema of its own, dropped)")
     args = parser.parse_args()
+    schema = f"load_console_{uuid.uuid4().hex[:12]}"
     with tempfile.TemporaryDirectory() as folder:
-        console = start_console(Path(folder))
+        store = None if args.postgres is None else PostgresStore(args.postgres, schema=schema, durability="normal")
+        console = start_console(Path(folder), store)
         try:
             took = fill(console.memory, args.blocks)
+            if args.users:
+                print(f"{args.users} more users made in {make_users(console.memory, args.users):.0f} s")
             with httpx.Client(base_url=console.base, headers={"Authorization": f"Bearer {ADMIN_KEY}"}) as admin:
                 page = admin.get(f"/v1/users/{USER}/memories", params={"limit": 1, "offset": args.blocks // 2}).json()
                 total, block_id = page["total"], page["items"][0]["block_id"]
                 print(f"{total} blocks of one user, stored in {took:.0f} s")
                 print("| page view | API calls | p50 sum | p95 sum | p50 slowest call |")
                 print("|---|---|---|---|---|")
-                for name, calls in page_views(admin, total, block_id).items():
+                views = page_views(admin, total, block_id)
+                if args.users:
+                    views.update(user_searches(admin))
+                for name, calls in views.items():
                     totals, slowest = [], []
                     for _ in range(args.repeat + 1):
                         times = []
@@ -133,6 +176,8 @@ def main() -> None:
                     print(f"| {name} | {len(calls)} | " + " | ".join(f"{x:.1f} ms" for x in ms) + " |")
         finally:
             console.stop()
+            if args.postgres is not None:
+                drop_schema(args.postgres, schema)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ ROUTES: dict[tuple[str, str], tuple[str, dict[str, Any] | None]] = {
     ("PUT", "/v1/users/{user}/retention"): ("admin", {"max_blocks": 10}),
     ("DELETE", "/v1/users/{user}/retention"): ("admin", None),
     ("GET", "/v1/whoami"): ("any", None),
+    ("GET", "/v1/llm"): ("any", None),
     ("GET", "/v1/users/{user}/memories"): ("admin_or_self", None),
     ("GET", "/v1/users/{user}/memories/{block_id}"): ("admin_or_self", None),
     ("POST", "/v1/users/{user}/search"): ("admin_or_self", {"query": "hello"}),

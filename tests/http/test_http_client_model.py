@@ -49,6 +49,8 @@ def test_the_model_through_the_client(service: Service) -> None:
     assert admin.update_user("alice", display_name="Alice").display_name == "Alice"
     page = admin.list_users(metadata={"team": "red"})
     assert [u.name for u in page.items] == ["alice"] and page.total == 1
+    assert [u.name for u in admin.list_users(contains="LIC").items] == ["alice"]  # any case
+    assert admin.list_users(contains="_").total == 0  # literal, not "any character"
     key = admin.create_key("alice").key
 
     with Client(BASE_URL, key, transport=service.transport) as alice:
@@ -142,6 +144,7 @@ def test_the_async_client_mirrors_the_model(service: Service) -> None:
             await admin.archive_prompt("p")
             await admin.purge_prompt("p")
             assert (await admin.list_users(name="nobody")).total == 0
+            assert [u.name for u in (await admin.list_users(contains="ali")).items] == ["alice"]
             assert (await admin.update_user("alice", display_name="A")).display_name == "A"
             assert await admin.create_user("bob", display_name="Bob") is True
 

@@ -21,7 +21,7 @@ from memlane.interfaces.http.agent_memory import serves
 # Per operation and kind (positive, negative). The suite runs a few; a longer run for a report:
 #   MEMLANE_FUZZ_EXAMPLES=500 .venv/bin/pytest tests/http/test_http_fuzz.py
 EXAMPLES_PER_OPERATION = int(os.environ.get("MEMLANE_FUZZ_EXAMPLES", "10"))
-ADMIN_PATHS = ("/v1/users", "/metrics", "/v1/retention", "/v1/prompts")
+ADMIN_PATHS = ("/v1/users", "/metrics", "/v1/retention", "/v1/prompts", "/v1/llm")
 CONFIG = {
     "checks": {
         "positive_data_acceptance": {"enabled": False},
@@ -58,7 +58,7 @@ def test_no_operation_answers_5xx_or_off_spec(service: Service) -> None:
     operations = [result.ok() for result in schema.get_all_operations()]
     # memlane's own operations; the Agent Memory routes are fuzzed by test_agent_memory_fuzz.py.
     operations = [op for op in operations if not serves(op.path)]
-    assert len(operations) == 52
+    assert len(operations) == 53
     failures: list[str] = []
     statuses: Counter[int] = Counter()
     for operation in operations:

@@ -98,6 +98,10 @@ def test_users_with_names_and_metadata(env: dict[str, str]) -> None:
     assert [u["user"] for u in json.loads(run(["users", "--name", "Alice", "--json"], env)[1])] == ["alice"]
     updated = json.loads(run(["user", "update", "bob", "--name", "Bob"], env)[1])
     assert updated["display_name"] == "Bob" and updated["metadata"] == {"team": "red"}
+    # By part of the name or display name, any case; % is a plain character.
+    assert [u["user"] for u in json.loads(run(["users", "--contains", "LIC", "--json"], env)[1])] == ["alice"]
+    assert [u["user"] for u in json.loads(run(["users", "--contains", "o", "--json"], env)[1])] == ["bob"]
+    assert json.loads(run(["users", "--contains", "%", "--json"], env)[1]) == []
 
 
 def test_facts_update_ttl_and_filters(env: dict[str, str]) -> None:

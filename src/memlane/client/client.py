@@ -386,9 +386,12 @@ class Client:
         metadata: Mapping[str, str] | None = None,
         limit: int = 100,
         offset: int = 0,
+        contains: str | None = None,
     ) -> Page[UserInfo]:
-        """The users with the exact display name ``name`` and every ``metadata`` pair, a page with the total."""
-        response = self._checked(self._send("GET", "/v1/users", params=users_params(name, metadata, limit, offset)))
+        """The users with the exact display name ``name``, every ``metadata`` pair, and ``contains`` in their
+        name or display name (any case), a page with the total."""
+        params = users_params(name, metadata, limit, offset, contains)
+        response = self._checked(self._send("GET", "/v1/users", params=params))
         users = [user_from_json(u) for u in response.json()]
         return Page(items=users, total=int(response.headers["X-Total-Count"]), limit=limit, offset=offset)
 

@@ -188,9 +188,11 @@ def session_body(
     )
 
 
-def users_params(name: str | None, metadata: Mapping[str, str] | None, limit: int, offset: int) -> dict[str, Any]:
+def users_params(
+    name: str | None, metadata: Mapping[str, str] | None, limit: int, offset: int, contains: str | None = None
+) -> dict[str, Any]:
     pairs = None if not metadata else [f"{k}={v}" for k, v in metadata.items()]
-    return drop_none({"name": name, "metadata": pairs, "limit": limit, "offset": offset})
+    return drop_none({"name": name, "q": contains, "metadata": pairs, "limit": limit, "offset": offset})
 
 
 def list_params(conversation_id: str | None, session_id: str | None, limit: int, offset: int) -> dict[str, Any]:

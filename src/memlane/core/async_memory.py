@@ -239,6 +239,10 @@ class AsyncMemory(OffLoop):
         """See :meth:`Memory.get`."""
         return await self._run(self.memory.get, user, block_id)
 
+    async def exchange(self, user: str, block_id: str) -> builtins.list[MemoryBlock]:
+        """See :meth:`Memory.exchange`."""
+        return await self._run(self.memory.exchange, user, block_id)
+
     async def list(
         self,
         user: str,
@@ -322,9 +326,12 @@ class AsyncMemory(OffLoop):
         metadata: Mapping[str, Any] | None = None,
         limit: int = 100,
         offset: int = 0,
+        contains: str | None = None,
     ) -> Page[UserInfo]:
         """See :meth:`Memory.list_users`."""
-        return await self._run(self.memory.list_users, name=name, metadata=metadata, limit=limit, offset=offset)
+        return await self._run(
+            self.memory.list_users, name=name, metadata=metadata, limit=limit, offset=offset, contains=contains
+        )
 
     async def create_session(
         self,

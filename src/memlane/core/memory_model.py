@@ -143,6 +143,20 @@ class ModelMethods:
             raise ValidationError("longer than 256 characters", where="display_name")
         return value
 
+    @staticmethod
+    def _search_text(value: object) -> str:
+        if not isinstance(value, str):
+            raise ValidationError("must be a string", where="contains")
+        if len(value) > 256:
+            raise ValidationError("longer than 256 characters", where="contains")
+        return check_text(value, "contains")
+
+    def exchange(self, user: str, block_id: str) -> builtins.list[MemoryBlock]:
+        """The block and the other perspectives of its exchange (``dual`` and ``speakers`` modes store one
+        block per perspective): the block first, then the others by perspective. NotFoundError if the block
+        does not exist or belongs to someone else."""
+        return self.store.exchange_blocks(check_stored_name(user, "user"), check_text(block_id, "block_id"))
+
     def get_user(self, user: str) -> UserInfo:
         """The user with display name, metadata, live block and session counts, last activity."""
         return self.store.get_user(check_stored_name(user, "user"))
@@ -168,13 +182,21 @@ class ModelMethods:
         metadata: Mapping[str, Any] | None = None,
         limit: int = 100,
         offset: int = 0,
+        contains: str | None = None,
     ) -> Page[UserInfo]:
-        """Users by name, paged with a total: only those whose display name is exactly ``name`` and whose
-        metadata holds every ``metadata`` pair (equal JSON values), when given."""
+        """Users by name, paged with a total: only those whose display name is exactly ``name``, whose
+        metadata holds every ``metadata`` pair (equal JSON values), and whose name or display name holds
+        ``contains`` ignoring case (``%`` and ``_`` are plain characters; on SQLite only ASCII letters fold
+        case), when given."""
         limit, offset = check_page(limit, offset)
         wanted = None if name is None else check_text(self._display_name(name), "name")
+        part = None if contains is None else self._search_text(contains)
         return self.store.find_users(
-            name=wanted, metadata=check_metadata(metadata, "metadata"), limit=limit, offset=offset
+            name=wanted,
+            metadata=check_metadata(metadata, "metadata"),
+            limit=limit,
+            offset=offset,
+            contains=part or None,
         )
 
     # -- sessions ----------------------------------------------------------------------------------------

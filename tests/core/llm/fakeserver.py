@@ -1,8 +1,9 @@
 """An in-process OpenAI-compatible chat server for tests: a real HTTP server on 127.0.0.1, port 0.
 
-It serves ``POST /v1/chat/completions``, records every request, counts requests in flight, and plays
-scripted replies (``queue``) before falling back to ``default_content``. It can refuse ``response_format``
-the way real servers do. Use the ``fake_server`` fixture from this folder's conftest, or::
+It serves ``POST /v1/chat/completions`` (and ``GET /v1/models``, listing ``models``), records every
+request, counts requests in flight, and plays scripted replies (``queue``) before falling back to
+``default_content``. It can refuse ``response_format`` the way real servers do. Use the ``fake_server``
+fixture from this folder's conftest, or::
 
     with FakeChatServer() as server:
         settings = LLMSettings(model="m", api_key="k", base_url=server.url)
@@ -19,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 CHAT_PATH = "/v1/chat/completions"
+MODELS_PATH = "/v1/models"  # GET: the list of models (what a health probe asks)
 FAKE_API_KEY = "sk-test-5ecret-key"
 FAKE_MODEL = "fake-model"
 
@@ -53,6 +55,7 @@ class FakeChatServer:
         self.responder: Callable[[dict[str, Any]], str] | None = None
         self.reject_schema_status: int | None = None  # refuse response_format carrying a schema
         self.reject_json_mode_status: int | None = None  # refuse any response_format
+        self.models = [FAKE_MODEL]  # what GET /v1/models lists
         self.requests: list[SeenRequest] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -110,6 +113,11 @@ class FakeChatServer:
             self.requests.append(SeenRequest(path, headers, body))
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            if path == MODELS_PATH:
+                if self._queue:
+                    return self._queue.pop(0), body
+                listed = {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}
+                return Reply(body=json.dumps(listed), delay_s=self.default_delay_s), body
             if path != CHAT_PATH:
                 return Reply(status=404, body='{"error": {"message": "not found"}}'), body
             rejection = self._rejection(body)
@@ -168,6 +176,9 @@ def envelope(body: dict[str, Any], reply: Reply, content: str) -> str:
 
 def _handler_for(server: FakeChatServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.do_POST()
+
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             headers = {k.lower(): v for k, v in self.headers.items()}

@@ -31,6 +31,7 @@ from memlane.core.errors import ConfigError, LLMError, LLMResponseError
 from memlane.core.llm.calllog import CallEntry, CallLog, cache_key, prompt_hash, request_json
 from memlane.core.llm.jsonshape import check_schema, decode_json, decode_reply, json_instruction
 from memlane.core.llm.openai_http import ChatEndpoint, ChatReply, ResponseFormatRejected, Tally
+from memlane.core.llm.probe import DEFAULT_PROBE_TIMEOUT_S, LLMProbe
 from memlane.core.llm.protocol import ChatMessage, JSONSchema, JSONValue, LLMResult, check_messages
 from memlane.core.llm.settings import LLMSettings
 
@@ -130,6 +131,11 @@ class OpenAIChatClient:
         """Ask for a free-text reply."""
         call = _Call(check_messages(messages), None, False, temperature, max_tokens, purpose, namespace, block_id)
         return self._run(call)
+
+    def probe(self, timeout_s: float = DEFAULT_PROBE_TIMEOUT_S) -> LLMProbe:
+        """Whether the server answers ``GET {base}/models`` within ``timeout_s`` (one request, no retry, no
+        completion); see :mod:`memlane.core.llm.probe`."""
+        return self._endpoint.probe(self.model, timeout_s)
 
     def close(self) -> None:
         """Close the HTTP connection pool (the call log belongs to the caller)."""

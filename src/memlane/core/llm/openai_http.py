@@ -1,4 +1,5 @@
-"""One POST to ``/chat/completions`` with transport retries: the only place httpx errors are seen."""
+"""One POST to ``/chat/completions`` with transport retries, and a probe's one GET of ``/models``: the only
+place httpx errors are seen."""
 
 from __future__ import annotations
 
@@ -14,6 +15,16 @@ import httpx
 
 from memlane.core.errors import LLMResponseError, LLMTransportError
 from memlane.core.llm.backoff import Backoff, is_retryable_status, parse_retry_after
+from memlane.core.llm.probe import (
+    BAD_REPLY,
+    HTTP_ERROR,
+    MODELS_PATH,
+    RATE_LIMITED,
+    REFUSED,
+    TIMEOUT,
+    UNREACHABLE,
+    LLMProbe,
+)
 from memlane.core.llm.settings import LLMSettings
 
 log = logging.getLogger("memlane.llm")
@@ -80,6 +91,7 @@ class ChatEndpoint:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._url = settings.base_url.rstrip("/") + "/" + CHAT_PATH
+        self._models_url = settings.base_url.rstrip("/") + "/" + MODELS_PATH
         self._timeout_s = settings.timeout_s
         self._max_retries = settings.max_retries
         self._backoff = Backoff(settings.backoff_base_s, settings.backoff_cap_s, settings.retry_after_cap_s)
@@ -96,6 +108,37 @@ class ChatEndpoint:
     def close(self) -> None:
         """Close the connection pool."""
         self._http.close()
+
+    def probe(self, model: str, timeout_s: float) -> LLMProbe:
+        """``GET {base}/models`` once, within ``timeout_s``, outside the concurrency slots (a probe must answer
+        while every slot waits on a slow server): whether the server is there, never a completion."""
+        url = self._models_url
+        start = time.perf_counter()
+
+        def took() -> float:
+            return round((time.perf_counter() - start) * 1000, 2)
+
+        try:
+            response = self._http.get(url, timeout=httpx.Timeout(timeout_s))
+        except httpx.TimeoutException as exc:
+            detail = f"no reply from {url} within {timeout_s:g} s ({type(exc).__name__})"
+            return LLMProbe(False, TIMEOUT, took(), detail=detail)
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            return LLMProbe(False, UNREACHABLE, took(), detail=f"{url}: {type(exc).__name__}: {exc}")
+        latency, status = took(), response.status_code
+        if not 200 <= status < 300:
+            kind = RATE_LIMITED if status == 429 else REFUSED if status in (401, 403, 407) else HTTP_ERROR
+            detail = f"HTTP {status} from {url}: {_excerpt(response.text)}"
+            return LLMProbe(False, kind, latency, status, detail=detail)
+        try:
+            data = response.json()
+        except ValueError:
+            return LLMProbe(False, BAD_REPLY, latency, status, detail=f"{url} answered {status} with no JSON")
+        listed = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(listed, list):
+            return LLMProbe(True, None, latency, status, detail=f"{url} answered {status}")
+        ids = {m.get("id") for m in listed if isinstance(m, dict)}
+        return LLMProbe(True, None, latency, status, model in ids, f"{url} answered {status}: {len(ids)} models")
 
     def send(self, body: Mapping[str, object], tally: Tally) -> ChatReply:
         """POST ``body``, retrying 408/429/5xx, timeouts and connection errors with backoff.

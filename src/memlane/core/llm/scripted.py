@@ -27,6 +27,7 @@ from typing import Any, Literal
 from memlane.core.errors import LLMError, LLMResponseError, LLMTransportError
 from memlane.core.llm.calllog import CallEntry, CallLog, cache_key, prompt_hash, request_json
 from memlane.core.llm.jsonshape import check_schema, decode_json
+from memlane.core.llm.probe import DEFAULT_PROBE_TIMEOUT_S, LLMProbe
 from memlane.core.llm.protocol import ChatMessage, JSONSchema, JSONValue, LLMResult, check_messages
 from memlane.core.llm.settings import LLMSettings
 
@@ -75,6 +76,10 @@ class ScriptedLLM:
     def model(self) -> str:
         """The model name logged with each call."""
         return self._model
+
+    def probe(self, timeout_s: float = DEFAULT_PROBE_TIMEOUT_S) -> LLMProbe:
+        """Always there: the script runs in this process."""
+        return LLMProbe(True, None, 0.0, detail="scripted: answers in process")
 
     def complete_json(
         self,

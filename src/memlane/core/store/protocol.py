@@ -63,9 +63,12 @@ class Store(Protocol):
         metadata: Mapping[str, Any] | None = None,
         limit: int = 100,
         offset: int = 0,
+        contains: str | None = None,
     ) -> Page[UserInfo]:
-        """Users by name order whose display name is exactly ``name`` and whose metadata holds every
-        ``metadata`` pair with an equal JSON value (None: no such rule), paged, with the total."""
+        """Users by name order whose display name is exactly ``name``, whose metadata holds every
+        ``metadata`` pair with an equal JSON value, and whose name or display name holds ``contains``
+        ignoring case (its ``%`` and ``_`` are plain characters) (None: no such rule), paged, with the
+        total."""
         ...
 
     def create_session(
@@ -261,6 +264,12 @@ class Store(Protocol):
     def get_block(self, user: str, block_id: str) -> MemoryBlock:
         """One block of the user; NotFoundError if it is not the user's or has expired (TTL): every read
         of blocks (get, list, count, fetch, candidates, browse) hides expired blocks at once."""
+        ...
+
+    def exchange_blocks(self, user: str, block_id: str) -> list[MemoryBlock]:
+        """The user's live blocks of the exchange ``block_id`` belongs to (one per perspective: those that
+        share its :attr:`MemoryBlock.exchange_key`), that block first, then by perspective; read through the
+        user's index of exchanges, whatever the user's size. NotFoundError if the block is not the user's."""
         ...
 
     def list_blocks(

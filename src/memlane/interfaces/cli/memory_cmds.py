@@ -365,27 +365,35 @@ def list_cmd(
 
 @click.command("users")
 @click.option("--name", "display_name", default=None, help="Only users with this display name, exactly.")
+@click.option("--contains", default=None, help="Only users whose name or display name holds this text, in any case.")
 @click.option(
     "--metadata", "metadata_pairs", multiple=True, metavar="KEY=VALUE", help="Only users with this metadata pair."
 )
 @click.option("--json", "as_json", is_flag=True)
 @store_options
 def users_cmd(
-    display_name: str | None, metadata_pairs: tuple[str, ...], as_json: bool, store: Path, embedder: str
+    display_name: str | None,
+    contains: str | None,
+    metadata_pairs: tuple[str, ...],
+    as_json: bool,
+    store: Path,
+    embedder: str,
 ) -> None:
     """List the users (namespaces) in the store: name, blocks, retention policy ("default" unless their own).
-    --name and --metadata (repeat: every pair) keep those that match exactly.
+    --name and --metadata (repeat: every pair) keep those that match exactly; --contains those whose name
+    or display name holds the text, in any case.
 
     \b
     Example:
       memlane users --json
       memlane users --metadata team=blue
+      memlane users --contains smith
     """
     metadata = parse_pairs(metadata_pairs, "--metadata")
     mem = open_memory(store, embedder)
     try:
-        filtered = display_name is not None or metadata is not None
-        users = _all_users(mem, display_name, metadata) if filtered else mem.users()
+        filtered = display_name is not None or metadata is not None or bool(contains)
+        users = _all_users(mem, display_name, metadata, contains) if filtered else mem.users()
         own = mem.retention_policies().users
     finally:
         mem.close()
@@ -399,11 +407,13 @@ def users_cmd(
         click.echo(f"{shown(u.name)}\t{u.blocks}\t{policy}")
 
 
-def _all_users(mem: Memory, name: str | None, metadata: dict[str, str] | None) -> builtins.list[UserInfo]:
+def _all_users(
+    mem: Memory, name: str | None, metadata: dict[str, str] | None, contains: str | None
+) -> builtins.list[UserInfo]:
     """Every user that matches, page after page."""
     found: builtins.list[UserInfo] = []
     while True:
-        page = mem.list_users(name=name, metadata=metadata, limit=1000, offset=len(found))
+        page = mem.list_users(name=name, metadata=metadata, limit=1000, offset=len(found), contains=contains)
         found.extend(page.items)
         if not page.items or len(found) >= page.total:
             return found

@@ -25,7 +25,7 @@ from memlane.interfaces.http.json_body import JsonBodyMiddleware
 from memlane.interfaces.http.limits import BodyLimitMiddleware
 from memlane.interfaces.http.metrics import Metrics, MetricsMiddleware
 from memlane.interfaces.http.oidc import OidcVerifier
-from memlane.interfaces.http.routes import browse, memories, ops, prompts, retention, sessions, users
+from memlane.interfaces.http.routes import browse, llm, memories, ops, prompts, retention, sessions, users
 from memlane.interfaces.http.services import Services
 from memlane.interfaces.http.settings import HttpSettings
 from memlane.interfaces.wire.hosts import EXEMPT_PATHS, HostCheckMiddleware
@@ -94,6 +94,7 @@ def create_app(
     app.include_router(prompts.router)
     app.include_router(retention.router)
     app.include_router(browse.router)
+    app.include_router(llm.router)
     mount_console(app)
     exempt = EXEMPT_PATHS
     if settings.agent_memory_api:

@@ -417,6 +417,11 @@ class HealthOut(BaseModel):
     store: ComponentOut
     embedder: ComponentOut
     queue: ComponentOut
+    llm: ComponentOut | None = Field(
+        default=None,
+        description="The LLM: configured or not, its model, the jobs waiting for it. Information: never makes "
+        "the status unhealthy (extraction waits for the LLM; everything else works without it).",
+    )
 
 
 def queue_out(st: QueueStatus, *, only_user: str | None = None, max_errors: int = 5) -> QueueOut:

@@ -14,6 +14,7 @@ from typing import Any
 
 from memlane.core.errors import AlreadyExistsError, NotFoundError, SessionEndedError
 from memlane.core.model import MemoryBlock, Page, Session, UserInfo
+from memlane.core.store.like import contains_pattern
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.timefmt import from_epoch
 
@@ -89,13 +90,24 @@ def update_user(conn: Conn, user_id: int, *, display_name: str | None, metadata:
 
 
 def find_users(
-    conn: Conn, *, name: str | None, metadata: Mapping[str, Any] | None, limit: int, offset: int, now: float
+    conn: Conn,
+    *,
+    name: str | None,
+    metadata: Mapping[str, Any] | None,
+    limit: int,
+    offset: int,
+    now: float,
+    contains: str | None = None,
 ) -> Page[UserInfo]:
     where: list[str] = ["true"]
     params: list[object] = []
     if name is not None:
         where.append("display_name = %s")
         params.append(name)
+    if contains:
+        # ILIKE folds case as the database's locale does; the text's own % and _ are escaped.
+        where.append("(name ILIKE %s ESCAPE '\\' OR display_name ILIKE %s ESCAPE '\\')")
+        params += [contains_pattern(contains)] * 2
     for key, value in (metadata or {}).items():
         # a JSON value compared as JSON (equal, not contained): "1" and 1 differ, [1] is not [1, 2]
         where.append("metadata -> %s = %s::jsonb")

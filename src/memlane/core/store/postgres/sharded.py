@@ -213,10 +213,13 @@ class ShardedStore:
         metadata: Mapping[str, Any] | None = None,
         limit: int = 100,
         offset: int = 0,
+        contains: str | None = None,
     ) -> Page[UserInfo]:
         """Every shard's matching users up to the page's end, merged by name (a user caught between two
         shards by a move counted once, from the shard the map names)."""
-        pages = self._each(lambda s: s.find_users(name=name, metadata=metadata, limit=offset + limit, offset=0))
+        pages = self._each(
+            lambda s: s.find_users(name=name, metadata=metadata, limit=offset + limit, offset=0, contains=contains)
+        )
         found: dict[str, list[tuple[int, UserInfo]]] = {}
         for index, page in enumerate(pages):
             for info in page.items:
@@ -426,6 +429,9 @@ class ShardedStore:
 
     def get_block(self, user: str, block_id: str) -> MemoryBlock:
         return self.at(user).get_block(user, block_id)
+
+    def exchange_blocks(self, user: str, block_id: str) -> list[MemoryBlock]:
+        return self.at(user).exchange_blocks(user, block_id)
 
     def list_blocks(
         self,

@@ -254,9 +254,12 @@ class PostgresStore:
         metadata: Mapping[str, Any] | None = None,
         limit: int = 100,
         offset: int = 0,
+        contains: str | None = None,
     ) -> Page[UserInfo]:
         with self.transaction() as conn:
-            return sessions.find_users(conn, name=name, metadata=metadata, limit=limit, offset=offset, now=now_epoch())
+            return sessions.find_users(
+                conn, name=name, metadata=metadata, limit=limit, offset=offset, now=now_epoch(), contains=contains
+            )
 
     # -- sessions (memlane.core.store.postgres.sessions) ----------------------------------------------------
 
@@ -744,6 +747,22 @@ class PostgresStore:
         if not rows:
             raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
         return to_block(rows[0])
+
+    def exchange_blocks(self, user: str, block_id: str) -> list[MemoryBlock]:
+        # The block by its id, then its exchange through blocks_user_session (user, conversation, session,
+        # exchange index): a few rows, whatever the user's size.
+        rows = self.query(
+            f"SELECT {COLUMNS} FROM blocks x JOIN users u ON u.id = x.user_id JOIN blocks b "
+            "ON b.user_id = x.user_id AND b.conversation_id = x.conversation_id AND b.session_id = x.session_id "
+            "AND b.exchange_index = x.exchange_index "
+            f"WHERE x.id = %(id)s AND u.name = %(user)s AND (x.expires_ts IS NULL OR x.expires_ts > %(now)s) "
+            f"AND {LIVE} AND b.ingest_ts = x.ingest_ts AND b.content_hash = x.content_hash "
+            "ORDER BY b.id <> x.id, b.perspective, b.id",
+            {"user": user, "id": block_id, "now": now_epoch()},
+        )
+        if not rows:
+            raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
+        return [to_block(r) for r in rows]
 
     def list_blocks(
         self,

@@ -17,6 +17,7 @@ from typing import Any
 
 from memlane.core.errors import AlreadyExistsError, ConflictError, NotFoundError, PromptArchivedError, SessionEndedError
 from memlane.core.model import Filters, MemoryBlock, Page, Prompt, PromptVersion, Session, UserInfo
+from memlane.core.store.like import contains_pattern
 from memlane.core.store.vectors import BlockSet
 from memlane.core.timefmt import from_epoch, to_epoch
 
@@ -102,12 +103,17 @@ def find_users(
     limit: int,
     offset: int,
     now: float,
+    contains: str | None = None,
 ) -> Page[UserInfo]:
     where = ["1 = 1"]
     params: list[object] = []
     if name is not None:
         where.append("u.display_name = ?")
         params.append(name)
+    if contains:
+        # SQLite's LIKE ignores the case of ASCII letters; the text's own % and _ are escaped to match themselves.
+        where.append("(u.name LIKE ? ESCAPE '\\' OR u.display_name LIKE ? ESCAPE '\\')")
+        params += [contains_pattern(contains)] * 2
     for key, value in (metadata or {}).items():
         # A JSON value compared as JSON: "1" (a string) and 1 (a number) are different values.
         where.append("(u.metadata -> ?) = ?")

@@ -510,6 +510,23 @@ class SqliteStore:
             raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
         return row_to_block(rows[0])
 
+    def exchange_blocks(self, user: str, block_id: str) -> list[MemoryBlock]:
+        now = _now()
+        # The block by its id, then its exchange through blocks_user_session (user, conversation, session,
+        # exchange index): a few rows, whatever the user's size.
+        rows = self._read(
+            f"SELECT {BLOCK_COLUMNS} FROM blocks x JOIN users u ON u.id = x.user_id JOIN blocks b "
+            "ON b.user_id = x.user_id AND b.conversation_id = x.conversation_id AND b.session_id = x.session_id "
+            "AND b.exchange_index = x.exchange_index "
+            f"WHERE x.id = ? AND u.name = ? AND (x.expires_ts IS NULL OR x.expires_ts > ?) AND {LIVE} "
+            "AND b.ingest_ts = x.ingest_ts AND b.content_hash = x.content_hash "
+            "ORDER BY b.id <> x.id, b.perspective, b.id",
+            (block_id, user, now, now),
+        )
+        if not rows:
+            raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
+        return [row_to_block(r) for r in rows]
+
     def list_blocks(
         self,
         user: str,
@@ -767,9 +784,10 @@ class SqliteStore:
         metadata: Mapping[str, Any] | None = None,
         limit: int = 100,
         offset: int = 0,
+        contains: str | None = None,
     ) -> Page[UserInfo]:
         page: Page[UserInfo] = self._read_with(
-            mm.find_users, name=name, metadata=metadata, limit=limit, offset=offset, now=_now()
+            mm.find_users, name=name, metadata=metadata, limit=limit, offset=offset, now=_now(), contains=contains
         )
         return page
 

@@ -67,10 +67,35 @@ def user_memories(
     return BlockPage(items=[block_out(b) for b in blocks], total=total, limit=limit, offset=offset)
 
 
-@router.get("/users/{user}/memories/{block_id}", response_model=BlockOut)
-def user_memory(user: UserPath, block_id: BlockIdPath, _: AdminOrSelf, request: Request) -> BlockOut:
-    """One block of the user; 404 if it is not theirs. Admin key, or the user's own."""
-    return block_out(services(request).memory.get(user, block_id))
+class PerspectiveOut(BaseModel):
+    """Another block of the same exchange: the exchange as one of its other sides saw it."""
+
+    block_id: str
+    perspective: str
+    summary: str | None = Field(description="What its extraction found (null until it has run).")
+    status: str = Field(description="processing, ready or extraction_failed, as the block's own status.")
+
+
+class UserBlockOut(BlockOut):
+    """A block, as ``GET /v1/memories/{block_id}`` answers it, with the other perspectives of its exchange."""
+
+    other_perspectives: list[PerspectiveOut] = Field(
+        description="The same exchange's blocks from its other perspectives (dual and speakers modes store one "
+        "block per perspective), by perspective; empty for a single-perspective block or a fact."
+    )
+
+
+@router.get("/users/{user}/memories/{block_id}", response_model=UserBlockOut)
+def user_memory(user: UserPath, block_id: BlockIdPath, _: AdminOrSelf, request: Request) -> UserBlockOut:
+    """One block of the user with the other perspectives of its exchange; 404 if it is not theirs. Admin
+    key, or the user's own."""
+    block, *others = services(request).memory.exchange(user, block_id)
+    return UserBlockOut(
+        **block_out(block).model_dump(),
+        other_perspectives=[
+            PerspectiveOut(block_id=o.id, perspective=o.perspective, summary=o.summary, status=o.status) for o in others
+        ],
+    )
 
 
 @router.post("/users/{user}/search", response_model=list[HitOut])

@@ -13,6 +13,7 @@ from memlane.core.errors import MemlaneError
 from memlane.core.memory import Memory
 from memlane.interfaces.http.auth import Admin
 from memlane.interfaces.http.integrity import Integrity, IntegrityWatch
+from memlane.interfaces.http.routes.llm import llm_component
 from memlane.interfaces.http.services import services
 from memlane.interfaces.wire.errors import CORRUPT, is_corrupt
 from memlane.interfaces.wire.requestid import request_id_of
@@ -90,14 +91,17 @@ def healthz(request: Request) -> JSONResponse:
     """The store (a real write, committed: 503 when one would fail, with the reason: disk full, read-only,
     locked, unreachable; and 503 ``corrupt`` when the scheduled quick integrity check or a request found a
     damaged page), the queue (its counts) and the embedder (one short text through the model), each probed
-    now; 503 if any fails. No key needed; no user data shown."""
+    now; 503 if any fails. ``llm`` says whether this server has an LLM and whether extraction waits for one
+    that cannot be reached: information, never a 503. No key needed; no user data shown."""
     svc = services(request)
     rid = request_id_of(request)
     store = store_health(svc.memory, svc.integrity, svc.settings.health_write_timeout_s, rid)
     queue = queue_health(svc.memory, rid)
     embedder = embedder_health(svc.memory, rid)
     ok = store.ok and embedder.ok and queue.ok
-    health = HealthOut(status="ok" if ok else "unhealthy", store=store, embedder=embedder, queue=queue)
+    # Information only: without its LLM the service adds and searches; extraction waits for it.
+    llm = llm_component(svc.memory, int(queue.detail.get("llm_waiting", 0)))
+    health = HealthOut(status="ok" if ok else "unhealthy", store=store, embedder=embedder, queue=queue, llm=llm)
     return JSONResponse(health.model_dump(), status_code=200 if ok else 503)
 
 

@@ -53,16 +53,21 @@ def list_users(
     request: Request,
     response: Response,
     name: Annotated[str | None, Query(max_length=MAX_TEXT, description="Exact display name.")] = None,
+    q: Annotated[
+        str | None,
+        Query(max_length=256, description="Part of the user's name or display name, any case; % and _ are literal."),
+    ] = None,
     metadata: Annotated[
         list[str] | None, Query(max_length=64, description="key=value, repeated: every pair must match exactly.")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> list[UserInfoOut]:
-    """The users with their number of blocks and sessions, by name; only those with the exact display name
-    and every metadata pair given. The header ``X-Total-Count`` says how many match in all. Admin key."""
+    """The users with their number of blocks and sessions, by name; only those with the exact display name,
+    every metadata pair, and whose name or display name holds ``q`` (ignoring case), when given. The header
+    ``X-Total-Count`` says how many match in all. Admin key."""
     pairs = _metadata_pairs(metadata or [])
-    page = services(request).memory.list_users(name=name, metadata=pairs, limit=limit, offset=offset)
+    page = services(request).memory.list_users(name=name, metadata=pairs, limit=limit, offset=offset, contains=q)
     response.headers["X-Total-Count"] = str(page.total)
     return [user_info_out(u) for u in page.items]
 

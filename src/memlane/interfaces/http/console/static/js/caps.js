@@ -17,6 +17,7 @@ function read(spec) {
     has: (op) => ops.has(op),
     searchFields: fields("SearchIn"),
     usersPaged: params("get", "/v1/users").has("limit"),
+    usersByPart: params("get", "/v1/users").has("q"),
   };
 }
 

@@ -3,6 +3,7 @@
 import { del, enc, get, patch, post } from "../api.js";
 import { capabilities } from "../caps.js";
 import { act, clear, facts, field, h, link, route, statusRegion, time } from "../dom.js";
+import { parseAnnotations } from "./edits.js";
 import { statusBadge } from "./user.js";
 
 export async function blockPage(view, { parts, me }) {
@@ -66,6 +67,7 @@ export async function blockPage(view, { parts, me }) {
     h("h2", {}, "Summary and facts"),
     h("p", { testid: "block-summary" }, b.summary || h("span", { class: "muted" }, "no summary (extraction has not run)")),
     b.facts.length ? h("ul", { testid: "block-facts" }, b.facts.map((f) => h("li", {}, f))) : null,
+    perspectives(b, user),
     h("h2", {}, "Details"),
     facts([
       ["Block id", h("span", { class: "mono" }, b.block_id)],
@@ -88,6 +90,21 @@ export async function blockPage(view, { parts, me }) {
     actions, status, article, editor);
 }
 
+// The same exchange as its other sides saw it (dual and speakers modes store one block per perspective),
+// from servers whose block route lists them; nothing for a single-perspective block or a fact.
+function perspectives(b, user) {
+  const others = b.other_perspectives;
+  if (!Array.isArray(others) || (others.length === 0 && (b.mode === "single" || b.kind === "fact"))) return null;
+  return h("section", { "aria-labelledby": "persp-h", testid: "perspectives" },
+    h("h2", { id: "persp-h" }, "Other perspectives of this exchange"),
+    others.length === 0
+      ? h("p", { class: "muted" }, "None left: the others were deleted or have expired.")
+      : h("ul", { class: "perspectives" }, others.map((o) => h("li", { testid: "perspective", "data-block": o.block_id },
+        link(route("users", user, "blocks", o.block_id), o.perspective, { testid: "perspective-link" }), " · ",
+        h("span", { class: `badge ${{ processing: "queued", extraction_failed: "failed" }[o.status] || "done"}` }, o.status), " ",
+        o.summary ? h("span", { testid: "perspective-summary" }, o.summary) : h("span", { class: "muted" }, "no summary yet")))));
+}
+
 // An exchange stored as its two sides (servers with the memory model): each side as given.
 function sides(b) {
   if (!Array.isArray(b.sides) || b.sides.length === 0) return null;
@@ -106,17 +123,6 @@ function modelFacts(b) {
   if (b.prompt_id) rows.push(["Extraction prompt", `${b.prompt_id} version ${b.prompt_version ?? "current"}`, "block-prompt"]);
   if (b.last_queued_at) rows.push(["Last queued", time(b.last_queued_at)]);
   return rows;
-}
-
-// "key=value" pairs, one a line (or comma-separated), as the API's annotations object.
-export function parseAnnotations(text) {
-  const out = {};
-  for (const part of text.split(/[\n,]/).map((x) => x.trim()).filter(Boolean)) {
-    const at = part.indexOf("=");
-    if (at < 1) throw new Error(`“${part}” is not key=value`);
-    out[part.slice(0, at).trim()] = part.slice(at + 1).trim();
-  }
-  return out;
 }
 
 // Edit in place (PATCH /v1/memories/{id}): the text (a fact's content, or an exchange's two sides), the

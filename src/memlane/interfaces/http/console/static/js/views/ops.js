@@ -3,7 +3,7 @@
 
 import { enc, get, post } from "../api.js";
 import { capabilities } from "../caps.js";
-import { act, ago, clear, facts, h, link, route, statusRegion, table, time } from "../dom.js";
+import { act, ago, clear, facts, h, link, notice, route, statusRegion, table, time } from "../dom.js";
 import { policyText } from "./users.js";
 
 async function health() {
@@ -24,7 +24,10 @@ function component(name, c) {
 export async function opsPage(view, { me }) {
   const [queue, healthz, retention] = await Promise.all([get("/v1/queue"), health(), me.admin ? get("/v1/retention") : null]);
   const caps = await capabilities();
-  const prompts = caps.has("GET /v1/prompts") ? await promptSection() : null;
+  const [prompts, llm] = await Promise.all([
+    caps.has("GET /v1/prompts") ? promptSection() : null,
+    caps.has("GET /v1/llm") ? llmSection(me) : null,
+  ]);
   const status = statusRegion();
   const requeue = me.admin && queue.dead > 0
     ? h("button", { type: "button", testid: "requeue-dead" }, `Re-queue ${queue.dead} dead jobs`)
@@ -52,7 +55,9 @@ export async function opsPage(view, { me }) {
     h("h1", {}, me.admin ? "Operations" : "Extraction queue"),
     h("h2", {}, "Health"),
     h("p", { testid: "health-status" }, `The service is ${healthz.status}.`),
-    table("Components", ["Component", "State", "Detail"], ["store", "embedder", "queue"].map((n) => component(n, healthz[n])), { testid: "health" }),
+    table("Components", ["Component", "State", "Detail"], ["store", "embedder", "queue"].map((n) => component(n, healthz[n]))
+      .concat(healthz.llm ? [component("llm (information: never unhealthy)", healthz.llm)] : []), { testid: "health" }),
+    llm,
     h("h2", {}, "Extraction queue"),
     me.admin ? null : h("p", { class: "muted" }, "The counts are the whole service's; the errors are your own."),
     facts([
@@ -102,4 +107,42 @@ async function promptSection() {
   return h("section", { "aria-labelledby": "prompts-h" },
     h("h2", { id: "prompts-h" }, `Extraction prompts (${page.total})`),
     table("The prompt registry", ["Prompt", "Description", "Current version", "Versions", "State", "Updated", ""], rows, { testid: "prompts" }));
+}
+
+// The LLM (servers with GET /v1/llm): configured or not, its model, the queue's outage; for the admin, where it
+// is and a probe on request (one GET of its list of models, never a completion: probing costs nothing).
+async function llmSection(me) {
+  const info = await get("/v1/llm");
+  const result = h("div", { testid: "llm-probe" });
+  const probe = me.admin && info.configured
+    ? h("button", { type: "button", testid: "probe-llm" }, "Probe the LLM now")
+    : null;
+  if (probe) {
+    probe.addEventListener("click", async () => {
+      probe.disabled = true;
+      clear(result, notice("info", "Asking the LLM's server…"));
+      try {
+        const p = (await get("/v1/llm", { probe: "true" })).probe;
+        const listed = p.model_listed === null ? "" : p.model_listed ? "; the model is listed" : "; the model is NOT in its list";
+        clear(result, notice(p.ok ? "ok" : "error",
+          p.ok ? `The LLM answered in ${p.latency_ms} ms${listed}.` : `The LLM failed the probe: ${p.error_kind}${p.status ? ` (HTTP ${p.status})` : ""} after ${p.latency_ms} ms.`,
+          p.ok ? "llm-probe-ok" : "llm-probe-failed"),
+        h("p", { class: "muted mono" }, p.detail));
+      } catch (err) {
+        clear(result, notice("error", `The probe could not be asked: ${err.describe ? err.describe() : err.message}`, "llm-probe-failed"));
+      } finally {
+        probe.disabled = false;
+      }
+    });
+  }
+  const outage = info.outage;
+  return h("section", { "aria-labelledby": "llm-h", testid: "llm" },
+    h("h2", { id: "llm-h" }, "LLM"),
+    facts([
+      ["Configured", info.configured ? "yes" : "no: this server runs no extraction (a separate worker may)", "llm-configured"],
+      info.configured ? ["Provider and model", `${info.provider} · ${info.model}`, "llm-model"] : null,
+      me.admin && info.endpoint ? ["Endpoint", h("span", { class: "mono" }, info.endpoint), "llm-endpoint"] : null,
+      ["Outage", outage ? `${outage.jobs} jobs waiting ${ago(outage.waiting_s)}: ${outage.last_error}` : "none", "llm-outage"],
+    ]),
+    probe, result);
 }

@@ -3,6 +3,7 @@
 
 import { del, enc, get, post } from "../api.js";
 import { act, clear, facts, field, h, link, notice, pager, route, statusRegion, table, time, withQuery } from "../dom.js";
+import { sessionEditSection } from "./edits.js";
 import { excerpt, statusBadge } from "./user.js";
 
 const SESSIONS_PAGE = 20;
@@ -82,6 +83,11 @@ export async function sessionPage(view, { parts, query, me }) {
     actions.append(remove);
     if (!s.ended) actions.append(ttlForm(s, status));
   }
+  const editor = !me.admin && !s.ended ? sessionEditSection(s, status, (u) => {
+    clear(view.querySelector("[data-testid=session-annotations]"), annotationText(u.annotations) || h("span", { class: "muted" }, "none"));
+    clear(view.querySelector("[data-testid=session-metadata]"),
+      Object.keys(u.metadata || {}).length ? JSON.stringify(u.metadata) : h("span", { class: "muted" }, "none"));
+  }) : null;
   const rows = blocks.items.map((b) => h("tr", { testid: "block-row", "data-block": b.block_id },
     h("td", {}, h("span", { class: "when" }, b.time_annotation)),
     h("td", {}, String(b.exchange_index)),
@@ -97,11 +103,11 @@ export async function sessionPage(view, { parts, query, me }) {
       ["Started", time(s.started_at)],
       ["Conversation", s.conversation_id],
       ["Blocks", String(s.blocks), "session-blocks-count"],
-      ["Annotations", annotationText(s.annotations)],
-      ["Metadata", Object.keys(s.metadata || {}).length ? JSON.stringify(s.metadata) : ""],
+      ["Annotations", annotationText(s.annotations), "session-annotations"],
+      ["Metadata", Object.keys(s.metadata || {}).length ? JSON.stringify(s.metadata) : "", "session-metadata"],
       ["Default TTL of its blocks", ttlText(s.default_ttl_s)],
     ]),
-    actions, status,
+    actions, status, editor,
     h("section", { testid: "session-blocks" },
       h("h2", {}, "Blocks in order"),
       table(`Blocks ${blocks.total ? blocks.offset + 1 : 0}–${blocks.offset + blocks.items.length} of ${blocks.total}`,

@@ -5,6 +5,7 @@
 import { del, enc, get, post } from "../api.js";
 import { act, clear, facts, field, h, link, notice, pager, route, statusRegion, table, time, withQuery } from "../dom.js";
 import { capabilities } from "../caps.js";
+import { userEditSection } from "./edits.js";
 import { sessionTimeline } from "./sessions.js";
 import { policyText } from "./users.js";
 
@@ -64,8 +65,8 @@ export async function userPage(view, { parts, query, me }) {
     h("p", { class: "crumbs" }, me.admin ? [link(route("users"), "Users"), " / "] : null, user),
     h("h1", {}, `${user}'s memory`),
     facts([
-      info && info.display_name ? ["Display name", info.display_name, "display-name"] : null,
-      info && Object.keys(info.metadata || {}).length ? ["Metadata", JSON.stringify(info.metadata)] : null,
+      info ? ["Display name", info.display_name || "", "display-name"] : null,
+      info ? ["Metadata", Object.keys(info.metadata || {}).length ? JSON.stringify(info.metadata) : "", "user-metadata"] : null,
       ["Blocks", String(page.total), "block-total"],
       info ? ["Last activity", time(info.last_activity) || "never", "last-activity"] : null,
       ["Retention", `${policyText(retention.policy)} (${retention.source === "user" ? "their own policy" : retention.source === "default" ? "the default policy" : "no policy"})`],
@@ -81,6 +82,11 @@ export async function userPage(view, { parts, query, me }) {
     table(`Blocks ${page.total ? page.offset + 1 : 0}–${page.offset + page.items.length} of ${page.total}`,
       ["Event time", "Session", "Perspective", "Message", "Extraction"], rows, { testid: "blocks" }),
     pager(page.total, page.offset, PAGE, (o) => here({ offset: o })),
+    info && caps.has("PATCH /v1/users/{user}") ? userEditSection(user, info, status, (u) => {
+      clear(view.querySelector("[data-testid=display-name]"), u.display_name || h("span", { class: "muted" }, "none"));
+      clear(view.querySelector("[data-testid=user-metadata]"),
+        Object.keys(u.metadata || {}).length ? JSON.stringify(u.metadata) : h("span", { class: "muted" }, "none"));
+    }) : null,
     keys ? keySection(user, keys, status) : null,
     dangerSection(user, me, status));
 }

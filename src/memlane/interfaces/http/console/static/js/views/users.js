@@ -22,11 +22,13 @@ export async function usersPage(view, { query }) {
   let matching;
   let count;
   if (caps.usersPaged) {
-    // The server pages the users (a page and X-Total-Count) and filters by exact display name.
-    const { data, headers } = await api("GET", "/v1/users", { query: { limit: PAGE, offset, name: q }, withHeaders: true });
+    // The server pages the users (a page and X-Total-Count) and finds them by part of their id or display
+    // name (q), or, on a server without it, by exact display name.
+    const find = caps.usersByPart ? { q } : { name: q };
+    const { data, headers } = await api("GET", "/v1/users", { query: { limit: PAGE, offset, ...find }, withHeaders: true });
     shown = data;
     matching = Number(headers.get("X-Total-Count") ?? data.length);
-    count = q ? `${matching} users named “${q}”` : `${matching} users`;
+    count = !q ? `${matching} users` : caps.usersByPart ? `${matching} users matching “${q}”` : `${matching} users named “${q}”`;
   } else {
     const users = await get("/v1/users");
     const chosen = q ? users.filter((u) => u.user.toLowerCase().includes(q.toLowerCase())) : users;
@@ -38,7 +40,8 @@ export async function usersPage(view, { query }) {
 
   const search = h("input", { type: "search", name: "q", value: q, testid: "user-filter" });
   const filter = h("form", { class: "inline", role: "search" },
-    field(caps.usersPaged ? "Find users by display name (exact)" : "Find users by name", search),
+    field(caps.usersByPart ? "Find users by part of their name" : caps.usersPaged ? "Find users by display name (exact)" : "Find users by name", search,
+      caps.usersByPart ? "Their id or display name, any case." : null),
     h("button", { type: "submit" }, "Find"));
   filter.addEventListener("submit", (e) => {
     e.preventDefault();
