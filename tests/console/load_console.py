@@ -117,16 +117,25 @@ def page_views(admin: httpx.Client, total: int, block_id: str) -> dict[str, list
             lambda: admin.get(f"{base}/memories", params={"session_id": middle, "limit": 50}),
         ],
         "block": [lambda: admin.get(f"{base}/memories/{block_id}")],
+        # The console asks for each hit's explanation; the plain search beside it is what explaining costs.
         "search (hybrid, k=10)": [
+            lambda: admin.post(
+                f"{base}/search", json={"query": "When did I visit the museum in Lisbon?", "k": 10, "explain": True}
+            )
+        ],
+        "search, not explained": [
             lambda: admin.post(f"{base}/search", json={"query": "When did I visit the museum in Lisbon?", "k": 10})
         ],
         "search, one session (hybrid, k=10)": [
-            lambda: admin.post(f"{base}/search", json={"query": "museum in Lisbon", "k": 10, "sessions": [middle]})
+            lambda: admin.post(
+                f"{base}/search", json={"query": "museum in Lisbon", "k": 10, "sessions": [middle], "explain": True}
+            )
         ],
         "operations": [
             lambda: admin.get("/v1/queue"),
             lambda: admin.get("/healthz"),
             lambda: admin.get("/v1/retention"),
+            lambda: admin.get("/v1/llm"),
             lambda: admin.get("/v1/prompts", params={"limit": 50, "include_archived": True}),
         ],
     }
