@@ -206,11 +206,11 @@ def test_filters_are_exact_in_every_candidate_path(
     make_store: Callable[..., Store], ann: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Random filters against the brute-force reference: rank every block unfiltered, keep those that pass.
-    With the ANN index on: pools small enough are scored exactly ("pool"); with that bound at a sixteenth
-    of the user, wider filters go through the index's filtered iterative scan ("index"); with its budget at
-    nothing, those fall back to scoring their pool exactly ("fallback")."""
+    With the ANN index on: pools small enough are scored exactly ("pool"); with that bound at nothing,
+    every filter goes through the index's filtered iterative scan ("index"); with its budget at nothing,
+    those fall back to scoring their pool exactly ("fallback")."""
     if ann in ("index", "fallback"):
-        monkeypatch.setattr(search, "EXACT_POOL_MIN", 0)
+        monkeypatch.setattr(search, "EXACT_POOL_FACTOR", 0)
     if ann == "fallback":
         monkeypatch.setattr(search, "SCAN_BUDGET", 0)
     store = make_store(ann=AnnSettings(threshold=None if ann == "exact" else 0, background=False))
