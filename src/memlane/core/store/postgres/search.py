@@ -82,9 +82,10 @@ def vector_top_blocks(
     yet (an index probe of ``blocks_user_expiry``, empty for a user without TTLs) are left out by
     reference; with filters (:attr:`Filters.pre`), the pool is the live blocks that pass them. A pool of at
     most :func:`exact_pool` blocks is scored exactly, key by key; a wider one filters the user's scan by a
-    semi-join on the block: for a user searched exactly, the exact scan; past the ANN threshold, the HNSW
-    index's iterative scan, read until k blocks pass (:func:`_walk`) within :func:`walk_budget` keys; if it
-    comes up short, the pool is scored exactly instead."""
+    semi-join on the block, read until k blocks pass (:func:`_walk`): for a user searched exactly, the
+    user's nearest keys first, then the whole exact scan if they hold fewer than k of the pool's blocks;
+    past the ANN threshold, the HNSW index's iterative scan within :func:`walk_budget` keys, and if it
+    comes up short, the pool scored exactly instead."""
     now = now_epoch(now)
     filtered = restricts(filters)
     # A filtered search leaves expired blocks out of its pool instead of by reference (no _GONE), and its
