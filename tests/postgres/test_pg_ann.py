@@ -93,6 +93,10 @@ def test_a_wide_filter_walks_the_index_and_finds_the_exact_filtered_answer(new_s
     wide, narrow = Filters(sessions=tuple(sessions[::3])), Filters(sessions=tuple(sessions[:5]))
     assert 50 <= search.exact_pool(1000, True, 10) < 340
 
+    (version,) = store.query("SELECT current_setting('server_version_num')::int")[0]
+    if version < 150000:
+        pytest.skip("counting the index's scans needs pg_stat_force_next_flush (PostgreSQL 15)")
+
     def index_scans() -> int:
         with store.transaction() as conn:
             row = conn.execute(
