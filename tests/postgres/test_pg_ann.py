@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memlane.core.model import Filters
 from memlane.core.store.annsettings import EXACT, AnnSettings
-from memlane.core.store.postgres import ann
+from memlane.core.store.postgres import ann, search
 from memlane.core.store.postgres.adapt import PgVector
 from memlane.core.store.postgres.store import PostgresStore
 
@@ -75,6 +76,48 @@ def test_the_index_answers_like_the_exact_scan_on_a_small_set(new_store: NewStor
     store.delete_block("alice", new[0].id)
     assert top not in dict(store.vector_candidates("alice", target, 10))
     assert len(blocks) == 600
+
+
+def test_a_wide_filter_walks_the_index_and_finds_the_exact_filtered_answer(new_store: NewStore) -> None:
+    """A filter keeping a third of a 1,000-key user is wider than the exact pool's bound (111 blocks at k =
+    10): the search walks the user's HNSW index (its scan count moves) and returns the exact filtered top
+    10. A filter keeping 5% has its pool scored exactly (the index is not read). Another user's keys are
+    never candidates."""
+    store = new_store(ann=INLINE)
+    exact = new_store(schema=store.schema, ann=EXACT)
+    fill(store, "alice", 1000)
+    fill(store, "bob", 300, seed=2)
+    assert store.build_index("alice").state == "ready"
+    (alice,) = store.query("SELECT id FROM users WHERE name = 'alice'")[0]
+    sessions = [f"s{i}" for i in range(100)]  # ten blocks each
+    wide, narrow = Filters(sessions=tuple(sessions[::3])), Filters(sessions=tuple(sessions[:5]))
+    assert 50 <= search.exact_pool(1000, True, 10) < 340
+
+    (version,) = store.query("SELECT current_setting('server_version_num')::int")[0]
+    if version < 150000:
+        pytest.skip("counting the index's scans needs pg_stat_force_next_flush (PostgreSQL 15)")
+
+    def index_scans() -> int:
+        with store.transaction() as conn:
+            row = conn.execute(
+                "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelid = to_regclass(%s)",
+                (ann.index_name(alice),),
+            ).fetchone()
+        return int(row[0])
+
+    for q in queries(10):
+        for f, walks in ((wide, True), (narrow, False)):
+            before = index_scans()
+            with store.transaction() as conn:
+                got = search.vector_top_blocks(conn, "alice", q, 10, ann=store.ann_settings, filters=f)
+                conn.execute("SELECT pg_stat_force_next_flush()")  # counted once the session is idle
+            want = exact.vector_candidates("alice", q, 10, filters=f)
+            assert (index_scans() > before) == walks
+            assert [pk for pk, _ in got] == [pk for pk, _ in want]
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
+            assert {b.session_id for b in store.fetch_blocks("alice", [pk for pk, _ in got]).values()} <= set(
+                f.sessions or ()
+            )
 
 
 def test_deleting_the_user_drops_the_index(new_store: NewStore) -> None:

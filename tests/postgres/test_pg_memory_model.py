@@ -15,6 +15,8 @@ import pytest
 from conftest import NewStore
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import AlreadyExistsError, ConflictError, NotFoundError, SessionEndedError
+from memlane.core.jobs import ExtractionResult
+from memlane.core.llm import ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.model import BlockKind, Filters, MemoryBlock, content_hash
 from memlane.core.store.annsettings import AnnSettings
@@ -206,11 +208,11 @@ def test_filters_are_exact_in_every_candidate_path(
     make_store: Callable[..., Store], ann: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Random filters against the brute-force reference: rank every block unfiltered, keep those that pass.
-    With the ANN index on: pools small enough are scored exactly ("pool"); with that bound at a sixteenth
-    of the user, wider filters go through the index's filtered iterative scan ("index"); with its budget at
-    nothing, those fall back to scoring their pool exactly ("fallback")."""
+    With the ANN index on: pools small enough are scored exactly ("pool"); with that bound at nothing,
+    every filter goes through the index's filtered iterative scan ("index"); with its budget at nothing,
+    those fall back to scoring their pool exactly ("fallback")."""
     if ann in ("index", "fallback"):
-        monkeypatch.setattr(search, "EXACT_POOL_MIN", 0)
+        monkeypatch.setattr(search, "EXACT_POOL_FACTOR", 0)
     if ann == "fallback":
         monkeypatch.setattr(search, "SCAN_BUDGET", 0)
     store = make_store(ann=AnnSettings(threshold=None if ann == "exact" else 0, background=False))
@@ -284,3 +286,41 @@ def test_the_prompt_registry(make_store: Callable[..., Store]) -> None:
         store.create_prompt("billing", "x", description="d", annotations={}, now=now)  # reserved
     store.purge_prompt("billing")
     assert store.create_prompt("billing", "x", description="d", annotations={}, now=now).current_version == 0
+
+
+@pytest.mark.parametrize("ann", ["exact", "index"])
+def test_blocks_of_several_equal_keys_are_read_on_through_a_cursor(
+    new_store: NewStore, ann: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every block owns three keys of one vector (its message, and a summary and a fact of the same words):
+    the first k keys of a wide filter's scan hold about k/3 blocks, so the search reads the scan on through
+    a cursor (open in its transaction: ``pg_cursors``) and still returns the exact filtered top k. Searched
+    exactly, the scan is the pool's keys among the user's nearest; with the ANN index (every pool wider than
+    nothing walks it here), the index's filtered walk."""
+    if ann == "index":
+        monkeypatch.setattr(search, "EXACT_POOL_FACTOR", 0)
+    store = new_store(ann=AnnSettings(threshold=None if ann == "exact" else 0, background=False))
+    mem = Memory(store, HashingEmbedder(), llm=ScriptedLLM("unused"))
+    rng = random.Random(11)
+    for i in range(60):
+        mem.add(
+            "cur", chat(sentence(rng), sentence(rng)), session_id=f"s{i % 4}", perspective="single", extract="async"
+        )
+    jobs = mem.queue.claim("t", 100, 60.0)
+    for job in jobs:
+        text = job.block.message
+        assert mem.queue.complete(job, ExtractionResult(text, (text,), "copy@0"), mem.embedder.embed([text, text]))
+    assert len(jobs) == 60 and store.query("SELECT n_keys FROM users WHERE name = 'cur'") == [(180,)]
+    f = Filters(sessions=("s0", "s1"))  # 30 blocks, 90 keys
+    walks = "SELECT count(*) FROM pg_cursors WHERE name LIKE 'memlane%%walk%%'"
+    for _ in range(6):
+        qv = mem.embedder.embed([sentence(rng, 3)])[0]
+        full = store.vector_candidates("cur", qv, 1000)
+        by_ref = store.fetch_blocks("cur", [r for r, _ in full])
+        want = [(r, s) for r, s in full if f.admits(by_ref[r])][:10]
+        with store.transaction() as conn:
+            got = search.vector_top_blocks(conn, "cur", qv, 10, ann=store.ann_settings, filters=f)
+            (cursors,) = conn.execute(walks).fetchone()
+        assert cursors == 1
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
+        assert all(f.admits(by_ref[r]) for r, _ in got) and len({r for r, _ in got}) == 10

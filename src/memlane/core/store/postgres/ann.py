@@ -78,16 +78,21 @@ def status(conn: Conn, settings: AnnSettings, user_id: int, user: str, keys: int
 
 
 def set_search(conn: Conn, settings: AnnSettings, want: int, max_scan: int | None = None) -> None:
-    """The session settings of one approximate search (for its transaction only): the beam, and an
-    iterative scan in distance order, so filters on kind and time that drop rows the graph proposed make
-    the scan go on instead of returning fewer rows (at most ``max_scan`` rows in all; None: pgvector's
-    default). Sorts are off: with statistics from before the user grew (or none yet), the planner costed an
-    exact sort of "3 rows" below the index scan."""
+    """The session settings of one approximate search (for its transaction only): :func:`search_config`."""
+    conn.execute(f"SELECT {search_config(settings, want, max_scan)}")
+
+
+def search_config(settings: AnnSettings, want: int, max_scan: int | None = None) -> str:
+    """The ``set_config`` calls (a select list) of one approximate search, for its transaction only: the
+    beam, and an iterative scan in distance order, so filters that drop rows the graph proposed make the
+    scan go on instead of returning fewer rows (at most ``max_scan`` rows in all; None: pgvector's default).
+    Sorts are off: with statistics from before the user grew (or none yet), the planner costed an exact
+    sort of "3 rows" below the index scan."""
     ef = min(MAX_EF_SEARCH, max(settings.ef_search, want))
-    conn.execute(
-        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'strict_order', true), "
-        "set_config('enable_sort', 'off', true), set_config('hnsw.max_scan_tuples', %s, true)",
-        (str(ef), str(20_000 if max_scan is None else max(1, max_scan))),
+    scan = 20_000 if max_scan is None else max(1, max_scan)
+    return (
+        f"set_config('hnsw.ef_search', '{int(ef)}', true), set_config('hnsw.iterative_scan', 'strict_order', true), "
+        f"set_config('enable_sort', 'off', true), set_config('hnsw.max_scan_tuples', '{int(scan)}', true)"
     )
 
 

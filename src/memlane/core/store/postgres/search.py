@@ -16,6 +16,8 @@ user (FTS5's are per file): a user's ranking never depends on other users' text.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,7 +30,7 @@ from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.store.annsettings import EXACT, AnnSettings
 from memlane.core.store.keyword import query_terms
 from memlane.core.store.postgres.adapt import PgVector
-from memlane.core.store.postgres.ann import index_name, set_search
+from memlane.core.store.postgres.ann import index_name, search_config, set_search
 from memlane.core.store.postgres.blockrows import LIVE, filter_sql, now_epoch, restricts
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import TEXT_CONFIG
@@ -80,19 +82,25 @@ def vector_top_blocks(
     yet (an index probe of ``blocks_user_expiry``, empty for a user without TTLs) are left out by
     reference; with filters (:attr:`Filters.pre`), the pool is the live blocks that pass them. A pool of at
     most :func:`exact_pool` blocks is scored exactly, key by key; a wider one filters the user's scan by a
-    semi-join on the block (for a user searched exactly, the exact scan).
-    Past that, the HNSW index's iterative scan is filtered (a semi-join on the block), within a budget of
-    :data:`SCAN_BUDGET` rows per row asked; if it comes up short, the pool is scored exactly instead."""
+    semi-join on the block, read until k blocks pass (:func:`_walk`): for a user searched exactly, the
+    user's nearest keys first, then the whole exact scan if they hold fewer than k of the pool's blocks;
+    past the ANN threshold, the HNSW index's iterative scan within :func:`walk_budget` keys, and if it
+    comes up short, the pool scored exactly instead."""
     now = now_epoch(now)
+    filtered = restricts(filters)
+    # A filtered search leaves expired blocks out of its pool instead of by reference (no _GONE), and its
+    # pool is read with index reads costed as the cached reads they are (_POOL_PAGE_COST).
     row = conn.execute(
         "SELECT id, n_keys, set_config('enable_seqscan', 'off', true), "
         "(SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s || id)), "
-        f"({_GONE}) FROM users WHERE name = %s",
-        (index_name(0).removesuffix("0"), user, now, user),
+        + (f"set_config('random_page_cost', '{_POOL_PAGE_COST}', true)" if filtered else f"({_GONE})")
+        + " FROM users WHERE name = %s",
+        (index_name(0).removesuffix("0"), user) if filtered else (index_name(0).removesuffix("0"), user, now, user),
     ).fetchone()
     if k <= 0 or row is None:
         return []
-    user_id, n_keys, _, valid, gone = int(row[0]), int(row[1]), row[2], row[3], list(row[4] or [])
+    user_id, n_keys, valid = int(row[0]), int(row[1]), row[3]
+    gone = [] if filtered else list(row[4] or [])
     approximate = ann.applies(n_keys)
     if approximate and not valid:
         build_index(user_id)
@@ -103,43 +111,122 @@ def vector_top_blocks(
         where += " AND v.kind = ANY(%(kinds)s::smallint[])"
         params["kinds"] = sorted(KIND_CODES[x] for x in kinds)
     where += _window("v.event_ts", after, before, params)
-    base, rules, budget = where, None, None
-    if restricts(filters):
-        assert filters is not None
-        rules = filter_sql(filters.pre, params)
-        cap = exact_pool(n_keys, approximate)
-        pool = _pool(conn, rules, params, cap + 1)
-        if len(pool) <= cap:  # the pool's keys one by one
-            return _exact_pool(conn, pool, base, params, k)
-        # A wider pool: the user's scan (exact, or the index's within a budget), keeping the pool's keys
-        budget = SCAN_BUDGET if approximate else None
-        where += (
-            " AND EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = %(user_id)s::bigint AND b.pk = v.block_pk "
-            f"AND {LIVE}{rules})"
-        )
-    elif gone:
-        where += " AND v.block_pk <> ALL(%(gone)s::bigint[])"
-        params["gone"] = gone
-    # The user's index is on the vector cast to its width (memlane.core.store.postgres.ann): the same
-    # expression here lets the planner use it.
-    column = f"v.embedding::vector({int(query.size)})" if approximate else "v.embedding"
-    statement = f"SELECT v.block_pk, {column} <#> %(q)s AS d FROM key_vectors v WHERE {where} ORDER BY d LIMIT %(n)s"
     # A block may own several keys: take enough keys to find k distinct blocks, widening if needed.
     want = max(4 * k, k + 32)
+    if filtered:
+        assert filters is not None
+        return _filtered(conn, filters, params, where, k, want, n_keys, ann if approximate else None, int(query.size))
+    if gone:
+        where += " AND v.block_pk <> ALL(%(gone)s::bigint[])"
+        params["gone"] = gone
+    statement = f"SELECT v.block_pk, {_distance(approximate, query.size)} AS d FROM key_vectors v WHERE {where} "
+    statement += "ORDER BY d LIMIT %(n)s"
     while True:
         params["n"] = want
         if approximate:
-            set_search(conn, ann, want, None if budget is None else budget * want)
+            set_search(conn, ann, want)
         rows = conn.execute(statement, params).fetchall()
         best = _best(rows, k)
-        if len(best) == k:
-            return list(best.items())
-        if len(rows) < want:
-            if approximate and rules is not None:
-                # the iterative scan gave up before the filtered pool ran out: score the pool exactly
-                return _exact_pool(conn, _pool(conn, rules, params, None), base, params, k)
+        if len(best) == k or len(rows) < want:
             return list(best.items())
         want *= 4
+
+
+def _distance(approximate: bool, dims: int) -> str:
+    """The key's distance to the query. The user's index is on the vector cast to its width
+    (memlane.core.store.postgres.ann): the same expression lets the planner use it."""
+    return f"v.embedding::vector({int(dims)}) <#> %(q)s" if approximate else "v.embedding <#> %(q)s"
+
+
+def _filtered(
+    conn: Conn,
+    filters: Filters,
+    params: dict[str, object],
+    where: str,
+    k: int,
+    want: int,
+    n_keys: int,
+    ann: AnnSettings | None,
+    dims: int,
+) -> list[tuple[int, float]]:
+    """The top-k blocks among the live blocks that pass ``filters`` (``ann``: the user's index is used).
+    The pool's first rows decide the path (past the threshold, the same statement sets the index scan up)."""
+    rules = filter_sql(filters.pre, params)
+    cap = exact_pool(n_keys, ann is not None, k)
+    setup = None if ann is None else search_config(ann, want, walk_budget(n_keys, cap, want))
+    pool = _pool(conn, rules, params, cap, setup)
+    if pool is not None:  # at most cap blocks: their keys one by one
+        return _exact_pool(conn, pool, where, params, k)
+    # A wider pool: the user's scan (exact, or the index's within a budget), keeping the pool's keys
+    kept = (
+        f"EXISTS (SELECT 1 FROM blocks b WHERE b.user_id = %(user_id)s::bigint AND b.pk = v.block_pk AND {LIVE}{rules})"
+    )
+    if ann is not None:
+        walk = f"SELECT v.block_pk, {_distance(True, dims)} AS d FROM key_vectors v WHERE {where} AND {kept} ORDER BY d"
+        found = _walk(conn, walk, params, k)
+        if found is not None:
+            return found
+        # the iterative scan gave up (its budget spent) before k blocks: score the pool exactly
+        return _exact_pool(conn, _pool(conn, rules, params, None) or [], where, params, k)
+    # Searched exactly: the user's nearest NEAR_KEYS * want keys, then the pool's among them in order (a
+    # few probes of the block's key); the semi-join over the whole scan only if those hold fewer than k
+    # of the pool's blocks. The whole scan's semi-join read the whole pool (5,000 blocks of a filter keeping
+    # 50% of 10k, 2 ms, measured).
+    near = (
+        f"SELECT v.block_pk, v.d FROM (SELECT v.block_pk, v.embedding <#> %(q)s AS d FROM key_vectors v WHERE {where} "
+        f"ORDER BY d LIMIT {int(NEAR_KEYS * want)}) v WHERE {kept} ORDER BY v.d"
+    )
+    found = _walk(conn, near, params, k)
+    if found is not None:
+        return found
+    statement = f"SELECT v.block_pk, v.embedding <#> %(q)s AS d FROM key_vectors v WHERE {where} AND {kept} ORDER BY d"
+    while True:
+        rows = conn.execute(f"{statement} LIMIT %(n)s", {**params, "n": want}).fetchall()
+        best = _best(rows, k)
+        if len(best) == k or len(rows) < want:
+            return list(best.items())
+        want *= 4
+
+
+# How many of the user's nearest keys (per key asked) a wide filter of a user searched exactly looks among: a
+# pool wider than a sixteenth of the user's keys holds about half as many keys as asked among them.
+NEAR_KEYS = 8
+
+
+_WALKS = itertools.count()
+# random_page_cost of a filtered search's transaction. With the default 4 (a disk's random read), the
+# planner read the first 503 blocks of a filter keeping 50% through the bitmap of the annotation index's
+# every match (of every user; 0.83 ms at 20k blocks) instead of the user's primary key (0.50 ms, measured):
+# a search's rows are read from memory, where a random read costs about what a sequential one does.
+_POOL_PAGE_COST = "1.1"
+
+
+def _walk(conn: Conn, statement: str, params: dict[str, object], k: int) -> list[tuple[int, float]] | None:
+    """The first k distinct blocks of the key rows of ``statement`` (block, distance; in distance order),
+    reading only as far as they need: the user's filtered index scan, under a LIMIT of the keys a search
+    asks for (4 k + 32), walked ten times that many keys for a filter keeping 10% of the blocks and took
+    2.3 times the unfiltered search (measured at 20k keys). First k rows (k blocks unless some own several
+    of them); if that is not k blocks, a cursor reads the rows again from the start, a batch at a time (a
+    cursor costs ~0.2 ms more than one statement, measured, so it is not the first try; the transaction's
+    end closes it). None if the rows end first (an index scan's budget, ``hnsw.max_scan_tuples``, spent)."""
+    rows = conn.execute(f"{statement} LIMIT {int(k)}", params).fetchall()
+    best = _best(rows, k)
+    if len(best) == k:
+        return list(best.items())
+    if len(rows) < k:
+        return None
+    name = f"memlane_walk_{next(_WALKS)}"
+    conn.execute(f"DECLARE {name} NO SCROLL CURSOR FOR {statement}", params)
+    best, batch = {}, 2 * k
+    while True:
+        rows = conn.execute(f"FETCH {batch} FROM {name}").fetchall()
+        for pk, d in rows:
+            best.setdefault(int(pk), -float(d))  # <#> is the negative inner product
+            if len(best) == k:
+                return list(best.items())
+        if len(rows) < batch:
+            return None
+        batch *= 2
 
 
 # The user's blocks expired at ``now`` and not swept yet: what an unfiltered search leaves out (from the
@@ -150,43 +237,59 @@ _GONE = (
 )
 
 
-def exact_pool(n_keys: int, approximate: bool) -> int:
-    """The most blocks a filtered vector search scores exactly, key by key (~7 us a key, measured),
-    instead of filtering the user's scan (~1 us a key exactly): a sixteenth of the user's keys, and past
-    the ANN threshold at least :data:`EXACT_POOL_MIN` blocks. Narrower filters are where the HNSW index's
-    filtered scan loses recall (measured at 20k blocks: 0.82 at 10 of a filter keeping 1%, 0.997 keeping
-    10%)."""
-    return n_keys // 16 if not approximate else max(EXACT_POOL_MIN, n_keys // 16)
+def exact_pool(n_keys: int, approximate: bool, k: int) -> int:
+    """The most blocks a filtered vector search scores exactly, key by key (~5-7 us a key, measured).
+    Searched exactly, a sixteenth of the user's keys: a wider pool filters the exact scan (~1 us a key).
+    Past the ANN threshold, where a wider pool filters the index's walk instead, whose cost grows as the
+    pool narrows (about k / share of the keys are walked, at about the same cost a key as the exact scoring),
+    the two meet at about sqrt(k n) blocks: sqrt(EXACT_POOL_FACTOR k n_keys) (measured at 20k keys and k =
+    10: exact scoring and the walk both ~2.5 ms at 500-600 blocks, 2.5-3% of the user)."""
+    if not approximate:
+        return n_keys // 16
+    return math.isqrt(int(EXACT_POOL_FACTOR * max(k, 1) * n_keys))
 
 
-EXACT_POOL_MIN = 2000  # blocks a filtered search past the ANN threshold always scores exactly
-# How many keys (per key asked for) a filtered search walks through the HNSW index before it scores the
-# filtered pool exactly instead: the index finds the asked keys within this budget when the filter keeps at
-# least about 1 in SCAN_BUDGET of the user's keys (the pools of narrower ones are scored exactly anyway).
-SCAN_BUDGET = 16
+EXACT_POOL_FACTOR = 1.25
+# How far a filtered walk of the HNSW index goes before the filtered pool is scored exactly instead:
+# SCAN_BUDGET times the keys a filter keeping just more than the exact pool's bound needs for the keys a
+# search asks for (the walk is taken only for wider filters, so it gives up only where the graph fails it).
+SCAN_BUDGET = 4
 
 
-def _pool(conn: Conn, rules: str, params: dict[str, object], limit: int | None) -> list[int]:
-    """The live blocks of the user that pass the filter ``rules`` (at most ``limit``)."""
-    rows = conn.execute(
-        f"SELECT b.pk FROM blocks b WHERE b.user_id = %(user_id)s::bigint AND {LIVE}{rules}"
-        + ("" if limit is None else f" LIMIT {int(limit)}"),
-        params,
-    ).fetchall()
-    return [int(r[0]) for r in rows]
+def walk_budget(n_keys: int, cap: int, want: int) -> int:
+    """``hnsw.max_scan_tuples`` of a filtered walk (:data:`SCAN_BUDGET`) for a user of ``n_keys`` keys whose
+    exact pools hold at most ``cap`` blocks, asking ``want`` keys."""
+    return max(1, SCAN_BUDGET * want * max(n_keys, 1) // max(cap, 1))
+
+
+def _pool(
+    conn: Conn, rules: str, params: dict[str, object], cap: int | None, setup: str | None = None
+) -> list[int] | None:
+    """The live blocks of the user that pass the filter ``rules``, or None if there are more than ``cap`` (the
+    first ``cap + 1`` read; None: no bound); ``setup``: settings (``set_config`` calls) made in the same
+    round trip. A wide pool's blocks stay on the server (parsing 500 ids cost ~0.1 ms)."""
+    select = f"SELECT b.pk FROM blocks b WHERE b.user_id = %(user_id)s::bigint AND {LIVE}{rules}"
+    pks = "coalesce(array_agg(p.pk), '{}')"
+    if cap is not None:
+        select += f" LIMIT {int(cap) + 1}"
+        pks = f"CASE WHEN count(*) <= {int(cap)} THEN {pks} END"
+    row = conn.execute(f"SELECT {pks}{'' if setup is None else ', ' + setup} FROM ({select}) p", params).fetchone()
+    return None if row is None or row[0] is None else [int(pk) for pk in row[0]]
 
 
 def _exact_pool(conn: Conn, pool: list[int], where: str, params: dict[str, object], k: int) -> list[tuple[int, float]]:
-    """Exact top-k of the blocks ``pool``: every key of theirs (through the keys' block index) scored."""
+    """Exact top-k of the blocks ``pool``: every key of theirs (through the keys' block index) scored, and
+    sorted here: past the ANN threshold sorts may be off in the transaction (:func:`search_config`), and a
+    sort's disabled cost planned the statement with JIT compilation (100 ms, measured)."""
     if not pool:
         return []
     rows = conn.execute(
         "SELECT v.block_pk, v.embedding <#> %(q)s AS d FROM search_keys k "
         "JOIN key_vectors v ON v.user_id = k.user_id AND v.key_pk = k.pk "
-        f"WHERE k.user_id = %(user_id)s::bigint AND k.block_pk = ANY(%(pool)s::bigint[]) AND {where} ORDER BY d",
+        f"WHERE k.user_id = %(user_id)s::bigint AND k.block_pk = ANY(%(pool)s::bigint[]) AND {where}",
         {**params, "pool": pool},
     ).fetchall()
-    return list(_best(rows, k).items())
+    return list(_best(sorted(rows, key=lambda row: float(row[1])), k).items())
 
 
 def _best(rows: Sequence[tuple[Any, ...]], k: int) -> dict[int, float]:
