@@ -11,6 +11,10 @@ user's version) stays the truth. The index only proposes keys, by pk; a search t
   missed: the keys added since the index was saved are scanned exactly (the "tail"),
 * and scores them all exactly from the matrix, as the exact scan does.
 
+The graph holds one node per distinct stored vector (:mod:`memlane.core.store.sqlite.annnodes`): keys that
+repeat a vector share the node of its first key, and a map saved beside the index (``.keys``) expands a
+node found into all its keys before the matrix keeps the live ones.
+
 So an index file may be missing, stale or from before a crash: the answer stays right, and the index is
 rebuilt or extended in the background (``AnnSettings.build``), or by :meth:`AnnIndexes.build_now`
 (``memlane index build``) in a process that would not live to finish a build. Where the index stands is a
