@@ -258,6 +258,23 @@ def test_an_index_saved_without_a_map_over_distinct_vectors_is_kept_and_extended
     assert len(reopened.vector_candidates("alice", vectors[7], 2)) == 2
 
 
+def test_a_vector_repeated_hundreds_of_times(tmp_path: Path) -> None:
+    """Twelve vectors, five hundred copies each: a node expands into far more keys than a search needs,
+    and only the nearest nodes are scored."""
+    store = SqliteStore(tmp_path / "m.db", ann=INLINE)
+    exact = SqliteStore(tmp_path / "m.db", ann=EXACT)
+    few = BASE[:12]
+    fill(store, "alice", 0, 6000, few[np.arange(6000) % 12])
+    for q in [*queries(), *few]:
+        for k in (10, 50):
+            assert tie_aware(store.vector_candidates("alice", q, k), exact.vector_candidates("alice", q, k)) == 1.0
+            for key in SHARES:
+                kept = Filters(annotations={key: "in"})
+                want = exact.vector_candidates("alice", q, k, filters=kept)
+                assert tie_aware(store.vector_candidates("alice", q, k, filters=kept), want) == 1.0
+    assert store.ann.state(1)["nodes"] == 12
+
+
 def test_copies_are_exactly_equal_stored_vectors() -> None:
     rng = np.random.default_rng(0)
     vectors = rng.integers(-127, 128, size=(6, 8)).astype(np.int8)
@@ -274,3 +291,8 @@ def test_copies_are_exactly_equal_stored_vectors() -> None:
     keys = KeyMap.of(np.array([10, 11, 12, 10, 14, 11]), np.arange(10, 16))
     assert sorted(keys.expand(np.array([11, 10, 99])).tolist()) == [10, 11, 13, 15]
     assert keys.label_of(np.array([13, 15, 99])).tolist() == [10, 11, -1]
+    # The nearest nodes holding at least the budget of keys, whole: 11 (two keys), then 10 (two more).
+    got, whole = keys.expand_nearest(np.array([11, 10, 12]), 3)
+    assert sorted(got.tolist()) == [10, 11, 13, 15] and not whole
+    got, whole = keys.expand_nearest(np.array([11, 10, 12]), 100)
+    assert got.size == 5 and whole

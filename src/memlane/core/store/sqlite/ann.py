@@ -215,9 +215,14 @@ class AnnIndexes:
                     # hnswlib could not reach n elements from its entry point (an empty graph, or one
                     # that became hard to walk): the exact scan answers instead, never an error.
                     return None
-            found = labels.reshape(-1).astype(np.int64)
+            found = labels.reshape(-1).astype(np.int64)  # nearest first
             # Each node found stands for every key that carries its vector; the matrix keeps the live ones.
-            pks = found if keys is None else keys.expand(found)
+            # Of the nodes found, the nearest that hold ``want`` keys together are enough (a vector repeated
+            # a thousand times must not cost a thousand-fold scoring); the rest only count once too few pass.
+            whole = True
+            pks = found
+            if keys is not None:
+                pks, whole = keys.expand_nearest(found, want)
             rows = np.searchsorted(indexed, pks)
             ok = rows < indexed.shape[0]
             ok[ok] = indexed[rows[ok]] == pks[ok]
@@ -225,7 +230,7 @@ class AnnIndexes:
             out = top_blocks_of_rows(matrix, cand, q, k, kinds=kinds, after=after, before=before, blocks=blocks)
             # Fewer than k blocks: the filters or deletions removed too many proposals. Ask for more nodes;
             # once the index has been asked for every node it holds, its answer is complete.
-            if len(out) >= k or n >= nodes:
+            if len(out) >= k or (n >= nodes and whole):
                 return out
             if want >= 16 * (4 * k + 32):
                 return None  # a narrow filter: the exact scan is cheaper than widening further

@@ -58,6 +58,14 @@ class KeyMap:
         at = np.repeat(lo - (ends - counts), counts) + np.arange(total)
         return self.pks[at]
 
+    def expand_nearest(self, found: npt.NDArray[np.int64], budget: int) -> tuple[npt.NDArray[np.int64], bool]:
+        """The keys of the first nodes of ``found`` (nearest first) that hold at least ``budget`` keys
+        together (every node whole), and whether those were all of ``found``."""
+        lo = np.searchsorted(self.labels, found, side="left")
+        counts = np.searchsorted(self.labels, found, side="right") - lo
+        take = int(np.searchsorted(np.cumsum(counts), budget, side="left")) + 1
+        return self.expand(found[:take]), take >= found.shape[0]
+
     def label_of(self, pks: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """Each key's node label, -1 for a key the map does not hold."""
         out = np.full(pks.shape[0], -1, dtype=np.int64)
