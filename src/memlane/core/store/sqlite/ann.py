@@ -203,12 +203,15 @@ class AnnIndexes:
         tail = np.arange(split, matrix.n, dtype=np.int64)
         indexed = matrix.key_pks[:split]
         keys = loaded.keys
-        want = max(4 * k + 32, k)
+        first = want = max(4 * k + 32, k)
         while True:
             with loaded.lock:
                 nodes = int(loaded.index.get_current_count())
                 n = max(1, min(want, nodes))
-                loaded.index.set_ef(max(self.settings.ef_search, n))
+                # Asked again (a filter kept too few): the answer now lies deeper in the list, where a beam
+                # as wide as the list misses more; twice as wide keeps it (filtered recall on distinct
+                # real vectors, docs/scaling.md).
+                loaded.index.set_ef(max(self.settings.ef_search, n if want == first else 2 * n))
                 try:
                     labels, _ = loaded.index.knn_query(q, k=n)
                 except RuntimeError:
