@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -54,6 +55,11 @@ def test_locomo_turns_repeat_a_year_apart_and_queries_are_held_out() -> None:
         pytest.fail("no repeated exchange moved by a year")
     stored_users = {t.split("\n", 1)[0].split(": ", 1)[-1] for t in distinct}
     assert not set(turns.queries) & stored_users
+    # Every conversation's sessions, though each numbers its own from session_1: all of LoCoMo's
+    # exchanges but the held-out ones, each repeated about as often.
+    every = load_real_turns(None, 100_000, 20, seed=3)
+    counts = Counter(t for t, _ in every.exchanges)
+    assert len(counts) > 2_500 and max(counts.values()) <= min(counts.values()) + 1
 
 
 def test_the_vector_cache_embeds_each_text_once(tmp_path: Path) -> None:

@@ -72,8 +72,13 @@ def load_real_turns(data_dir: Path | None, need: int, queries: int, seed: int) -
     lme = data_dir is not None and any((data_dir / "longmemeval").glob("longmemeval_s*"))
     name = "longmemeval-s" if lme else "locomo"
     ds = load_dataset(name, data_dir if lme else None)
-    # Each session once (LongMemEval haystacks share sessions), in the data set's order.
-    sessions = {s.session_id: s for history in ds.histories.values() for s in history}.values()
+    # Each session once, in the data set's order: LongMemEval's haystacks share sessions (the same id and
+    # turns), while each LoCoMo conversation numbers its own from session_1 (the same id, other turns).
+    sessions = {
+        (s.session_id, tuple((t.role, t.content) for t in s.turns)): s
+        for history in ds.histories.values()
+        for s in history
+    }.values()
     wanted = need + 4 * queries if lme else None  # LoCoMo is small: all of it
     pairs: list[tuple[str, datetime]] = []
     base = datetime(2023, 1, 1, tzinfo=UTC)

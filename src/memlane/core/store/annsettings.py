@@ -23,7 +23,8 @@ class AnnSettings:
       index at all, every search exact);
     * ``m``, ``ef_construction``: the HNSW graph's links per node and its build-time beam;
     * ``ef_search``: the search beam; a search asks the index for at least ``4 k + 32`` keys (a block may
-      own several keys) and the beam is never narrower than that;
+      own several keys; SQLite asks for that many graph nodes, one per distinct vector) and the beam is
+      never narrower than that;
     * ``background`` (SQLite): build, load and extend indexes on a thread of their own while searches stay
       exact (True), or inside the search that needs them (False: for tests and benchmarks);
     * ``build``: whether a search that finds a user's index missing or stale starts building, extending or

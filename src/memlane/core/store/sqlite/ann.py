@@ -11,6 +11,10 @@ user's version) stays the truth. The index only proposes keys, by pk; a search t
   missed: the keys added since the index was saved are scanned exactly (the "tail"),
 * and scores them all exactly from the matrix, as the exact scan does.
 
+The graph holds one node per distinct stored vector (:mod:`memlane.core.store.sqlite.annnodes`): keys that
+repeat a vector share the node of its first key, and a map saved beside the index (``.keys``) expands a
+node found into all its keys before the matrix keeps the live ones.
+
 So an index file may be missing, stale or from before a crash: the answer stays right, and the index is
 rebuilt or extended in the background (``AnnSettings.build``), or by :meth:`AnnIndexes.build_now`
 (``memlane index build``) in a process that would not live to finish a build. Where the index stands is a
@@ -47,6 +51,7 @@ import numpy.typing as npt
 
 from memlane.core.errors import StoreError
 from memlane.core.store.annsettings import AnnSettings, IndexStatus
+from memlane.core.store.sqlite.annnodes import KeyMap, first_copies, load_map, map_path, save_map
 from memlane.core.store.vectors import BlockSet, UserMatrix, top_blocks_of_rows
 
 if TYPE_CHECKING:
@@ -79,6 +84,7 @@ class Loaded:
     index: hnswlib.Index
     row: IndexRow
     lock: threading.RLock
+    keys: KeyMap | None = None  # the keys each node stands for (None: each node is the key it is labelled by)
 
 
 def folder(db_path: Path) -> Path:
@@ -196,27 +202,38 @@ class AnnIndexes:
         split = int(np.searchsorted(matrix.key_pks, loaded.row.max_key_pk, side="right"))
         tail = np.arange(split, matrix.n, dtype=np.int64)
         indexed = matrix.key_pks[:split]
-        live = loaded.row.keys - loaded.row.deleted
-        want = max(4 * k + 32, k)
+        keys = loaded.keys
+        first = want = max(4 * k + 32, k)
         while True:
-            n = max(1, min(want, live))
             with loaded.lock:
-                loaded.index.set_ef(max(self.settings.ef_search, n))
+                nodes = int(loaded.index.get_current_count())
+                n = max(1, min(want, nodes))
+                # Asked again (a filter kept too few): the answer now lies deeper in the list, where a beam
+                # as wide as the list misses more; twice as wide keeps it (filtered recall on distinct
+                # real vectors, docs/scaling.md).
+                loaded.index.set_ef(max(self.settings.ef_search, n if want == first else 2 * n))
                 try:
-                    labels, _ = loaded.index.knn_query(q, k=min(n, loaded.index.get_current_count()))
+                    labels, _ = loaded.index.knn_query(q, k=n)
                 except RuntimeError:
-                    # hnswlib could not reach n live elements from its entry point (many equal vectors,
-                    # many deleted ones): the exact scan answers instead, never an error.
+                    # hnswlib could not reach n elements from its entry point (an empty graph, or one
+                    # that became hard to walk): the exact scan answers instead, never an error.
                     return None
-            found = labels.reshape(-1).astype(np.int64)
-            rows = np.searchsorted(indexed, found)
+            found = labels.reshape(-1).astype(np.int64)  # nearest first
+            # Each node found stands for every key that carries its vector; the matrix keeps the live ones.
+            # Of the nodes found, the nearest that hold ``want`` keys together are enough (a vector repeated
+            # a thousand times must not cost a thousand-fold scoring); the rest only count once too few pass.
+            whole = True
+            pks = found
+            if keys is not None:
+                pks, whole = keys.expand_nearest(found, want)
+            rows = np.searchsorted(indexed, pks)
             ok = rows < indexed.shape[0]
-            ok[ok] = indexed[rows[ok]] == found[ok]
+            ok[ok] = indexed[rows[ok]] == pks[ok]
             cand = np.concatenate([np.unique(rows[ok]), tail])
             out = top_blocks_of_rows(matrix, cand, q, k, kinds=kinds, after=after, before=before, blocks=blocks)
-            # Fewer than k blocks: the filters or deletions removed too many proposals. Ask for more; once
-            # the index has been asked for everything it holds, its answer is complete.
-            if len(out) >= k or n >= live:
+            # Fewer than k blocks: the filters or deletions removed too many proposals. Ask for more nodes;
+            # once the index has been asked for every node it holds, its answer is complete.
+            if len(out) >= k or (n >= nodes and whole):
                 return out
             if want >= 16 * (4 * k + 32):
                 return None  # a narrow filter: the exact scan is cheaper than widening further
@@ -300,39 +317,76 @@ class AnnIndexes:
             loaded = self._load(row, int(matrix.vectors.shape[1]))
             if loaded is not None:
                 self._loaded[user_id] = loaded
+        copies: npt.NDArray[np.int64] | None = None
+        if row is not None and loaded is not None and loaded.keys is None:
+            # An index without a map whose keys repeat a vector was saved before nodes were shared: each
+            # copy is a node of its own, a graph a walk does not get out of. It is rebuilt.
+            copies = first_copies(matrix)
+            split = int(np.searchsorted(matrix.key_pks, row.max_key_pk, side="right"))
+            if bool((copies[:split] != np.arange(split)).any()):
+                loaded = None
         if row is None or loaded is None or row.deleted > REBUILD_DELETED * max(row.keys, 1):
-            self._save(user_id, row, self._build(matrix), int(matrix.key_pks[-1]), matrix.n, rebuilt=True)
+            index, keys = self._build(matrix, first_copies(matrix) if copies is None else copies)
+            self._save(user_id, row, index, keys, int(matrix.key_pks[-1]), matrix.n, rebuilt=True)
             return
         split = int(np.searchsorted(matrix.key_pks, row.max_key_pk, side="right"))
         if matrix.n - split > tail_max:
-            self._extend(loaded, matrix, split)
-            keys = row.keys + matrix.n - split
-            self._save(user_id, row, loaded.index, int(matrix.key_pks[-1]), keys, rebuilt=False)
+            keys = self._extend(loaded, matrix, split, first_copies(matrix) if copies is None else copies)
+            count = row.keys + matrix.n - split
+            self._save(user_id, row, loaded.index, keys, int(matrix.key_pks[-1]), count, rebuilt=False)
 
-    def _build(self, matrix: UserMatrix) -> hnswlib.Index:
+    def _build(self, matrix: UserMatrix, rep: npt.NDArray[np.int64]) -> tuple[hnswlib.Index, KeyMap | None]:
+        """A graph of the matrix's distinct vectors (:mod:`memlane.core.store.sqlite.annnodes`; ``rep``:
+        each row's first copy), each node labelled by the first key carrying its vector, and the map of the
+        keys each node stands for (None when every vector is distinct)."""
         import hnswlib
 
         s = self.settings
+        distinct = np.flatnonzero(rep == np.arange(matrix.n, dtype=np.int64))
         index = hnswlib.Index(space="ip", dim=int(matrix.vectors.shape[1]))
-        index.init_index(max_elements=_capacity(matrix.n), M=s.m, ef_construction=s.ef_construction, random_seed=7)
-        for start in range(0, matrix.n, BATCH):
+        index.init_index(
+            max_elements=_capacity(int(distinct.size)), M=s.m, ef_construction=s.ef_construction, random_seed=7
+        )
+        for start in range(0, distinct.size, BATCH):
             self._check()
-            stop = min(matrix.n, start + BATCH)
-            index.add_items(_dequantized(matrix, start, stop), matrix.key_pks[start:stop], num_threads=-1)
-        return index
+            rows = distinct[start : start + BATCH]
+            index.add_items(_dequantized(matrix, rows), matrix.key_pks[rows], num_threads=-1)
+        keys = None if distinct.size == matrix.n else KeyMap.of(matrix.key_pks[rep], matrix.key_pks)
+        return index, keys
 
-    def _extend(self, loaded: Loaded, matrix: UserMatrix, split: int) -> None:
-        """Add the keys past the watermark to the loaded graph (searches go on meanwhile)."""
-        index = loaded.index
+    def _extend(self, loaded: Loaded, matrix: UserMatrix, split: int, rep: npt.NDArray[np.int64]) -> KeyMap | None:
+        """Add the keys past the watermark to the loaded graph (searches go on meanwhile) and return the
+        map of the extended index: a key whose vector an indexed key of the matrix already carries joins
+        that key's node; the others get one new node per distinct vector (``rep``: each row's first copy)."""
+        index, pks = loaded.index, matrix.key_pks
+        indexed_labels = pks[:split] if loaded.keys is None else loaded.keys.label_of(pks[:split])
+        tail = np.arange(split, matrix.n, dtype=np.int64)
+        first = rep[tail]
+        labels = np.full(tail.size, -1, dtype=np.int64)
+        inside = first < split
+        labels[inside] = indexed_labels[first[inside]]
+        new = labels < 0
+        # The tail's own vectors: one node per distinct vector, labelled by its first key in the tail.
+        _, at, inverse = np.unique(first[new], return_index=True, return_inverse=True)
+        node_rows = tail[new][at]
+        labels[new] = pks[node_rows][inverse.reshape(-1)]
         with loaded.lock:
-            if index.get_max_elements() < index.get_current_count() + matrix.n - split:
-                index.resize_index(_capacity(index.get_current_count() + matrix.n - split))
-        for start in range(split, matrix.n, BATCH):
+            if index.get_max_elements() < index.get_current_count() + node_rows.size:
+                index.resize_index(_capacity(index.get_current_count() + int(node_rows.size)))
+            old = loaded.keys
+            if old is None:  # the graph's labels are its keys (up to the watermark of its row)
+                held = np.sort(np.asarray(index.get_ids_list(), dtype=np.int64))
+                held = held[held <= loaded.row.max_key_pk]
+                old = KeyMap(held, held)
+        for start in range(0, node_rows.size, BATCH):
             self._check()
-            stop = min(matrix.n, start + BATCH)
-            vectors = _dequantized(matrix, start, stop)
+            rows = node_rows[start : start + BATCH]
+            vectors = _dequantized(matrix, rows)
             with loaded.lock:
-                index.add_items(vectors, matrix.key_pks[start:stop], num_threads=-1)
+                index.add_items(vectors, pks[rows], num_threads=-1)
+        if loaded.keys is None and bool((labels == pks[tail]).all()):
+            return None  # still one key per node
+        return KeyMap.of(np.concatenate([old.labels, labels]), np.concatenate([old.pks, pks[tail]]))
 
     def _load(self, row: IndexRow, dim: int) -> Loaded | None:
         """The row's file, or None if it is missing or does not hold what the row says (it is rebuilt)."""
@@ -347,20 +401,39 @@ class AnnIndexes:
         except (RuntimeError, ValueError, MemoryError) as exc:
             log.warning("approximate index %s unreadable (%s): rebuilding it", path, exc)
             return None
-        if index.get_current_count() < row.keys:
+        keys = None
+        if map_path(path).is_file():  # no map: every node is its own key (as in indexes saved before maps)
+            keys = load_map(map_path(path))
+            if keys is None:
+                log.warning("approximate index map %s unreadable: rebuilding the index", map_path(path))
+                return None
+        if (index.get_current_count() if keys is None else keys.size) < row.keys:
             return None
-        return Loaded(index=index, row=row, lock=threading.RLock())
+        return Loaded(index=index, row=row, lock=threading.RLock(), keys=keys)
 
     def _save(
-        self, user_id: int, prev: IndexRow | None, index: hnswlib.Index, max_key_pk: int, keys: int, *, rebuilt: bool
+        self,
+        user_id: int,
+        prev: IndexRow | None,
+        index: hnswlib.Index,
+        key_map: KeyMap | None,
+        max_key_pk: int,
+        keys: int,
+        *,
+        rebuilt: bool,
     ) -> None:
-        """Write the index to a new file, then record it if the row is still ``prev`` (else another
-        process got there first: drop ours and use theirs). A rebuilt index holds none of the keys deleted
-        before it was built; an extended one still holds them all (they are counted, not removed)."""
+        """Write the index to a new file (and its map of keys per node beside it, when a node stands for
+        several keys), then record it if the row is still ``prev`` (else another process got there first:
+        drop ours and use theirs). A rebuilt index holds none of the keys deleted before it was built; an
+        extended one still holds them all (they are counted, not removed)."""
         self._check()  # an extended graph that is not saved is dropped with the process: nothing is lost
         base = folder(self.db_path)
         base.mkdir(exist_ok=True)
         name = f"u{user_id}-{secrets.token_hex(6)}.hnsw"
+        if key_map is not None:  # first: an index file is never without the map it needs
+            tmp_map = base / (map_path(Path(name)).name + ".tmp")
+            save_map(key_map, tmp_map)
+            os.replace(tmp_map, map_path(base / name))
         tmp = base / (name + ".tmp")
         index.save_index(str(tmp))
         with open(tmp, "rb") as fh:
@@ -389,16 +462,17 @@ class AnnIndexes:
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
-            (base / name).unlink(missing_ok=True)
+            _unlink(base / name)
             raise
         if not (exists and same):
-            (base / name).unlink(missing_ok=True)
+            _unlink(base / name)
             return
         if prev is not None and prev.file != name:
-            (base / prev.file).unlink(missing_ok=True)
+            _unlink(base / prev.file)
         row = IndexRow(name, generation, max_key_pk, keys, max(deleted, 0))
         old = self._loaded.get(user_id)
-        self._loaded[user_id] = Loaded(index=index, row=row, lock=old.lock if old else threading.RLock())
+        lock = old.lock if old else threading.RLock()
+        self._loaded[user_id] = Loaded(index=index, row=row, lock=lock, keys=key_map)
 
     # -- diagnostics --------------------------------------------------------------------------------------
 
@@ -412,7 +486,8 @@ class AnnIndexes:
             "generation": loaded.row.generation,
             "keys": loaded.row.keys,
             "max_key_pk": loaded.row.max_key_pk,
-            "graph_keys": int(loaded.index.get_current_count()),
+            "nodes": int(loaded.index.get_current_count()),
+            "mapped": loaded.keys is not None,
         }
 
     def forget(self, user_id: int) -> None:
@@ -440,7 +515,13 @@ def _capacity(n: int) -> int:
     return max(1024, n + n // 4)
 
 
-def _dequantized(matrix: UserMatrix, start: int, stop: int) -> npt.NDArray[np.float32]:
-    out = matrix.vectors[start:stop].astype(np.float32)
-    out *= matrix.scales[start:stop, None]
+def _dequantized(matrix: UserMatrix, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+    out = matrix.vectors[rows].astype(np.float32)
+    out *= matrix.scales[rows, None]
     return out
+
+
+def _unlink(index_path: Path) -> None:
+    """An index file and its map, if any."""
+    index_path.unlink(missing_ok=True)
+    map_path(index_path).unlink(missing_ok=True)
