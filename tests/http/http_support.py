@@ -7,7 +7,8 @@ import json
 import re
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from sync_asgi import SyncASGITransport
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.llm import CallLog, ChatMessage, ScriptedLLM
 from memlane.core.memory import Memory
+from memlane.core.store.protocol import Store
 from memlane.core.store.sqlite import SqliteStore
 from memlane.interfaces.http import create_app
 from memlane.interfaces.http.settings import HttpSettings
@@ -117,3 +119,30 @@ def wait_for_port(proc: subprocess.Popen[str], lines: list[str], timeout_s: floa
         proc.kill()
         raise AssertionError("server did not start:\n" + "".join(lines))
     return found[0]
+
+
+BackendClients = tuple[httpx.Client, httpx.Client, httpx.Client]
+
+
+@contextmanager
+def backend_clients(store: Store, users: Mapping[str, Mapping[str, Any]]) -> Iterator[BackendClients]:
+    """The admin's client and the first two of ``users``' (name: the rest of its create body) over one
+    app on ``store``, closed after."""
+    memory = Memory(store, HashingEmbedder())
+    transport = SyncASGITransport(
+        create_app(memory, admin_key=ADMIN_KEY, settings=HttpSettings(allowed_hosts=TEST_HOSTS))
+    )
+
+    def client(key: str) -> httpx.Client:
+        return httpx.Client(base_url=BASE_URL, transport=transport, headers={"Authorization": f"Bearer {key}"})
+
+    admin = client(ADMIN_KEY)
+    keys = []
+    for name, body in users.items():
+        assert admin.post("/v1/users", json={"user": name, **body}).status_code == 201
+        keys.append(admin.post(f"/v1/users/{name}/keys", json={}).json()["key"])
+    try:
+        yield admin, client(keys[0]), client(keys[1])
+    finally:
+        transport.shutdown()
+        memory.close()

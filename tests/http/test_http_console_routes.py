@@ -11,15 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import ADMIN_KEY, BASE_URL, TEST_HOSTS, chat
-from sync_asgi import SyncASGITransport
+from http_support import backend_clients, chat
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.memory import Memory
 from memlane.core.store.protocol import Store
 from memlane.core.store.sqlite import SqliteStore
-from memlane.interfaces.http import create_app
-from memlane.interfaces.http.settings import HttpSettings
 
 StoreFactory = Callable[[], Store]
 Clients = tuple[httpx.Client, httpx.Client, httpx.Client]
@@ -28,24 +25,8 @@ Clients = tuple[httpx.Client, httpx.Client, httpx.Client]
 @pytest.fixture
 def clients(store_factory: StoreFactory) -> Iterator[Clients]:
     """The admin's client and two users' (alice, bob) over one app on the backend."""
-    memory = Memory(store_factory(), HashingEmbedder())
-    transport = SyncASGITransport(
-        create_app(memory, admin_key=ADMIN_KEY, settings=HttpSettings(allowed_hosts=TEST_HOSTS))
-    )
-
-    def client(key: str) -> httpx.Client:
-        return httpx.Client(base_url=BASE_URL, transport=transport, headers={"Authorization": f"Bearer {key}"})
-
-    admin = client(ADMIN_KEY)
-    keys = []
-    for name in ("alice", "bob"):
-        assert admin.post("/v1/users", json={"user": name}).status_code == 201
-        keys.append(admin.post(f"/v1/users/{name}/keys", json={}).json()["key"])
-    try:
-        yield admin, client(keys[0]), client(keys[1])
-    finally:
-        transport.shutdown()
-        memory.close()
+    with backend_clients(store_factory(), {"alice": {}, "bob": {}}) as made:
+        yield made
 
 
 def add(client: httpx.Client, perspective: str, messages: list[dict[str, str]], **extra: Any) -> list[str]:

@@ -8,14 +8,9 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-from http_support import ADMIN_KEY, BASE_URL, TEST_HOSTS, chat
-from sync_asgi import SyncASGITransport
+from http_support import backend_clients, chat
 
-from memlane.core.embedding.fake import HashingEmbedder
-from memlane.core.memory import Memory
 from memlane.core.store.protocol import Store
-from memlane.interfaces.http import create_app
-from memlane.interfaces.http.settings import HttpSettings
 
 StoreFactory = Callable[[], Store]
 
@@ -23,24 +18,9 @@ StoreFactory = Callable[[], Store]
 @pytest.fixture
 def clients(store_factory: StoreFactory) -> Iterator[tuple[httpx.Client, httpx.Client, httpx.Client]]:
     """The admin's client and two users' (alice, bob) over one app on the backend."""
-    memory = Memory(store_factory(), HashingEmbedder())
-    transport = SyncASGITransport(
-        create_app(memory, admin_key=ADMIN_KEY, settings=HttpSettings(allowed_hosts=TEST_HOSTS))
-    )
-
-    def client(key: str) -> httpx.Client:
-        return httpx.Client(base_url=BASE_URL, transport=transport, headers={"Authorization": f"Bearer {key}"})
-
-    admin = client(ADMIN_KEY)
-    keys = []
-    for name, team in (("alice", "blue"), ("bob", "red")):
-        assert admin.post("/v1/users", json={"user": name, "metadata": {"team": team}}).status_code == 201
-        keys.append(admin.post(f"/v1/users/{name}/keys", json={}).json()["key"])
-    try:
-        yield admin, client(keys[0]), client(keys[1])
-    finally:
-        transport.shutdown()
-        memory.close()
+    teams = {"alice": {"metadata": {"team": "blue"}}, "bob": {"metadata": {"team": "red"}}}
+    with backend_clients(store_factory(), teams) as made:
+        yield made
 
 
 def test_the_model_routes_on_every_backend(clients: tuple[httpx.Client, httpx.Client, httpx.Client]) -> None:
