@@ -92,3 +92,22 @@ def test_facts_filters_updates_and_ending_a_session(memory: Memory) -> None:
 
     anyio.run(main)
     assert memory.get("bob", bobs[0]).message == "Bob's vault code is 4711."
+
+
+def test_search_memory_explains_each_hit_on_request(memory: Memory) -> None:
+    memory.add("alice", ANA, session_id="s1", time="2024-06-17T10:00:00Z")
+    memory.add("alice", [{"role": "user", "content": "We cooked lentil soup."}], session_id="s2", time="2024-03-01")
+    query = {"query": "where did Ana move two weeks ago", "at": "2024-07-01T12:00:00Z"}
+    want = memory.search("alice", query["query"], at=query["at"], explain=True)
+
+    async def main() -> None:
+        async with Client(build_server(memory, user="alice")) as client:
+            plain = result(await client.call_tool("search_memory", query))
+            hits = result(await client.call_tool("search_memory", {**query, "explain": True}))
+            assert all(h["explanation"] is None for h in plain)
+            assert [h["block_id"] for h in hits] == [h.block.id for h in want]
+            first = hits[0]["explanation"]
+            assert first["time_phrases"] == ["two weeks ago"] and first["time_gain"] > 0
+            assert {p["retriever"]: p["rank"] for p in first["retrievers"]} == hits[0]["ranks"]
+
+    anyio.run(main)

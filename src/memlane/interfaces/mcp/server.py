@@ -191,13 +191,18 @@ class MemoryTools:
         kinds: Annotated[
             list[Literal["exchange", "fact"]] | None, Field(description="Only these kinds: exchange, fact.")
         ] = None,
+        explain: Annotated[
+            bool, Field(description="true: each hit says why it ranked (each retriever's rank, the context gains).")
+        ] = False,
     ) -> list[HitOut]:
         """The memories most relevant to the query, best first, each with its time."""
         user = self.user()
 
         def search() -> list[Hit]:
             filters = make_filters(sessions=sessions, annotations=annotations, kinds=kinds)
-            return self.memory.search(user, query, k, mode=mode, before=before, after=after, at=at, filters=filters)
+            return self.memory.search(
+                user, query, k, mode=mode, before=before, after=after, at=at, filters=filters, explain=explain
+            )
 
         return [hit_out(h) for h in await self.run(search)]
 
