@@ -7,7 +7,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 import httpx
-from http_support import ADMIN_KEY, BASE_URL, Service, chat
+from http_support import BASE_URL, Service, chat
 
 from memlane.client import AsyncClient, Client
 from memlane.interfaces.wire.shapes import explanation_json
@@ -80,4 +80,3 @@ def test_the_clients_return_the_cores_explanation(service: Service) -> None:
             return [h.explanation for h in await client.search(QUERY, 3, at=ASKED, explain=True)]
 
     assert asyncio.run(main()) == [h.explanation for h in core]
-    assert ADMIN_KEY  # the admin key is not needed by a user's client

@@ -53,18 +53,6 @@ def rescore(
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class Gains:
-    """What a block's context added to its fused score, part by part (:func:`rescore`), and the query's
-    time phrases whose window holds the block's event time."""
-
-    session: float
-    neighbour: float
-    words: float
-    time: float
-    time_phrases: tuple[str, ...]
-
-
 class Context:
     """The candidates' context, read once: each session's best fused scores, each exchange's best, the
     sessions' ranks by people's words and the query's time windows; :meth:`gains` is one block's share."""
@@ -119,9 +107,3 @@ class Context:
         if pos.time is None:
             return ()
         return tuple(dict.fromkeys(w.phrase for w in self.windows if w.holds(pos.time)))
-
-    def explain(self, pos: Position) -> Gains:
-        """:meth:`gains` as a record, with the time phrases the block's event time matched."""
-        session, near, words, time = self.gains(pos)
-        phrases = self.matched(pos) if self.settings.uses_time else ()
-        return Gains(session, near, words, time, phrases)

@@ -14,7 +14,7 @@ from memlane.core.retrieval.settings import RRF_K, Fusion, SearchSettings
 Scored = list[tuple[int, float, dict[str, int]]]
 
 
-def _summed(gains: Mapping[str, Sequence[tuple[int, float]]]) -> Scored:
+def summed(gains: Mapping[str, Sequence[tuple[int, float]]]) -> Scored:
     """Each reference's gains summed over the retrievers (each retriever's list in its rank order), best
     first; ties keep the first retriever's order. Each entry carries its rank in every retriever."""
     scores: dict[int, float] = {}
@@ -37,7 +37,7 @@ def rrf(
 
     Returns (reference, score, ranks by retriever), best first; ties keep the first retriever's order.
     """
-    return _summed(rrf_gains(rankings, rrf_k, weights))
+    return summed(rrf_gains(rankings, rrf_k, weights))
 
 
 def rrf_gains(
@@ -59,7 +59,7 @@ def fuse(rankings: Mapping[str, Sequence[tuple[int, float]]], settings: SearchSe
     if len(rankings) == 1 and not settings.uses_context:
         ((name, ranked),) = rankings.items()
         return [(ref, score, {name: i}) for i, (ref, score) in enumerate(ranked, start=1)]
-    return _summed(retriever_gains(rankings, settings))
+    return summed(retriever_gains(rankings, settings))
 
 
 def retriever_gains(
@@ -92,7 +92,7 @@ def score_fusion(
 
     Returns (reference, score, ranks by retriever), best first; ties keep the first retriever's order.
     """
-    return _summed(score_gains(rankings, weights, depth))
+    return summed(score_gains(rankings, weights, depth))
 
 
 def score_gains(

@@ -28,7 +28,7 @@ from memlane.core.errors import ValidationError
 from memlane.core.model import Explanation, Filters, Hit, MemoryBlock, RetrieverPart, SearchMode
 from memlane.core.ranking.session_words import session_word_ranks
 from memlane.core.retrieval.context import Context, Position, rescore
-from memlane.core.retrieval.fusion import Scored, fuse, retriever_gains
+from memlane.core.retrieval.fusion import Scored, fuse, retriever_gains, summed
 from memlane.core.retrieval.settings import ScoreKind, SearchSettings
 from memlane.core.retrieval.supersession import asks_about_past, cache_reader, supersede, version_of
 from memlane.core.store.protocol import Store
@@ -199,7 +199,7 @@ def explainer(candidates: Candidates, settings: SearchSettings, *, asked: dateti
     for name, ranked in candidates.rankings.items():
         for i, ((ref, score), (_, margin)) in enumerate(zip(ranked, gains[name], strict=True), start=1):
             parts.setdefault(ref, []).append(RetrieverPart(name, i, score, margin))
-    fused = {ref: score for ref, score, _ in fuse(candidates.rankings, settings)}
+    fused = {ref: score for ref, score, _ in summed(gains)}  # what fuse gives: the gains summed
     context = None
     if settings.uses_context:
         windows = _windows(candidates, settings, asked)
@@ -210,14 +210,14 @@ def explainer(candidates: Candidates, settings: SearchSettings, *, asked: dateti
         pos = candidates.positions.get(ref)
         if context is None or pos is None:
             return base
-        g = context.explain(pos)
+        session, near, words, time = context.gains(pos)
         return replace(
             base,
-            session_gain=g.session,
-            neighbour_gain=g.neighbour,
-            words_gain=g.words,
-            time_gain=g.time,
-            time_phrases=g.time_phrases,
+            session_gain=session,
+            neighbour_gain=near,
+            words_gain=words,
+            time_gain=time,
+            time_phrases=context.matched(pos),
         )
 
     return explain
