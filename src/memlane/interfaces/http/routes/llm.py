@@ -100,15 +100,7 @@ def llm_health(
     probed = None
     if probe and llm is not None:
         if isinstance(llm, Probeable):
-            p = llm.probe(timeout_s)
-            probed = LLMProbeOut(
-                ok=p.ok,
-                error_kind=p.error_kind,
-                latency_ms=p.latency_ms,
-                status=p.status,
-                model_listed=p.model_listed,
-                detail=p.detail,
-            )
+            probed = LLMProbeOut.model_validate(llm.probe(timeout_s), from_attributes=True)
         else:
             probed = LLMProbeOut(
                 ok=False,
