@@ -305,6 +305,11 @@ class HitOut(BlockOut):
         description="Ids of newer blocks among this search's candidates that restate what this one says, newest "
         "first: a hint that this hit may be outdated (it is never deleted). Empty when nothing newer restates it.",
     )
+    supersedes: list[str] = Field(
+        default_factory=list,
+        description="Ids of the older blocks this one restates and was moved just above, which is why it can rank "
+        "above a hit of a higher score. Empty when it was not moved.",
+    )
     explanation: ExplanationOut | None = Field(
         default=None, description="Why it ranked (each retriever's rank and margin, the context gains); with explain."
     )

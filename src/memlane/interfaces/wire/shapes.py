@@ -53,6 +53,7 @@ def hit_json(h: Hit) -> dict[str, Any]:
         "ranks": h.ranks,
         "other_perspectives": list(h.other_perspectives),
         "superseded_by": list(h.superseded_by),
+        "supersedes": list(h.supersedes),
         "explanation": None if h.explanation is None else explanation_json(h.explanation),
     }
 
