@@ -179,11 +179,10 @@ class SearchIn(FilterFields):
 
 
 class UserIn(Strict):
-    # A "/" could not be addressed in /v1/users/{user}/... paths. The rest of the name rule is the core's
-    # (memlane.core.names), so that every interface applies the same one.
+    # The name rule is the core's (memlane.core.names), so that every interface applies the same one.
     user: Annotated[
         Name,
-        Field(pattern=r"^[^/]+$", description="The user's name: printable, NFC, no space at either end, no '/'."),
+        Field(description="The user's name: printable, NFC, no space at either end, none of / ? # %, not . or .."),
     ]
     display_name: str | None = Field(default=None, max_length=MAX_TEXT, description="A name to show.")
     metadata: dict[str, Any] | None = Field(default=None, description="Any JSON object.")
