@@ -91,7 +91,8 @@ def add_cmd(
     """Add a JSON list of messages ({"role"|"speaker", "content", "time"?, "id"?}) to USER's memory.
 
     USER, --conversation and --session are names: printable Unicode in NFC, no space at either end (a
-    look-alike such as a right-to-left override is refused). Times run from 0001-01-01T00:00:00Z to
+    look-alike such as a right-to-left override is refused), none of / ? # % (each is a segment of a URL
+    path), not . or .. Times run from 0001-01-01T00:00:00Z to
     9999-12-31T23:59:59Z in UTC. Input that is not UTF-8 or not JSON exits 2 naming the line and column.
 
     \b
