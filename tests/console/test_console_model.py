@@ -88,10 +88,10 @@ def test_an_edit_in_place_is_found_by_search_and_a_failed_edit_changes_nothing(t
         assert [h["block_id"] for h in found] == [block["block_id"]]
     tab.go("#/users/alice/search?q=Osaka&mode=keyword&k=1")
     assert tab.testids("hit", "data-block") == [block["block_id"]]
-    # An edit into an ended session is refused: said on the page, the block unchanged.
+    # The session ends while the page is open: the edit is refused, said on the page, the block unchanged.
+    tab.go(f"#/users/alice/blocks/{block['block_id']}")
     with modelled.client(modelled.keys["alice"]) as alice:
         assert alice.post("/v1/sessions/travel/end", json={}).status_code == 200
-    tab.go(f"#/users/alice/blocks/{block['block_id']}")
     tab.page.fill("[data-testid=edit-user]", "I booked the flight to Kyoto.")
     tab.page.click("[data-testid=edit-form] button[type=submit]")
     tab.page.click("#confirm-ok")
@@ -100,6 +100,9 @@ def test_an_edit_in_place_is_found_by_search_and_a_failed_edit_changes_nothing(t
     with modelled.client(modelled.keys["alice"]) as alice:
         assert "Osaka" in alice.get(f"/v1/memories/{block['block_id']}").json()["message"]
     tab.accessible("block-edit")
+    tab.go(f"#/users/alice/blocks/{block['block_id']}")  # read again: no form, and why
+    assert tab.page.locator("[data-testid=edit-form]").count() == 0
+    assert "has ended" in tab.text("[data-testid=block-session-ended]")
 
 
 def test_a_ttl_for_a_session_then_ending_and_deleting_it(tab: Tab, modelled: Console) -> None:

@@ -248,6 +248,8 @@ def test_the_search_modes_are_explained_and_the_curl_line_survives_any_id(tab: T
     words = shlex.split(tab.page.input_value("[data-testid=curl]"))
     assert words[-3] == f"{console.base}/v1/users/o'brien/search" and json.loads(words[-1])["query"] == "Cork"
     assert tab.page.evaluate("document.querySelector('[data-testid=filters]').open") is True  # a wide screen
+    tab.page.click("details.modes summary")
+    assert tab.page.locator("[data-testid=modes]").is_visible()
     tab.accessible("search-modes")
 
 

@@ -47,9 +47,10 @@ export async function blockPage(view, { parts, me }) {
     const queue = await get("/v1/queue");
     failure = queue.last_errors.find((e) => e.block_id === b.block_id) || null;
   }
-  const sessionPage = caps.has("GET /v1/users/{user}/sessions/{session_id}")
-    ? route("users", user, "sessions", b.session_id)
-    : withQuery(route("users", user), { session: b.session_id });
+  const sessions = caps.has("GET /v1/users/{user}/sessions/{session_id}");
+  const sessionPage = sessions ? route("users", user, "sessions", b.session_id) : withQuery(route("users", user), { session: b.session_id });
+  // An ended session's blocks cannot change: no edit form to fill in vain.
+  const ended = sessions && (await get(`/v1/users/${enc(user)}/sessions/${enc(b.session_id)}`).then((x) => x.ended, () => false));
   const annotations = Object.entries(b.annotations || {});
   const actions = h("div", { class: "actions" });
   if (!me.admin) {
@@ -111,7 +112,9 @@ export async function blockPage(view, { parts, me }) {
       ["Message ids", b.message_ids.join(", ")],
       ["Content hash", h("span", { class: "mono" }, b.content_hash)],
     ]));
-  const editor = !me.admin && caps.has("PATCH /v1/memories/{block_id}") ? editSection(b, status) : null;
+  const editor = me.admin || !caps.has("PATCH /v1/memories/{block_id}") ? null
+    : ended ? notice("info", `Its session ${b.session_id} has ended: its blocks stay readable and searchable, and can no longer be edited.`, "block-session-ended")
+      : editSection(b, status);
   clear(view,
     h("p", { class: "crumbs" }, me.admin ? [link(route("users"), "Users"), " / "] : null, link(route("users", user), user), " / ",
       link(sessionPage, `session ${b.session_id}`), " / block"),

@@ -58,7 +58,7 @@ export async function opsPage(view, { me }) {
     return h("tr", { testid: "error-row", "data-block": e.block_id },
       h("td", {}, time(e.at)),
       h("td", {}, e.user),
-      h("td", {}, b ? link(route("users", e.user, "blocks", e.block_id), name, { testid: "error-block" }) : name),
+      h("td", {}, b ? [link(route("users", e.user, "blocks", e.block_id), name, { testid: "error-block" }), h("span", { class: "muted" }, ` (${b.perspective})`)] : name),
       h("td", {}, e.status),
       h("td", { class: "num" }, num(e.attempts)),
       h("td", {}, e.error));

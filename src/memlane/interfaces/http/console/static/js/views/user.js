@@ -88,7 +88,7 @@ export async function userPage(view, { parts, query, me }) {
 
   const rows = exchangeRows(page.items).map(({ block: b, perspectives }) => h("tr", { testid: "block-row", "data-block": b.block_id },
     h("td", {}, h("span", { class: "when" }, time(b.time))),
-    h("td", {}, b.session_id),
+    h("td", { class: "id" }, b.session_id),
     h("td", { testid: "block-perspectives" }, b.kind === "fact" ? "fact" : perspectives.join(", ")),
     h("td", { class: "message-cell" }, link(route("users", user, "blocks", b.block_id), excerpt(b.message), { testid: "block-link" })),
     h("td", {}, statusBadge(b.extraction_status))));
