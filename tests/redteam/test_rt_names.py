@@ -5,6 +5,7 @@ interface; names stored before the rule stay readable and deletable."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -144,19 +145,26 @@ def test_mcp_applies_it(tmp_path: Path) -> None:
 LEGACY = ["bob\u202egnp.exe", "bob ", "carol\x7f", "Jose\u0301"]
 
 
-@pytest.fixture
-def legacy_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A store written under the old rule (non-empty, no C0 control characters): the names went in."""
-    path = tmp_path / "legacy.db"
+def written_under_the_old_rule(path: Path, monkeypatch: pytest.MonkeyPatch, write: Callable[[Memory], object]) -> Path:
+    """A store at ``path`` that ``write`` filled under the old rule (non-empty, no C0 control characters)."""
     with monkeypatch.context() as patch:
         patch.setattr(memory_module, "check_name", check_stored_name)
         mem = Memory.open(path, embedder="hashing")
         try:
-            for name in LEGACY:
-                mem.add(name, MESSAGES, session_id="old session ")
+            write(mem)
         finally:
             mem.close()
     return path
+
+
+@pytest.fixture
+def legacy_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Look-alike names that went in under the old rule."""
+    return written_under_the_old_rule(
+        tmp_path / "legacy.db",
+        monkeypatch,
+        lambda mem: [mem.add(name, MESSAGES, session_id="old session ") for name in LEGACY],
+    )
 
 
 def test_legacy_names_stay_readable_and_deletable_in_python(legacy_store: Path) -> None:
@@ -265,15 +273,9 @@ def test_ids_no_url_path_can_carry_are_refused_by_the_cli_http_and_mcp(tmp_path:
 @pytest.fixture
 def slash_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A store written when a '/' was refused only by POST /v1/users: acme/bob and his session went in."""
-    path = tmp_path / "slash.db"
-    with monkeypatch.context() as patch:
-        patch.setattr(memory_module, "check_name", check_stored_name)
-        mem = Memory.open(path, embedder="hashing")
-        try:
-            mem.add("acme/bob", MESSAGES, session_id="support/ticket-1")
-        finally:
-            mem.close()
-    return path
+    return written_under_the_old_rule(
+        tmp_path / "slash.db", monkeypatch, lambda mem: mem.add("acme/bob", MESSAGES, session_id="support/ticket-1")
+    )
 
 
 def test_a_stored_user_with_a_slash_is_read_keyed_and_deleted_through_the_cli_and_a_key(slash_store: Path) -> None:

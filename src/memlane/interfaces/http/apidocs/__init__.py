@@ -15,24 +15,12 @@ from starlette.responses import FileResponse
 from starlette.staticfiles import StaticFiles
 from swagger_ui_bundle import swagger_ui_path
 
+from memlane.interfaces.http.csp import content_security_policy
+
 DOCS_PATH = "/docs"
 HERE = Path(__file__).parent
-# Swagger UI sets inline style attributes and draws its icons as data: URIs; everything else is the
-# server's own, as for the console.
-DOCS_CONTENT_SECURITY_POLICY = "; ".join(
-    [
-        "default-src 'self'",
-        "script-src 'self'",
-        "style-src 'self' 'unsafe-inline'",
-        "img-src 'self' data:",
-        "connect-src 'self'",
-        "font-src 'self'",
-        "object-src 'none'",
-        "base-uri 'none'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-    ]
-)
+# Swagger UI sets inline style attributes; everything else is the server's own, as for the console.
+DOCS_CONTENT_SECURITY_POLICY = content_security_policy(style_src="'self' 'unsafe-inline'")
 
 
 def mount_api_docs(app: FastAPI) -> None:

@@ -11,6 +11,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memlane.interfaces.http.apidocs import DOCS_CONTENT_SECURITY_POLICY, DOCS_PATH
+from memlane.interfaces.http.csp import content_security_policy
 
 CONSOLE_PATH = "/ui"
 STATIC_DIR = Path(__file__).parent / "static"
@@ -18,20 +19,7 @@ STATIC_DIR = Path(__file__).parent / "static"
 # Only the console's own files: no inline script or style, no other origin, no framing, no plugins. Memory
 # text is put in the page as text (textContent), so a stored "<script>" is characters; this policy is the
 # second wall should a page ever insert markup.
-CONTENT_SECURITY_POLICY = "; ".join(
-    [
-        "default-src 'self'",
-        "script-src 'self'",
-        "style-src 'self'",
-        "img-src 'self' data:",
-        "connect-src 'self'",
-        "font-src 'self'",
-        "object-src 'none'",
-        "base-uri 'none'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-    ]
-)
+CONTENT_SECURITY_POLICY = content_security_policy()
 # What every answer of the service carries, the API's JSON and the console's files alike.
 SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
     ("X-Content-Type-Options", "nosniff"),
