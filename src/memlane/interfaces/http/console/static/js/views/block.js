@@ -159,7 +159,7 @@ function modelFacts(b) {
 
 // An exchange stored from a message list keeps its text only ("role: content" a line): its two sides as the
 // API takes them, the first role's lines and the other's.
-export function splitSides(message, roles) {
+function splitSides(message, roles) {
   const parts = [];
   for (const line of message.split("\n")) {
     const role = roles.find((r) => line.startsWith(`${r}: `));
