@@ -556,8 +556,7 @@ class Memory(ModelMethods, RetentionMethods):
         kind = score_kind(settings)
         why = explainer(found, settings, asked=asked) if explain else None
         top = hits(self.store, user, ranked, k, kind, distinct=distinct, superseded_by=newer, known=known, explain=why)
-        if why is not None:
-            top = with_supersedes(top, newer, known)
+        top = with_supersedes(top, newer, known)
         if checked is not None and checked.annotations_after_cut and checked.annotations:
             return [h for h in top if checked.admits(h.block)]
         return top

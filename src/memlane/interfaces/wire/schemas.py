@@ -179,11 +179,10 @@ class SearchIn(FilterFields):
 
 
 class UserIn(Strict):
-    # A "/" could not be addressed in /v1/users/{user}/... paths. The rest of the name rule is the core's
-    # (memlane.core.names), so that every interface applies the same one.
+    # The name rule is the core's (memlane.core.names), so that every interface applies the same one.
     user: Annotated[
         Name,
-        Field(pattern=r"^[^/]+$", description="The user's name: printable, NFC, no space at either end, no '/'."),
+        Field(description="The user's name: printable, NFC, no space at either end, none of / ? # %, not . or .."),
     ]
     display_name: str | None = Field(default=None, max_length=MAX_TEXT, description="A name to show.")
     metadata: dict[str, Any] | None = Field(default=None, description="Any JSON object.")
@@ -304,6 +303,11 @@ class HitOut(BlockOut):
         default_factory=list,
         description="Ids of newer blocks among this search's candidates that restate what this one says, newest "
         "first: a hint that this hit may be outdated (it is never deleted). Empty when nothing newer restates it.",
+    )
+    supersedes: list[str] = Field(
+        default_factory=list,
+        description="Ids of the older blocks this one restates and was moved just above, which is why it can rank "
+        "above a hit of a higher score. Empty when it was not moved.",
     )
     explanation: ExplanationOut | None = Field(
         default=None, description="Why it ranked (each retriever's rank and margin, the context gains); with explain."
