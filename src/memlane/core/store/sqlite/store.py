@@ -55,6 +55,7 @@ from memlane.core.store.sqlite import accounts, expiry
 from memlane.core.store.sqlite import model as mm
 from memlane.core.store.sqlite.ann import AnnIndexes, drop_user
 from memlane.core.store.sqlite.ann import status as ann_status
+from memlane.core.store.sqlite.annscrub import take_journalled
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index, retire_keys
 from memlane.core.store.sqlite.maintenance import sqlite_check, truncate_wal
 from memlane.core.store.sqlite.model import LIVE
@@ -145,8 +146,13 @@ class SqliteStore:
             _require_store(self.path)
         try:
             migrate(self._conn())
+            # A process died between a deletion's commit and what follows it (the index files' scrub, the
+            # checkpoint): both are done now.
+            interrupted = self.ann.scrub_journal(sync=self.durability == "full")
         except sqlite3.Error as exc:
             raise store_error(f"cannot open the store at {self.path}", exc) from exc
+        if interrupted:
+            self.checkpoint()
 
     # -- connections and transactions -------------------------------------------------------------------
 
@@ -213,12 +219,19 @@ class SqliteStore:
             yield conn
             conn.execute("COMMIT")
         except BaseException as exc:
+            take_journalled(conn)  # rolled back: so were the deletions it journalled
             # The original error is the one worth reporting.
             with suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
                 raise store_error(f"write failed on {self.path}", exc) from exc
             raise
+        if take_journalled(conn):
+            # Deleted keys' vectors leave the approximate index's files before the deletion returns.
+            try:
+                self.ann.scrub_journal(sync=self.durability == "full")
+            except sqlite3.Error as exc:
+                raise store_error(f"write failed on {self.path}", exc) from exc
 
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
         try:
