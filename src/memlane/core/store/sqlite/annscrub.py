@@ -59,6 +59,8 @@ log = logging.getLogger(__name__)
 # mult (double), ef_construction (size_t).
 HEADER = struct.Struct("<QQQQQQiIQQQdQ")
 TMP_SUFFIX = ".hnsw.tmp"
+# The records' bytes are what must reach the disk; the file's times need not (fdatasync skips them).
+_datasync = getattr(os, "fdatasync", os.fsync)
 JOURNAL = "ann_scrub_u"  # + user id: a meta row listing the user's deleted keys still to scrub (JSON)
 # The connections (by id) whose open transaction journalled keys: the store scrubs after it commits.
 _journalled: set[int] = set()
@@ -152,7 +154,7 @@ def scrub(path: Path, labels: npt.NDArray[np.int64], *, sync: bool = True) -> in
         for position in positions.tolist():
             os.pwrite(fd, zeros, shape.record(position) + shape.data_at)
         if positions.size and sync:
-            os.fsync(fd)
+            _datasync(fd)
         return int(positions.size)
     finally:
         os.close(fd)
