@@ -47,6 +47,7 @@ from memlane.core.apikeys import ROLE_READ_ONLY, ApiKeys
 from memlane.core.errors import ConfigError, ConflictError, MemlaneError, NotFoundError, ValidationError
 from memlane.core.memory import Memory
 from memlane.core.model import AddResult, Hit, MemoryBlock
+from memlane.core.model_checks import MAX_TTL_S
 from memlane.interfaces.wire.errors import check_extract, public_message
 from memlane.interfaces.wire.filters import make_filters
 from memlane.interfaces.wire.hosts import ANY_HOST, HostCheckMiddleware
@@ -77,7 +78,8 @@ ROLE_CLAIM = "memlane_role"
 # Where a tool's declaration (reads or writes) is kept on its function.
 _WRITES = "_memlane_writes"
 TtlArg = Annotated[
-    int | None, Field(ge=0, description="Seconds until the memory is forgotten (0: never; default: the session's).")
+    int | None,
+    Field(ge=0, le=MAX_TTL_S, description="Seconds until the memory is forgotten (0: never; default: the session's)."),
 ]
 AnnotationsArg = Annotated[dict[str, str] | None, Field(description="String labels kept on the memories.")]
 INSTRUCTIONS = (
