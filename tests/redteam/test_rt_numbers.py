@@ -73,6 +73,17 @@ def seed(memory: Memory) -> dict[str, str]:
 
 # -- HTTP ------------------------------------------------------------------------------------------------
 
+SEARCH = {
+    "query": "tea",
+    "k": 5,
+    "before": T + 10,
+    "after": 0,
+    "at": T,
+    "ingested_after": 0,
+    "ingested_before": 4 * T,
+    "prompt_id": "p",
+    "prompt_version": 0,
+}
 # (method, path, who, query, body): a request each operation accepts; every number it takes set to a valid
 # value, so that replacing one of them changes nothing else. "{block}" is alice's block.
 HTTP: list[tuple[str, str, str, dict[str, Any], dict[str, Any] | None]] = [
@@ -114,17 +125,7 @@ HTTP: list[tuple[str, str, str, dict[str, Any], dict[str, Any] | None]] = [
         "/v1/search",
         "alice",
         {},
-        {
-            "query": "tea",
-            "k": 5,
-            "before": T + 10,
-            "after": 0,
-            "at": T,
-            "ingested_after": 0,
-            "ingested_before": 4 * T,
-            "prompt_id": "p",
-            "prompt_version": 0,
-        },
+        SEARCH,
     ),
     (
         "POST",
@@ -170,17 +171,7 @@ HTTP: list[tuple[str, str, str, dict[str, Any], dict[str, Any] | None]] = [
         "/v1/users/alice/search",
         "admin",
         {},
-        {
-            "query": "tea",
-            "k": 5,
-            "before": T + 10,
-            "after": 0,
-            "at": T,
-            "ingested_after": 0,
-            "ingested_before": 4 * T,
-            "prompt_id": "p",
-            "prompt_version": 0,
-        },
+        SEARCH,
     ),
     ("GET", "/v1/users/alice/sessions", "admin", {"limit": 10, "offset": 0}, None),
     ("GET", "/v1/llm", "admin", {"timeout_s": 1}, None),
