@@ -49,7 +49,7 @@ VERSION = click.IntRange(0, MAX_VERSION)
 TTL = click.IntRange(0, MAX_TTL_S)
 CONCURRENCY = click.IntRange(1, MAX_CONCURRENCY)
 PORT = click.IntRange(0, 65_535)
-WAIT = Seconds(MIN_WAIT_S, MAX_PERIOD_S)  # a lease, a poll interval, a read deadline
+WAIT = Seconds(MIN_WAIT_S, MAX_PERIOD_S)  # a lease, a poll interval
 EVERY = Seconds(0, MAX_PERIOD_S)  # an interval, 0: never
 
 

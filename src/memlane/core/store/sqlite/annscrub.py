@@ -6,7 +6,8 @@ vector of a deleted, updated or expired text would stay in the index file, where
 the file can read it back (its cosine with the text's embedding is 1) and confirm what was said.
 
 Instead, the vector of a node none of whose keys is alive any more is overwritten with zeros in every
-index file of its user, in place (``pwrite`` at its offset, then ``fsync``). The graph's links stay: a
+index file of its user, in place (``pwrite`` at its offset, then ``fdatasync`` when the store's durability
+is "full"). The graph's links stay: a
 zero vector is at the same distance from every query, so the node still connects its neighbours but is
 no nearer to any query than the rest, and the search drops its keys as it drops every deleted key
 (they are not in the user's matrix). The graph is rebuilt, as before, once a fifth of its keys are gone.
