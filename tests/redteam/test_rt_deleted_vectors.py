@@ -65,6 +65,7 @@ FORGET: dict[str, Callable[[Service, httpx.Client, str], httpx.Response]] = {
         f"/users/alice/sessions/private/memory/{b}", json={"fact": "I changed my PIN."}
     ),
     "Agent Memory session delete": lambda svc, c, b: c.delete("/users/alice/sessions/private"),
+    "Agent Memory user delete": lambda svc, c, b: svc.admin.delete("/users/alice"),
 }
 
 
