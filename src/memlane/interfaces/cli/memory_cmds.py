@@ -19,7 +19,7 @@ from memlane.core.names import shown
 from memlane.interfaces.cli.app import LLMChoice, llm_options, open_memory, store_options
 from memlane.interfaces.cli.filter_options import filter_options
 from memlane.interfaces.cli.jsoninput import read_json
-from memlane.interfaces.cli.options import SettingOption, store_path_option
+from memlane.interfaces.cli.options import LIMIT, OFFSET, K, SettingOption, store_path_option
 from memlane.interfaces.cli.pairs import parse_pairs
 from memlane.interfaces.wire.shapes import block_json, hit_json, user_json
 
@@ -157,7 +157,7 @@ def add_cmd(
 @click.command("search")
 @click.argument("user")
 @click.argument("query")
-@click.option("-k", "k", type=int, default=10, show_default=True)
+@click.option("-k", "k", type=K, default=10, show_default=True)
 @click.option("--mode", default="hybrid", show_default=True, help="vector, keyword, hybrid (or a named preset).")
 @click.option("--before", default=None, help="Only blocks whose event time is before this time.")
 @click.option("--after", default=None, help="Only blocks whose event time is at or after this time.")
@@ -299,8 +299,8 @@ def get_cmd(user: str, block_id: str, store: Path, embedder: str) -> None:
 @click.argument("user")
 @click.option("--conversation", "conversation_id", default=None)
 @click.option("--session", "session_id", default=None)
-@click.option("--limit", type=int, default=100, show_default=True)
-@click.option("--offset", type=int, default=0, show_default=True)
+@click.option("--limit", type=LIMIT, default=100, show_default=True)
+@click.option("--offset", type=OFFSET, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--ids", "ids_only", is_flag=True, help="Print only the block ids, one per line.")
 @filter_options(sessions=False)

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, model_validator
 
+from memlane.core.bounds import MAX_OFFSET as MAX_OFFSET  # the routes' offsets, bounded as the core bounds them
+from memlane.core.bounds import MAX_VERSION
 from memlane.core.jobs import QueueStatus
 from memlane.core.model import AddResult, Filters, Hit, MemoryBlock
 from memlane.core.retrieval import MAX_K, PRESETS
@@ -23,7 +25,6 @@ from memlane.interfaces.wire.shapes import block_json, hit_json
 
 MAX_TEXT = 256
 MAX_QUERY_CHARS = 10_000
-MAX_OFFSET = 1_000_000_000
 
 
 def _time_value(value: object) -> str | float:
@@ -88,7 +89,7 @@ class PromptRef(Strict):
     """A registry prompt to extract with: its id and version (null: its current version)."""
 
     prompt_id: PromptId
-    version: int | None = Field(default=None, ge=0)
+    version: int | None = Field(default=None, ge=0, le=MAX_VERSION)
 
     def pair(self) -> tuple[str, int | None]:
         return (self.prompt_id, self.version)
@@ -145,7 +146,7 @@ class FilterFields(Strict):
     ingested_after: TimeValue | None = Field(default=None, description="Only blocks written at or after this.")
     ingested_before: TimeValue | None = Field(default=None, description="Only blocks written before this.")
     prompt_id: PromptId | None = Field(default=None, description="Only blocks extracted by this registry prompt.")
-    prompt_version: int | None = Field(default=None, ge=0)
+    prompt_version: int | None = Field(default=None, ge=0, le=MAX_VERSION)
 
     def filters(self) -> Filters | None:
         return make_filters(
