@@ -14,6 +14,7 @@ from memlane.core.retrieval import PRESETS, Scored, SearchSettings, supersede
 from memlane.core.retrieval.supersession import (
     asks_current_value,
     restates,
+    sentences_of,
     speaker_lines,
     values_of,
     version_of,
@@ -80,7 +81,7 @@ def test_a_speakers_own_lines_are_read_not_the_other_side() -> None:
     lines, people = speaker_lines(b)
     assert lines == ["I went to a support group."] and people == {"caroline", "melanie"}
     # the other speaker's count is not this block's value
-    assert all("2" not in s.values for s in version_of(b).sentences)
+    assert all("2" not in s.values for s in sentences_of(b))
 
 
 def test_same_subject_with_a_different_value_restates() -> None:

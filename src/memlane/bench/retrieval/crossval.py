@@ -44,7 +44,7 @@ from memlane.bench.retrieval.runlog import MIN_RANKING_LENGTH
 from memlane.bench.retrieval.tune import DevSet, QuestionCandidates, collect
 from memlane.core import retrieval
 from memlane.core.retrieval import PRESETS, Scored, SearchSettings, Version, with_candidates
-from memlane.core.retrieval.supersession import NOW_WORDS, version_of
+from memlane.core.retrieval.supersession import NOW_WORDS, version_of, with_sentences
 from memlane.core.timefmt import now_utc, to_epoch
 
 # The objective: the whole top of every question's ranking (what an agent reading the first hits sees) on
@@ -125,8 +125,8 @@ def prepare(dev: DevSet, base: SearchSettings, categories: frozenset[str] | None
             continue
         asked = q.sample.question_date or now_utc()
         ranked = retrieval.rank(q.candidates, settings, asked=asked)
-        versions = {
-            ref: replace(version_of(q.blocks[ref]), vectors=v.vectors)
+        versions = {  # read once here, not at every grid point
+            ref: with_sentences(replace(version_of(q.blocks[ref]), vectors=v.vectors))
             for ref, v in q.versions.items()
             if ref in q.blocks
         }

@@ -84,16 +84,16 @@ class SearchSettings:
     words_k: int = RRF_K
     time_weight: float = 0.0
     time_tolerance: float = 0.5
-    # Chosen by cross-validation over every question of LongMemEval-S and LoCoMo, the top of every ranking
-    # guarded (docs/design/008-supersession.md).
+    # Chosen by cross-validation over every question of LongMemEval-S and LoCoMo, the overall top of every
+    # ranking guarded (docs/design/008-supersession.md).
     supersede: bool = True
     supersede_depth: int = 10
     supersede_similarity: float = 0.0
     supersede_terms: float = 0.0
-    supersede_ratio: float = 0.7
-    supersede_sessions: bool = False
+    supersede_ratio: float = 0.5
+    supersede_sessions: bool = True
     supersede_current: bool = True
-    supersede_values: str = "numbers"
+    supersede_values: str = "all"
 
     def __post_init__(self) -> None:
         if not isinstance(self.fusion, Fusion):

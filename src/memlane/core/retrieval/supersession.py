@@ -116,11 +116,17 @@ def asks_about_past(query: str, asked: datetime) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Sentence:
-    """One sentence a block's speaker said (or one extracted fact): its words (lower-cased) and the
-    values it carries (:func:`values_of`)."""
+    """One sentence a block's speaker said (or one extracted fact): its words (lower-cased), its text, and
+    the names of the people talking in its block (which are not values)."""
 
     words: frozenset[str]
-    values: frozenset[str]
+    text: str
+    people: frozenset[str] = frozenset()
+
+    @property
+    def values(self) -> frozenset[str]:
+        """The values it states (:func:`values_of`; read only for the sentences that match a query)."""
+        return values_of(self.text) - self.people
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,14 +134,16 @@ class Version:
     """What supersession reads of one candidate: when it was told (epoch seconds), by whom (its
     perspective), its words (lower-cased), the hashes of its message and extracted facts, their vectors
     (unit length, in that order, those the cache holds; None until read: they are read only for the blocks
-    of a pair that passed every other test), and its speaker's sentences and extracted facts."""
+    of a pair that passed every other test), and its speaker's sentences and extracted facts (None until
+    read from ``block``: only for the blocks of a pair that passed the time, speaker and score tests)."""
 
     time: float
     speaker: str
     words: frozenset[str]
     hashes: tuple[str, ...]
     vectors: Vectors | None = None
-    sentences: tuple[Sentence, ...] = ()
+    sentences: tuple[Sentence, ...] | None = None
+    block: MemoryBlock | None = None
 
 
 def block_words(block: MemoryBlock) -> frozenset[str]:
@@ -194,14 +202,13 @@ def speaker_lines(block: MemoryBlock) -> tuple[list[str], frozenset[str]]:
     in a single-perspective block, whose perspective names no line, the user's: "user: ...") and those
     lines' continuations (the whole message when no line is headed that way), and the words of every
     line's head (the people talking: their names address someone, they state nothing)."""
-    heads = [(m.group(1).strip().lower(), m) for line in block.message.splitlines() if (m := _LINE.match(line))]
-    names = {name for name, _ in heads}
+    lines = [(line, _LINE.match(line)) for line in block.message.splitlines()]
+    names = {head.group(1).strip().lower() for _, head in lines if head is not None}
     speaker = block.perspective.lower() if block.perspective.lower() in names else _HUMAN
     own: list[str] = []
     mine = False
-    for line in block.message.splitlines():
-        head = _LINE.match(line)
-        if head is not None and head.group(1).strip().lower() in names:
+    for line, head in lines:
+        if head is not None:
             mine = head.group(1).strip().lower() == speaker
             line = head.group(2)
         if mine:
@@ -211,26 +218,32 @@ def speaker_lines(block: MemoryBlock) -> tuple[list[str], frozenset[str]]:
 
 
 def sentences_of(block: MemoryBlock) -> tuple[Sentence, ...]:
-    """The sentences of a block's speaker and its extracted facts, each with its words and values (the
-    names of the people talking are not values)."""
+    """The sentences of a block's speaker and its extracted facts, each with its words."""
     lines, people = speaker_lines(block)
     texts = [t for line in lines for t in _SENTENCE_END.split(line) if t.strip()]
     texts += [c for c in block.contexts if c.strip()]
-    return tuple(Sentence(frozenset(_WORD.findall(t.lower())), values_of(t) - people) for t in texts)
+    return tuple(Sentence(frozenset(_WORD.findall(t.lower())), t, people) for t in texts)
 
 
 def version_of(block: MemoryBlock) -> Version:
-    """A block's :class:`Version`, its vectors not read yet."""
+    """A block's :class:`Version`, its vectors and sentences not read yet."""
     hashes = (block.content_hash, *(content_hash(c) for c in block.contexts))
-    return Version(
-        to_epoch(block.event_time), block.perspective, block_words(block), hashes, sentences=sentences_of(block)
-    )
+    return Version(to_epoch(block.event_time), block.perspective, block_words(block), hashes, block=block)
+
+
+def with_sentences(version: Version) -> Version:
+    """``version`` with its sentences read from its block (as it is when they are read, or there is no
+    block to read them from)."""
+    if version.sentences is not None or version.block is None:
+        return version
+    return replace(version, sentences=sentences_of(version.block))
 
 
 def matching(version: Version, terms: frozenset[str]) -> list[Sentence]:
     """A version's sentences that hold the most query terms (none when no sentence holds one)."""
-    best = max((len(s.words & terms) for s in version.sentences), default=0)
-    return [s for s in version.sentences if best and len(s.words & terms) == best]
+    sentences = with_sentences(version).sentences or ()
+    best = max((len(s.words & terms) for s in sentences), default=0)
+    return [s for s in sentences if best and len(s.words & terms) == best]
 
 
 def restates(old: Version, new: Version, terms: frozenset[str], *, numbers_only: bool = False) -> bool:
@@ -333,6 +346,13 @@ def supersede(
     score = {ref: s for ref, s, _ in top}
     matched = {ref: terms & v.words for ref in place if (v := versions.get(ref)) is not None}
     ratio = settings.supersede_ratio
+    read_once: dict[int, Version] = {}
+
+    def said(ref: int) -> Version:  # sentences are read only for the pairs that get that far, once
+        if ref not in read_once:
+            read_once[ref] = with_sentences(versions[ref])
+        return read_once[ref]
+
     pairs: list[tuple[int, int]] = []  # (old, new) that pass every test but the vectors'
     for old in matched:
         vo = versions[old]
@@ -348,7 +368,7 @@ def supersede(
             if _shared(matched[old], matched[new]) < settings.supersede_terms:
                 continue
             numbers = settings.supersede_values == "numbers"
-            if settings.supersede_values != "off" and not restates(vo, vn, terms, numbers_only=numbers):
+            if settings.supersede_values != "off" and not restates(said(old), said(new), terms, numbers_only=numbers):
                 continue
             pairs.append((old, new))
     if not pairs:
