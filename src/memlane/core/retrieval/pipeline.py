@@ -246,7 +246,9 @@ def supersede_ranked(
     if not applies(query, settings, asked):
         return ranked, {}, {}
     blocks = store.fetch_blocks(user, [ref for ref, _, _ in ranked[: max(settings.supersede_depth, fetch)]])
-    versions = {ref: version_of(blocks[ref]) for ref, _, _ in ranked[: settings.supersede_depth] if ref in blocks}
+    words = settings.supersede_terms > 0  # a block's words are read for the terms test alone
+    top = ranked[: settings.supersede_depth]
+    versions = {ref: version_of(blocks[ref], words=words) for ref, _, _ in top if ref in blocks}
     read = cache_reader(cache, model_id)
     sessions = {ref: b.session_id for ref, b in blocks.items()}
     reordered, newer = supersede(

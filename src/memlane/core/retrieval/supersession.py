@@ -225,10 +225,12 @@ def sentences_of(block: MemoryBlock) -> tuple[Sentence, ...]:
     return tuple(Sentence(frozenset(_WORD.findall(t.lower())), t, people) for t in texts)
 
 
-def version_of(block: MemoryBlock) -> Version:
-    """A block's :class:`Version`, its vectors and sentences not read yet."""
+def version_of(block: MemoryBlock, *, words: bool = True) -> Version:
+    """A block's :class:`Version`, its vectors and sentences not read yet; without ``words`` its words are
+    not read either (left empty: only ``supersede_terms`` reads them, and 0 reads nothing)."""
     hashes = (block.content_hash, *(content_hash(c) for c in block.contexts))
-    return Version(to_epoch(block.event_time), block.perspective, block_words(block), hashes, block=block)
+    said = block_words(block) if words else frozenset()
+    return Version(to_epoch(block.event_time), block.perspective, said, hashes, block=block)
 
 
 def with_sentences(version: Version) -> Version:
