@@ -14,11 +14,14 @@ imported: relevance, skipping rules and recall are written again here from the o
   questions (``_abs``) and questions without a relevant turn are skipped. LoCoMo: the evidence dia_ids
   (``D<s>:<t>``, read leniently from malformed entries; an id naming no turn counts at session level only)
   and their sessions; questions without evidence skipped; ``overall (1-4)`` = categories 1-4.
+  Besides recall_any / recall_all at 5 and 10: recall_any at 1 and 3, NDCG@10 (LongMemEval's formula,
+  applied to LoCoMo's evidence too) and MRR (1 / the rank of the first relevant item, 0 if none).
 * ``peer-any``: what engram-search's benchmark scripts compute, ``recall_any@k`` over the session ranking
   against the data set's answer sessions (LongMemEval ``answer_session_ids``; LoCoMo the evidence's
   sessions), over every question that has one, abstention included, all LoCoMo categories.
 
-Exit 1 if any official figure disagrees with ``results.json`` (which keeps 6 decimals).
+Exit 1 if any official figure disagrees with ``results.json`` (which keeps 6 decimals: a figure ending in an
+exact half may round either way).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import lzma
+import math
 import os
 import re
 import sys
@@ -34,6 +38,10 @@ from pathlib import Path
 from typing import Any
 
 KS = (5, 10)
+TOP_KS = (1, 3)
+TOLERANCE = (
+    5e-7 + 1e-9
+)  # results.json's 6 decimals, and the float error of an exact half  # recall_any only: the top of the ranking
 ROOT = Path(__file__).resolve().parents[1]
 LOCOMO_FILE = ROOT / "src" / "memlane" / "bench" / "datasets" / "data" / "locomo" / "locomo10.json.xz"
 EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
@@ -71,6 +79,19 @@ def recall(ranked: Sequence[str], relevant: Iterable[str], k: int, kind: str) ->
     top = set(ranked[:k])
     rel = list(relevant)
     return float(any(r in top for r in rel)) if kind == "any" else float(all(r in top for r in rel))
+
+
+def ndcg(ranked: Sequence[str], relevant: set[str], k: int) -> float:
+    """LongMemEval's ``evaluate_retrieval`` NDCG: binary gains, DCG = rel_1 + sum_{i>=2} rel_i / log2(i)
+    (its ``dcg`` with the first position undiscounted), ideal from min(k, relevant) ones."""
+    gains = [1.0 if x in relevant else 0.0 for x in ranked[:k]]
+    dcg = sum(g if i == 1 else g / math.log2(i) for i, g in enumerate(gains, start=1))
+    ideal = sum(1.0 if i == 1 else 1.0 / math.log2(i) for i in range(1, min(k, len(relevant)) + 1))
+    return dcg / ideal if ideal else 0.0
+
+
+def mrr(ranked: Sequence[str], relevant: set[str]) -> float:
+    return next((1.0 / i for i, x in enumerate(ranked, start=1) if x in relevant), 0.0)
 
 
 class Truth:
@@ -144,6 +165,10 @@ def official(truth: Truth, rankings: dict[str, dict[str, list[str]]], locomo: bo
             for k in KS:
                 for kind in ("any", "all"):
                     sums.setdefault(f"{level}/recall_{kind}@{k}", []).append(recall(ranked, relevant, k, kind))
+            for k in TOP_KS:
+                sums.setdefault(f"{level}/recall_any@{k}", []).append(recall(ranked, relevant, k, "any"))
+            sums.setdefault(f"{level}/ndcg_any@10", []).append(ndcg(ranked, relevant, 10))
+            sums.setdefault(f"{level}/mrr", []).append(mrr(ranked, relevant))
     return {m: sum(v) / len(v) for m, v in sums.items()}
 
 
@@ -178,13 +203,19 @@ def main() -> int:
         rankings = read_rankings(args.run_dir / f"rankings.{mode}.jsonl")
         mine = official(truth, rankings, locomo)
         theirs = figures["groups"][headline]["means"]
-        diffs = {m: (v, theirs.get(m)) for m, v in mine.items() if theirs.get(m) is None or abs(v - theirs[m]) > 5e-7}
+        diffs = {
+            m: (v, theirs.get(m)) for m, v in mine.items() if theirs.get(m) is None or abs(v - theirs[m]) > TOLERANCE
+        }
         disagree += len(diffs)
         report["modes"][mode] = {"official": mine, "peer_any": peer_any(truth, rankings), "disagree": diffs}
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        cols = [f"{lvl}/recall_{kind}@{k}" for lvl in ("session", "turn") for k in KS for kind in ("any", "all")]
+        cols = [
+            f"{lvl}/{m}"
+            for lvl in ("session", "turn")
+            for m in ("recall_any@1", "recall_any@3", "recall_all@5", "recall_all@10", "ndcg_any@10", "mrr")
+        ]
         print(f"{dataset}: official figures re-scored from the rankings ({headline}); peer-any = engram's script")
         print("| mode | " + " | ".join(cols) + " | peer-any R@5 | peer-any R@10 | peer n | agrees |")
         for mode, r in report["modes"].items():

@@ -28,6 +28,8 @@ def test_folds_and_objective() -> None:
     assert {fold_of(f"q{i}", 5) for i in range(100)} == set(range(5))
     rows = [{"a": 1.0, "b": 0.0}, {"a": 0.0}, None]
     assert objective(rows, {"a": 1.0, "b": 10.0}) == 0.5  # b's mean is over the one row that has it
+    # a weight named CATEGORY:metric reads that category's rows only
+    assert objective(rows, {"x:a": 1.0}, ["x", "y", "x"]) == 1.0
 
 
 def test_held_out_figures_come_from_points_picked_without_their_fold(tmp_path: Path) -> None:
@@ -41,14 +43,19 @@ def test_held_out_figures_come_from_points_picked_without_their_fold(tmp_path: P
     # With the shipped settings, the offline path scores every question as the run did.
     for q in questions:
         assert question_scores(dev, q, PRESETS["hybrid"]) == logged[q.sample.sample_id]
-    grid = {"supersede_similarity": (0.0, 0.99), "supersede_ratio": (0.0, 0.9)}
+    grid = {
+        "signals": ("similar", "current+values"),
+        "supersede_similarity": (0.0, 0.99),
+        "supersede_ratio": (0.0, 0.9),
+    }
     points = grid_points(PRESETS["hybrid"], grid)
-    assert len(points) == 4
+    assert len(points) == 8
     off = replace(PRESETS["hybrid"], supersede=False)
     cv = cross_validate({"lme": dev}, {"lme": questions}, points, off, folds=3)
     assert len(cv.picked) == 3 and cv.chosen in points
     for q, held in zip(questions, cv.held_out["lme"], strict=True):
-        assert held == question_scores(dev, q, cv.picked[fold_of(q.sample.namespace, 3)])
+        point = cv.picked[fold_of(q.sample.namespace, 3)]
+        assert held == question_scores(dev, q, point.settings, point.signals)
     assert cv.off["lme"] == [question_scores(dev, q, off) for q in questions]
 
 
@@ -71,6 +78,11 @@ def test_reports_show_whether_the_newest_evidence_ranks_first(tmp_path: Path) ->
     assert dated, "the synthetic questions have evidence told on several dates"
     report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
     assert "## Newest evidence first" in report and "| hybrid-no-supersede | overall |" in report
+    # the top of the ranking and what supersession moved, per mode
+    assert "## Top of the ranking" in report and "session MRR" in report
+    assert "## Supersession audit" in report
+    no_moves = [r for r in records if r.mode == "hybrid-no-supersede" and r.scores]
+    assert no_moves and all(r.scores["session/moves"] == 0 and r.scores["turn/moves"] == 0 for r in no_moves)
     results = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
     means = results["modes"]["hybrid"]["groups"]["overall"]["means"]
     expected = sum(r.scores["session/latest_first"] for r in dated if r.mode == "hybrid") / (len(dated) / 2)

@@ -16,10 +16,12 @@ from memlane.bench.retrieval.metrics import (
     aggregate,
     dcg,
     effective_k,
+    move_audit,
     ndcg_any_at_k,
     recall_all_at_k,
     recall_any_at_k,
     recall_fraction_at_k,
+    reciprocal_rank,
     score_locomo,
     score_longmemeval,
     turn_to_session_keys,
@@ -267,7 +269,41 @@ def test_locomo_empty_evidence_policy() -> None:
     # Dangling evidence id kept at session level only: the session level is still scored.
     dangling = locomo_sample((), ("session_10",))
     scores = score_locomo(dangling, ["D1:1"], ["session_10"], ks=(1,))
-    assert scores == {"session/recall_all@1": 1.0, "session/recall_any@1": 1.0, "session/recall@1": 1.0}
+    assert scores == {
+        "session/recall_all@1": 1.0,
+        "session/recall_any@1": 1.0,
+        "session/recall@1": 1.0,
+        "session/ndcg_any@1": 1.0,
+        "session/mrr": 1.0,
+    }
+
+
+def test_the_top_of_the_ranking_mrr_and_locomo_ndcg() -> None:
+    assert reciprocal_rank(["a", "b", "c"], {"c"}) == pytest.approx(1 / 3)
+    assert reciprocal_rank(["a", "b"], {"z"}) == 0.0
+    sample = locomo_sample(("D1:3", "D4:2"), ("session_1", "session_4"))
+    scores = score_locomo(sample, ["D2:1", "D4:2", "D1:3"], ["session_2", "session_1", "session_4"], ks=(3,))
+    assert scores is not None
+    assert scores["turn/mrr"] == 0.5 and scores["session/mrr"] == 0.5
+    # LongMemEval's formula: positions 1 and 2 weigh 1, position 3 1 / log2(3); ideal = two at the top
+    assert scores["turn/ndcg_any@3"] == pytest.approx((1 + 1 / math.log2(3)) / 2)
+    lme = score_longmemeval(lme_sample(("answer_a_1",)), ["x", "answer_a"], ["x_1", "answer_a_1"], ks=(1,))
+    assert lme is not None and lme["session/mrr"] == 0.5 and lme["turn/mrr"] == 0.5
+
+
+def test_move_audit_counts_harmful_and_helpful_moves() -> None:
+    evidence = {"e1", "e2"}
+    # n moved above e1 (harmful); e2 moved above x (helpful); e1 passed by e2? no: e2 passes x only
+    before = ["e1", "x", "n", "e2", "y"]
+    after = ["n", "e1", "e2", "x", "y"]
+    assert move_audit(before, after, evidence) == {"moves": 2.0, "moves_harmful": 1.0, "moves_helpful": 1.0}
+    assert move_audit(before, before, evidence) == {"moves": 0.0, "moves_harmful": 0.0, "moves_helpful": 0.0}
+    # evidence passing evidence, non-evidence passing non-evidence: moves, neither harmful nor helpful
+    assert move_audit(["e1", "e2", "x", "y"], ["e2", "e1", "y", "x"], evidence) == {
+        "moves": 2.0,
+        "moves_harmful": 0.0,
+        "moves_helpful": 0.0,
+    }
 
 
 def test_locomo_rejects_duplicates() -> None:
@@ -309,5 +345,6 @@ def test_session_ranking_only() -> None:
         "session/recall_any@1": 1.0,
         "session/recall_all@1": 1.0,
         "session/ndcg_any@1": 1.0,
+        "session/mrr": 1.0,
     }
     assert score_longmemeval(replace(base, user_evidence_turn_ids=()), ["answer_a"], None) is None

@@ -192,20 +192,25 @@ def test_the_time_phrase_a_hit_matched_and_the_newer_version_are_shown(tab: Tab,
     assert_explained(item, cello)
     time_row = item.locator("[data-testid=why-gain][data-part=time_gain]")
     assert "“two weeks ago”" in (time_row.text_content() or "")
-    # A question about now: the newer teacher ranks above the older one, and both say why.
-    query = "Who gives me cello lessons?"
+    # A question about now, the teacher told twice: the newer teacher ranks above the older one, and both
+    # say why.
+    seeded.add(
+        "alice", ["I take cello lessons with Mr. Duarte.", "Lovely."], time="2023-05-20T18:30:00Z", session_id="s2t"
+    )
+    query = "Where do I take cello lessons now?"
     tab.go("#/users/alice/search?" + urlencode({"q": query, "k": 4, "at": "2023-06-15T12:00:00Z"}))
     with seeded.client(seeded.keys["alice"]) as alice:
         hits = alice.post("/v1/search", json={**body, "query": query}).json()
     assert tab.testids("hit", "data-block") == [h["block_id"] for h in hits]
-    newer, older = hits[0], hits[1]
-    assert (newer["session_id"], older["session_id"]) == ("s3", "s2") and newer["score"] < older["score"]
-    assert newer["explanation"]["supersedes"] == [older["block_id"]] and older["superseded_by"] == [newer["block_id"]]
+    newer = hits[0]
+    at, older = next((i, h) for i, h in enumerate(hits) if h["session_id"] == "s2t")
+    assert newer["session_id"] == "s3" and at > 0
+    assert older["block_id"] in newer["explanation"]["supersedes"] and newer["block_id"] in older["superseded_by"]
     items = tab.page.locator("[data-testid=hit]")
     for i, hit in enumerate(hits):
         assert_explained(items.nth(i), hit)
     assert older["block_id"] in (items.nth(0).locator("[data-testid=hit-supersedes]").text_content() or "")
-    assert newer["block_id"] in (items.nth(1).locator("[data-testid=hit-newer]").text_content() or "")
+    assert newer["block_id"] in (items.nth(at).locator("[data-testid=hit-newer]").text_content() or "")
     tab.accessible("search-explain")
 
 

@@ -32,7 +32,16 @@ CLOSE = np.array([[0.8, 0.6]], dtype=np.float32)  # cosine 0.8 with SAME
 FAR = np.array([[0.0, 1.0]], dtype=np.float32)
 BIKES = frozenset({"i", "have", "bikes", "three", "four"})
 QUERY = "how many bikes do I have"
-SETTINGS = SearchSettings(supersede_similarity=0.5, supersede_terms=0.5, supersede_ratio=0.5, supersede_sessions=False)
+# The mechanics (who moves where) under the thresholds alone; the rule's question and value tests are in
+# test_supersession_rule.py.
+SETTINGS = SearchSettings(
+    supersede_similarity=0.5,
+    supersede_terms=0.5,
+    supersede_ratio=0.5,
+    supersede_sessions=False,
+    supersede_current=False,
+    supersede_values="off",
+)
 
 
 def version(days: float, vectors: np.ndarray = SAME, speaker: str = "user", words: frozenset[str] = BIKES) -> Version:
@@ -107,6 +116,8 @@ def test_settings_are_checked() -> None:
         ("supersede_depth", 0),
         ("supersede_similarity", 1.5),
         ("supersede_ratio", -1),
+        ("supersede_values", "names"),
+        ("supersede_current", "yes"),
     ):
         with pytest.raises(ValidationError) as err:
             SearchSettings(**{field: bad})  # type: ignore[arg-type]

@@ -40,7 +40,7 @@ QUESTIONS = [
     ),
     (
         "ku_city",
-        "Which city does my sister live in?",
+        "Where does my sister live now?",
         "Porto",
         [
             ("2023/01/10 (Tue) 12:00", "My sister lives in Lisbon and works at a bakery there.", True),

@@ -29,6 +29,7 @@ from memlane.bench.qa.scoring import locomo_f1, mem0_f1, token_f1
 from memlane.bench.retrieval.metrics import (
     OVERALL,
     TASK_AVERAGE,
+    move_metrics,
     recency_metrics,
     score_locomo,
     score_longmemeval,
@@ -37,6 +38,9 @@ from memlane.bench.retrieval.rankings import LocomoRanking, LongMemEvalRanking, 
 from memlane.bench.split import Split, conversation_split, dev_conversations, question_split
 from memlane.core.errors import ConfigError
 from memlane.core.model import PerspectiveMode
+
+Before = tuple[Sequence[str], Sequence[str] | None]
+"""A question's (session ids, turn ids) rankings (turn ids None: session level only)."""
 
 
 class Family(ABC):
@@ -104,23 +108,31 @@ class Family(ABC):
         ks: Sequence[int],
         *,
         session_dates: Mapping[str, datetime | None] | None = None,
+        before: Before | None = None,
     ) -> dict[str, float] | None:
         """The official retrieval scores of one question's rankings (``turn_ids`` None: session level only);
         None when the question is not scored. With ``session_dates`` (each session's date), also whether
         the newest evidence ranks first (:func:`memlane.bench.retrieval.metrics.recency_metrics`) for
-        questions whose evidence carries several dates."""
+        questions whose evidence carries several dates. With ``before`` (the same question's session and
+        turn rankings before a reordering, supersession's), also what the reordering moved
+        (:func:`memlane.bench.retrieval.metrics.move_metrics`)."""
 
-    def _with_recency(
+    def _with_extras(
         self,
         scores: dict[str, float] | None,
         evidence: tuple[Sequence[str], Sequence[str]],
-        rankings: tuple[Sequence[str], Sequence[str] | None],
+        rankings: Before,
         session_dates: Mapping[str, datetime | None] | None,
+        before: Before | None,
     ) -> dict[str, float] | None:
-        if scores is None or not session_dates:
+        if scores is None:
             return scores
         sessions, turns = evidence
-        return scores | recency_metrics(rankings[0], rankings[1], sessions, turns, session_dates, self.session_of)
+        if session_dates:
+            scores |= recency_metrics(rankings[0], rankings[1], sessions, turns, session_dates, self.session_of)
+        if before is not None:
+            scores |= move_metrics(before, rankings, sessions, turns)
+        return scores
 
     @abstractmethod
     def splitter(self, namespaces: Iterable[str]) -> Callable[[Sample], Split]:
@@ -216,10 +228,11 @@ class LoCoMoFamily(Family):
         ks: Sequence[int],
         *,
         session_dates: Mapping[str, datetime | None] | None = None,
+        before: Before | None = None,
     ) -> dict[str, float] | None:
         scores = score_locomo(sample, turn_ids, session_ids, ks)
         evidence = (sample.evidence_session_ids, sample.evidence_turn_ids)
-        return self._with_recency(scores, evidence, (session_ids, turn_ids), session_dates)
+        return self._with_extras(scores, evidence, (session_ids, turn_ids), session_dates, before)
 
     def splitter(self, namespaces: Iterable[str]) -> Callable[[Sample], Split]:
         dev = dev_conversations(namespaces)
@@ -311,11 +324,12 @@ class LongMemEvalFamily(Family):
         ks: Sequence[int],
         *,
         session_dates: Mapping[str, datetime | None] | None = None,
+        before: Before | None = None,
     ) -> dict[str, float] | None:
         scores = score_longmemeval(sample, session_ids, turn_ids, ks)
         turns = sample.user_evidence_turn_ids  # the official targets, as the recall figures
         sessions = tuple(dict.fromkeys(longmemeval_session_of(t) for t in turns))
-        return self._with_recency(scores, (sessions, turns), (session_ids, turn_ids), session_dates)
+        return self._with_extras(scores, (sessions, turns), (session_ids, turn_ids), session_dates, before)
 
     def splitter(self, namespaces: Iterable[str]) -> Callable[[Sample], Split]:
         return lambda sample: question_split(sample.sample_id)

@@ -24,7 +24,7 @@ from memlane.bench.reports.results import (
     results_to_json,
     write_csv,
 )
-from memlane.bench.retrieval.metrics import TASK_AVERAGE, GroupSummary
+from memlane.bench.retrieval.metrics import HARMFUL, HELPFUL, MOVES, TASK_AVERAGE, GroupSummary
 from memlane.bench.retrieval.paired import format_diff
 from memlane.bench.retrieval.rankings import write_rankings
 from memlane.bench.retrieval.runlog import (
@@ -42,6 +42,30 @@ KEY_METRICS: tuple[tuple[str, str], ...] = (
     ("turn/recall_all@10", "turn R_all@10"),
     ("turn/recall_any@10", "turn R_any@10"),
     ("turn/recall_all@50", "turn R_all@50"),
+)
+
+_TOP = (
+    ("recall_any@1", "R_any@1"),
+    ("recall_any@3", "R_any@3"),
+    ("recall_all@5", "R_all@5"),
+    ("recall_all@10", "R_all@10"),
+    ("ndcg_any@10", "NDCG@10"),
+    ("mrr", "MRR"),
+)
+# The whole curve from the first hit on, for agents that read only the top few hits.
+TOP_METRICS: tuple[tuple[str, str], ...] = tuple(
+    (f"{level}/{m}", f"{level} {label}") for level in ("session", "turn") for m, label in _TOP
+)
+TOP_NOTE = (
+    "What an agent reading only the first hits sees: `R_any@1` = the first session (turn) is evidence, `R_any@3` "
+    "= one of the first three is, `NDCG@10` = LongMemEval's official binary NDCG, `MRR` = 1 / the rank of the "
+    "first evidence item (0 when the ranking holds none)."
+)
+AUDIT_NOTE = (
+    "What supersession moved, summed over the scored questions: `moved` = sessions (turns) that rank higher "
+    "than their score alone puts them (supersession reorders without rescoring); `harmful` = a moved "
+    "non-evidence item now above evidence it ranked below; `helpful` = a moved evidence item now above "
+    "non-evidence it ranked below; a move that passes only evidence or only non-evidence is neither."
 )
 
 RECENCY_METRICS: tuple[tuple[str, str], ...] = (
@@ -119,6 +143,42 @@ def format_recency_table(results: RunResults, modes: dict[str, ModeResult] | Non
             lines.append(f"| {mode} | {results.family.category_label(group)} | {n} | {cells} |")
             rows += 1
     return [RECENCY_NOTE, "", *lines, ""] if rows else []
+
+
+def format_top_table(results: RunResults, modes: dict[str, ModeResult] | None = None) -> list[str]:
+    """Markdown lines: per mode and group, the rank-sensitive figures (:data:`TOP_METRICS`)."""
+    labels = " | ".join(label for _, label in TOP_METRICS)
+    lines = [f"| mode | group | n | {labels} |", "|---|---|---:|" + "---:|" * len(TOP_METRICS)]
+    for mode, result in (results.modes if modes is None else modes).items():
+        for group, summary in result.groups.items():
+            if group == TASK_AVERAGE or not any(m in summary.means for m, _ in TOP_METRICS):
+                continue
+            cells = " | ".join(format_cell(summary, m) for m, _ in TOP_METRICS)
+            lines.append(f"| {mode} | {results.family.category_label(group)} | {summary.n} | {cells} |")
+    return [TOP_NOTE, "", *lines, ""]
+
+
+def format_audit_table(results: RunResults, modes: dict[str, ModeResult] | None = None) -> list[str]:
+    """Markdown lines: per mode, group and level, the moves supersession made and how many were harmful or
+    helpful (empty when no mode carries the audit)."""
+    lines = [
+        "| mode | group | level | questions | moved | harmful | helpful | harmful / moved |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    rows = 0
+    for mode, result in (results.modes if modes is None else modes).items():
+        for group, summary in result.groups.items():
+            for level in ("session", "turn"):
+                key = f"{level}/{MOVES}"
+                if group == TASK_AVERAGE or key not in summary.means:
+                    continue
+                n = summary.counts[key]
+                moved, harmful, helpful = (round(summary.means[f"{level}/{m}"] * n) for m in (MOVES, HARMFUL, HELPFUL))
+                share = f"{harmful / moved:.3f}" if moved else "-"
+                label = results.family.category_label(group)
+                lines.append(f"| {mode} | {label} | {level} | {n} | {moved} | {harmful} | {helpful} | {share} |")
+                rows += 1
+    return [AUDIT_NOTE, "", *lines, ""] if rows else []
 
 
 def format_modes_table(results: RunResults, modes: dict[str, ModeResult] | None = None) -> str:
@@ -227,9 +287,13 @@ def format_report(results: RunResults) -> str:
     out = [f"# Retrieval: {results.dataset}", "", *_describe(results), "", "## Modes", ""]
     out += [format_modes_table(results), ""]
     out += format_paired(results)
+    out += ["## Top of the ranking", "", *format_top_table(results)]
     recency = format_recency_table(results)
     if recency:
         out += ["## Newest evidence first", "", *recency]
+    audit = format_audit_table(results)
+    if audit:
+        out += ["## Supersession audit", "", *audit]
     for mode, result in results.modes.items():
         out += [f"## {mode}", "", format_mode_table(results, mode), ""]
         out.append(
@@ -241,7 +305,9 @@ def format_report(results: RunResults) -> str:
     for split, modes in results.splits.items():
         out += [f"## Split: {split}", "", SPLIT_NOTE, "", format_modes_table(results, modes), ""]
         out += format_paired(results, split)
+        out += format_top_table(results, modes)
         out += format_recency_table(results, modes)
+        out += format_audit_table(results, modes)
         for mode, result in modes.items():
             out += [f"### {split}: {mode}", "", format_mode_table(results, mode, result), ""]
     out += [

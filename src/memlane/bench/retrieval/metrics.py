@@ -16,6 +16,11 @@ LongMemEval (``src/retrieval/eval_utils.py`` and ``run_retrieval.py`` of xiaowu0
 * questions are skipped (score ``None``) when abstention (``'_abs'`` in the id) or without a relevant
   user turn.
 
+Beside them, for the top of a ranking (what an agent that reads only the first few hits sees): ``mrr``, the
+reciprocal rank of the first relevant item (0 when the ranking holds none; the official scripts have no
+MRR, this is the textbook one), at session and turn level on both data sets, and for LoCoMo the same
+``ndcg_any@k`` as LongMemEval's (LoCoMo's official scoring has no rank-sensitive figure).
+
 The official code ranks the whole corpus, whose turn documents are the *user* turns only (session
 documents: the user turns joined). For identical numbers pass complete rankings (or at least long enough to
 cover k distinct sessions) of user turns; any other ranked turn simply counts as non-relevant.
@@ -95,6 +100,14 @@ def ndcg_any_at_k(
     return dcg([1.0 if x in relevant else 0.0 for x in ranked[:k]], k) / ideal
 
 
+def reciprocal_rank(ranked: Sequence[str], relevant: Collection[str]) -> float:
+    """1 / the 1-based position of the first relevant id in ``ranked``; 0.0 when none is there."""
+    for i, item in enumerate(ranked, start=1):
+        if item in relevant:
+            return 1.0 / i
+    return 0.0
+
+
 def turn_to_session_keys(ranked_turn_ids: Sequence[str], relevant_turn_ids: Collection[str]) -> list[str]:
     """Map a turn ranking to official session keys, position by position (see module doc)."""
     relevant_sessions = {longmemeval_session_of(t) for t in relevant_turn_ids}
@@ -170,11 +183,13 @@ def score_longmemeval(
         _check_ranking(ranked_session_ids, f"{sample.sample_id}: ranked_session_ids")
         for k in ks:
             out.update(_prefixed("session", _three(ranked_session_ids, relevant_sessions, k)))
+        out["session/mrr"] = reciprocal_rank(ranked_session_ids, relevant_sessions)
     if ranked_turn_ids is not None:
         _check_ranking(ranked_turn_ids, f"{sample.sample_id}: ranked_turn_ids")
         for k in ks:
             out.update(_prefixed("turn", _three(ranked_turn_ids, relevant_turns, k)))
             out.update(_prefixed("turn2session", turn_to_session_metrics(ranked_turn_ids, relevant_turns, k)))
+        out["turn/mrr"] = reciprocal_rank(ranked_turn_ids, relevant_turns)
     return out
 
 
@@ -190,6 +205,8 @@ def _locomo_level(
         out[f"recall_all@{k}"] = recall_all_at_k(ranked, relevant, k)
         out[f"recall_any@{k}"] = recall_any_at_k(ranked, relevant, k)
         out[f"recall@{k}"] = recall_fraction_at_k(ranked, relevant, k)
+        out[f"ndcg_any@{k}"] = ndcg_any_at_k(ranked, set(relevant), k)
+    out["mrr"] = reciprocal_rank(ranked, set(relevant))
     return out
 
 
@@ -202,7 +219,8 @@ def score_locomo(
     on_empty: Literal["skip", "one"] = "skip",
 ) -> dict[str, float] | None:
     """LoCoMo evidence recall of one question: ``turn/recall_all@k``, ``turn/recall_any@k``,
-    ``turn/recall@k`` (fraction) over dia_ids, the same with ``session/`` over ``session_<n>`` ids.
+    ``turn/recall@k`` (fraction) over dia_ids, the same with ``session/`` over ``session_<n>`` ids; beside
+    them ``ndcg_any@k`` (LongMemEval's formula) and ``mrr`` at both levels (only for questions with evidence).
 
     Evidence is the cleaned evidence of the sample (malformed entries split/repaired, dangling ids kept
     at session level only). A level with no evidence is omitted (``on_empty="skip"``) or scored 1.0
@@ -264,6 +282,47 @@ def recency_metrics(
     if turn_ids is not None:
         turn_dates = {t: session_dates.get(session_of(t)) for t in evidence_turns}
         out.update(_prefixed("turn", recency_scores(turn_ids, evidence_turns, turn_dates)))
+    return out
+
+
+MOVES, HARMFUL, HELPFUL = "moves", "moves_harmful", "moves_helpful"
+
+
+def move_audit(before: Sequence[str], after: Sequence[str], evidence: Collection[str]) -> dict[str, float]:
+    """What a reordering (supersession) did to one ranking: ``moves``, the items that rank higher in
+    ``after`` than in ``before``; of those, ``moves_harmful``, a non-evidence item moved above at least one
+    evidence item it ranked below, and ``moves_helpful``, an evidence item moved above at least one
+    non-evidence item. A move that passes only evidence, or only non-evidence, is neither. Items missing
+    from either ranking take no part."""
+    old = {item: i for i, item in enumerate(before)}
+    new = {item: i for i, item in enumerate(after)}
+    both = [item for item in after if item in old]
+    moved = harmful = helpful = 0
+    for item in both:
+        if new[item] >= old[item]:
+            continue
+        passed = [y for y in both if old[y] < old[item] and new[y] > new[item]]
+        if not passed:
+            continue
+        moved += 1
+        if item in evidence:
+            helpful += any(y not in evidence for y in passed)
+        else:
+            harmful += any(y in evidence for y in passed)
+    return {MOVES: float(moved), HARMFUL: float(harmful), HELPFUL: float(helpful)}
+
+
+def move_metrics(
+    before: tuple[Sequence[str], Sequence[str] | None],
+    after: tuple[Sequence[str], Sequence[str] | None],
+    evidence_sessions: Collection[str],
+    evidence_turns: Collection[str],
+) -> dict[str, float]:
+    """:func:`move_audit` at session level (``session/moves``, ...) and turn level (``turn/...``, when both
+    turn rankings are given): ``before`` and ``after`` are (session ids, turn ids) rankings."""
+    out = _prefixed("session", move_audit(before[0], after[0], set(evidence_sessions)))
+    if before[1] is not None and after[1] is not None:
+        out.update(_prefixed("turn", move_audit(before[1], after[1], set(evidence_turns))))
     return out
 
 

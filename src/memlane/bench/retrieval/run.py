@@ -253,8 +253,14 @@ def evaluate_system(
     searched = time.perf_counter()
     rankings = rank_hits(asked.hits, index, config.min_length, cut=system.cuts_rankings)
     turn_ids = rankings.turn_ids if system.ranks_turns else None
+    before = None
+    if isinstance(system, MemlaneSystem):
+        # Supersession reorders without rescoring, so the hits by score are the ranking before it: the
+        # scores then say what it moved (supersession's audit; nothing for a mode without it).
+        unmoved = rank_hits(sorted(asked.hits, key=lambda h: -h.score), index, config.min_length)
+        before = (unmoved.session_ids, unmoved.turn_ids)
     scores = DATASETS[config.dataset].family.score(
-        sample, rankings.session_ids, turn_ids, config.ks, session_dates=index.session_dates
+        sample, rankings.session_ids, turn_ids, config.ks, session_dates=index.session_dates, before=before
     )
     done = time.perf_counter()
     latency = {"search": asked.ms, "rank_and_score": (done - searched) * 1000}

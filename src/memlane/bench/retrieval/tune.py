@@ -120,27 +120,35 @@ def collect(
 
 def question_rankings(dev: DevSet, q: QuestionCandidates, settings: SearchSettings) -> Rankings:
     """The session and turn rankings a retrieval run logs for one question under ``settings``."""
+    return _question_rankings(dev, q, settings)[0]
+
+
+def _question_rankings(dev: DevSet, q: QuestionCandidates, settings: SearchSettings) -> tuple[Rankings, Rankings]:
+    """The rankings of :func:`question_rankings`, and the same before supersession."""
     settings = with_candidates(settings, dev.depth)  # as Memory.search fetches at that depth
     asked = q.sample.question_date or now_utc()  # what bench retrieval's searches read the phrases against
     ranked = retrieval.rank(q.candidates, settings, asked=asked)
     # As bench retrieval's searches, which pass the question date as ``at``.
     until = to_epoch(asked) if q.sample.question_date else None
     sessions = {ref: b.session_id for ref, b in q.blocks.items()}
-    ranked, _ = retrieval.supersede(
+    moved, _ = retrieval.supersede(
         ranked, q.versions, q.sample.question, settings, asked=asked, until=until, sessions=sessions
     )
-    top = ranked[: dev.depth]
-    return rank((q.blocks[ref] for ref, _, _ in top), q.index, max(MIN_RANKING_LENGTH, max(dev.ks)))
+    length = max(MIN_RANKING_LENGTH, max(dev.ks))
+    after, before = ((q.blocks[ref] for ref, _, _ in r[: dev.depth]) for r in (moved, ranked))
+    return rank(after, q.index, length), rank(before, q.index, length)
 
 
 def question_scores(dev: DevSet, q: QuestionCandidates, settings: SearchSettings) -> dict[str, float] | None:
-    """The harness's scores of one question under ``settings`` (None when it is not scored)."""
-    rankings = question_rankings(dev, q, settings)
+    """The harness's scores of one question under ``settings`` (None when it is not scored), with what
+    supersession moved, as a retrieval run's."""
+    rankings, unmoved = _question_rankings(dev, q, settings)
     family = DATASETS[dev.dataset].family
     if family == LOCOMO and q.sample.category_number not in (1, 2, 3, 4):
         return None
     dates = q.index.session_dates
-    return family.score(q.sample, rankings.session_ids, rankings.turn_ids, dev.ks, session_dates=dates)
+    before = (unmoved.session_ids, unmoved.turn_ids)
+    return family.score(q.sample, rankings.session_ids, rankings.turn_ids, dev.ks, session_dates=dates, before=before)
 
 
 def evaluate(dev: DevSet, settings: SearchSettings, metrics: Sequence[str] = DEFAULT_METRICS) -> dict[str, float]:

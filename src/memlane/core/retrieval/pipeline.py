@@ -30,7 +30,7 @@ from memlane.core.ranking.session_words import session_word_ranks
 from memlane.core.retrieval.context import Context, Position, rescore
 from memlane.core.retrieval.fusion import Scored, fuse, retriever_gains, summed
 from memlane.core.retrieval.settings import ScoreKind, SearchSettings
-from memlane.core.retrieval.supersession import asks_about_past, cache_reader, supersede, version_of
+from memlane.core.retrieval.supersession import applies, cache_reader, supersede, version_of
 from memlane.core.store.protocol import Store
 from memlane.core.time_phrases import TimeWindow, time_windows
 
@@ -243,10 +243,12 @@ def supersede_ranked(
     ``asked``: when the question is asked; ``until``: the time asked about (epoch seconds). ``fetch``: read
     at least that many of the first blocks in the same read, for :func:`hits` (the step only reorders
     within its depth, so the first blocks stay the first blocks)."""
-    if not settings.supersede or settings.supersede_depth < 2 or asks_about_past(query, asked):
+    if not applies(query, settings, asked):
         return ranked, {}, {}
     blocks = store.fetch_blocks(user, [ref for ref, _, _ in ranked[: max(settings.supersede_depth, fetch)]])
-    versions = {ref: version_of(blocks[ref]) for ref, _, _ in ranked[: settings.supersede_depth] if ref in blocks}
+    words = settings.supersede_terms > 0  # a block's words are read for the terms test alone
+    top = ranked[: settings.supersede_depth]
+    versions = {ref: version_of(blocks[ref], words=words) for ref, _, _ in top if ref in blocks}
     read = cache_reader(cache, model_id)
     sessions = {ref: b.session_id for ref, b in blocks.items()}
     reordered, newer = supersede(
