@@ -10,6 +10,9 @@
 #   bash .ci/postgres.sh stop "$MEMLANE_TEST_PG_DIR"   stop that cluster and remove its folder
 #   bash .ci/postgres.sh install              only install (PostgreSQL 15, then pgvector built from source)
 #
+# MEMLANE_PG_CONF, if set, holds extra postgresql.conf lines for the server started (.ci/citus.sh preloads
+# Citus with it).
+#
 # Every install step checks before it acts, so the script works on a fresh machine and on one where
 # everything is already there. Only the exports go to stdout; progress goes to stderr.
 set -euo pipefail
@@ -155,6 +158,7 @@ unix_socket_directories = '$dir'
 fsync = off
 max_connections = 200
 shared_buffers = 256MB
+${MEMLANE_PG_CONF:-}
 EOF
     # A port free when probed may be taken before the server binds it (another start, a client socket):
     # then the next one is tried.

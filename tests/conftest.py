@@ -20,6 +20,8 @@ StoreFactory = Callable[[], Store]
 POSTGRES_URL_ENV = "MEMLANE_TEST_POSTGRES_URL"
 # A second server (.ci/postgres.sh start _2): the sharded store's runs put one shard on each.
 POSTGRES_URL_2_ENV = "MEMLANE_TEST_POSTGRES_URL_2"
+# A Citus coordinator (.ci/citus.sh start): the PostgreSQL store on a distributed cluster.
+CITUS_URL_ENV = "MEMLANE_TEST_CITUS_URL"
 # Contract tests that exercise one backend's own mechanics, with the reason they skip on the others.
 SQLITE_ONLY = {
     "test_search_caches_see_writes_from_another_connection": "opens one SQLite file twice (tests/postgres covers "
@@ -101,6 +103,7 @@ def _sharded_factory(urls: list[str]) -> tuple[StoreFactory, Callable[[], None]]
         "sqlite",
         pytest.param("postgres", marks=pytest.mark.postgres),
         pytest.param("sharded", marks=pytest.mark.postgres),
+        pytest.param("citus", marks=pytest.mark.postgres),
     ]
 )
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
@@ -108,8 +111,10 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[St
     if request.param == "sqlite":
         yield _sqlite_factory(tmp_path)
         return
-    url = os.environ.get(POSTGRES_URL_ENV)
+    url = os.environ.get(CITUS_URL_ENV if request.param == "citus" else POSTGRES_URL_ENV)
     if not url:
+        if request.param == "citus":
+            pytest.skip(f"Citus backend: set {CITUS_URL_ENV} (.ci/citus.sh starts a coordinator and two workers)")
         pytest.skip(f"PostgreSQL backend: set {POSTGRES_URL_ENV} (.ci/postgres.sh starts a server)")
     reason = SQLITE_ONLY.get(request.node.originalname)
     if reason:
