@@ -83,10 +83,12 @@ install_citus() {
 }
 
 node_conf() {
-    # wal_level logical: Citus moves and splits shards online over logical replication.
+    # wal_level logical: Citus moves and splits shards online over logical replication. A split decodes
+    # with Citus's own output plugin, which Debian's PostgreSQL allows only when listed.
     cat <<EOF
 shared_preload_libraries = 'citus'
 wal_level = logical
+output_plugin_libraries = 'pgoutput, test_decoding, citus'
 max_replication_slots = 20
 max_wal_senders = 20
 max_worker_processes = 32

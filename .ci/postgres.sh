@@ -4,9 +4,9 @@
 #   pg_env=$(bash .ci/postgres.sh start)      install what is missing, start a cluster on 127.0.0.1 and print
 #   eval "$pg_env"                            the exports the tests read (MEMLANE_TEST_POSTGRES_URL, ...);
 #                                             (an assignment first, so that `set -e` sees a failed start)
-#   pg_env_2=$(bash .ci/postgres.sh start _2) a second, independent cluster whose exports end in the suffix
-#                                             (MEMLANE_TEST_POSTGRES_URL_2, MEMLANE_TEST_PG_DIR_2, ...): the
-#                                             sharded store's tests put one shard on each
+#   pg_env_2=$(bash .ci/postgres.sh start _2) another, independent cluster whose exports end in the suffix
+#                                             (MEMLANE_TEST_POSTGRES_URL_2, MEMLANE_TEST_PG_DIR_2, ...):
+#                                             .ci/citus.sh starts its nodes so
 #   bash .ci/postgres.sh stop "$MEMLANE_TEST_PG_DIR"   stop that cluster and remove its folder
 #   bash .ci/postgres.sh install              only install (PostgreSQL 15, then pgvector built from source)
 #

@@ -16,7 +16,7 @@ import pytest
 
 from memlane.bench.perf import sentence
 from memlane.core.embedding.fake import HashingEmbedder
-from memlane.core.errors import NotFoundError, StoreError
+from memlane.core.errors import ConfigError, NotFoundError, StoreError
 from memlane.core.memory import AddRequest, Memory
 from memlane.core.model import BlockKind
 from memlane.core.ranking.session_words import people_words, session_word_ranks
@@ -45,6 +45,14 @@ def test_urls_are_recognised_and_redacted() -> None:
     assert not is_postgres_url("memlane.db") and not is_postgres_url(Path("postgresql://x"))
     assert redact("postgresql://app:s3cret@db:5432/app") == "postgresql://app:***@db:5432/app"
     assert redact("postgresql://app@db/app") == "postgresql://app@db/app"
+
+
+def test_the_former_sharded_stores_url_list_is_refused_with_the_way_to_citus() -> None:
+    with pytest.raises(ConfigError, match="Citus") as err:
+        Memory.open("postgresql://a:pw@h1/db,postgresql://a:pw@h2/db", embedder=HashingEmbedder())
+    assert "pw" not in str(err.value)
+    with pytest.raises(StoreError):  # libpq's own multi-host URL is one store (failover), tried as such
+        PostgresStore("postgresql://127.0.0.1:1,127.0.0.1:2/db", timeout_s=2)
 
 
 def test_memory_open_selects_postgres_by_url(schema_url: str) -> None:

@@ -17,11 +17,17 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from psycopg import sql
 
+from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import MIGRATION_LOCK
+from memlane.core.store.postgres.tenant import user_key
+
+if TYPE_CHECKING:
+    from memlane.core.store.postgres.store import PostgresStore
 
 # Co-located with ``users`` (distributed by ``id``), each by its ``user_id``; in an order where every table a
 # foreign key points to is distributed before the table that points to it.
@@ -60,18 +66,27 @@ def is_coordinator(conn: Conn) -> bool:
     return bool(row and row[0])
 
 
-def distribute_on_first_use(conn: Conn) -> bool:
-    """On a Citus coordinator, distribute the store's tables unless they are already (once, under the
-    migrations' lock, so processes opening a new store together distribute it once); whether the store is
-    on Citus. The caller's connection is in a transaction-less state; this commits."""
+def distribute_on_first_use(conn: Conn, *, with_data: bool = False) -> tuple[bool, Distributed | None]:
+    """On a Citus coordinator, distribute the store's tables unless they are already (under the migrations'
+    lock, so processes opening a new store together distribute it once): whether the store is on Citus,
+    and what was distributed now, if anything. A store that holds data is distributed only ``with_data``
+    (``memlane shards distribute``: Citus copies every row, which takes a while and is not to happen behind
+    an operator's back); otherwise ConfigError says so. The caller's connection is between transactions;
+    this commits."""
     if not is_coordinator(conn):
         conn.rollback()
-        return False
+        return False, None
     with conn.transaction():
         conn.execute(MIGRATION_LOCK)
-        if not is_distributed(conn):
-            distribute(conn)
-    return True
+        if is_distributed(conn):
+            return True, None
+        held = conn.execute("SELECT EXISTS (SELECT 1 FROM users)").fetchone()
+        if held and held[0] and not with_data:
+            raise ConfigError(
+                "this store holds data on a Citus coordinator but is not distributed yet: run "
+                "`memlane shards distribute` to distribute it in place (docs/scaling.md)"
+            )
+        return True, distribute(conn)
 
 
 def is_distributed(conn: Conn) -> bool:
@@ -129,7 +144,8 @@ def distribute(conn: Conn, *, shard_count: int | None = None) -> Distributed:
         conn.execute("SELECT create_reference_table(%s)", (table,))
         done.append(table)
     moved += _rows(conn, "users")
-    conn.execute("SELECT create_distributed_table('users', 'id')")
+    # A co-location group of its own: another store (schema) of the database is moved and split apart.
+    conn.execute("SELECT create_distributed_table('users', 'id', colocate_with => 'none')")
     users = ["users"]
     for table in USER_TABLES:
         if not _exists(conn, table):
@@ -267,3 +283,55 @@ def shard_relations(conn: Conn, tables: Sequence[str]) -> list[str]:
         (list(tables),),
     ).fetchall()
     return [str(r[0]) for r in rows]
+
+
+# How Citus copies a shard: ``auto`` (logical replication where every table has a replica identity, which
+# memlane's all have: writers go on, and wait only for the final switch), ``force_logical`` or
+# ``block_writes`` (writes to the shard's users wait for the whole copy).
+TRANSFER_MODES = ("auto", "force_logical", "block_writes")
+
+
+class Cluster:
+    """The Citus operations of ``memlane shards``, on an open store (a coordinator's)."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        if not store.citus:
+            raise ConfigError(
+                "this store is not on Citus: memlane shards works on a Citus coordinator's database "
+                "(docs/scaling.md); `memlane shards distribute` distributes a store there"
+            )
+        self.store = store
+
+    def placements(self) -> list[Placement]:
+        with self.store.transaction() as conn:
+            return placements(conn)
+
+    def where(self, user: str) -> tuple[int, str]:
+        with self.store.transaction() as conn:
+            return user_shard(conn, user_key(user))
+
+    def nodes(self) -> list[str]:
+        with self.store.transaction() as conn:
+            return nodes(conn)
+
+    def isolate(self, user: str, mode: str = "auto") -> int:
+        with self.store.autocommit() as conn:
+            return isolate_user(conn, user_key(user), mode=_mode(mode))
+
+    def move(self, shard_id: int, target: str, mode: str = "auto") -> str:
+        with self.store.autocommit() as conn:
+            return move_shard(conn, shard_id, target, mode=_mode(mode))
+
+    def add_node(self, node: str) -> int:
+        with self.store.autocommit() as conn:
+            return add_node(conn, node)
+
+    def rebalance(self, mode: str = "auto") -> list[tuple[int, str, str]]:
+        with self.store.autocommit() as conn:
+            return rebalance(conn, mode=_mode(mode))
+
+
+def _mode(mode: str) -> str:
+    if mode not in TRANSFER_MODES:
+        raise ValidationError(f"must be one of {', '.join(TRANSFER_MODES)}, not {mode!r}", where="mode")
+    return mode

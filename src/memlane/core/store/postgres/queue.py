@@ -56,13 +56,10 @@ RETURNING j.id, j.user_id, j.block_pk, j.attempts, j.max_attempts, j.llm_failure
 
 
 class PostgresJobQueue:
-    """:class:`~memlane.core.jobs.JobQueue` over a :class:`PostgresStore`. ``frozen_users``: a query of the
-    ids of users whose jobs a requeue must leave alone (a shard's users being moved away, whose jobs are
-    fenced until their copy elsewhere takes over)."""
+    """:class:`~memlane.core.jobs.JobQueue` over a :class:`PostgresStore`."""
 
-    def __init__(self, store: PostgresStore, *, frozen_users: str | None = None) -> None:
+    def __init__(self, store: PostgresStore) -> None:
         self.store = store
-        self.frozen_users = frozen_users
 
     def claim(self, owner: str, n: int, lease_s: float, *, job_ids: Sequence[int] | None = None) -> list[ClaimedJob]:
         """Lease up to ``n`` ready jobs (or only those of ``job_ids``) to ``owner`` for ``lease_s`` seconds."""
@@ -260,8 +257,6 @@ class PostgresJobQueue:
         if block_ids is not None:
             where += " AND (user_id, block_pk) IN (SELECT user_id, pk FROM blocks WHERE id = ANY(%(ids)s))"
             params["ids"] = list(block_ids)
-        if self.frozen_users is not None:
-            where += f" AND user_id NOT IN ({self.frozen_users})"
         with self.store.transaction() as conn:
             dead = conn.execute(
                 f"UPDATE jobs SET status = 'queued', attempts = 0, run_after = {NOW}, finished_at = NULL, "

@@ -92,11 +92,16 @@ class PostgresStore:
         timeout_s: float = 30.0,
         create: bool = True,
         ann: AnnSettings | None = None,
+        distribute: bool = False,
     ) -> None:
         """``create=False`` opens only an existing store (its tables made by an earlier open):
         StoreNotFoundError, creating nothing, if there is none. ``ann``: when large users are searched
         through a per-user HNSW index (:class:`memlane.core.store.annsettings.AnnSettings`; by default from
-        20,000 keys)."""
+        20,000 keys).
+
+        On a Citus coordinator a new store is distributed when it is first opened
+        (:mod:`memlane.core.store.postgres.citus`); one that already holds data only with ``distribute``
+        (``memlane shards distribute``), and ``distributed`` then says what was moved."""
         if durability not in ("full", "normal"):
             raise ConfigError(f"durability must be 'full' or 'normal', not {durability!r}")
         self.url = url
@@ -104,7 +109,7 @@ class PostgresStore:
         self.durability = durability
         self._where = redact(url) + (f" (schema {schema})" if schema else "")
         self.ann_settings = ann or AnnSettings()
-        self.ann = AnnBuilder(self.ann_settings, self._autocommit)
+        self.ann = AnnBuilder(self.ann_settings, self.autocommit)
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=int(timeout_s)) as conn:
                 if not create and not store_exists(conn, schema):
@@ -112,12 +117,12 @@ class PostgresStore:
                 self._search_path = prepare_database(conn, schema)
                 conn.autocommit = False
                 migrate(conn)
-                self.citus = citus.distribute_on_first_use(conn)
+                self.citus, self.distributed = citus.distribute_on_first_use(conn, with_data=distribute)
                 if self.citus:
                     # A per-user partial index would be made on every shard of every node: large users are
                     # searched exactly on a distributed store (docs/scaling.md).
                     self.ann_settings = replace(self.ann_settings, threshold=None)
-                    self.ann = AnnBuilder(self.ann_settings, self._autocommit)
+                    self.ann = AnnBuilder(self.ann_settings, self.autocommit)
                 row = conn.execute("SELECT 'vector'::regtype::oid").fetchone()
                 assert row is not None
                 self.vector_oid = int(row[0])
@@ -166,7 +171,7 @@ class PostgresStore:
             raise StoreError(f"database operation failed on {self._where}: {exc}", reason=reason) from exc
 
     @contextmanager
-    def _autocommit(self) -> Iterator[Conn]:
+    def autocommit(self) -> Iterator[Conn]:
         """A pooled connection in autocommit mode (for ``CREATE INDEX CONCURRENTLY``), given back as lent."""
         with self.transaction() as conn:
             conn.autocommit = True
@@ -982,7 +987,7 @@ class PostgresStore:
     def check(self, *, quick: bool = False) -> StoreCheck:
         """With ``quick``, the pages that failed their checksum; otherwise memlane's cross-table checks and
         amcheck's, where installed (:mod:`memlane.core.store.postgres.check`)."""
-        with self._autocommit() as conn:
+        with self.autocommit() as conn:
             return pg_check.quick_check(conn) if quick else pg_check.full_check(conn)
 
 
