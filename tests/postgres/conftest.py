@@ -67,6 +67,37 @@ def new_store(pg_url: str, new_schema: Callable[[], str]) -> Iterator[NewStore]:
         store.close()
 
 
+@pytest.fixture(params=["postgres", "citus"])
+def server_url(request: pytest.FixtureRequest) -> str:
+    """One PostgreSQL server ($MEMLANE_TEST_POSTGRES_URL), then a Citus coordinator
+    ($MEMLANE_TEST_CITUS_URL, which .ci/citus.sh exports): the tests that take it run on both."""
+    if request.param == "citus":
+        url = os.environ.get("MEMLANE_TEST_CITUS_URL")
+        if not url:
+            pytest.skip("needs a Citus cluster: set MEMLANE_TEST_CITUS_URL (.ci/citus.sh starts one)")
+        return url
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def new_server_store(server_url: str) -> Iterator[NewStore]:
+    """``new_store`` on :func:`server_url`'s server (a fresh schema each, dropped at the end)."""
+    made: list[PostgresStore] = []
+
+    def make(schema: str | None = None, **kw: Any) -> PostgresStore:
+        made.append(
+            PostgresStore(
+                server_url, schema=schema or f"test_{uuid.uuid4().hex[:16]}", pool_max=kw.pop("pool_max", 4), **kw
+            )
+        )
+        return made[-1]
+
+    yield make
+    for store in made:
+        store.close()
+        drop_schema(server_url, store.schema or "")
+
+
 @pytest.fixture
 def pg_server(pg_url: str) -> Iterator[PgServer]:
     data, pg_ctl = os.environ.get("MEMLANE_TEST_PG_DATA"), os.environ.get("MEMLANE_TEST_PG_CTL")

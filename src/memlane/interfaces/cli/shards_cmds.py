@@ -27,14 +27,17 @@ F = TypeVar("F", bound=Callable[..., object])
 store_option = store_path_option(STORE_HELP)
 
 
-def mode_option(func: F) -> F:
-    return click.option(
-        "--mode",
-        type=click.Choice(["auto", "force_logical", "block_writes"]),
-        default="auto",
-        show_default=True,
-        help=MODE_HELP,
-    )(func)
+def mode_option(default: str = "auto") -> Callable[[F], F]:
+    def add(func: F) -> F:
+        return click.option(
+            "--mode",
+            type=click.Choice(["auto", "force_logical", "block_writes"]),
+            default=default,
+            show_default=True,
+            help=MODE_HELP,
+        )(func)
+
+    return add
 
 
 def _open(store: str, *, distribute: bool = False) -> Cluster:
@@ -129,12 +132,13 @@ def where_cmd(user: str, store: str, as_json: bool) -> None:
 
 @shards_group.command("isolate")
 @click.argument("user")
-@mode_option
+@mode_option("block_writes")
 @store_option
 @click.option("--json", "as_json", is_flag=True)
 def isolate_cmd(user: str, mode: str, store: str, as_json: bool) -> None:
     """Give USER a shard of their own (every table's rows of USER alone), on the worker that held them; move
-    it elsewhere with `memlane shards move`. Searches and writes go on (see --mode).
+    it elsewhere with `memlane shards move`, online. Searches go on; the split shard's writers wait for the
+    copy (block_writes: an online split of memlane's tables failed with Citus 13.2, docs/scaling.md).
 
     \b
     Example:
@@ -155,7 +159,7 @@ def isolate_cmd(user: str, mode: str, store: str, as_json: bool) -> None:
 @shards_group.command("move")
 @click.argument("shard_id", type=int)
 @click.option("--to", "target", required=True, help="The worker to move it to, as host:port.")
-@mode_option
+@mode_option()
 @store_option
 @click.option("--json", "as_json", is_flag=True)
 def move_cmd(shard_id: int, target: str, mode: str, store: str, as_json: bool) -> None:
@@ -174,6 +178,32 @@ def move_cmd(shard_id: int, target: str, mode: str, store: str, as_json: bool) -
         click.echo(json.dumps({"shard_id": shard_id, "from": source, "to": target}))
     else:
         click.echo(f"shard {shard_id}: moved from {source} to {target}")
+
+
+@shards_group.command("erase")
+@click.argument("user")
+@mode_option()
+@store_option
+@click.option("--json", "as_json", is_flag=True)
+def erase_cmd(user: str, mode: str, store: str, as_json: bool) -> None:
+    """After `memlane delete-user USER`: rewrite the shard that held USER's rows (moved to another worker,
+    online, the old files dropped), so that no byte of their words is left in the data files. A deletion
+    removes every row at once, but PostgreSQL leaves a deleted row's bytes in its page until the page is
+    rewritten.
+
+    \b
+    Example:
+      memlane shards erase alice --store postgresql://coordinator/memlane
+    """
+    cluster = _open(store)
+    try:
+        shard, source, target = cluster.erase(user, mode)
+    finally:
+        cluster.store.close()
+    if as_json:
+        click.echo(json.dumps({"user": user, "shard_id": shard, "from": source, "to": target}))
+    else:
+        click.echo(f"{user}: shard {shard} rewritten from {source} onto {target}")
 
 
 @shards_group.command("add-node")
@@ -196,7 +226,7 @@ def add_node_cmd(node: str, store: str) -> None:
 
 
 @shards_group.command("rebalance")
-@mode_option
+@mode_option()
 @store_option
 @click.option("--json", "as_json", is_flag=True)
 def rebalance_cmd(mode: str, store: str, as_json: bool) -> None:

@@ -15,19 +15,21 @@ Where users live and how they move (:func:`placements`, :func:`isolate_user`, :f
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from psycopg import sql
 
-from memlane.core.errors import ConfigError, ValidationError
+from memlane.core.errors import ConfigError, StoreError, ValidationError
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import MIGRATION_LOCK
 from memlane.core.store.postgres.tenant import user_key
 
 if TYPE_CHECKING:
     from memlane.core.store.postgres.store import PostgresStore
+
+T = TypeVar("T")
 
 # Co-located with ``users`` (distributed by ``id``), each by its ``user_id``; in an order where every table a
 # foreign key points to is distributed before the table that points to it.
@@ -256,6 +258,29 @@ def move_shard(conn: Conn, shard_id: int, target: str, *, mode: str) -> str:
     return str(source[0])
 
 
+def rewrite_shard(conn: Conn, user_id: int, *, mode: str) -> tuple[int, str, str]:
+    """Move the shard that holds (or held) ``user_id``'s rows to another worker, then drop the old copy now:
+    Citus copies only live rows, so the bytes of rows deleted there (a deleted user's words, which a
+    DELETE and even VACUUM leave in the pages' free space) go with the old files; and rewrite ``api_keys``
+    (copied to every node) the same way. (shard, from, to)."""
+    shard, source = user_shard(conn, user_id)
+    others = [n for n in nodes(conn) if n != source]
+    if not others:
+        raise ConfigError("the shard can only be rewritten onto another worker, and the cluster has one")
+    sizes = {
+        str(node): int(size or 0)
+        for node, size in conn.execute(
+            "SELECT nodename || ':' || nodeport, sum(shard_size) FROM citus_shards GROUP BY 1"
+        ).fetchall()
+    }
+    target = min(others, key=lambda n: (sizes.get(n, 0), n))
+    move_shard(conn, shard, target, mode=mode)
+    conn.execute("CALL citus_cleanup_orphaned_resources()")
+    # The one reference table that held words of the user's (an API key's label): small, rewritten whole.
+    conn.execute("VACUUM FULL api_keys")
+    return shard, source, target
+
+
 def add_node(conn: Conn, node: str) -> int:
     """Add a worker (``citus_add_node``); its node id. Writers go on: the new node holds no shard until
     shards are moved there (:func:`rebalance`)."""
@@ -289,6 +314,27 @@ def shard_relations(conn: Conn, tables: Sequence[str]) -> list[str]:
 # memlane's all have: writers go on, and wait only for the final switch), ``force_logical`` or
 # ``block_writes`` (writes to the shard's users wait for the whole copy).
 TRANSFER_MODES = ("auto", "force_logical", "block_writes")
+# A split (isolating a user) blocks the shard's writes by default: with Citus 13.2 on PostgreSQL 15 an
+# online split whose source and new shards share a node stopped at the first UPDATE of a split table
+# ("publisher did not send replica identity column expected by the logical replication target relation",
+# in the worker's log) and then waited for the replication timeout. Moves between nodes are online.
+ISOLATE_MODE = "block_writes"
+
+
+def _retried(operation: Callable[[], T], store: PostgresStore, *, tries: int = 10, wait_s: float = 1.0) -> T:
+    """``operation``, tried again while Citus cannot take the lock it needs to split or move a shard right now
+    (autovacuum of a shard, under writers, holds the same lock for a moment); after a failure, what the
+    failed attempt left (replication slots, publications, half-made shards) is cleaned up."""
+    for attempt in range(tries):
+        try:
+            return operation()
+        except StoreError as exc:
+            with store.dedicated() as conn:
+                conn.execute("CALL citus_cleanup_orphaned_resources()")
+            if "could not acquire the lock" not in str(exc) or attempt == tries - 1:
+                raise
+            time.sleep(wait_s)
+    raise AssertionError("unreachable")
 
 
 class Cluster:
@@ -314,20 +360,33 @@ class Cluster:
         with self.store.transaction() as conn:
             return nodes(conn)
 
-    def isolate(self, user: str, mode: str = "auto") -> int:
-        with self.store.autocommit() as conn:
-            return isolate_user(conn, user_key(user), mode=_mode(mode))
+    def isolate(self, user: str, mode: str = ISOLATE_MODE) -> int:
+        def run() -> int:
+            with self.store.dedicated() as conn:
+                return isolate_user(conn, user_key(user), mode=_mode(mode))
+
+        return _retried(run, self.store)
 
     def move(self, shard_id: int, target: str, mode: str = "auto") -> str:
-        with self.store.autocommit() as conn:
-            return move_shard(conn, shard_id, target, mode=_mode(mode))
+        def run() -> str:
+            with self.store.dedicated() as conn:
+                return move_shard(conn, shard_id, target, mode=_mode(mode))
+
+        return _retried(run, self.store)
+
+    def erase(self, user: str, mode: str = "auto") -> tuple[int, str, str]:
+        def run() -> tuple[int, str, str]:
+            with self.store.dedicated() as conn:
+                return rewrite_shard(conn, user_key(user), mode=_mode(mode))
+
+        return _retried(run, self.store)
 
     def add_node(self, node: str) -> int:
         with self.store.autocommit() as conn:
             return add_node(conn, node)
 
     def rebalance(self, mode: str = "auto") -> list[tuple[int, str, str]]:
-        with self.store.autocommit() as conn:
+        with self.store.dedicated() as conn:
             return rebalance(conn, mode=_mode(mode))
 
 

@@ -195,9 +195,9 @@ class PostgresJobQueue:
                 [(job.block_ref, k, t, content_hash(t), ts) for k, t in zip(kinds, texts, strict=True)],
                 vectors,
             )
-            if cache_entries and cache_entries[1]:
-                self.store.put_vectors_in(conn, *cache_entries)
+            later = self.store.cache_within(conn, cache_entries)
             bump_user(conn, user_id, added[0] - removed[0], added[1] - removed[1])
+        later()
         return True
 
     def fail(self, job: ClaimedJob, error: str, raw: str | None, retry_in_s: float) -> JobStatus | None:

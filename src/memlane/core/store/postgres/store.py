@@ -12,7 +12,8 @@ claims and completions wait for each other but never deadlock.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -64,6 +65,7 @@ from memlane.core.store.postgres.url import redact
 from memlane.core.store.rows import continue_sessions
 from memlane.core.timefmt import now_utc, to_epoch
 
+log = logging.getLogger(__name__)
 NOW = "extract(epoch FROM now())"  # the database's clock: leases compare times written by many machines
 # How long the pool keeps retrying a lost connection (with a backoff that doubles from 1 s) before it gives
 # up; the next operation then starts a new attempt at once. psycopg_pool's default (5 minutes) lets the
@@ -179,6 +181,20 @@ class PostgresStore:
                 yield conn
             finally:
                 conn.autocommit = False
+
+    @contextmanager
+    def dedicated(self) -> Iterator[Conn]:
+        """A connection of its own in autocommit mode, set up as the pool's and closed afterwards: for an
+        operation that may leave state on its session when it fails (a Citus shard split's replication
+        connections), which the pool would otherwise lend on."""
+        try:
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=30) as conn:
+                self._configure(conn)
+                conn.autocommit = True
+                yield conn
+        except psycopg.Error as exc:
+            reason = postgres_reason(exc, default="database error")
+            raise StoreError(f"database operation failed on {self._where}: {exc}", reason=reason) from exc
 
     def query(self, statement: str, params: Sequence[object] | dict[str, object] = ()) -> list[tuple[Any, ...]]:
         """A read in its own transaction, for the store's own modules and tests."""
@@ -643,9 +659,9 @@ class PostgresStore:
                 for pk, b in zip(pks, blocks, strict=True)
             ]
             added = insert_keys(conn, self.vector_oid, user_id, keys, vectors)
-            if cache_entries and cache_entries[1]:
-                self.put_vectors_in(conn, *cache_entries)
+            later = self.cache_within(conn, cache_entries)
             bump_user(conn, user_id, *added)
+        later()
         return job_ids
 
     def job_queue(self) -> PostgresJobQueue:
@@ -914,13 +930,41 @@ class PostgresStore:
     # -- embedding cache ---------------------------------------------------------------------------------
 
     def get_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vectors]:
-        """Cached embeddings of ``model_id`` by content hash (the hashes found)."""
+        """Cached embeddings of ``model_id`` by content hash (the hashes found). On Citus a cache that cannot
+        be read (a worker down) is a miss: the cache is shared by every user, and one user's down worker
+        must not stop another's add."""
         if not hashes:
             return {}
-        rows = self.query(
-            "SELECT hash, vector FROM embed_cache WHERE model_id = %s AND hash = ANY(%s)", (model_id, list(hashes))
-        )
+        try:
+            rows = self.query(
+                "SELECT hash, vector FROM embed_cache WHERE model_id = %s AND hash = ANY(%s)", (model_id, list(hashes))
+            )
+        except StoreError as exc:
+            if not self.citus:
+                raise
+            log.warning("the embedding cache could not be read, embedding anew: %s", exc)
+            return {}
         return {str(h): np.frombuffer(bytes(v), dtype=np.float32) for h, v in rows}
+
+    def cache_within(self, conn: Conn, cache_entries: tuple[str, dict[str, Vectors]] | None) -> Callable[[], None]:
+        """Cache an add's (or a completion's) embeddings: on one server inside the caller's transaction; on
+        Citus after it commits (what this returns does it; it does nothing otherwise), in a transaction of
+        their own whose failure only loses cache entries. The cache is distributed by content hash, so inside
+        the add it would make every add a transaction across nodes, and a down worker would stop the adds of
+        users whose rows are elsewhere."""
+        if not cache_entries or not cache_entries[1]:
+            return lambda: None
+        if not self.citus:
+            self.put_vectors_in(conn, *cache_entries)
+            return lambda: None
+
+        def after() -> None:
+            try:
+                self.put_vectors(*cache_entries)
+            except StoreError as exc:
+                log.warning("embeddings not cached: %s", exc)
+
+        return after
 
     def put_vectors(self, model_id: str, items: dict[str, Vectors]) -> None:
         """Cache embeddings by content hash, in a transaction of their own."""
