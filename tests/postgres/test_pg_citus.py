@@ -10,9 +10,8 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -22,7 +21,6 @@ from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import ConfigError, StoreError
 from memlane.core.memory import Memory
 from memlane.core.store.postgres import citus
-from memlane.core.store.postgres.schema import drop_schema
 from memlane.core.store.postgres.store import PostgresStore
 from memlane.core.store.postgres.tenant import user_key
 from memlane.interfaces.cli.app import cli, register_all
@@ -33,30 +31,8 @@ NewStore = Callable[..., PostgresStore]
 
 
 @pytest.fixture
-def citus_url() -> str:
-    url = os.environ.get("MEMLANE_TEST_CITUS_URL")
-    if not url:
-        pytest.skip("needs a Citus cluster: set MEMLANE_TEST_CITUS_URL (.ci/citus.sh starts one)")
-    return url
-
-
-@pytest.fixture
 def workers() -> list[str]:
     return [u for u in os.environ.get("MEMLANE_TEST_CITUS_WORKER_URLS", "").split(",") if u]
-
-
-@pytest.fixture
-def new_citus_store(citus_url: str) -> Iterator[NewStore]:
-    made: list[PostgresStore] = []
-
-    def make(schema: str | None = None, **kw: Any) -> PostgresStore:
-        made.append(PostgresStore(citus_url, schema=schema or f"test_{uuid.uuid4().hex[:16]}", **kw))
-        return made[-1]
-
-    yield make
-    for store in made:
-        store.close()
-        drop_schema(citus_url, store.schema or "")
 
 
 def chat(*lines: str) -> list[dict[str, str]]:
