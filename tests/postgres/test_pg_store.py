@@ -287,6 +287,27 @@ def test_migration_9_gives_existing_users_the_ids_of_their_names(new_store: NewS
     assert blocks_of_bo and again.delete_user("bo") == blocks_of_bo and migrated.user_row_counts("bo")["blocks"] == 0
 
 
+def test_two_names_with_one_id_cannot_both_exist(new_store: NewStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's id is the hash of the name: a second name with the same hash (forced here) is refused, naming
+    the first, and the first user's rows are untouched."""
+    from memlane.core.store.postgres import sessions
+    from memlane.core.store.postgres import store as store_module
+
+    store = new_store()
+    mem = Memory(store, HashingEmbedder())
+    mem.add("ann", chat("ann's note", "ok"))
+    same = user_key("ann")
+    for module in (store_module, sessions):
+        monkeypatch.setattr(module, "user_key", lambda name: same)
+    with pytest.raises(StoreError, match="held by user 'ann'"):
+        mem.add("bo", chat("bo's note", "ok"))
+    with pytest.raises(StoreError, match="held by user 'ann'"):
+        store.create_user("bo")
+    monkeypatch.undo()
+    assert {b.message for b in mem.list("ann")} == {"user: ann's note\nassistant: ok"}
+    assert [u.name for u in store.list_users()] == ["ann"]
+
+
 def test_migration_3_counts_the_sessions_lengths_of_an_existing_store(new_store: NewStore) -> None:
     store = new_store()
     mem = Memory(store, HashingEmbedder())
