@@ -35,12 +35,13 @@ WORKER = textwrap.dedent(
     from memlane.core.memory import Memory
     from memlane.core.store.postgres.store import PostgresStore
 
+    url, schema, owner, delay = sys.argv[1:5]
+
     def slow(messages):
-        time.sleep(0.05)  # long enough that jobs are in flight when the kill comes
+        time.sleep(float(delay))  # long enough that jobs are in flight when the kill comes
         first = messages[-1]["content"].splitlines()[0]
         return '{"summary": "S ' + first + '", "facts": ["F ' + first + '"]}'
 
-    url, schema, owner = sys.argv[1:4]
     mem = Memory(PostgresStore(url, schema=schema, pool_max=8), HashingEmbedder(), llm=ScriptedLLM(slow))
     Worker(mem.queue, mem.extractor(), mem.embedder, concurrency=4, lease_s=1.0, poll_s=0.02, owner=owner).run(
         drain=True
@@ -95,9 +96,12 @@ def test_three_workers_one_killed_every_effect_happens_once(server_url: str, new
     notes = [[{"role": "user", "content": f"note {i}"}] for i in range(n)]
     reqs = [AddRequest(f"user{i % users}", m, session_id=f"s{i}", perspective="single") for i, m in enumerate(notes)]
     mem.add_many(reqs, extract="async")
+    # The victim's calls take longer, so that it holds leases whenever it is killed (a claim through a Citus
+    # coordinator can take longer than a fast call: a victim between batches would hold none).
+    delays = {"w0": "0.5", "w1": "0.05", "w2": "0.05"}
     procs = {
-        owner: subprocess.Popen([sys.executable, "-c", WORKER, server_url, store.schema or "", owner])
-        for owner in ("w0", "w1", "w2")
+        owner: subprocess.Popen([sys.executable, "-c", WORKER, server_url, store.schema or "", owner, delay])
+        for owner, delay in delays.items()
     }
     try:
         deadline = time.monotonic() + 60
