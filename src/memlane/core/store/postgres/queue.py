@@ -5,7 +5,9 @@ attempt), then lease the next ready jobs, skipping rows another worker is claimi
 workers on many machines never wait for each other. The LLM call happens outside any transaction (a lease
 column, not a held row lock: a long transaction would pin a connection and block vacuum). Completion
 writes the summary, facts and their keys and marks the job done in one transaction, only while the worker
-still owns the lease. Times come from the database's clock, the one clock every worker shares.
+still owns the lease. Times come from the database's clock, the one clock every worker shares. On Citus,
+which runs ``FOR UPDATE`` on one shard at a time, the claim leases one user's jobs at a time
+(:meth:`PostgresJobQueue._claim_per_user`), still in one transaction.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Numbered migrations of the PostgreSQL store, and the schema (namespace) it lives in.
 
-Never edit an applied migration; append a new one. Every table but the small shared ones (``meta``,
-``users``, ``embed_cache``, ``api_keys``, ``deletion_epoch``, ``user_deletions``, ``retention_policies``,
-``retention_default``) has ``user_id`` leading its
-primary key: the distribution column a sharded
-PostgreSQL (Citus) would use, and the clustering key of the per-user scans.
+Never edit an applied migration; append a new one. Every per-user table has ``user_id`` leading its primary
+key (``users`` its ``id``, the hash of the name: migration 9): the distribution column on Citus
+(:mod:`memlane.core.store.postgres.citus`) and the clustering key of the per-user scans. The small shared
+tables (``meta``, ``embed_cache``, ``api_keys``, ``deletion_epoch``, ``user_deletions``,
+``retention_default``, the prompts) have none.
 """
 
 from __future__ import annotations
