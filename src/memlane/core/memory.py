@@ -36,6 +36,7 @@ from memlane.core.calls import (
     forget_block_ids,
     forget_blocks,
     forget_user,
+    own_call_log,
 )
 from memlane.core.embedding.protocol import CachedEmbedder, Embedder, EmbedderConfig, EmbeddingCache, make_embedder
 from memlane.core.errors import ConfigError, NotFoundError, ValidationError
@@ -162,6 +163,8 @@ class Memory(ModelMethods, RetentionMethods):
         self.queue: JobQueue = store.job_queue()
         self.llm = llm
         self.prompt = prompt or ExtractionPrompt.load()
+        if call_log is None and call_log_path is None:
+            call_log = own_call_log(store)  # a PostgreSQL store's table: deletes reach it from any process
         self._calls = CallLogs(call_log, call_log_path, close=close_call_log)
         self.max_attempts = max_attempts
         self.default_ttl_s = check_ttl(default_ttl_s, "default_ttl_s") or 0
@@ -192,9 +195,9 @@ class Memory(ModelMethods, RetentionMethods):
 
         ``llm``, ``prompt``, ``max_attempts`` and ``close_call_log`` are those of :class:`Memory`.
         ``call_log`` is the LLM call log (a :class:`CallLog`, or the path of its file) that deletes clean; by
-        default the store's (:func:`memlane.core.calls.default_call_log_path`: ``STORE.calls.db`` beside a
-        SQLite store, ``memlane.calls.db`` in the current folder for a PostgreSQL one), opened only once it
-        exists, so that deleting a user or a block deletes their LLM calls whoever made them. An embedder by
+        default the store's (``STORE.calls.db`` beside a SQLite store, opened only once it exists; a table of
+        a PostgreSQL store: :func:`memlane.core.calls.own_call_log`), so that deleting a user or a block
+        deletes their LLM calls whoever made them. An embedder by
         name is built with ``embedder_config`` (the ``openai`` embedder's server, the model cache);
         ``cache_dir`` is where MiniLM's built model is kept (default ``~/.cache/memlane``; it overrides
         ``embedder_config.cache_dir``). The core reads no environment variable: ``memlane.settings`` reads
@@ -671,6 +674,6 @@ class Memory(ModelMethods, RetentionMethods):
         return self.store.list_users()
 
 
-def _default_log(path: str | Path | Store, store: Store) -> Path:
+def _default_log(path: str | Path | Store, store: Store) -> Path | None:
     """The default call log of the store ``Memory.open`` was given (by location, or as an opened store)."""
     return default_call_log_path(path) if isinstance(path, str | Path) else default_call_log_of(store)

@@ -16,6 +16,7 @@ from memlane.core.errors import AlreadyExistsError, NotFoundError, SessionEndedE
 from memlane.core.model import MemoryBlock, Page, Session, UserInfo
 from memlane.core.store.like import contains_pattern
 from memlane.core.store.postgres.keys import Conn
+from memlane.core.store.postgres.tenant import user_key
 from memlane.core.timefmt import from_epoch
 
 _SESSION_COLUMNS = (
@@ -74,7 +75,7 @@ _USER_ROW = "SELECT id, name, created_at, display_name, metadata FROM users"
 
 
 def get_user(conn: Conn, user: str, now: float) -> UserInfo:
-    rows = conn.execute(f"{_USER_ROW} WHERE name = %s", (user,)).fetchall()
+    rows = conn.execute(f"{_USER_ROW} WHERE id = %s AND name = %s", (user_key(user), user)).fetchall()
     if not rows:
         raise NotFoundError(f"user {user!r} not found")
     return user_infos(conn, rows, now)[0]
