@@ -13,18 +13,20 @@ and the agent plug-in shipped with the SDK (its backend, as the agent runtime dr
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from http_support import ADMIN_KEY, CLI, wait_for_port
+from http_support import ADMIN_KEY, CLI, extraction_reply, wait_for_port
 from psycopg import sql
 
 agentmemory = pytest.importorskip(
@@ -38,25 +40,23 @@ from agentmemory.exceptions import (  # noqa: E402
     NotFoundError,
     ValidationError,
 )
+from agentmemory.models import HealthStatus  # noqa: E402
+
+# The fake OpenAI-compatible server lives with the LLM tests; appended, so its folder shadows nothing here.
+LLM_TESTS = Path(__file__).resolve().parents[1] / "core" / "llm"
+if str(LLM_TESTS) not in sys.path:
+    sys.path.append(str(LLM_TESTS))
+fakeserver = importlib.import_module("fakeserver")
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """``memlane serve`` on a free loopback port (no LLM: blocks are stored ready); its base URL."""
-    store = str(tmp_path / "sdk.db")
-    schema = None
-    if request.param == "postgres":
-        url = os.environ.get("MEMLANE_TEST_POSTGRES_URL")
-        if not url:
-            pytest.skip("PostgreSQL: set MEMLANE_TEST_POSTGRES_URL")
-        schema = f"test_{uuid.uuid4().hex[:16]}"
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-        store = f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
-    env.update({"MEMLANE_ADMIN_KEY": ADMIN_KEY, "MEMLANE_STORE": store, "MEMLANE_EMBEDDER": "hashing"})
-    cmd = [sys.executable, "-c", CLI, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "0"]
-    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+@contextmanager
+def serve(store: str, *args: str, **env: str) -> Iterator[str]:
+    """``memlane serve`` on a free loopback port with ``args`` and ``MEMLANE_*`` settings ``env`` (no LLM
+    unless they give one: blocks are stored ready); its base URL."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
+    environ.update({"MEMLANE_ADMIN_KEY": ADMIN_KEY, "MEMLANE_STORE": store, "MEMLANE_EMBEDDER": "hashing", **env})
+    cmd = [sys.executable, "-c", CLI, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "0", *args]
+    proc = subprocess.Popen(cmd, env=environ, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     lines: list[str] = []
     try:
         yield f"http://127.0.0.1:{wait_for_port(proc, lines)}"
@@ -67,9 +67,49 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        if schema is not None:
-            with psycopg.connect(os.environ["MEMLANE_TEST_POSTGRES_URL"], autocommit=True) as conn:
-                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A store for ``memlane serve``: a SQLite file, or a fresh schema of the test PostgreSQL server."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "sdk.db")
+        return
+    url = os.environ.get("MEMLANE_TEST_POSTGRES_URL")
+    if not url:
+        pytest.skip("PostgreSQL: set MEMLANE_TEST_POSTGRES_URL")
+    schema = f"test_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    try:
+        yield f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture
+def server(store: str) -> Iterator[str]:
+    """``memlane serve`` without an LLM; its base URL."""
+    with serve(store) as url:
+        yield url
+
+
+@pytest.fixture
+def llm() -> Iterator[Any]:
+    """An OpenAI-compatible chat server on loopback that extracts every block."""
+    with fakeserver.FakeChatServer() as fake:
+        fake.responder = lambda body: extraction_reply(body["messages"])
+        yield fake
+
+
+def llm_env(base_url: str) -> dict[str, str]:
+    """The settings that give ``memlane serve`` the LLM at ``base_url``."""
+    return {
+        "MEMLANE_LLM_BASE_URL": base_url,
+        "MEMLANE_LLM_MODEL": fakeserver.FAKE_MODEL,
+        "MEMLANE_LLM_API_KEY": fakeserver.FAKE_API_KEY,
+    }
 
 
 def test_the_readme_quickstart(server: str) -> None:
@@ -176,3 +216,12 @@ def test_the_agent_plugin_backend(server: str) -> None:
         assert [b.message.user_content for b in backend.list()] == ["I moved to Lisbon."]
     finally:
         backend.close()
+
+
+def test_health_ping_is_healthy_against_a_healthy_server(store: str, llm: Any) -> None:
+    with serve(store, "--workers", "1", **llm_env(llm.url)) as url, AgentMemoryClient(url, token=ADMIN_KEY) as client:
+        ping = client.health_ping()
+        assert ping.overall_status is HealthStatus.HEALTHY, ping
+        assert len(ping.checked_entities) == 6
+        assert ping.async_batch_processor is not None and ping.async_batch_processor.queue is not None
+        assert ping.async_batch_processor.queue.queued_ids == 0

@@ -82,13 +82,15 @@ def _batch_processor(request: Request) -> tuple[dict[str, object], tuple[int, in
     d = q.detail
     queued, running, done, dead = (int(d.get(k, 0)) for k in ("queued", "running", "done", "dead"))
     llm = svc.memory.llm is not None
+    capacity = svc.settings.agent_queue_max
     status = "healthy" if q.ok and llm else ("not_initialized" if q.ok else "unhealthy")
     message = "extraction queue" if llm else "no LLM is configured: blocks are stored ready, without extraction"
     body: dict[str, object] = {
         "status": status,
         "message": message,
-        # Queued ids are not shown: they are users' block ids, and this route answers any key.
-        "queue": {"size": queued, "queued_ids": [], "processing": running, "max_size": svc.settings.agent_queue_max},
+        # ``queued_ids`` is how many ids are queued (that API's type), never the ids: they are users' block ids,
+        # and this route answers any key.
+        "queue": {"size": queued, "queued_ids": queued, "processing": running, "max_size": capacity},
         "loop_running": llm,
         "dispatcher_alive": llm,
     }
