@@ -16,8 +16,10 @@ from __future__ import annotations
 import importlib
 import os
 import signal
+import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -225,3 +227,29 @@ def test_health_ping_is_healthy_against_a_healthy_server(store: str, llm: Any) -
         assert len(ping.checked_entities) == 6
         assert ping.async_batch_processor is not None and ping.async_batch_processor.queue is not None
         assert ping.async_batch_processor.queue.queued_ids == 0
+
+
+def dead_llm_url() -> str:
+    """An LLM base URL on a loopback port nothing listens on: connection refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+
+
+def test_health_ping_reports_an_llm_outage(store: str) -> None:
+    with (
+        serve(store, "--workers", "1", **llm_env(dead_llm_url())) as url,
+        AgentMemoryClient(url, token=ADMIN_KEY) as client,
+    ):
+        client.create_user("u1", "User One").create_session("s1").add_memory(facts=["likes tea"])
+        deadline = time.monotonic() + 30
+        while (
+            ping := client.health_ping()
+        ).async_batch_processor is None or ping.async_batch_processor.status == "healthy":
+            assert time.monotonic() < deadline, ping
+            time.sleep(0.2)
+        assert ping.overall_status is HealthStatus.DEGRADED and ping.models is not None
+        assert ping.models.llm.status == "unhealthy"
+        processor = ping.async_batch_processor
+        assert processor.status == "degraded" and processor.message and "unreachable" in processor.message
+        assert processor.queue is not None and processor.queue.queued_ids == 1

@@ -38,8 +38,7 @@ from memlane.interfaces.http.agent_memory.schemas import (
 )
 from memlane.interfaces.http.agent_memory.shapes import block_out, hit_out, page_fields
 from memlane.interfaces.http.agent_memory.users import clamp, memory_of
-from memlane.interfaces.http.services import services
-from memlane.interfaces.http.settings import HttpSettings
+from memlane.interfaces.http.services import Services, services
 
 router = APIRouter(tags=["agent memory: memory"], route_class=FlatErrorRoute)
 SESSION_PATH = "/users/{user_id}/sessions/{session_id}/memory"
@@ -93,15 +92,16 @@ def update_mode(memory: Memory, body: AgentUpdateIn, block: MemoryBlock) -> str 
     return None
 
 
-def _check_queue(memory: Memory, settings: HttpSettings, mode: str, adding: int) -> None:
+def _check_queue(svc: Services, mode: str, adding: int) -> None:
     if mode != "async":
         return
-    queued = memory.queue_status(recent_errors=0).queued
-    if queued + adding > settings.agent_queue_max:
+    queued = svc.memory.queue_status(recent_errors=0).queued
+    if queued + adding > svc.settings.agent_queue_max:
+        svc.agent_queue_full.add()
         raise ApiError(
             429,
             "QUEUE_FULL",
-            f"the extraction queue is full ({queued} of {settings.agent_queue_max} blocks waiting); retry later",
+            f"the extraction queue is full ({queued} of {svc.settings.agent_queue_max} blocks waiting); retry later",
             {"retry_after_seconds": QUEUE_FULL_RETRY_AFTER_S, "queue_size": queued},
             {"Retry-After": str(QUEUE_FULL_RETRY_AFTER_S)},
         )
@@ -147,7 +147,7 @@ def add_memory(user_id: str, session_id: str, body: AgentAddIn, request: Request
     }
     block_ids: Sequence[str] = ()
     if len(dropped) < len(texts):
-        _check_queue(memory, svc.settings, mode, len(texts) - len(dropped))
+        _check_queue(svc, mode, len(texts) - len(dropped))
         if body.messages is not None:
             pairs = [(m.user_content, m.assistant_content) for i, m in enumerate(body.messages) if i not in dropped]
             block_ids = memory.add_exchanges(user_id, pairs, **common).block_ids
