@@ -119,3 +119,37 @@ def test_the_routes_can_be_turned_off(tmp_path: Any) -> None:
         assert not [p for p in off.app.openapi()["paths"] if serves(p)]
     finally:
         off.close()
+
+
+def test_memlanes_own_error_bodies_also_carry_the_flat_one(sqlite_api: AgentApi) -> None:
+    """A client of that API given a base URL ending in /v1 reaches memlane's own routes: it unwraps a
+    ``detail`` object and reads a string code and a message there, while /v1 clients read ``error``."""
+    admin = sqlite_api.admin
+    answers = [
+        (admin.get("/v1/users/alice/memory"), 404, "without /v1"),  # that API's path under /v1: no such route
+        (admin.get("/v1/nothing"), 404, "no route GET /v1/nothing"),
+        (admin.post("/v1/users/alice/sessions", json={}), 405, "POST is not allowed on /v1/users/alice/sessions"),
+        (admin.get("/v1/users/nobody"), 404, "nobody"),  # a /v1 route's own answer
+        (admin.post("/v1/users", json={"user_id": "x", "name": "X"}), 422, "user"),
+        (sqlite_api.client("wrong-key").get("/v1/memories"), 401, "unknown"),
+    ]
+    for resp, status, words in answers:
+        assert resp.status_code == status, resp.text
+        body = resp.json()
+        nested = body["error"]
+        assert isinstance(nested["code"], str) and words in nested["message"], body
+        assert body["detail"] == {
+            "error": nested["code"].upper(),
+            "message": nested["message"],
+            "details": {"field": nested["field"]} if "field" in nested else {},
+            "request_id": resp.headers["x-request-id"],
+        }
+
+
+def test_the_routes_turned_off_say_so(tmp_path: Any) -> None:
+    off = make_api(SqliteStore(tmp_path / "off.db"), agent_memory_api=False)
+    try:
+        body = off.admin.get("/users/alice").json()
+        assert "--no-agent-memory-api" in body["error"]["message"] and body["detail"]["error"] == "NOT_FOUND"
+    finally:
+        off.close()

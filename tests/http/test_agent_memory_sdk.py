@@ -39,10 +39,13 @@ from agentmemory import AgentMemoryClient, ChatMessage  # noqa: E402
 from agentmemory.exceptions import (  # noqa: E402
     AuthenticationError,
     ConflictError,
+    MethodNotAllowedError,
     NotFoundError,
     ValidationError,
 )
+from agentmemory.http import HTTPClient  # noqa: E402
 from agentmemory.models import HealthStatus  # noqa: E402
+from agentmemory.resources.user import UserResource  # noqa: E402
 
 # The fake OpenAI-compatible server lives with the LLM tests; appended, so its folder shadows nothing here.
 LLM_TESTS = Path(__file__).resolve().parents[1] / "core" / "llm"
@@ -253,3 +256,23 @@ def test_health_ping_reports_an_llm_outage(store: str) -> None:
         processor = ping.async_batch_processor
         assert processor.status == "degraded" and processor.message and "unreachable" in processor.message
         assert processor.queue is not None and processor.queue.queued_ids == 1
+
+
+def test_a_client_with_the_wrong_url_gets_readable_errors(store: str) -> None:
+    with serve(store) as url:
+        with AgentMemoryClient(url, token=ADMIN_KEY) as client:
+            client.create_user("alice", "Alice").create_session("s1")
+        # A base URL ending in /v1 reaches memlane's own API: its routes, and paths it does not have.
+        wrong = UserResource(HTTPClient(url + "/v1", token=ADMIN_KEY), "alice")
+        with pytest.raises(NotFoundError) as unknown:
+            wrong.list_memories()  # GET /v1/users/alice/memory: no such route
+        assert "without /v1" in str(unknown.value) and unknown.value.error_code == "NOT_FOUND"
+        with pytest.raises(MethodNotAllowedError):
+            wrong.create_session("s2")  # POST /v1/users/alice/sessions: that route only reads
+        with pytest.raises(NotFoundError) as missing:
+            wrong.get_session("nope")  # GET /v1/users/alice/sessions/nope: memlane's route, no such session
+        assert "nope" in str(missing.value) and missing.value.request_id
+    with serve(store, "--no-agent-memory-api") as url, AgentMemoryClient(url, token=ADMIN_KEY) as client:
+        with pytest.raises(NotFoundError) as off:
+            client.get_user("alice")
+        assert "--no-agent-memory-api" in str(off.value)

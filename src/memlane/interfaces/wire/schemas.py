@@ -212,10 +212,23 @@ class ErrorDetail(BaseModel):
     )
 
 
+class FlatErrorOut(BaseModel):
+    """The same error in the Agent Memory API's flat shape (``docs/integrations/agent-memory.md``)."""
+
+    error: str = Field(description="The code in capitals: VALIDATION_ERROR, NOT_FOUND, ...")
+    message: str
+    details: dict[str, Any] = Field(description="``field`` when the error names one.")
+    request_id: str | None = None
+
+
 class ErrorOut(BaseModel):
     """The body of every error response."""
 
     error: ErrorDetail
+    detail: FlatErrorOut = Field(
+        description="The same error as the Agent Memory API's clients read it (they unwrap ``detail``): what "
+        "one of them given this API's URL (a base URL ending in /v1) shows its caller."
+    )
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

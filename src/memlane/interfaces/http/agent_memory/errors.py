@@ -69,6 +69,19 @@ def serves(path: str) -> bool:
     return any(path == p or path.startswith(p + "/") for p in PREFIXES)
 
 
+def no_route(path: str, *, api_on: bool) -> str:
+    """What an answer to a path no route serves adds, for a client pointed at the wrong place: that API's
+    clients take the server's URL without ``/v1``, and that API can be turned off."""
+    off = "the Agent Memory API is turned off on this server (memlane serve --no-agent-memory-api)"
+    if serves(path):
+        return "" if api_on else f"{off}; memlane's own API is under /v1 (docs/http.md)"
+    if path.startswith("/v1/") and serves(path.removeprefix("/v1")):
+        where = "memlane serves that API at the server's root, so its clients take the server's URL without /v1"
+        return f"that is an Agent Memory API path under /v1: {where if api_on else off}"
+    root = "; the Agent Memory API is at the server's root (/users, /prompts, /health)" if api_on else ""
+    return f"memlane's own API is under /v1 (docs/http.md){root}"
+
+
 class ApiError(Exception):
     """An answer of these routes that is not a success, with its status, code, details and headers."""
 
