@@ -122,8 +122,8 @@ class Settings(BaseSettings):
     oidc_user_claim: str = Field(default="sub", description="The OIDC claim naming the user (--oidc-user-claim)")
     oidc_role_claim: str = Field(
         default="role",
-        description="The OIDC claim naming the role: read-only/ams_ro, read-write/ams_rw, admin/ams_admin "
-        "(--oidc-role-claim)",
+        description="The OIDC claim naming the role: read-only/ams_ro, read-write/ams_rw, admin/ams_admin (an "
+        "admin token acts on any user of the Agent Memory routes) (--oidc-role-claim)",
     )
     health_check_every: float = Field(
         default=DEFAULT_HEALTH_CHECK_EVERY_S,

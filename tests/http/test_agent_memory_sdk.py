@@ -14,6 +14,7 @@ and the agent plug-in shipped with the SDK (its backend, as the agent runtime dr
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import signal
 import socket
@@ -38,6 +39,7 @@ agentmemory = pytest.importorskip(
 from agentmemory import AgentMemoryClient, ChatMessage  # noqa: E402
 from agentmemory.exceptions import (  # noqa: E402
     AuthenticationError,
+    AuthorizationError,
     ConflictError,
     MethodNotAllowedError,
     NotFoundError,
@@ -276,3 +278,27 @@ def test_a_client_with_the_wrong_url_gets_readable_errors(store: str) -> None:
         with pytest.raises(NotFoundError) as off:
             client.get_user("alice")
         assert "--no-agent-memory-api" in str(off.value)
+
+
+def test_one_oidc_service_token_for_every_end_user(store: str, tmp_path: Path) -> None:
+    jwt = pytest.importorskip("jwt", reason="OIDC tokens need PyJWT (pip install 'memlane[oidc]')")
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from jwt.algorithms import RSAAlgorithm
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [{**json.loads(RSAAlgorithm.to_jwk(key.public_key())), "kid": "k1"}]}))
+
+    def token(role: str) -> str:
+        claims = {"sub": "support-bot", "role": role, "exp": int(time.time()) + 300}
+        return str(jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"}))
+
+    with serve(store, "--oidc-jwks", str(jwks)) as url:
+        with AgentMemoryClient(url, token=lambda: token("ams_admin")) as service:
+            for user in ("alice", "bob"):
+                service.create_user(user, user.title()).create_session("s1").add_memory(facts=[f"{user} likes tea"])
+            assert sorted(u.id for u in service.list_users().users) == ["alice", "bob"]
+            found = service.get_user("bob").get_session("s1").search_memory(query="tea").memory_blocks
+            assert [b.fact for b in found] == ["bob likes tea"]
+        with AgentMemoryClient(url, token=token("ams_rw")) as writer, pytest.raises(AuthorizationError):
+            writer.get_user("bob")  # a token without the admin role reaches its own user only

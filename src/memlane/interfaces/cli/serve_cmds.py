@@ -86,7 +86,8 @@ def oidc_options(func: F) -> F:
             ("--oidc-audience", "oidc_audience", "", "The audience tokens must name (empty: not checked)."),
             ("--oidc-user-claim", "oidc_user_claim", "sub", "The claim naming the memlane user."),
             ("--oidc-role-claim", "oidc_role_claim", "role", "The claim naming the role (read-only/ams_ro, "
-             "read-write/ams_rw, admin/ams_admin; none: read-only)."),
+             "read-write/ams_rw, admin/ams_admin; none: read-only). An admin token acts on any user of the "
+             "Agent Memory routes."),
         ]
     ):  # fmt: skip
         env = "MEMLANE_" + setting.upper()
