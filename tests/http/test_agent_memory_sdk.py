@@ -47,6 +47,7 @@ from agentmemory.exceptions import (  # noqa: E402
 )
 from agentmemory.http import HTTPClient  # noqa: E402
 from agentmemory.models import HealthStatus  # noqa: E402
+from agentmemory.resources.session import SessionResource  # noqa: E402
 from agentmemory.resources.user import UserResource  # noqa: E402
 
 # The fake OpenAI-compatible server lives with the LLM tests; appended, so its folder shadows nothing here.
@@ -302,3 +303,19 @@ def test_one_oidc_service_token_for_every_end_user(store: str, tmp_path: Path) -
             assert [b.fact for b in found] == ["bob likes tea"]
         with AgentMemoryClient(url, token=token("ams_rw")) as writer, pytest.raises(AuthorizationError):
             writer.get_user("bob")  # a token without the admin role reaches its own user only
+
+
+def test_metadata_filters_missing_users_and_field_names(server: str) -> None:
+    with AgentMemoryClient(server, token=ADMIN_KEY) as client:
+        client.create_user("u1", "One", metadata={"level": 3})  # a number: the SDK filters with strings
+        client.create_user("u2", "Two", metadata={"level": "3"})
+        assert [u.id for u in client.list_users(metadata={"level": "3"}).users] == ["u1", "u2"]
+        ghost = SessionResource(HTTPClient(server, token=ADMIN_KEY), "nobody", "s1")
+        with pytest.raises(NotFoundError) as missing:
+            ghost.add_memory(facts=["likes tea"])
+        assert missing.value.error_code == "USER_NOT_FOUND" and missing.value.message == "user 'nobody' not found"
+        session = client.get_user("u1").create_session("s1")
+        with pytest.raises(ValidationError) as too_long:
+            session.add_memory(facts=["x"], memory_block_ttl=10**12)
+        assert too_long.value.details == {"field": "memory_block_ttl"}
+        assert too_long.value.message.startswith("memory_block_ttl: ")

@@ -327,10 +327,17 @@ class AsyncMemory(OffLoop):
         limit: int = 100,
         offset: int = 0,
         contains: str | None = None,
+        metadata_text: Mapping[str, str] | None = None,
     ) -> Page[UserInfo]:
         """See :meth:`Memory.list_users`."""
         return await self._run(
-            self.memory.list_users, name=name, metadata=metadata, limit=limit, offset=offset, contains=contains
+            self.memory.list_users,
+            name=name,
+            metadata=metadata,
+            limit=limit,
+            offset=offset,
+            contains=contains,
+            metadata_text=metadata_text,
         )
 
     async def create_session(

@@ -183,20 +183,27 @@ class ModelMethods:
         limit: int = 100,
         offset: int = 0,
         contains: str | None = None,
+        metadata_text: Mapping[str, str] | None = None,
     ) -> Page[UserInfo]:
         """Users by name, paged with a total: only those whose display name is exactly ``name``, whose
-        metadata holds every ``metadata`` pair (equal JSON values), and whose name or display name holds
+        metadata holds every ``metadata`` pair (equal JSON values) and every ``metadata_text`` pair read as
+        text (a string equal to it, or a number or boolean whose JSON text is: ``"3"`` finds 3 and "3",
+        ``"true"`` finds true; never a list, an object or null), and whose name or display name holds
         ``contains`` ignoring case (``%`` and ``_`` are plain characters; on SQLite only ASCII letters fold
         case), when given."""
         limit, offset = check_page(limit, offset)
         wanted = None if name is None else check_text(self._display_name(name), "name")
         part = None if contains is None else self._search_text(contains)
+        texts = check_metadata(metadata_text, "metadata_text")
+        if texts is not None and not all(isinstance(v, str) for v in texts.values()):
+            raise ValidationError("values are strings, each matched as text", where="metadata_text")
         return self.store.find_users(
             name=wanted,
             metadata=check_metadata(metadata, "metadata"),
             limit=limit,
             offset=offset,
             contains=part or None,
+            metadata_text=texts,
         )
 
     # -- sessions ----------------------------------------------------------------------------------------

@@ -214,11 +214,19 @@ class ShardedStore:
         limit: int = 100,
         offset: int = 0,
         contains: str | None = None,
+        metadata_text: Mapping[str, str] | None = None,
     ) -> Page[UserInfo]:
         """Every shard's matching users up to the page's end, merged by name (a user caught between two
         shards by a move counted once, from the shard the map names)."""
         pages = self._each(
-            lambda s: s.find_users(name=name, metadata=metadata, limit=offset + limit, offset=0, contains=contains)
+            lambda s: s.find_users(
+                name=name,
+                metadata=metadata,
+                limit=offset + limit,
+                offset=0,
+                contains=contains,
+                metadata_text=metadata_text,
+            )
         )
         found: dict[str, list[tuple[int, UserInfo]]] = {}
         for index, page in enumerate(pages):

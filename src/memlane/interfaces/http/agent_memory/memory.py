@@ -21,10 +21,10 @@ from fastapi.responses import JSONResponse
 
 from memlane.core.errors import NotFoundError
 from memlane.core.memory import Memory
-from memlane.core.model import Filters, MemoryBlock
+from memlane.core.model import BlockKind, Filters, MemoryBlock
 from memlane.core.timefmt import coerce_time
 from memlane.interfaces.http.agent_memory.auth import check_id, for_user
-from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute
+from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute, Renames, api_fields, renamed
 from memlane.interfaces.http.agent_memory.schemas import (
     MAX_BROWSE,
     MAX_ITEMS,
@@ -46,6 +46,22 @@ SESSION_PATH = "/users/{user_id}/sessions/{session_id}/memory"
 QUEUE_FULL_RETRY_AFTER_S = 5
 BYTES_PER_TOKEN = 4
 DELETE_PAGE = 1000
+
+
+# The core's names of this API's fields: a block's TTL, its prompt, an exchange's sides.
+_PROMPT = renamed(("prompt.prompt_id", "prompt_id"), ("prompt.version", "prompt_vid"), ("prompt", "prompt_id"))
+ADD_FIELDS: Renames = (
+    (r"^pairs\[(\d+)\]\[0\]", r"messages[\1].user_content"),
+    (r"^pairs\[(\d+)\]\[1\]", r"messages[\1].assistant_content"),
+    *renamed(("pairs", "messages"), ("ttl_s", "memory_block_ttl"), ("time", "created_at"), ("user", "user_id")),
+    *_PROMPT,
+)
+UPDATE_FIELDS: Renames = (
+    (r"^sides\[0\]", "message.user_content"),
+    (r"^sides\[1\]", "message.assistant_content"),
+    *renamed(("sides", "message"), ("content", "fact"), ("ttl_s", "memory_block_ttl")),
+    *_PROMPT,
+)
 
 
 def _invalid(message: str, field: str, code: str = "INVALID_REQUEST") -> ApiError:
@@ -148,12 +164,13 @@ def add_memory(user_id: str, session_id: str, body: AgentAddIn, request: Request
     block_ids: Sequence[str] = ()
     if len(dropped) < len(texts):
         _check_queue(svc, mode, len(texts) - len(dropped))
-        if body.messages is not None:
-            pairs = [(m.user_content, m.assistant_content) for i, m in enumerate(body.messages) if i not in dropped]
-            block_ids = memory.add_exchanges(user_id, pairs, **common).block_ids
-        else:
-            facts = [f for i, f in enumerate(body.facts or []) if i not in dropped]
-            block_ids = memory.add_facts(user_id, facts, **common).block_ids
+        with api_fields(ADD_FIELDS):
+            if body.messages is not None:
+                pairs = [(m.user_content, m.assistant_content) for i, m in enumerate(body.messages) if i not in dropped]
+                block_ids = memory.add_exchanges(user_id, pairs, **common).block_ids
+            else:
+                facts = [f for i, f in enumerate(body.facts or []) if i not in dropped]
+                block_ids = memory.add_facts(user_id, facts, **common).block_ids
     answer = {
         "message": f"{len(block_ids)} memory blocks stored" + (f", {len(rejected)} rejected" if rejected else ""),
         "accepted_count": len(block_ids),
@@ -199,8 +216,13 @@ def update_memory(user_id: str, session_id: str, block_id: str, body: AgentUpdat
     if body.message is not None:
         changes["sides"] = (body.message.user_content, body.message.assistant_content)
     block = _owned(memory, user_id, session_id, block_id)
+    if body.fact is not None and block.kind is not BlockKind.FACT:
+        raise _invalid("this block is an exchange: send message, not fact", "fact")
+    if body.message is not None and block.kind is BlockKind.FACT:
+        raise _invalid("this block is a fact: send fact, not message", "message")
     changes["extract"] = update_mode(memory, body, block)
-    block = memory.update(user_id, block_id, **changes)
+    with api_fields(UPDATE_FIELDS):
+        block = memory.update(user_id, block_id, **changes)
     return JSONResponse({"message": "memory block updated", "block": block_out(block)})
 
 
