@@ -33,6 +33,9 @@ DEFAULT_STORE = "memlane.db"
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_READ_TIMEOUT_S = 30.0
 DEFAULT_HEALTH_CHECK_EVERY_S = 3600.0
+# An Agent Memory add with async_processing false answers within this many seconds: its SDK gives up on a
+# reply after 30 s, and a third of that is left for the embedding, the write and the network.
+DEFAULT_AGENT_SYNC_TIMEOUT_S = 20.0
 MASK = "********"
 
 
@@ -109,6 +112,11 @@ class Settings(BaseSettings):
     agent_memory_api: bool = Field(
         default=True,
         description="Serve the Agent Memory API's routes at the root, beside /v1 (--agent-memory-api)",
+    )
+    agent_sync_timeout: float = Field(
+        default=DEFAULT_AGENT_SYNC_TIMEOUT_S,
+        description="Seconds an Agent Memory add with async_processing false waits for its extraction, the LLM's "
+        "retries included, before it answers 502 with the blocks stored (--agent-sync-timeout)",
     )
     oidc_jwks: Path | None = Field(
         default=None,

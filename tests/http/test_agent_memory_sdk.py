@@ -43,6 +43,7 @@ from agentmemory.exceptions import (  # noqa: E402
     ConflictError,
     MethodNotAllowedError,
     NotFoundError,
+    UpstreamError,
     ValidationError,
 )
 from agentmemory.http import HTTPClient  # noqa: E402
@@ -319,3 +320,20 @@ def test_metadata_filters_missing_users_and_field_names(server: str) -> None:
             session.add_memory(facts=["x"], memory_block_ttl=10**12)
         assert too_long.value.details == {"field": "memory_block_ttl"}
         assert too_long.value.message.startswith("memory_block_ttl: ")
+
+
+@pytest.mark.parametrize("llm_state", ["down", "garbage"])
+def test_a_synchronous_add_the_llm_cannot_serve_is_an_upstream_error(store: str, llm: Any, llm_state: str) -> None:
+    base_url = dead_llm_url() if llm_state == "down" else llm.url
+    llm.responder, llm.default_content = None, "not JSON at all"
+    env = {**llm_env(base_url), "MEMLANE_AGENT_SYNC_TIMEOUT": "3"}
+    with serve(store, "--workers", "1", **env) as url, AgentMemoryClient(url, token=ADMIN_KEY) as client:
+        session = client.create_user("u1", "User One").create_session("s1")
+        started = time.monotonic()
+        with pytest.raises(UpstreamError) as failed:
+            session.add_memory(facts=["likes tea"], async_processing=False)
+        assert time.monotonic() - started < 10, "far under the SDK's 30 s"
+        assert failed.value.service == "llm" and "stored and searchable" in failed.value.message
+        (block,) = session.list_memories().memory_blocks
+        assert block.fact == "likes tea" and block.block_id in failed.value.message  # written, and said so
+        assert block.status.value in failed.value.message

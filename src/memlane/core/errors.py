@@ -16,6 +16,7 @@ MemlaneError
 ├── EmbedderError          the embedding model could not be loaded or run
 ├── LLMError               a language-model call failed after its retries
 │   ├── LLMTransportError  timeout, connection error, 429 or 5xx after retries
+│   │   └── LLMDeadlineError the caller's deadline came before a reply
 │   └── LLMResponseError   the reply was not valid JSON or had the wrong shape
 └── ConfigError            a setting is missing or contradictory
 """
@@ -117,6 +118,11 @@ class LLMTransportError(LLMError):
     def __init__(self, message: str, *, outage: bool = True) -> None:
         self.outage = outage
         super().__init__(message)
+
+
+class LLMDeadlineError(LLMTransportError):
+    """The caller's deadline (a synchronous extraction's bound) came before a reply: the server was slow or
+    unreachable for that long, which says nothing of the request."""
 
 
 class LLMResponseError(LLMError):

@@ -6,12 +6,13 @@ size."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
-from memlane.core.errors import ConfigError, ValidationError
+from memlane.core.errors import ConfigError, LLMError, ValidationError
 from memlane.core.exchanges import EXCHANGE_PERSPECTIVE
 from memlane.core.jobs import JobStatus
 from memlane.core.model import (
@@ -110,7 +111,14 @@ class ModelMethods:
     def _forget_calls(self, blocks: Sequence[MemoryBlock]) -> int:
         raise NotImplementedError  # Memory's
 
-    def run_jobs(self, job_ids: Sequence[int], *, retry_pause_s: float = 0.5) -> dict[int, JobStatus]:
+    def run_jobs(
+        self,
+        job_ids: Sequence[int],
+        *,
+        retry_pause_s: float = 0.5,
+        timeout_s: float | None = None,
+        on_error: Callable[[LLMError], None] | None = None,
+    ) -> dict[int, JobStatus]:
         raise NotImplementedError  # Memory's
 
     # -- users -------------------------------------------------------------------------------------------
@@ -303,8 +311,12 @@ class ModelMethods:
         ttl_s: int | None = None,
         prompt: tuple[str, int | None] | str | None = None,
         extract: ExtractMode | None = None,
+        sync_timeout_s: float | None = None,
     ) -> AddResult:
-        """One FACT block per fact, in one transaction (``time``: their event time, default now)."""
+        """One FACT block per fact, in one transaction (``time``: their event time, default now).
+        ``sync_timeout_s``: how long ``extract="sync"`` may take, from the call, the LLM client's retries and
+        waits included; the jobs not finished by then stay queued for a worker (:class:`AddResult` says
+        so: ``jobs_done``, ``extraction_error``)."""
         if isinstance(facts, str) or not isinstance(facts, Sequence):
             raise ValidationError("must be a list of facts, not one string", where="facts")
         if not facts:
@@ -316,7 +328,17 @@ class ModelMethods:
             texts.append(check_text(fact, f"facts[{i}]"))
         items = [(FACT_PERSPECTIVE, t, ()) for t in texts]
         return self._add_model_blocks(
-            user, BlockKind.FACT, items, session_id, conversation_id, time, annotations, ttl_s, prompt, extract
+            user,
+            BlockKind.FACT,
+            items,
+            session_id,
+            conversation_id,
+            time,
+            annotations,
+            ttl_s,
+            prompt,
+            extract,
+            sync_timeout_s,
         )
 
     def add_exchanges(
@@ -331,9 +353,11 @@ class ModelMethods:
         ttl_s: int | None = None,
         prompt: tuple[str, int | None] | str | None = None,
         extract: ExtractMode | None = None,
+        sync_timeout_s: float | None = None,
     ) -> AddResult:
         """One EXCHANGE block per (user_content, assistant_content) pair, its two sides kept as given
-        (either may be "" but not both); one perspective per exchange (single mode)."""
+        (either may be "" but not both); one perspective per exchange (single mode). ``sync_timeout_s``: as
+        :meth:`add_facts`'s."""
         if isinstance(pairs, str) or not isinstance(pairs, Sequence):
             raise ValidationError("must be a list of (user_content, assistant_content) pairs", where="pairs")
         if not pairs:
@@ -343,7 +367,17 @@ class ModelMethods:
             u, a = _check_side_pair(pair, f"pairs[{i}]")
             items.append((EXCHANGE_PERSPECTIVE, exchange_text(u, a), ((USER_ROLE, u), (ASSISTANT_ROLE, a))))
         return self._add_model_blocks(
-            user, BlockKind.EXCHANGE, items, session_id, conversation_id, time, annotations, ttl_s, prompt, extract
+            user,
+            BlockKind.EXCHANGE,
+            items,
+            session_id,
+            conversation_id,
+            time,
+            annotations,
+            ttl_s,
+            prompt,
+            extract,
+            sync_timeout_s,
         )
 
     def _resolve_prompt(self, prompt: object, where: str = "prompt") -> tuple[str | None, int | None]:
@@ -371,9 +405,12 @@ class ModelMethods:
         ttl_s: int | None,
         prompt: object,
         extract: ExtractMode | None,
+        sync_timeout_s: float | None = None,
     ) -> AddResult:
         from memlane.core.memory import new_block_id
 
+        # The synchronous extraction's time counts from here: the embedding and the write come out of it.
+        started = monotonic()
         check_name(user, "user")
         check_name(session_id, "session_id")
         check_name(conversation_id, "conversation_id")
@@ -425,7 +462,12 @@ class ModelMethods:
             epoch=since,
             default_ttl_s=self.default_ttl_s,
         )
-        outcome = self.run_jobs(job_ids) if mode == "sync" else {}
+        errors: builtins.list[LLMError] = []
+        outcome: dict[int, JobStatus] = {}
+        if mode == "sync":
+            left = None if sync_timeout_s is None else max(0.0, sync_timeout_s - (monotonic() - started))
+            outcome = self.run_jobs(job_ids, timeout_s=left, on_error=errors.append)
+        done = sum(s is JobStatus.DONE for s in outcome.values())
         return AddResult(
             user=user,
             conversation_id=conversation_id,
@@ -434,8 +476,9 @@ class ModelMethods:
             exchanges=len(blocks),
             skipped_system_messages=0,
             jobs_enqueued=len(job_ids),
-            jobs_done=sum(s is JobStatus.DONE for s in outcome.values()),
+            jobs_done=done,
             jobs_failed=sum(s is JobStatus.DEAD for s in outcome.values()),
+            extraction_error=str(errors[-1]) if errors and done < len(job_ids) else None,
         )
 
     # -- updates, TTL, status ----------------------------------------------------------------------------

@@ -240,9 +240,11 @@ class AddResult:
     exchanges: int
     skipped_system_messages: int
     jobs_enqueued: int = 0
-    # Synchronous extraction only: how its jobs ended (a failed job is dead; its block is kept, unextracted).
+    # Synchronous extraction only: how its jobs ended (a failed job is dead; its block is kept, unextracted),
+    # and the last LLM error it met when a job did not end done.
     jobs_done: int = 0
     jobs_failed: int = 0
+    extraction_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,14 +57,17 @@ def run_job(
     retry_in_s: float | None = None,
     on_failure: Callable[[LLMError], None] | None = None,
     outage_in: Callable[[int], float] = outage_delay,
+    deadline: float | None = None,
 ) -> JobStatus | None:
     """Extract one claimed job and record the outcome. Returns DONE, QUEUED (will retry), DEAD, or None when
     the lease was lost and nothing was written. LLM errors become job data, never exceptions (``on_failure``
     sees them too). A job whose reply was unusable is retried after ``retry_in_s`` (default: exponential
     backoff with jitter) and dies after its last attempt; a job that found the LLM unreachable gives its
-    attempt back and waits ``outage_in(failures in a row)`` (:func:`outage_delay`)."""
+    attempt back and waits ``outage_in(failures in a row)`` (:func:`outage_delay`). ``deadline`` (a
+    :func:`time.monotonic` instant): the LLM call ends by then (a synchronous caller's bound); running out
+    of time is not the job's fault, and it waits as for an unreachable LLM."""
     try:
-        result = extractor.extract(job.block)
+        result = extractor.extract(job.block, deadline=deadline)
     except LLMError as exc:
         if on_failure is not None:
             on_failure(exc)

@@ -30,7 +30,12 @@ from memlane.interfaces.serve import (
     run_mcp_http,
     run_mcp_stdio,
 )
-from memlane.settings import DEFAULT_HEALTH_CHECK_EVERY_S, DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
+from memlane.settings import (
+    DEFAULT_AGENT_SYNC_TIMEOUT_S,
+    DEFAULT_HEALTH_CHECK_EVERY_S,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_READ_TIMEOUT_S,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -240,6 +245,18 @@ def close_memory(mem: Memory) -> None:
     help="Serve the Agent Memory API (its SDK's routes: /users, /prompts, /health) beside /v1. "
     "[env MEMLANE_AGENT_MEMORY_API]",
 )
+@click.option(
+    "--agent-sync-timeout",
+    "agent_sync_timeout_s",
+    cls=SettingOption,
+    setting="agent_sync_timeout",
+    type=click.FloatRange(min=0.1),
+    default=DEFAULT_AGENT_SYNC_TIMEOUT_S,
+    show_default=True,
+    help="Seconds an Agent Memory add with async_processing false waits for its extraction, the LLM's retries "
+    "included; then 502 UPSTREAM_ERROR, the blocks stored and left to the workers. Keep it under the "
+    "clients' own timeout (the SDK's: 30 s). [env MEMLANE_AGENT_SYNC_TIMEOUT]",
+)
 @log_level_option
 @click.option(
     "--access-log/--no-access-log",
@@ -263,6 +280,7 @@ def serve_cmd(
     max_body: int,
     insecure_dev: bool,
     agent_memory_api: bool,
+    agent_sync_timeout_s: float,
     log_level: str,
     access_log: bool,
     allowed_hosts: str,
@@ -319,6 +337,7 @@ def serve_cmd(
             health_check_every_s,
             agent_memory_api,
             oidc_choice(oidc_jwks, oidc_issuer, oidc_audience, oidc_user_claim, oidc_role_claim),
+            agent_sync_timeout_s,
         )
         run_http(mem, service, admin_key=admin_key, insecure_dev=insecure_dev)
     finally:

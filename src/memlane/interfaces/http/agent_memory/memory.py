@@ -2,10 +2,12 @@
 
 Extraction follows the call: ``context_required: false`` skips it; ``async_processing`` (the default)
 queues it and answers at once, the blocks ``processing`` until a worker has extracted them;
-``async_processing: false`` extracts before answering. A server without an LLM stores every block
-``ready``, unextracted (its models health says the LLM is ``not_configured``). Items over the per-block
-token limit are left out and reported inside the 201; a full extraction queue is a 429 with
-``Retry-After``.
+``async_processing: false`` extracts before answering, within ``agent_sync_timeout_s`` (the LLM client's
+retries included): when the LLM cannot be reached, answers garbage or is too slow, 502 ``UPSTREAM_ERROR``,
+the blocks stored and searchable, each ``processing`` (queued for a worker) or ``extraction_failed``. A
+server without an LLM stores every block ``ready``, unextracted (its models health says the LLM is
+``not_configured``). Items over the per-block token limit are left out and reported inside the 201; a full
+extraction queue is a 429 with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from fastapi.responses import JSONResponse
 
 from memlane.core.errors import NotFoundError
 from memlane.core.memory import Memory
-from memlane.core.model import BlockKind, Filters, MemoryBlock
+from memlane.core.model import AddResult, BlockKind, Filters, MemoryBlock
 from memlane.core.timefmt import coerce_time
 from memlane.interfaces.http.agent_memory.auth import check_id, for_user
 from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute, Renames, api_fields, renamed
@@ -39,6 +41,7 @@ from memlane.interfaces.http.agent_memory.schemas import (
 from memlane.interfaces.http.agent_memory.shapes import block_out, hit_out, page_fields
 from memlane.interfaces.http.agent_memory.users import clamp, memory_of
 from memlane.interfaces.http.services import Services, services
+from memlane.interfaces.wire.errors import scrub_addresses
 
 router = APIRouter(tags=["agent memory: memory"], route_class=FlatErrorRoute)
 SESSION_PATH = "/users/{user_id}/sessions/{session_id}/memory"
@@ -160,6 +163,7 @@ def add_memory(user_id: str, session_id: str, body: AgentAddIn, request: Request
         "ttl_s": body.memory_block_ttl,
         "prompt": prompt,
         "extract": mode,
+        "sync_timeout_s": svc.settings.agent_sync_timeout_s,
     }
     block_ids: Sequence[str] = ()
     if len(dropped) < len(texts):
@@ -167,10 +171,13 @@ def add_memory(user_id: str, session_id: str, body: AgentAddIn, request: Request
         with api_fields(ADD_FIELDS):
             if body.messages is not None:
                 pairs = [(m.user_content, m.assistant_content) for i, m in enumerate(body.messages) if i not in dropped]
-                block_ids = memory.add_exchanges(user_id, pairs, **common).block_ids
+                added = memory.add_exchanges(user_id, pairs, **common)
             else:
                 facts = [f for i, f in enumerate(body.facts or []) if i not in dropped]
-                block_ids = memory.add_facts(user_id, facts, **common).block_ids
+                added = memory.add_facts(user_id, facts, **common)
+        if mode == "sync" and added.jobs_done < added.jobs_enqueued:
+            raise _unfinished(memory, added, svc.settings.agent_sync_timeout_s)
+        block_ids = added.block_ids
     answer = {
         "message": f"{len(block_ids)} memory blocks stored" + (f", {len(rejected)} rejected" if rejected else ""),
         "accepted_count": len(block_ids),
@@ -179,6 +186,33 @@ def add_memory(user_id: str, session_id: str, body: AgentAddIn, request: Request
         "rejected_details": rejected,
     }
     return JSONResponse(answer, status_code=201)
+
+
+def _unfinished(memory: Memory, added: AddResult, timeout_s: float) -> ApiError:
+    """The 502 of an add whose synchronous extraction did not finish: what failed (without the LLM's
+    address), and what state each stored block is left in, with what to do."""
+    ids = list(added.block_ids)
+    scope = Filters(sessions=(added.session_id,), block_ids=tuple(ids))
+    status = {b.id: b.status for b in memory.browse(added.user, scope, limit=len(ids)).items}
+    waiting = [i for i in ids if status.get(i) == "processing"]
+    failed = [i for i in ids if status.get(i) == "extraction_failed"]
+    reason = scrub_addresses(added.extraction_error or "no reply in time")
+    parts = [
+        f"the LLM did not extract every memory block within {timeout_s:g} s: {reason}",
+        f"the {len(ids)} block{'' if len(ids) == 1 else 's'} of this add {'is' if len(ids) == 1 else 'are'} "
+        "stored and searchable",
+    ]
+    if waiting:
+        parts.append(
+            f"processing, queued for extraction when the LLM answers (do not add again: that stores twice): "
+            f"{', '.join(waiting)}"
+        )
+    if failed:
+        parts.append(
+            f"extraction_failed (update one with async_processing true to extract it again): {', '.join(failed)}"
+        )
+    details = {"service": "llm", "block_ids": ids, "processing": waiting, "extraction_failed": failed}
+    return ApiError(502, "UPSTREAM_ERROR", "; ".join(parts), details)
 
 
 def _owned(memory: Memory, user_id: str, session_id: str, block_id: str) -> MemoryBlock:
