@@ -25,6 +25,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from memlane.core.embedding.protocol import EmbedderConfig
 from memlane.core.errors import ConfigError
+from memlane.core.jobs import DEFAULT_MAX_ATTEMPTS
 from memlane.core.llm.settings import DEFAULT_BASE_URL, LLMSettings
 from memlane.core.store.annsettings import AnnSettings
 
@@ -87,6 +88,12 @@ class Settings(BaseSettings):
         default=3600.0,
         description="Seconds between the retention sweeps of `memlane worker` and `memlane serve`; 0: none "
         "(--retention-every)",
+    )
+    extraction_attempts: int = Field(
+        default=DEFAULT_MAX_ATTEMPTS,
+        ge=1,
+        description="Failed attempts before a block's extraction fails for good (extraction_failed, re-queueable); "
+        "an LLM outage uses none",
     )
     default_ttl: int = Field(
         default=0,
@@ -223,6 +230,7 @@ class Settings(BaseSettings):
             "embedder_config": self.embedder_config(),
             "ann": self.ann_settings(),
             "default_ttl_s": self.default_ttl,
+            "max_attempts": self.extraction_attempts,
         }
 
     def ann_settings(self) -> AnnSettings:

@@ -337,3 +337,17 @@ def test_a_synchronous_add_the_llm_cannot_serve_is_an_upstream_error(store: str,
         (block,) = session.list_memories().memory_blocks
         assert block.fact == "likes tea" and block.block_id in failed.value.message  # written, and said so
         assert block.status.value in failed.value.message
+
+
+def test_a_block_the_llm_keeps_failing_is_extraction_failed_after_3_attempts(store: str, llm: Any) -> None:
+    llm.queue(*[fakeserver.Reply(status=500)] * 100)  # a model that fails every request
+    env = {**llm_env(llm.url), "MEMLANE_LLM_MAX_RETRIES": "0"}
+    with serve(store, "--workers", "1", **env) as url, AgentMemoryClient(url, token=ADMIN_KEY) as client:
+        session = client.create_user("u1", "User One").create_session("s1")
+        (block_id,) = session.add_memory(facts=["likes tea"]).block_ids
+        deadline = time.monotonic() + 60
+        while (block := session.list_memories().memory_blocks[0]).status.value == "processing":
+            assert time.monotonic() < deadline, block
+            time.sleep(0.5)
+        assert (block.block_id, block.status.value, block.fail_count) == (block_id, "extraction_failed", 3)
+        assert llm.count == 3

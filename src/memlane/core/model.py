@@ -144,7 +144,8 @@ class MemoryBlock:
     # sides as given (empty for a fact, and for blocks made from a message list); the block's own TTL in
     # seconds as given (None: its session's default, else the server's; 0: never) and the expiry it gave at
     # the last write (None: never); when it was last updated in place; the registry prompt (id, version)
-    # that extracts it; how many times its extraction job died and when it was last queued.
+    # that extracts it; how many of its extraction attempts failed (an LLM outage's tries are not counted)
+    # and when it was last queued.
     kind: BlockKind = BlockKind.EXCHANGE
     sides: tuple[tuple[str, str], ...] = ()
     ttl_s: int | None = None

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from memlane.core.embedding.protocol import CachedEmbedder
 from memlane.core.errors import LLMError
 from memlane.core.extraction.extractor import Extractor
-from memlane.core.extraction.worker import is_outage, run_job
+from memlane.core.extraction.worker import run_job
 from memlane.core.jobs import DEFAULT_LEASE_S, JobQueue, JobStatus
 
 
@@ -37,10 +37,10 @@ def run_now(
     outcome: dict[int, JobStatus] = {}
     unreachable: list[LLMError] = []
 
-    def note(exc: LLMError) -> None:
+    def note(exc: LLMError, waits: bool) -> None:
         if on_error is not None:
             on_error(exc)
-        if is_outage(exc):
+        if waits:
             unreachable.append(exc)
 
     def time_left() -> float:

@@ -34,6 +34,10 @@ CHAT_PATH = "chat/completions"
 # Refusals that say nothing of the request but of the service (the key, the model or the route is wrong):
 # an outage for the jobs, which wait instead of using up their attempts.
 _SERVICE_REFUSALS = frozenset({401, 403, 404, 407})
+# Answers (after the retries) that speak of the service's state, not of the request: a rate limit, a
+# request timeout, an overload, a gateway that cannot reach the model. Any other 5xx says the server
+# failed on this request.
+_BUSY = frozenset({408, 429, 502, 503, 504})
 # Statuses with which servers refuse an unsupported ``response_format`` (llama.cpp answers 500, §3.5).
 _FORMAT_REJECT_STATUS = frozenset({400, 422, 500})
 _FORMAT_WORDS = re.compile(r"response_format|json", re.IGNORECASE)
@@ -149,6 +153,8 @@ class ChatEndpoint:
         LLMResponseError when a 2xx reply is not a chat completion, and ResponseFormatRejected.
         """
         last_error = ""
+        last_status: int | None = None  # of the last answer, None when none came
+        sent = False  # whether the last attempt's request reached the server
         retry_after: float | None = None
         for attempt in range(self._max_retries + 1):
             if attempt:
@@ -174,9 +180,11 @@ class ChatEndpoint:
                 response = self._http.post(self._url, json=dict(body), timeout=httpx.Timeout(timeout_s))
             except httpx.TimeoutException as exc:
                 last_error = f"no reply within {timeout_s:.3g} s ({type(exc).__name__})"
+                last_status, sent = None, not isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout)
                 continue
             except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
                 last_error = f"connection failed ({type(exc).__name__}: {exc})"
+                last_status, sent = None, not isinstance(exc, httpx.ConnectError)
                 continue
             except (httpx.HTTPError, httpx.InvalidURL) as exc:
                 raise LLMTransportError(f"request to {self._url} failed: {type(exc).__name__}: {exc}") from exc
@@ -192,11 +200,15 @@ class ChatEndpoint:
                 outage = status in _SERVICE_REFUSALS
                 raise LLMTransportError(f"HTTP {status} from {self._url}: {excerpt}", outage=outage)
             last_error = f"HTTP {status}: {excerpt}"
+            last_status, sent = status, True
             retry_after = parse_retry_after(response.headers.get("retry-after"), self._clock())
         if deadline is not None and time.monotonic() >= deadline:
             raise LLMDeadlineError(f"no reply from {self._url} before the deadline; last error: {last_error}")
+        failed_here = last_status is not None and last_status not in _BUSY
         raise LLMTransportError(
-            f"gave up on {self._url} after {self._max_retries + 1} attempts; last error: {last_error}"
+            f"gave up on {self._url} after {self._max_retries + 1} attempts; last error: {last_error}",
+            outage=not failed_here,
+            could_be_the_request=sent and not failed_here,
         )
 
     @staticmethod

@@ -272,7 +272,7 @@ class BlockOut(BaseModel):
     prompt_id: str | None = Field(description="The registry prompt that extracts it.")
     prompt_version: int | None
     status: Literal["processing", "ready", "extraction_failed"]
-    fail_count: int = Field(description="How many times its extraction failed for good.")
+    fail_count: int = Field(description="How many of its extraction attempts failed (an LLM outage's tries are not).")
     last_queued_at: str | None = Field(description="When its extraction was last queued.")
 
 
