@@ -13,7 +13,6 @@ and the agent plug-in shipped with the SDK (its backend, as the agent runtime dr
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import signal
@@ -21,16 +20,13 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
-from http_support import ADMIN_KEY, CLI, extraction_reply, wait_for_port
-from psycopg import sql
+from http_support import ADMIN_KEY, CLI, fakeserver, wait_for_port
 
 agentmemory = pytest.importorskip(
     "agentmemory",
@@ -50,12 +46,6 @@ from agentmemory.http import HTTPClient  # noqa: E402
 from agentmemory.models import HealthStatus  # noqa: E402
 from agentmemory.resources.session import SessionResource  # noqa: E402
 from agentmemory.resources.user import UserResource  # noqa: E402
-
-# The fake OpenAI-compatible server lives with the LLM tests; appended, so its folder shadows nothing here.
-LLM_TESTS = Path(__file__).resolve().parents[1] / "core" / "llm"
-if str(LLM_TESTS) not in sys.path:
-    sys.path.append(str(LLM_TESTS))
-fakeserver = importlib.import_module("fakeserver")
 
 
 @contextmanager
@@ -78,38 +68,11 @@ def serve(store: str, *args: str, **env: str) -> Iterator[str]:
             proc.wait()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A store for ``memlane serve``: a SQLite file, or a fresh schema of the test PostgreSQL server."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "sdk.db")
-        return
-    url = os.environ.get("MEMLANE_TEST_POSTGRES_URL")
-    if not url:
-        pytest.skip("PostgreSQL: set MEMLANE_TEST_POSTGRES_URL")
-    schema = f"test_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-    try:
-        yield f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
-    finally:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-
-
 @pytest.fixture
-def server(store: str) -> Iterator[str]:
+def server(shared_store: str) -> Iterator[str]:
     """``memlane serve`` without an LLM; its base URL."""
-    with serve(store) as url:
+    with serve(shared_store) as url:
         yield url
-
-
-@pytest.fixture
-def llm() -> Iterator[Any]:
-    """An OpenAI-compatible chat server on loopback that extracts every block."""
-    with fakeserver.FakeChatServer() as fake:
-        fake.responder = lambda body: extraction_reply(body["messages"])
-        yield fake
 
 
 def llm_env(base_url: str) -> dict[str, str]:
@@ -227,8 +190,11 @@ def test_the_agent_plugin_backend(server: str) -> None:
         backend.close()
 
 
-def test_health_ping_is_healthy_against_a_healthy_server(store: str, llm: Any) -> None:
-    with serve(store, "--workers", "1", **llm_env(llm.url)) as url, AgentMemoryClient(url, token=ADMIN_KEY) as client:
+def test_health_ping_is_healthy_against_a_healthy_server(shared_store: str, fake_llm: Any) -> None:
+    with (
+        serve(shared_store, "--workers", "1", **llm_env(fake_llm.url)) as url,
+        AgentMemoryClient(url, token=ADMIN_KEY) as client,
+    ):
         ping = client.health_ping()
         assert ping.overall_status is HealthStatus.HEALTHY, ping
         assert len(ping.checked_entities) == 6
@@ -243,9 +209,9 @@ def dead_llm_url() -> str:
         return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
 
 
-def test_health_ping_reports_an_llm_outage(store: str) -> None:
+def test_health_ping_reports_an_llm_outage(shared_store: str) -> None:
     with (
-        serve(store, "--workers", "1", **llm_env(dead_llm_url())) as url,
+        serve(shared_store, "--workers", "1", **llm_env(dead_llm_url())) as url,
         AgentMemoryClient(url, token=ADMIN_KEY) as client,
     ):
         client.create_user("u1", "User One").create_session("s1").add_memory(facts=["likes tea"])
@@ -262,8 +228,8 @@ def test_health_ping_reports_an_llm_outage(store: str) -> None:
         assert processor.queue is not None and processor.queue.queued_ids == 1
 
 
-def test_a_client_with_the_wrong_url_gets_readable_errors(store: str) -> None:
-    with serve(store) as url:
+def test_a_client_with_the_wrong_url_gets_readable_errors(shared_store: str) -> None:
+    with serve(shared_store) as url:
         with AgentMemoryClient(url, token=ADMIN_KEY) as client:
             client.create_user("alice", "Alice").create_session("s1")
         # A base URL ending in /v1 reaches memlane's own API: its routes, and paths it does not have.
@@ -276,13 +242,13 @@ def test_a_client_with_the_wrong_url_gets_readable_errors(store: str) -> None:
         with pytest.raises(NotFoundError) as missing:
             wrong.get_session("nope")  # GET /v1/users/alice/sessions/nope: memlane's route, no such session
         assert "nope" in str(missing.value) and missing.value.request_id
-    with serve(store, "--no-agent-memory-api") as url, AgentMemoryClient(url, token=ADMIN_KEY) as client:
+    with serve(shared_store, "--no-agent-memory-api") as url, AgentMemoryClient(url, token=ADMIN_KEY) as client:
         with pytest.raises(NotFoundError) as off:
             client.get_user("alice")
         assert "--no-agent-memory-api" in str(off.value)
 
 
-def test_one_oidc_service_token_for_every_end_user(store: str, tmp_path: Path) -> None:
+def test_one_oidc_service_token_for_every_end_user(shared_store: str, tmp_path: Path) -> None:
     jwt = pytest.importorskip("jwt", reason="OIDC tokens need PyJWT (pip install 'memlane[oidc]')")
     from cryptography.hazmat.primitives.asymmetric import rsa
     from jwt.algorithms import RSAAlgorithm
@@ -295,7 +261,7 @@ def test_one_oidc_service_token_for_every_end_user(store: str, tmp_path: Path) -
         claims = {"sub": "support-bot", "role": role, "exp": int(time.time()) + 300}
         return str(jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"}))
 
-    with serve(store, "--oidc-jwks", str(jwks)) as url:
+    with serve(shared_store, "--oidc-jwks", str(jwks)) as url:
         with AgentMemoryClient(url, token=lambda: token("ams_admin")) as service:
             for user in ("alice", "bob"):
                 service.create_user(user, user.title()).create_session("s1").add_memory(facts=[f"{user} likes tea"])
@@ -323,11 +289,13 @@ def test_metadata_filters_missing_users_and_field_names(server: str) -> None:
 
 
 @pytest.mark.parametrize("llm_state", ["down", "garbage"])
-def test_a_synchronous_add_the_llm_cannot_serve_is_an_upstream_error(store: str, llm: Any, llm_state: str) -> None:
-    base_url = dead_llm_url() if llm_state == "down" else llm.url
-    llm.responder, llm.default_content = None, "not JSON at all"
+def test_a_synchronous_add_the_llm_cannot_serve_is_an_upstream_error(
+    shared_store: str, fake_llm: Any, llm_state: str
+) -> None:
+    base_url = dead_llm_url() if llm_state == "down" else fake_llm.url
+    fake_llm.responder, fake_llm.default_content = None, "not JSON at all"
     env = {**llm_env(base_url), "MEMLANE_AGENT_SYNC_TIMEOUT": "3"}
-    with serve(store, "--workers", "1", **env) as url, AgentMemoryClient(url, token=ADMIN_KEY) as client:
+    with serve(shared_store, "--workers", "1", **env) as url, AgentMemoryClient(url, token=ADMIN_KEY) as client:
         session = client.create_user("u1", "User One").create_session("s1")
         started = time.monotonic()
         with pytest.raises(UpstreamError) as failed:
@@ -339,10 +307,10 @@ def test_a_synchronous_add_the_llm_cannot_serve_is_an_upstream_error(store: str,
         assert block.status.value in failed.value.message
 
 
-def test_a_block_the_llm_keeps_failing_is_extraction_failed_after_3_attempts(store: str, llm: Any) -> None:
-    llm.queue(*[fakeserver.Reply(status=500)] * 100)  # a model that fails every request
-    env = {**llm_env(llm.url), "MEMLANE_LLM_MAX_RETRIES": "0"}
-    with serve(store, "--workers", "1", **env) as url, AgentMemoryClient(url, token=ADMIN_KEY) as client:
+def test_a_block_the_llm_keeps_failing_is_extraction_failed_after_3_attempts(shared_store: str, fake_llm: Any) -> None:
+    fake_llm.queue(*[fakeserver.Reply(status=500)] * 100)  # a model that fails every request
+    env = {**llm_env(fake_llm.url), "MEMLANE_LLM_MAX_RETRIES": "0"}
+    with serve(shared_store, "--workers", "1", **env) as url, AgentMemoryClient(url, token=ADMIN_KEY) as client:
         session = client.create_user("u1", "User One").create_session("s1")
         (block_id,) = session.add_memory(facts=["likes tea"]).block_ids
         deadline = time.monotonic() + 60
@@ -350,4 +318,4 @@ def test_a_block_the_llm_keeps_failing_is_extraction_failed_after_3_attempts(sto
             assert time.monotonic() < deadline, block
             time.sleep(0.5)
         assert (block.block_id, block.status.value, block.fail_count) == (block_id, "extraction_failed", 3)
-        assert llm.count == 3
+        assert fake_llm.count == 3

@@ -6,17 +6,13 @@ the message says."""
 
 from __future__ import annotations
 
-import importlib
 import socket
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from agent_memory_support import AgentApi, flat_error
-from http_support import ADMIN_KEY, TEST_HOSTS, extraction_reply
+from http_support import ADMIN_KEY, TEST_HOSTS, fakeserver
 from sync_asgi import SyncASGITransport
 
 from memlane.core.embedding.fake import HashingEmbedder
@@ -26,11 +22,6 @@ from memlane.core.store.sqlite import SqliteStore
 from memlane.interfaces.http import create_app
 from memlane.interfaces.http.settings import HttpSettings
 
-# The fake OpenAI server lives with the LLM tests; appended, so its folder never shadows this one's modules.
-LLM_TESTS = Path(__file__).resolve().parents[1] / "core" / "llm"
-if str(LLM_TESTS) not in sys.path:
-    sys.path.append(str(LLM_TESTS))
-fakeserver = importlib.import_module("fakeserver")
 BOUND_S = 2.0
 SLACK_S = 1.5  # the add's own work, and the scheduling of a loaded machine
 ADD = "/users/alice/sessions/s1/memory"
@@ -51,13 +42,6 @@ def make(tmp_path: Path, base_url: str) -> AgentApi:
     return made
 
 
-@pytest.fixture
-def llm() -> Iterator[Any]:
-    with fakeserver.FakeChatServer() as server:
-        server.responder = lambda body: extraction_reply(body["messages"])
-        yield server
-
-
 def add(made: AgentApi, *facts: str) -> tuple[Any, float]:
     """An add of ``facts`` that waits for its extraction; the answer and how long it took."""
     started = time.monotonic()
@@ -70,8 +54,8 @@ def statuses(made: AgentApi) -> dict[str, str]:
     return {b["block_id"]: b["status"] for b in listed}
 
 
-def test_an_extraction_that_finishes_is_201_ready(tmp_path: Path, llm: Any) -> None:
-    made = make(tmp_path, llm.url)
+def test_an_extraction_that_finishes_is_201_ready(tmp_path: Path, fake_llm: Any) -> None:
+    made = make(tmp_path, fake_llm.url)
     try:
         resp, _ = add(made, "likes tea")
         assert resp.status_code == 201, resp.text
@@ -100,25 +84,25 @@ def test_an_llm_that_cannot_be_reached_is_502_within_the_bound(tmp_path: Path) -
         made.close()
 
 
-def test_a_slow_llm_is_502_within_the_bound_and_extracted_later(tmp_path: Path, llm: Any) -> None:
-    llm.default_delay_s = 30.0  # far over the bound, far under the client's 60 s per attempt
-    made = make(tmp_path, llm.url)
+def test_a_slow_llm_is_502_within_the_bound_and_extracted_later(tmp_path: Path, fake_llm: Any) -> None:
+    fake_llm.default_delay_s = 30.0  # far over the bound, far under the client's 60 s per attempt
+    made = make(tmp_path, fake_llm.url)
     try:
         resp, took = add(made, "likes tea")
         err = flat_error(resp, 502, "UPSTREAM_ERROR")
         assert took < BOUND_S + SLACK_S, took
         assert err["details"]["processing"] == err["details"]["block_ids"]
-        llm.default_delay_s = 0.0
+        fake_llm.default_delay_s = 0.0
         made.memory.worker(concurrency=1, poll_s=0.01).run(drain=True)  # what memlane serve's workers do
         assert set(statuses(made).values()) == {"ready"}
     finally:
         made.close()
 
 
-def test_garbage_replies_are_502_within_the_bound(tmp_path: Path, llm: Any) -> None:
-    llm.responder = None
-    llm.default_content = "this is not JSON at all"
-    made = make(tmp_path, llm.url)
+def test_garbage_replies_are_502_within_the_bound(tmp_path: Path, fake_llm: Any) -> None:
+    fake_llm.responder = None
+    fake_llm.default_content = "this is not JSON at all"
+    made = make(tmp_path, fake_llm.url)
     try:
         resp, took = add(made, "likes tea")
         err = flat_error(resp, 502, "UPSTREAM_ERROR")

@@ -35,31 +35,16 @@ def extraction(body: dict[str, Any]) -> str:
     return json.dumps({"summary": f"About {first}", "facts": [first]})
 
 
-class Server(FakeChatServer):
-    """Extracts every block, but answers ``failure`` to the requests about blocks holding ``poison`` (every
-    request while ``poison`` is empty)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.responder = extraction
-        self.failure: Reply | None = None
-        self.poison = POISON
-
-    def handle(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[Reply, dict[str, Any]]:
-        reply, body = super().handle(path, headers, raw)
-        failure = self.failure
-        if failure is None or self.poison not in json.dumps(body.get("messages", "")):
-            return reply, body
-        return (Reply(content=reply.content, delay_s=failure.delay_s) if failure.delay_s else failure), body
-
-
 @pytest.fixture
-def server() -> Iterator[Server]:
-    with Server() as s:
+def server() -> Iterator[FakeChatServer]:
+    """Extracts every block; its ``failure``, once set, answers the requests about the poison block."""
+    with FakeChatServer() as s:
+        s.responder = extraction
+        s.failing = lambda body: POISON in json.dumps(body["messages"])
         yield s
 
 
-def memory(store: Store, server: Server, *texts: str) -> tuple[Memory, list[str]]:
+def memory(store: Store, server: FakeChatServer, *texts: str) -> tuple[Memory, list[str]]:
     """A memory whose blocks (one per text, queued for extraction) get 3 attempts; one request per try."""
     settings = LLMSettings(model=FAKE_MODEL, api_key=FAKE_API_KEY, base_url=server.url, timeout_s=0.3, max_retries=0)
     mem = Memory(store, HashingEmbedder(), llm=OpenAIChatClient(settings), max_attempts=3)
@@ -96,9 +81,9 @@ def states(mem: Memory, ids: list[str]) -> list[tuple[str, int]]:
 
 
 def test_an_llm_that_keeps_answering_500_fails_each_block_after_its_attempts(
-    store_factory: Any, server: Server
+    store_factory: Any, server: FakeChatServer
 ) -> None:
-    server.failure, server.poison = Reply(status=500), ""
+    server.failure, server.failing = Reply(status=500), None
     mem, ids = memory(store_factory(), server, "likes tea", "lives in Lisbon")
     try:
         stats = work(mem, lambda: mem.queue_status(recent_errors=0).pending == 0)
@@ -115,9 +100,9 @@ def test_an_llm_that_keeps_answering_500_fails_each_block_after_its_attempts(
 
 @pytest.mark.parametrize("failure", ENDPOINT_FAILURES)
 def test_a_failure_on_every_request_waits_without_using_attempts(
-    store_factory: Any, server: Server, failure: str
+    store_factory: Any, server: FakeChatServer, failure: str
 ) -> None:
-    server.failure, server.poison = ENDPOINT_FAILURES[failure], ""
+    server.failure, server.failing = ENDPOINT_FAILURES[failure], None
     mem, ids = memory(store_factory(), server, "likes tea", "lives in Lisbon")
     try:
         stats = work(mem, lambda: server.count >= 12)  # six tries a block, twice the attempts it has
@@ -134,7 +119,7 @@ def test_a_failure_on_every_request_waits_without_using_attempts(
 
 @pytest.mark.parametrize("failure", ENDPOINT_FAILURES)
 def test_a_failure_that_persists_for_one_block_while_others_are_served_fails_it(
-    store_factory: Any, server: Server, failure: str
+    store_factory: Any, server: FakeChatServer, failure: str
 ) -> None:
     server.failure = ENDPOINT_FAILURES[failure]
     mem, ids = memory(store_factory(), server, f"the {POISON} block", "likes tea", "lives in Lisbon", "has a cat")

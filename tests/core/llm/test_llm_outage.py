@@ -38,14 +38,7 @@ class SwitchableServer(FakeChatServer):
     def __init__(self) -> None:
         super().__init__()
         self.responder = extraction_content
-        self.failure: Reply | None = Reply(status=503)
-
-    def handle(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[Reply, dict[str, Any]]:
-        reply, body = super().handle(path, headers, raw)
-        failure = self.failure
-        if failure is None:
-            return reply, body
-        return (Reply(content=reply.content, delay_s=failure.delay_s) if failure.delay_s else failure), body
+        self.failure = Reply(status=503)
 
 
 @pytest.fixture
