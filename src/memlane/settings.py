@@ -32,6 +32,7 @@ from memlane.core.store.annsettings import AnnSettings
 ENV_PREFIX = "MEMLANE_"
 DEFAULT_STORE = "memlane.db"
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_BODY_BYTES = 1024**3  # the largest --max-body
 DEFAULT_READ_TIMEOUT_S = 30.0
 DEFAULT_HEALTH_CHECK_EVERY_S = 3600.0
 # An Agent Memory add with async_processing false answers within this many seconds: its SDK gives up on a

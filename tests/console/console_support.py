@@ -186,3 +186,20 @@ class Tab:
         if SHOTS:
             Path(SHOTS).mkdir(parents=True, exist_ok=True)
             self.page.screenshot(path=str(Path(SHOTS) / f"console-{name}.png"), full_page=True)
+
+
+def exchange_firsts(blocks: Sequence[dict[str, Any]]) -> list[str]:
+    """The ids the console lists for ``blocks``: one row per exchange (its first block; the other perspectives
+    are folded into it) and one per fact."""
+    seen: set[tuple[Any, ...]] = set()
+    out: list[str] = []
+    for b in blocks:
+        key = None if b.get("kind") == "fact" else tuple(b[k] for k in EXCHANGE_KEY)
+        if key is None or key not in seen:
+            out.append(str(b["block_id"]))
+        if key is not None:
+            seen.add(key)
+    return out
+
+
+EXCHANGE_KEY = ("conversation_id", "session_id", "exchange_index", "ingest_time", "content_hash")

@@ -95,28 +95,34 @@ def page_views(admin: httpx.Client, total: int, block_id: str) -> dict[str, list
     calls together, so a page view takes about as long as its slowest call."""
     base = f"/v1/users/{USER}"
     last = (total - 1) // 50 * 50
-    middle = f"s{total // (2 * PER_ADD) // 2}"  # a session halfway through the user's history
+    sessions = total // (2 * PER_ADD)
+    middle = f"s{sessions // 2}"  # a session halfway through the user's history
+    # The timeline lists the oldest sessions first: the API's first page (it gives the total), then its last.
+    timeline = [
+        lambda: admin.get(f"{base}/sessions", params={"limit": 20}),
+        lambda: admin.get(f"{base}/sessions", params={"limit": 20, "offset": max(0, sessions - 20)}),
+    ]
     return {
         "users": [lambda: admin.get("/v1/retention"), lambda: admin.get("/v1/users", params={"limit": 50})],
         "user, first page": [
             lambda: admin.get(f"{base}/memories", params={"limit": 50, "offset": 0}),
             lambda: admin.get("/v1/retention"),
             lambda: admin.get(f"{base}/keys"),
-            lambda: admin.get(f"{base}/sessions", params={"limit": 20}),
+            *timeline,
             lambda: admin.get(base),
         ],
         "user, last page": [
             lambda: admin.get(f"{base}/memories", params={"limit": 50, "offset": last}),
             lambda: admin.get("/v1/retention"),
             lambda: admin.get(f"{base}/keys"),
-            lambda: admin.get(f"{base}/sessions", params={"limit": 20}),
+            *timeline,
             lambda: admin.get(base),
         ],
         "session": [
             lambda: admin.get(f"{base}/sessions/{middle}"),
             lambda: admin.get(f"{base}/memories", params={"session_id": middle, "limit": 50}),
         ],
-        "block": [lambda: admin.get(f"{base}/memories/{block_id}")],
+        "block": [lambda: admin.get(f"{base}/memories/{block_id}"), lambda: admin.get(f"{base}/sessions/{middle}")],
         # The console asks for each hit's explanation; the plain search beside it is what explaining costs.
         "search (hybrid, k=10)": [
             lambda: admin.post(

@@ -154,3 +154,15 @@ def test_a_sessions_annotations_and_metadata_edited_then_a_refused_edit(tab: Tab
     assert tab.text("[data-testid=session-annotations]") == "city=lisbon, topic=travel"
     with alice.client(alice.keys["alice"]) as a:
         assert a.get("/v1/sessions/trip").json() == before
+
+
+def test_the_api_docs_render_offline_under_their_csp(tab: Tab, console: Console) -> None:
+    """/docs draws every route from the server's own files: the browser reaches no other origin (a request
+    elsewhere would fail here, and a CSP refusal is a console error the tab fixture fails on)."""
+    elsewhere: list[str] = []
+    tab.page.on("request", lambda r: None if r.url.startswith(console.base) else elsewhere.append(r.url))
+    tab.page.goto(console.base + "/docs")
+    tab.page.wait_for_selector(".opblock", timeout=20_000)
+    assert tab.page.locator(".opblock").count() > 20
+    assert "/v1/search" in tab.text("#swagger-ui")
+    assert elsewhere == []

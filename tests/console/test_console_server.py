@@ -13,17 +13,13 @@ from pathlib import Path
 import httpx
 from console_support import ADMIN_KEY, Console
 
+from memlane.interfaces.http.apidocs import DOCS_CONTENT_SECURITY_POLICY
 from memlane.interfaces.http.console import STATIC_DIR
 from memlane.interfaces.http.console.mount import CONTENT_SECURITY_POLICY
 from memlane.interfaces.http.server import console_url
 
-CLI = (
-    "from memlane.interfaces.cli.app import cli, register_all\n"
-    "from memlane.interfaces.cli.serve_cmds import register\n"
-    "register_all()\n"
-    "'serve' in cli.commands or register(cli)\n"
-    "cli()\n"
-)
+CLI = "from memlane.interfaces.cli import main; main()"  # what the installed `memlane` runs
+DOC = Path(__file__).parents[2] / "docs" / "console.md"
 ASSETS = sorted(p.relative_to(STATIC_DIR).as_posix() for p in STATIC_DIR.rglob("*") if p.is_file())
 
 
@@ -143,6 +139,9 @@ def test_serve_prints_the_consoles_address_and_serves_it(tmp_path: Path) -> None
             if found:
                 break
         assert found, "".join(lines)
+        # docs/console.md shows the line as the server prints it (only the port differs).
+        shown = re.search(r"```text\n(.*memory console at .*)\n```", DOC.read_text(encoding="utf-8"))
+        assert shown and shown.group(1) == line.strip().replace(found.group(1), "http://127.0.0.1:8420/ui/")
         page = httpx.get(found.group(1), timeout=10)
         assert page.status_code == 200 and "memlane console" in page.text
         proc.send_signal(signal.SIGTERM)
@@ -151,3 +150,22 @@ def test_serve_prints_the_consoles_address_and_serves_it(tmp_path: Path) -> None
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_the_root_opens_the_console_and_docs_come_from_the_server_itself(console: Console) -> None:
+    with console.client(None) as c:
+        root = c.get("/", follow_redirects=False)
+        assert root.status_code == 307 and root.headers["location"] == "/ui/"
+        assert c.get("/redoc").status_code == 404  # FastAPI's ReDoc page loads a CDN: not served
+        page = c.get("/docs")
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert page.headers["content-security-policy"] == DOCS_CONTENT_SECURITY_POLICY
+        assert not re.search(r"https?://", page.text)  # nothing from another origin
+        assert not re.search(r"<script(?![^>]*\bsrc=)", page.text)  # every script a file: the CSP allows no other
+        sources = re.findall(r'(?:src|href)="(docs/[^"]+)"', page.text)
+        assert {"docs/assets/swagger-ui-bundle.js", "docs/assets/swagger-ui.css", "docs/init.js"} <= set(sources)
+        for source in sources:
+            res = c.get(f"/{source}")
+            assert res.status_code == 200 and len(res.content) > 0, source
+            assert res.headers["content-security-policy"] == DOCS_CONTENT_SECURITY_POLICY
+        assert "openapi.json" in c.get("/docs/init.js").text

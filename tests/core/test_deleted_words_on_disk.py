@@ -77,3 +77,63 @@ def test_the_write_ahead_logs_are_bounded(memory: Memory, tmp_path: Path) -> Non
     log = memory._call_logs()[0]
     assert log._db.execute("PRAGMA journal_size_limit").fetchone()[0] > 0
     assert log._db.execute("PRAGMA secure_delete").fetchone()[0] == 1
+
+
+# -- updates in place: what an update replaces is in no file either ----------------------------------------
+
+
+def test_an_updated_facts_old_text_is_in_no_file(memory: Memory, tmp_path: Path) -> None:
+    fact = memory.add_facts("erin", [f"Erin's {MARKER} code is 4711."], extract="sync").block_ids[0]
+    memory.add_facts("erin", ["Erin drinks tea."], extract="sync")
+    assert "m.db-wal" in files_holding(tmp_path, MARKER)
+    memory.update("erin", fact, content="Erin has no code.")
+    assert files_holding(tmp_path, MARKER) == []
+    assert memory.get("erin", fact).message == "Erin has no code."
+
+
+def test_an_updated_exchanges_old_side_and_annotation_are_in_no_file(memory: Memory, tmp_path: Path) -> None:
+    res = memory.add_exchanges("erin", [(f"My {MARKER} is called Ziggy.", "Nice name.")], annotations={"pet": MARKER})
+    block = res.block_ids[0]
+    memory.update("erin", block, sides=("My cat is called Ziggy.", "Nice name."), annotations={"pet": "cat"})
+    assert files_holding(tmp_path, MARKER) == []
+    old = memory.add_facts("erin", [f"Erin's {MARKER} sleeps all day."]).block_ids[0]
+    memory.update("erin", old, annotations={"secret": "none"})  # the text stays: only the labels change
+    assert files_holding(tmp_path, MARKER) == ["m.db"]
+
+
+KILLED_AFTER_UPDATE = """
+import sys
+from memlane.core.memory import Memory
+mem = Memory.open(sys.argv[1], embedder="hashing")
+block = mem.add_facts("erin", [sys.argv[2]]).block_ids[0]
+mem.add_facts("erin", ["Erin drinks tea."])
+mem.update("erin", block, content="Erin has no code.")
+print("updated", flush=True)
+sys.stdin.read()  # killed here, the update acknowledged
+"""
+
+
+def test_an_update_acknowledged_before_a_kill_9_left_the_old_text_in_no_file(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = tmp_path / "killed.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_AFTER_UPDATE, str(store), f"Erin's {MARKER} code is 4711."],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "updated"
+        assert files_holding(tmp_path, MARKER) == []  # as the process left the files when it said so
+    finally:
+        proc.kill()
+        proc.wait(timeout=20)
+    assert files_holding(tmp_path, MARKER) == []
+    mem = Memory.open(store, embedder="hashing")  # and a restart finds the update
+    try:
+        assert [b.message for b in mem.list("erin")] == ["Erin has no code.", "Erin drinks tea."]
+    finally:
+        mem.close()
+    assert files_holding(tmp_path, MARKER) == []

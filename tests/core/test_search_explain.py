@@ -114,3 +114,17 @@ def test_a_newer_version_names_the_older_blocks_it_was_moved_above(mem: Memory) 
     assert older.superseded_by == (newer.block.id,)
     assert why(newer).supersedes == (older.block.id,)
     assert why(older).supersedes == ()
+
+
+def test_every_hit_says_which_older_blocks_it_was_moved_above_without_explain(mem: Memory) -> None:
+    query = "how many bikes do I have in the garage"
+    hits = mem.search("alice", query, 3, at=ASKED)
+    newer, older = hits[0], hits[1]
+    assert (newer.block.session_id, older.block.session_id) == ("june", "march")
+    assert newer.explanation is None
+    assert newer.supersedes == (older.block.id,) and older.superseded_by == (newer.block.id,)
+    assert older.supersedes == () and all(h.supersedes == () for h in hits[2:])
+    # the explained search says the same in both places
+    explained = mem.search("alice", query, 3, at=ASKED, explain=True)
+    assert [h.supersedes for h in explained] == [h.supersedes for h in hits]
+    assert why(explained[0]).supersedes == newer.supersedes

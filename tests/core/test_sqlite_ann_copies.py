@@ -17,6 +17,7 @@ from memlane.core.store.annsettings import EXACT, AnnSettings
 from memlane.core.store.sqlite import SqliteStore, ann
 from memlane.core.store.sqlite.ann import folder
 from memlane.core.store.sqlite.annnodes import KeyMap, first_copies, map_path
+from memlane.core.store.sqlite.annscrub import labels_path
 from memlane.core.store.vectors import UserMatrix
 from memlane.core.timefmt import annotate, to_epoch
 
@@ -160,6 +161,11 @@ def test_new_copies_join_their_vector_s_node_when_the_index_is_extended(tmp_path
     assert len(got) == 10 and all(s == pytest.approx(1.0, abs=1e-2) for _, s in got)
 
 
+def beside(index_file: str) -> list[str]:
+    """An index file with its map and its labels (memlane.core.store.sqlite.annscrub)."""
+    return [index_file, map_path(Path(index_file)).name, labels_path(Path(index_file)).name]
+
+
 def test_the_map_is_saved_beside_the_index_and_goes_with_it(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "m.db", ann=INLINE)
     exact = SqliteStore(tmp_path / "m.db", ann=EXACT)
@@ -168,8 +174,8 @@ def test_the_map_is_saved_beside_the_index_and_goes_with_it(tmp_path: Path) -> N
     store.vector_candidates("alice", BASE[0], 10)
     store.vector_candidates("bob", BASE[0], 10)
     (file,) = store.query("SELECT file FROM ann_index WHERE user_id = 1")[0]
-    assert sorted(p.name for p in folder(store.path).glob("u1-*")) == sorted([file, map_path(Path(file)).name])
-    assert [p.suffix for p in folder(store.path).glob("u2-*")] == [".hnsw"]
+    assert sorted(p.name for p in folder(store.path).glob("u1-*")) == sorted(beside(file))
+    assert sorted(p.suffix for p in folder(store.path).glob("u2-*")) == [".hnsw", ".labels"]
     assert not store.ann.state(2)["mapped"] and store.ann.state(2)["nodes"] == 2000
 
     # Another process loads the index and its map: nothing is rebuilt, the answers are the exact ones.
@@ -184,7 +190,7 @@ def test_the_map_is_saved_beside_the_index_and_goes_with_it(tmp_path: Path) -> N
     store.vector_candidates("alice", BASE[0], 10)
     (again,) = store.query("SELECT file FROM ann_index WHERE user_id = 1")[0]
     assert again != file
-    assert sorted(p.name for p in folder(store.path).glob("u1-*")) == sorted([again, map_path(Path(again)).name])
+    assert sorted(p.name for p in folder(store.path).glob("u1-*")) == sorted(beside(again))
 
     # A lost map: the index no longer says which keys its nodes stand for; it is rebuilt.
     map_path(folder(store.path) / again).unlink()
@@ -193,7 +199,7 @@ def test_the_map_is_saved_beside_the_index_and_goes_with_it(tmp_path: Path) -> N
     assert third.ann.state(1)["generation"] == 3 and third.ann.state(1)["mapped"]
 
     store.delete_user("alice")
-    assert [p.name.split("-")[0] for p in folder(store.path).glob("*")] == ["u2"]
+    assert {p.name.split("-")[0] for p in folder(store.path).glob("*")} == {"u2"}
 
 
 def write_one_node_per_key(store: SqliteStore, user_id: int, matrix: UserMatrix) -> str:

@@ -80,3 +80,35 @@ def test_the_clients_return_the_cores_explanation(service: Service) -> None:
             return [h.explanation for h in await client.search(QUERY, 3, at=ASKED, explain=True)]
 
     assert asyncio.run(main()) == [h.explanation for h in core]
+
+
+BIKES = [
+    ("march", 120, "I have three bikes in the garage: a road bike, a gravel bike and a mountain bike."),
+    ("june", 14, "I just bought my fourth bike, so now I have four bikes in the garage."),
+    ("soup", 60, "We cooked a lentil soup with lots of cumin for dinner."),
+]
+BIKE_QUERY = "how many bikes do I have in the garage"
+
+
+def test_a_hit_moved_up_names_the_older_blocks_in_every_search_answer(service: Service) -> None:
+    key = service.new_user("alice")
+    with service.client(key) as alice:
+        for session, days, text in BIKES:
+            time = (ASKED - timedelta(days=days)).isoformat()
+            body = {"messages": chat(text, "Noted."), "session_id": session, "time": time}
+            assert alice.post("/v1/memories", json=body).status_code == 201
+        hits = alice.post("/v1/search", json={"query": BIKE_QUERY, "k": 3, "at": ASKED.isoformat()}).json()
+    newer, older = hits[0], hits[1]
+    assert (newer["session_id"], older["session_id"]) == ("june", "march") and newer["explanation"] is None
+    assert newer["supersedes"] == [older["block_id"]] and older["superseded_by"] == [newer["block_id"]]
+    assert older["supersedes"] == [] and hits[2]["supersedes"] == []
+    core = service.memory.search("alice", BIKE_QUERY, 3, at=ASKED)
+    assert [h["supersedes"] for h in hits] == [list(h.supersedes) for h in core]
+    with Client(BASE_URL, key, transport=service.transport) as client:
+        assert [h.supersedes for h in client.search(BIKE_QUERY, 3, at=ASKED)] == [h.supersedes for h in core]
+
+    async def main() -> list[tuple[str, ...]]:
+        async with AsyncClient(BASE_URL, key, transport=httpx.ASGITransport(service.app)) as client:
+            return [h.supersedes for h in await client.search(BIKE_QUERY, 3, at=ASKED)]
+
+    assert asyncio.run(main()) == [h.supersedes for h in core]

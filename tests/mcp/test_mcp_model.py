@@ -111,3 +111,23 @@ def test_search_memory_explains_each_hit_on_request(memory: Memory) -> None:
             assert {p["retriever"]: p["rank"] for p in first["retrievers"]} == hits[0]["ranks"]
 
     anyio.run(main)
+
+
+def test_search_memory_says_which_hit_was_moved_up_and_above_which(memory: Memory) -> None:
+    said = [
+        ("march", "2024-03-01", "I have three bikes in the garage: a road bike, a gravel bike and a mountain bike."),
+        ("june", "2024-06-17", "I just bought my fourth bike, so now I have four bikes in the garage."),
+    ]
+    for session, when, text in said:
+        memory.add("alice", [{"role": "user", "content": text}], session_id=session, time=when)
+    query = {"query": "how many bikes do I have in the garage", "at": "2024-07-01T12:00:00Z"}
+    want = memory.search("alice", query["query"], at=query["at"])
+    assert want[0].supersedes == (want[1].block.id,)
+
+    async def main() -> None:
+        async with Client(build_server(memory, user="alice")) as client:
+            hits = result(await client.call_tool("search_memory", query))
+            assert [h["supersedes"] for h in hits] == [list(h.supersedes) for h in want]
+            assert hits[1]["superseded_by"] == [hits[0]["block_id"]]
+
+    anyio.run(main)

@@ -5,6 +5,7 @@ interface; names stored before the rule stay readable and deletable."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -61,9 +62,11 @@ def test_the_rule_takes_printable_nfc_names(name: str) -> None:
 @given(st.text(min_size=1, max_size=20))
 def test_a_name_the_rule_takes_is_shown_as_itself(name: str) -> None:
     try:
-        check_name(name, "user")
+        check_label(name, "label")  # the rule's printable part: what a terminal needs ('/' is printable)
     except ValidationError:
         assert shown(name) == ascii(name)  # escaped: what it is, whatever it renders as
+        with pytest.raises(ValidationError):
+            check_name(name, "user")
         return
     assert name.isprintable() and name == name.strip() and shown(name) == name
 
@@ -142,19 +145,26 @@ def test_mcp_applies_it(tmp_path: Path) -> None:
 LEGACY = ["bob\u202egnp.exe", "bob ", "carol\x7f", "Jose\u0301"]
 
 
-@pytest.fixture
-def legacy_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A store written under the old rule (non-empty, no C0 control characters): the names went in."""
-    path = tmp_path / "legacy.db"
+def written_under_the_old_rule(path: Path, monkeypatch: pytest.MonkeyPatch, write: Callable[[Memory], object]) -> Path:
+    """A store at ``path`` that ``write`` filled under the old rule (non-empty, no C0 control characters)."""
     with monkeypatch.context() as patch:
         patch.setattr(memory_module, "check_name", check_stored_name)
         mem = Memory.open(path, embedder="hashing")
         try:
-            for name in LEGACY:
-                mem.add(name, MESSAGES, session_id="old session ")
+            write(mem)
         finally:
             mem.close()
     return path
+
+
+@pytest.fixture
+def legacy_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Look-alike names that went in under the old rule."""
+    return written_under_the_old_rule(
+        tmp_path / "legacy.db",
+        monkeypatch,
+        lambda mem: [mem.add(name, MESSAGES, session_id="old session ") for name in LEGACY],
+    )
 
 
 def test_legacy_names_stay_readable_and_deletable_in_python(legacy_store: Path) -> None:
@@ -203,3 +213,87 @@ def test_legacy_names_through_http(legacy_store: Path) -> None:
         assert sorted(u["user"] for u in admin.get("/v1/users").json()) == sorted(LEGACY[1:])
     finally:
         svc.close()
+
+
+# -- ids that cannot be one segment of a URL path ------------------------------------------------------------
+
+NOT_A_SEGMENT = ["acme/bob", "support/ticket-1", "what?", "a#b", "50%", ".", ".."]
+
+
+@pytest.mark.parametrize("name", NOT_A_SEGMENT)
+def test_ids_no_url_path_can_carry_are_refused_by_the_python_api(memory: Memory, name: str) -> None:
+    for field in ("user", "conversation_id", "session_id"):
+        user = name if field == "user" else "alice"
+        extra: dict[str, Any] = {} if field == "user" else {field: name}
+        with pytest.raises(ValidationError) as err:
+            memory.add(user, MESSAGES, **extra)
+        assert err.value.where == field and "URL path" in str(err.value)
+    with pytest.raises(ValidationError) as err:
+        memory.create_user(name)
+    assert err.value.where == "user"
+    memory.create_user("alice", exist_ok=True)
+    with pytest.raises(ValidationError) as err:
+        memory.create_session("alice", name)
+    assert err.value.where == "session_id"
+    assert [u.name for u in memory.users()] == ["alice"] and memory.list("alice") == []
+
+
+def test_ids_no_url_path_can_carry_are_refused_by_the_cli_http_and_mcp(tmp_path: Path, http: Service) -> None:
+    env = {"MEMLANE_STORE": str(tmp_path / "cli.db"), "MEMLANE_EMBEDDER": "hashing"}
+    for name in ("acme/bob", "support/ticket-1", "50%"):
+        assert_clean_refusal(run_cli(["add", name], env, json.dumps(MESSAGES)), "user", "URL path")
+        assert_clean_refusal(run_cli(["add", "alice", "--session", name], env, json.dumps(MESSAGES)), "session_id")
+        assert_clean_refusal(run_cli(["user", "create", name], env), "user")
+    assert store_content(tmp_path / "cli.db") == []
+    key = http.new_user("alice")
+    client = http.client(key)
+    for name in ("acme/bob", "..", "a#b"):
+        resp = http.admin.post("/v1/users", json={"user": name})
+        assert resp.status_code == 422 and resp.json()["error"]["field"] == "user", resp.text
+        for field in ("conversation_id", "session_id"):
+            resp = client.post("/v1/memories", json={"messages": MESSAGES, field: name})
+            assert resp.status_code == 422 and resp.json()["error"]["field"] == field, resp.text
+        resp = client.post("/v1/sessions", json={"session_id": name})
+        assert resp.status_code == 422 and resp.json()["error"]["field"] == "session_id", resp.text
+    assert client.get("/v1/memories").json() == []
+    mem = Memory.open(tmp_path / "mcp.db", embedder="hashing")
+
+    async def main() -> str:
+        async with Client(build_server(mem, user="alice")) as mcp:
+            res = await mcp.call_tool("add_memory", {"messages": MESSAGES, "session_id": "support/ticket-1"})
+            assert res.is_error
+            return " ".join(getattr(c, "text", "") for c in res.content)
+
+    try:
+        assert "session_id" in anyio.run(main) and mem.users() == []
+    finally:
+        mem.close()
+
+
+@pytest.fixture
+def slash_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A store written when a '/' was refused only by POST /v1/users: acme/bob and his session went in."""
+    return written_under_the_old_rule(
+        tmp_path / "slash.db", monkeypatch, lambda mem: mem.add("acme/bob", MESSAGES, session_id="support/ticket-1")
+    )
+
+
+def test_a_stored_user_with_a_slash_is_read_keyed_and_deleted_through_the_cli_and_a_key(slash_store: Path) -> None:
+    env = {"MEMLANE_STORE": str(slash_store), "MEMLANE_EMBEDDER": "hashing"}
+    res = run_cli(["list", "acme/bob", "--session", "support/ticket-1", "--json"], env)
+    assert res.exit_code == 0 and len(json.loads(res.stdout)) == 2, res.output
+    res = run_cli(["keys", "create", "acme/bob", "--label", "migration", "--json"], env)
+    assert res.exit_code == 0, res.output
+    made = json.loads(res.stdout)
+    assert made["user"] == "acme/bob" and made["key"].startswith("mlk_")
+    svc = make_service(slash_store.parent, name=slash_store.stem)
+    try:
+        bob = svc.client(made["key"])  # the routes that take the user from the key reach him
+        assert [b["session_id"] for b in bob.get("/v1/memories").json()] == ["support/ticket-1"] * 2
+        assert bob.post("/v1/search", json={"query": "bees"}).status_code == 200
+        assert bob.post("/v1/memories", json={"messages": MESSAGES}).status_code == 422  # writes follow the rule
+    finally:
+        svc.close()
+    res = run_cli(["delete-user", "acme/bob"], env)
+    assert res.exit_code == 0, res.output
+    assert store_content(slash_store) == []

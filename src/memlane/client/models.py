@@ -113,6 +113,7 @@ def hit_from_json(d: Mapping[str, Any]) -> Hit:
         score_kind=str(d.get("score_kind", "fusion")),
         other_perspectives=tuple(d.get("other_perspectives", ())),
         superseded_by=tuple(d.get("superseded_by", ())),
+        supersedes=tuple(str(i) for i in d.get("supersedes", ())),
         explanation=None if d.get("explanation") is None else explanation_from_json(d["explanation"]),
     )
 

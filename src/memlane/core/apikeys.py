@@ -25,6 +25,7 @@ from pathlib import Path
 
 from memlane.core.errors import NotFoundError, StoreError, ValidationError
 from memlane.core.model import KeyRecord
+from memlane.core.names import check_label, check_stored_name
 from memlane.core.store.protocol import Store
 
 __all__ = [
@@ -99,7 +100,11 @@ class ApiKeys:
 
     def create(self, user: str, label: str = "", role: str = ROLE_READ_WRITE) -> NewKey:
         """A new key for ``user`` (NotFoundError if there is no such user) with ``role`` (one of
-        :data:`ROLES`); the caller shows ``key`` once, only its hash is kept."""
+        :data:`ROLES`); the caller shows ``key`` once, only its hash is kept. ``user`` may be a name stored
+        before the name rule (:func:`memlane.core.names.check_stored_name`): a key is how such a user is
+        reached over HTTP."""
+        check_stored_name(user, "user")
+        check_label(label, "label")
         check_role(role)
         while True:
             key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
@@ -118,11 +123,11 @@ class ApiKeys:
         return VerifiedKey(record=stored.record, epoch=stored.epoch)
 
     def list(self, user: str) -> builtins.list[KeyRecord]:
-        return self.store.list_api_keys(user)
+        return self.store.list_api_keys(check_stored_name(user, "user"))
 
     def revoke(self, user: str, key_id: str) -> bool:
         """Delete one of ``user``'s keys; False if it is not theirs or does not exist."""
-        return self.store.revoke_api_key(user, key_id)
+        return self.store.revoke_api_key(check_stored_name(user, "user"), key_id)
 
     def import_file(self, path: Path) -> tuple[int, int]:
         """Copy the keys of an earlier memlane's key file (a SQLite file with an ``http_api_keys`` table,

@@ -20,6 +20,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memlane.core.bounds import (
+    MAX_CONCURRENCY,
+    MAX_PAGE,
+    MAX_PERIOD_S,
+    MAX_ROW_ID,
+    MIN_WAIT_S,
+    check_int,
+    check_seconds,
+)
 from memlane.core.calls import (
     CallLogs,
     default_call_log_of,
@@ -53,7 +62,7 @@ from memlane.core.model import (
     UserInfo,
     content_hash,
 )
-from memlane.core.model_checks import check_filters, check_ttl
+from memlane.core.model_checks import check_filters, check_page, check_ttl
 from memlane.core.names import check_name, check_stored_name, check_text
 from memlane.core.retrieval import (
     SearchSettings,
@@ -307,7 +316,7 @@ class Memory(ModelMethods, RetentionMethods):
         (by default: after this call began) raises UserDeletedError; the requests before it are stored.
         """
         # Read before the slow part (validation, embedding): a deletion after this point refuses the write.
-        since = self.store.deletion_epoch() if epoch is None else epoch
+        since = self.store.deletion_epoch() if epoch is None else check_int(epoch, "epoch", 0, MAX_ROW_ID)
         if extract not in ("off", "async", "sync"):
             raise ValidationError(f"extract must be off, async or sync, not {extract!r}", where="extract")
         if extract == "sync" and self.llm is None:
@@ -432,13 +441,17 @@ class Memory(ModelMethods, RetentionMethods):
         is done or dead; a job deleted with its user meanwhile is left out too. ``timeout_s``: return within
         this long, the LLM client's retries and waits included; the jobs not finished by then stay
         ``queued`` for a worker. ``on_error`` sees each LLM error."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        ids = [check_int(j, f"job_ids[{i}]", 1, MAX_ROW_ID, "a job id") for i, j in enumerate(job_ids)]
+        pause = check_seconds(retry_pause_s, "retry_pause_s", 0, MAX_PERIOD_S)
+        deadline = None
+        if timeout_s is not None:
+            deadline = time.monotonic() + check_seconds(timeout_s, "timeout_s", 0, MAX_PERIOD_S)
         return run_now(
             self.queue,
             self.extractor(),
             self.embedder,
-            job_ids,
-            retry_pause_s=retry_pause_s,
+            ids,
+            retry_pause_s=pause,
             deadline=deadline,
             on_error=on_error,
         )
@@ -456,22 +469,23 @@ class Memory(ModelMethods, RetentionMethods):
         is the pause before a failed job is tried again (default: exponential backoff with jitter).
         ``retention_every_s``: also run :meth:`apply_retention` when the worker starts and then at this
         interval (None or 0: never)."""
-        if retention_every_s is not None and retention_every_s < 0:
-            raise ValidationError("must not be negative", where="retention_every_s")
+        every = retention_every_s
+        if every is not None:
+            every = check_seconds(every, "retention_every_s", 0, MAX_PERIOD_S)
         return Worker(
             self.queue,
             self.extractor(),
             self.embedder,
-            concurrency=concurrency,
-            lease_s=lease_s,
-            poll_s=poll_s,
+            concurrency=check_int(concurrency, "concurrency", 1, MAX_CONCURRENCY),
+            lease_s=check_seconds(lease_s, "lease_s", MIN_WAIT_S, MAX_PERIOD_S),
+            poll_s=check_seconds(poll_s, "poll_s", MIN_WAIT_S, MAX_PERIOD_S),
             retry_in=retry_in,
             sweep=self.apply_retention,
-            sweep_every_s=retention_every_s or None,
+            sweep_every_s=every or None,
         )
 
     def queue_status(self, *, recent_errors: int = 5) -> QueueStatus:
-        return self.queue.status(recent_errors=recent_errors)
+        return self.queue.status(recent_errors=check_int(recent_errors, "recent_errors", 0, MAX_PAGE))
 
     def requeue(
         self,
@@ -574,8 +588,7 @@ class Memory(ModelMethods, RetentionMethods):
         kind = score_kind(settings)
         why = explainer(found, settings, asked=asked) if explain else None
         top = hits(self.store, user, ranked, k, kind, distinct=distinct, superseded_by=newer, known=known, explain=why)
-        if why is not None:
-            top = with_supersedes(top, newer, known)
+        top = with_supersedes(top, newer, known)
         if checked is not None and checked.annotations_after_cut and checked.annotations:
             return [h for h in top if checked.admits(h.block)]
         return top
@@ -614,10 +627,7 @@ class Memory(ModelMethods, RetentionMethods):
         offset: int = 0,
     ) -> list[MemoryBlock]:
         """The user's blocks in event-time order."""
-        if not 1 <= limit <= 10_000:
-            raise ValidationError("must be from 1 to 10000", where="limit")
-        if offset < 0:
-            raise ValidationError("must not be negative", where="offset")
+        limit, offset = check_page(limit, offset)
         return self.store.list_blocks(
             check_stored_name(user, "user"),
             conversation_id=None if conversation_id is None else check_stored_name(conversation_id, "conversation_id"),

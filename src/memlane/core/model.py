@@ -219,7 +219,9 @@ class Hit:
     the same exchange's blocks from the other perspectives (``dual``, ``speakers``) that also matched and were
     folded into this hit. ``superseded_by`` holds the ids of newer blocks among the search's candidates that
     restate what this one says (newest first; :mod:`memlane.core.retrieval.supersession`): a hint that this
-    may be outdated, never a deletion. ``explanation`` says why it ranked, when the search was asked to."""
+    may be outdated, never a deletion. ``supersedes`` is the other side: the ids of the older blocks this one
+    restates and was moved just above, which is why it can rank above a hit of a higher score (empty when it
+    was not moved). ``explanation`` says why it ranked, when the search was asked to."""
 
     block: MemoryBlock
     score: float
@@ -228,6 +230,7 @@ class Hit:
     other_perspectives: tuple[str, ...] = ()
     superseded_by: tuple[str, ...] = ()
     explanation: Explanation | None = None
+    supersedes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from memlane.core.bounds import MAX_OFFSET, MAX_PAGE, MAX_VERSION, check_int
 from memlane.core.errors import ValidationError
 from memlane.core.model import BlockKind, Filters
 from memlane.core.names import check_stored_name, check_text
@@ -105,11 +106,7 @@ def check_prompt_id(value: object, where: str = "prompt_id") -> str:
 
 
 def check_version(value: object, where: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValidationError(f"must be a version number (0 and up), not {value!r}", where=where)
-    return value
+    return None if value is None else check_int(value, where, 0, MAX_VERSION, "a version number")
 
 
 def check_prompt_ref(value: object, where: str = "prompt") -> tuple[str, int | None] | None:
@@ -139,12 +136,8 @@ def check_prompt_text(value: object, where: str = "text") -> str:
     return check_text(value, where)
 
 
-def check_page(limit: object, offset: object, *, most: int = 10_000) -> tuple[int, int]:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= most:
-        raise ValidationError(f"must be from 1 to {most}", where="limit")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise ValidationError("must not be negative", where="offset")
-    return limit, offset
+def check_page(limit: object, offset: object, *, most: int = MAX_PAGE) -> tuple[int, int]:
+    return check_int(limit, "limit", 1, most), check_int(offset, "offset", 0, MAX_OFFSET)
 
 
 def check_ids(value: Sequence[str] | None, where: str, *, names: bool = False) -> tuple[str, ...] | None:

@@ -334,16 +334,17 @@ def _distinct_hits(
 def with_supersedes(
     found: list[Hit], superseded_by: Mapping[int, tuple[str, ...]], known: Mapping[int, MemoryBlock]
 ) -> list[Hit]:
-    """``found``'s explained hits, each explanation naming the older blocks its block was moved above
-    (the inverse of :func:`supersede_ranked`'s ``superseded_by``, whose references ``known`` holds)."""
+    """``found``, each hit naming the older blocks its block was moved above (``Hit.supersedes``, and its
+    explanation's when it has one): the inverse of :func:`supersede_ranked`'s ``superseded_by``, whose
+    references ``known`` holds. Read from the supersession's result, whatever rule decided it."""
     older: dict[str, list[str]] = {}
     for old, news in superseded_by.items():
         if old in known:
             for new in news:
                 older.setdefault(new, []).append(known[old].id)
-    return [
-        replace(h, explanation=replace(h.explanation, supersedes=tuple(older[h.block.id])))
-        if h.explanation is not None and h.block.id in older
-        else h
-        for h in found
-    ]
+    return [_supersedes(h, tuple(older[h.block.id])) if h.block.id in older else h for h in found]
+
+
+def _supersedes(h: Hit, ids: tuple[str, ...]) -> Hit:
+    explanation = None if h.explanation is None else replace(h.explanation, supersedes=ids)
+    return replace(h, supersedes=ids, explanation=explanation)

@@ -235,6 +235,7 @@ def register_all() -> None:
     from memlane.interfaces.cli.dataset_cmds import register as register_datasets
     from memlane.interfaces.cli.extract_cmds import register as register_extract
     from memlane.interfaces.cli.index_cmds import register as register_index
+    from memlane.interfaces.cli.key_cmds import register as register_keys
     from memlane.interfaces.cli.memory_cmds import register as register_memory
     from memlane.interfaces.cli.prompt_cmds import register as register_prompts
     from memlane.interfaces.cli.qa_cmds import register as register_qa
@@ -250,6 +251,7 @@ def register_all() -> None:
         register_sessions(cli)
         register_prompts(cli)
         register_users(cli)
+        register_keys(cli)
         register_extract(cli)
         register_bench(cli)
         register_datasets(cli)

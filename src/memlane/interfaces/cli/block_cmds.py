@@ -10,11 +10,11 @@ import click
 
 from memlane.core.errors import ValidationError
 from memlane.interfaces.cli.app import LLMChoice, llm_options, open_memory, store_options
+from memlane.interfaces.cli.options import TTL
 from memlane.interfaces.cli.pairs import parse_pairs, parse_prompt
 from memlane.interfaces.wire.shapes import block_json
 from memlane.interfaces.wire.updates import new_sides
 
-TTL = click.IntRange(min=0)
 annotation_option = click.option(
     "--annotation",
     "annotation_pairs",

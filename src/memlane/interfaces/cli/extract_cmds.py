@@ -17,13 +17,13 @@ from memlane.core.llm import CallLog
 from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
 from memlane.core.timefmt import coerce_time
 from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, open_memory, store_options
-from memlane.interfaces.cli.options import SettingOption
+from memlane.interfaces.cli.options import CONCURRENCY, EVERY, LIMIT, WAIT, SettingOption
 
 
 @click.command("worker")
 @click.option(
     "--concurrency",
-    type=int,
+    type=CONCURRENCY,
     default=4,
     show_default=True,
     cls=SettingOption,
@@ -34,18 +34,18 @@ from memlane.interfaces.cli.options import SettingOption
 @click.option(
     "--lease",
     "lease_s",
-    type=float,
+    type=WAIT,
     default=120.0,
     show_default=True,
     cls=SettingOption,
     setting="worker_lease",
     help="Seconds a claimed job is leased; a heartbeat extends it. [env MEMLANE_WORKER_LEASE]",
 )
-@click.option("--poll", "poll_s", type=float, default=1.0, show_default=True, help="Seconds between empty polls.")
+@click.option("--poll", "poll_s", type=WAIT, default=1.0, show_default=True, help="Seconds between empty polls.")
 @click.option(
     "--retention-every",
     "retention_every_s",
-    type=click.FloatRange(min=0),
+    type=EVERY,
     default=DEFAULT_SWEEP_INTERVAL_S,
     show_default=True,
     cls=SettingOption,
@@ -208,7 +208,7 @@ def llm_group() -> None:
 
 
 @llm_group.command("log")
-@click.option("-n", "n", type=int, default=20, show_default=True, help="How many of the latest calls.")
+@click.option("-n", "n", type=LIMIT, default=20, show_default=True, help="How many of the latest calls.")
 @click.option("--json", "as_json", is_flag=True)
 @click.option(
     "--llm-log",

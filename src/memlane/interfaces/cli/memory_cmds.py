@@ -19,7 +19,7 @@ from memlane.core.names import shown
 from memlane.interfaces.cli.app import LLMChoice, llm_options, open_memory, store_options
 from memlane.interfaces.cli.filter_options import filter_options
 from memlane.interfaces.cli.jsoninput import read_json
-from memlane.interfaces.cli.options import SettingOption, store_path_option
+from memlane.interfaces.cli.options import LIMIT, OFFSET, K, SettingOption, store_path_option
 from memlane.interfaces.cli.pairs import parse_pairs
 from memlane.interfaces.wire.shapes import block_json, hit_json, user_json
 
@@ -91,7 +91,8 @@ def add_cmd(
     """Add a JSON list of messages ({"role"|"speaker", "content", "time"?, "id"?}) to USER's memory.
 
     USER, --conversation and --session are names: printable Unicode in NFC, no space at either end (a
-    look-alike such as a right-to-left override is refused). Times run from 0001-01-01T00:00:00Z to
+    look-alike such as a right-to-left override is refused), none of / ? # % (each is a segment of a URL
+    path), not . or .. Times run from 0001-01-01T00:00:00Z to
     9999-12-31T23:59:59Z in UTC. Input that is not UTF-8 or not JSON exits 2 naming the line and column.
 
     \b
@@ -156,7 +157,7 @@ def add_cmd(
 @click.command("search")
 @click.argument("user")
 @click.argument("query")
-@click.option("-k", "k", type=int, default=10, show_default=True)
+@click.option("-k", "k", type=K, default=10, show_default=True)
 @click.option("--mode", default="hybrid", show_default=True, help="vector, keyword, hybrid (or a named preset).")
 @click.option("--before", default=None, help="Only blocks whose event time is before this time.")
 @click.option("--after", default=None, help="Only blocks whose event time is at or after this time.")
@@ -189,7 +190,9 @@ def search_cmd(
     (0 and up); the hybrid modes give a fused score (each retriever's weighted margin plus context gains,
     usually below 3) that orders the hits of one search and means nothing across searches. --json names it
     in score_kind. --explain says where each score comes from: each retriever's rank, own score and margin
-    (what it added), then the session, neighbour, words and time gains (and the time phrase matched).
+    (what it added), then the session, neighbour, words and time gains (and the time phrase matched). A newer
+    block that restates older ones is moved just above them, whatever its score: its line says "moved up
+    above" them (--json: supersedes), and theirs "restated by" it (--json: superseded_by).
 
     Filters are exact and hold in every mode: --session, --block-id and --kind (each repeatable),
     --annotation KEY=VALUE (every pair; checked before the top-k cut, or on the top k with --post-filter),
@@ -214,6 +217,10 @@ def search_cmd(
     for i, h in enumerate(hits, start=1):
         text = h.block.message.replace("\n", " | ")
         click.echo(f"{i:>3}. {h.score:.4f}  [{h.block.time_annotation}] ({h.block.perspective}) {text[:160]}")
+        if h.supersedes:
+            click.echo(f"       moved up above {', '.join(h.supersedes)}: it restates them")
+        if h.superseded_by:
+            click.echo(f"       restated by newer {', '.join(h.superseded_by)}")
         if h.explanation is not None:
             click.echo(f"       {explained(h.explanation)}")
 
@@ -227,8 +234,6 @@ def explained(e: Explanation) -> str:
     line += "".join(f" + {name} {gain:.4f}" for name, gain in gains.items() if gain)
     if e.time_phrases:
         line += " (matched " + ", ".join(repr(t) for t in e.time_phrases) + ")"
-    if e.supersedes:
-        line += "; restates " + ", ".join(e.supersedes)
     return line
 
 
@@ -294,8 +299,8 @@ def get_cmd(user: str, block_id: str, store: Path, embedder: str) -> None:
 @click.argument("user")
 @click.option("--conversation", "conversation_id", default=None)
 @click.option("--session", "session_id", default=None)
-@click.option("--limit", type=int, default=100, show_default=True)
-@click.option("--offset", type=int, default=0, show_default=True)
+@click.option("--limit", type=LIMIT, default=100, show_default=True)
+@click.option("--offset", type=OFFSET, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--ids", "ids_only", is_flag=True, help="Print only the block ids, one per line.")
 @filter_options(sessions=False)

@@ -10,6 +10,7 @@ show`` can say where each value came from.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -17,10 +18,39 @@ from typing import Any, TypeVar, cast
 import click
 from pydantic import SecretStr
 
+from memlane.core.bounds import MAX_CONCURRENCY, MAX_OFFSET, MAX_PAGE, MAX_PERIOD_S, MAX_VERSION, MIN_WAIT_S
+from memlane.core.model_checks import MAX_TTL_S
+from memlane.core.retrieval.settings import MAX_K
 from memlane.settings import DEFAULT_STORE, Settings, env_var, load
 
 _META_KEY = "memlane.settings"
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Seconds(click.FloatRange):
+    """A finite number of seconds from ``min`` to ``max`` (click's FloatRange lets NaN through)."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if not math.isfinite(seconds):
+            self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
+        return seconds
+
+
+# The numeric options' types, bounded as the core bounds them (memlane.core.bounds): a value out of range
+# is refused by click, naming the option (exit 2), before anything runs. Every numeric option of a command
+# that reaches a store has both bounds (tests/redteam/test_rt_numbers.py checks).
+K = click.IntRange(1, MAX_K)
+LIMIT = click.IntRange(1, MAX_PAGE)
+OFFSET = click.IntRange(0, MAX_OFFSET)
+VERSION = click.IntRange(0, MAX_VERSION)
+TTL = click.IntRange(0, MAX_TTL_S)
+CONCURRENCY = click.IntRange(1, MAX_CONCURRENCY)
+PORT = click.IntRange(0, 65_535)
+WAIT = Seconds(MIN_WAIT_S, MAX_PERIOD_S)  # a lease, a poll interval
+EVERY = Seconds(0, MAX_PERIOD_S)  # an interval, 0: never
 
 
 def cli_settings(ctx: click.Context | None = None) -> Settings:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memlane.core.errors import ValidationError
+from memlane.core.model_checks import check_version
 
 
 def parse_pairs(values: Sequence[str], option: str) -> dict[str, str] | None:
@@ -49,6 +50,6 @@ def parse_prompt(value: str | None, option: str = "--prompt") -> tuple[str, int 
         raise ValidationError(f"expected ID or ID@VERSION, not {value!r}", where=option)
     if not sep:
         return (prompt_id, None)
-    if not version.isdigit():
+    if not (version.isascii() and version.isdigit()):
         raise ValidationError(f"the version after '@' is a whole number from 0, not {version!r}", where=option)
-    return (prompt_id, int(version))
+    return (prompt_id, check_version(int(version), option))

@@ -10,6 +10,7 @@ import click
 
 from memlane.core.errors import ValidationError
 from memlane.interfaces.cli.app import open_memory, store_options
+from memlane.interfaces.cli.options import LIMIT, OFFSET, VERSION
 from memlane.interfaces.cli.pairs import parse_pairs
 from memlane.interfaces.wire.shapes import page_json, prompt_json, prompt_version_json
 
@@ -58,8 +59,8 @@ def create_cmd(
 
 @prompt_group.command("list")
 @click.option("--archived", "include_archived", is_flag=True, help="Archived prompts too.")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=100, show_default=True)
-@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--limit", type=LIMIT, default=100, show_default=True)
+@click.option("--offset", type=OFFSET, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help='Print {"items", "total", "limit", "offset"}.')
 @store_options
 def list_cmd(include_archived: bool, limit: int, offset: int, as_json: bool, store: Path, embedder: str) -> None:
@@ -84,7 +85,7 @@ def list_cmd(include_archived: bool, limit: int, offset: int, as_json: bool, sto
 
 @prompt_group.command("show")
 @click.argument("prompt_id")
-@click.option("--version", type=click.IntRange(min=0), default=None, help="One version (default: the head).")
+@click.option("--version", type=VERSION, default=None, help="One version (default: the head).")
 @click.option("--versions", "all_versions", is_flag=True, help="Every version.")
 @store_options
 def show_cmd(prompt_id: str, version: int | None, all_versions: bool, store: Path, embedder: str) -> None:
@@ -140,7 +141,7 @@ def update_cmd(
 
 @prompt_group.command("archive")
 @click.argument("prompt_id")
-@click.option("--version", type=click.IntRange(min=0), default=None, help="Only this version.")
+@click.option("--version", type=VERSION, default=None, help="Only this version.")
 @store_options
 def archive_cmd(prompt_id: str, version: int | None, store: Path, embedder: str) -> None:
     """Archive a prompt (its id stays reserved; it can no longer be used or updated) or one version.
@@ -159,7 +160,7 @@ def archive_cmd(prompt_id: str, version: int | None, store: Path, embedder: str)
 
 @prompt_group.command("purge")
 @click.argument("prompt_id")
-@click.option("--version", type=click.IntRange(min=0), default=None, help="Only this version (not the current one).")
+@click.option("--version", type=VERSION, default=None, help="Only this version (not the current one).")
 @store_options
 def purge_cmd(prompt_id: str, version: int | None, store: Path, embedder: str) -> None:
     """Delete a prompt for good, freeing its id, or one version that is not the current one.

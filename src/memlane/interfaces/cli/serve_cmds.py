@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from memlane.core.apikeys import ApiKeys
+from memlane.core.bounds import MAX_CONCURRENCY, MAX_PERIOD_S
 from memlane.core.errors import ConfigError, NotFoundError, StoreError
 from memlane.core.memory import Memory
 from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
@@ -20,7 +21,7 @@ from memlane.interfaces.cli.app import (
     open_memory,
     store_options,
 )
-from memlane.interfaces.cli.options import SettingOption, cli_settings, log_level_option
+from memlane.interfaces.cli.options import EVERY, PORT, Seconds, SettingOption, cli_settings, log_level_option
 from memlane.interfaces.serve import (
     HttpService,
     McpHttpService,
@@ -35,6 +36,7 @@ from memlane.settings import (
     DEFAULT_HEALTH_CHECK_EVERY_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_READ_TIMEOUT_S,
+    MAX_BODY_BYTES,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -66,7 +68,7 @@ def guard_options(func: F) -> F:
         "--read-timeout",
         cls=SettingOption,
         setting="http_read_timeout",
-        type=click.FloatRange(min=0.1),
+        type=Seconds(0.1, MAX_PERIOD_S),
         default=DEFAULT_READ_TIMEOUT_S,
         show_default=True,
         help="Seconds a client has to send a request's headers, and again its body; then 408 and the "
@@ -186,13 +188,13 @@ def close_memory(mem: Memory) -> None:
     "--host", cls=SettingOption, setting="host", default="127.0.0.1", show_default=True, help="[env MEMLANE_HOST]"
 )
 @click.option(
-    "--port", cls=SettingOption, setting="port", type=int, default=8420, show_default=True, help="[env MEMLANE_PORT]"
+    "--port", cls=SettingOption, setting="port", type=PORT, default=8420, show_default=True, help="[env MEMLANE_PORT]"
 )
 @click.option(
     "--workers",
     cls=SettingOption,
     setting="workers",
-    type=click.IntRange(min=0),
+    type=click.IntRange(0, MAX_CONCURRENCY),
     default=1,
     show_default=True,
     help="Extraction jobs run at once in this process (needs an LLM); 0: none, run `memlane worker` "
@@ -203,7 +205,7 @@ def close_memory(mem: Memory) -> None:
     "retention_every_s",
     cls=SettingOption,
     setting="retention_every",
-    type=click.FloatRange(min=0),
+    type=EVERY,
     default=DEFAULT_SWEEP_INTERVAL_S,
     show_default=True,
     help="Seconds between retention sweeps, run by the workers (with --workers > 0); 0: none. "
@@ -214,7 +216,7 @@ def close_memory(mem: Memory) -> None:
     "health_check_every_s",
     cls=SettingOption,
     setting="health_check_every",
-    type=click.FloatRange(min=0),
+    type=EVERY,
     default=DEFAULT_HEALTH_CHECK_EVERY_S,
     show_default=True,
     help="Seconds between the store's quick integrity checks (the first at start), whose result /healthz "
@@ -224,7 +226,7 @@ def close_memory(mem: Memory) -> None:
     "--max-body",
     cls=SettingOption,
     setting="http_max_body",
-    type=click.IntRange(min=1024),
+    type=click.IntRange(1024, MAX_BODY_BYTES),
     default=DEFAULT_MAX_BODY_BYTES,
     show_default=True,
     help="Largest request body in bytes; larger ones get 413. [env MEMLANE_HTTP_MAX_BODY]",
@@ -373,7 +375,7 @@ def serve_cmd(
     "--port",
     cls=SettingOption,
     setting="mcp_port",
-    type=int,
+    type=PORT,
     default=8421,
     show_default=True,
     help="HTTP only. [env MEMLANE_MCP_PORT]",

@@ -10,10 +10,9 @@ import click
 from memlane.core.model import Session
 from memlane.core.names import shown
 from memlane.interfaces.cli.app import open_memory, store_options
+from memlane.interfaces.cli.options import LIMIT, OFFSET, TTL
 from memlane.interfaces.cli.pairs import parse_json_object, parse_pairs
 from memlane.interfaces.wire.shapes import page_json, session_json
-
-TTL = click.IntRange(min=0)
 
 
 def _print(session: Session) -> None:
@@ -75,8 +74,8 @@ def create_cmd(
 
 @session_group.command("list")
 @click.argument("user")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=100, show_default=True)
-@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--limit", type=LIMIT, default=100, show_default=True)
+@click.option("--offset", type=OFFSET, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help='Print {"items", "total", "limit", "offset"}.')
 @store_options
 def list_cmd(user: str, limit: int, offset: int, as_json: bool, store: Path, embedder: str) -> None:

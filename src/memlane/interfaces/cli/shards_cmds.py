@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memlane.core.errors import ConfigError
-from memlane.interfaces.cli.options import store_path_option
+from memlane.interfaces.cli.options import EVERY, store_path_option
 
 if TYPE_CHECKING:
     from memlane.core.store.postgres.sharded import ShardedStore
@@ -96,7 +96,7 @@ def where_cmd(user: str, store: str, as_json: bool) -> None:
 @click.option("--to", "to", type=int, required=True, help="The index of the target shard (0 is the first URL).")
 @click.option(
     "--drain",
-    type=float,
+    type=EVERY,
     default=None,
     help="Seconds to wait between the switch and deleting the old copy: longer than every router remembers a "
     "route (default: 35). 0 only when no other process has the store open.",

@@ -19,6 +19,7 @@ from memlane.core.apikeys import ApiKeys
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.memory import Memory
 from memlane.interfaces.http import agent_memory
+from memlane.interfaces.http.apidocs import mount_api_docs
 from memlane.interfaces.http.console import SecurityHeadersMiddleware, mount_console
 from memlane.interfaces.http.errors import install_error_handlers
 from memlane.interfaces.http.integrity import IntegrityWatch
@@ -85,6 +86,9 @@ def create_app(
         summary="Persistent per-user memory for LLM agents.",
         description="Keys travel as `Authorization: Bearer <key>`. See docs/http.md.",
         lifespan=lifespan,
+        # FastAPI's pages load Swagger UI and ReDoc from a CDN: /docs is served from the package instead.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.services = svc
     install_error_handlers(app, partial(agent_memory.no_route, api_on=settings.agent_memory_api))
@@ -97,6 +101,7 @@ def create_app(
     app.include_router(browse.router)
     app.include_router(llm.router)
     mount_console(app)
+    mount_api_docs(app)
     exempt = EXEMPT_PATHS
     if settings.agent_memory_api:
         agent_memory.include(app)

@@ -7,7 +7,14 @@ Who the tools act for:
 * **streamable HTTP**: each request carries one of the users' API keys (``Authorization: Bearer``, the same
   keys as the HTTP service's: both check them with :mod:`memlane.core.apikeys` against the store); the
   SDK's bearer middleware refuses requests without a valid key (401), and the tools act for the key's
-  user. Sessions are bound to the key's user by the SDK, so another key cannot ride on them.
+  user, with the key's role. Sessions are bound to the key's user by the SDK, so another key cannot ride
+  on them. (OpenID Connect tokens are the HTTP service's only: this transport refuses them, 401.)
+
+What a key may do: every tool says whether it writes (:func:`reads`, :func:`writes`); a read-only key gets
+a tool error from every tool that writes, as it gets 403 from every HTTP route that writes. The check is
+made once, where the tools are registered (:func:`add_tools`), and a tool that says neither is refused
+there, so a new tool cannot be served without the check. Over stdio the agent host that started the
+server for ``--user`` decides, as over the HTTP service with a read-write key: every tool runs.
 
 The tools return the same JSON shapes as the HTTP API (``BlockOut``, ``HitOut``, ``AddOut``). A tool
 error says what was wrong with the input; a failure of the store, the embedder or the LLM is told in
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from functools import wraps
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
@@ -31,13 +39,15 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import ToolAnnotations
 from pydantic import AnyHttpUrl, Field
 from starlette.types import ASGIApp
 
-from memlane.core.apikeys import ApiKeys
+from memlane.core.apikeys import ROLE_READ_ONLY, ApiKeys
 from memlane.core.errors import ConfigError, ConflictError, MemlaneError, NotFoundError, ValidationError
 from memlane.core.memory import Memory
 from memlane.core.model import AddResult, Hit, MemoryBlock
+from memlane.core.model_checks import MAX_TTL_S
 from memlane.interfaces.wire.errors import check_extract, public_message
 from memlane.interfaces.wire.filters import make_filters
 from memlane.interfaces.wire.hosts import ANY_HOST, HostCheckMiddleware
@@ -59,11 +69,17 @@ from memlane.interfaces.wire.slow import ReadTimeoutMiddleware
 from memlane.interfaces.wire.updates import new_sides
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("memlane.mcp")
-# The token's claim carrying the store's deletion epoch read with the key (see memlane.core.apikeys).
+# The token's claims carrying the store's deletion epoch read with the key (see memlane.core.apikeys) and
+# the key's role.
 EPOCH_CLAIM = "memlane_deletion_epoch"
+ROLE_CLAIM = "memlane_role"
+# Where a tool's declaration (reads or writes) is kept on its function.
+_WRITES = "_memlane_writes"
 TtlArg = Annotated[
-    int | None, Field(ge=0, description="Seconds until the memory is forgotten (0: never; default: the session's).")
+    int | None,
+    Field(ge=0, le=MAX_TTL_S, description="Seconds until the memory is forgotten (0: never; default: the session's)."),
 ]
 AnnotationsArg = Annotated[dict[str, str] | None, Field(description="String labels kept on the memories.")]
 INSTRUCTIONS = (
@@ -84,7 +100,20 @@ class ApiKeyVerifier:
         if verified is None:
             return None
         user = verified.user
-        return AccessToken(token=token, client_id=user, subject=user, scopes=[], claims={EPOCH_CLAIM: verified.epoch})
+        claims = {EPOCH_CLAIM: verified.epoch, ROLE_CLAIM: verified.record.role}
+        return AccessToken(token=token, client_id=user, subject=user, scopes=[], claims=claims)
+
+
+def reads(fn: F) -> F:
+    """Declares a tool that only reads: any key may call it."""
+    setattr(fn, _WRITES, False)
+    return fn
+
+
+def writes(fn: F) -> F:
+    """Declares a tool that writes: a read-only key gets a tool error instead."""
+    setattr(fn, _WRITES, True)
+    return fn
 
 
 class MemoryTools:
@@ -103,6 +132,16 @@ class MemoryTools:
             raise ToolError("no user: start the server with --user, or call it with an API key")
         return token.client_id
 
+    def require_write(self, tool: str) -> None:
+        """ToolError unless the caller may write: over HTTP, a key whose role is not read-only (a token
+        without a role reads only); over stdio, always."""
+        if self.fixed_user is not None:
+            return
+        token = get_access_token()
+        role = (token.claims or {}).get(ROLE_CLAIM) if token is not None else None
+        if role is None or role == ROLE_READ_ONLY:
+            raise ToolError(f"{tool} writes, and this key is read-only: writes need a read-write or admin key")
+
     def epoch(self) -> int | None:
         """The deletion epoch read with the request's key (HTTP); None with a fixed user (stdio)."""
         token = None if self.fixed_user is not None else get_access_token()
@@ -120,6 +159,7 @@ class MemoryTools:
             log.error("request %s: MCP tool failed: %s: %s", rid, type(exc).__name__, exc)
             raise ToolError(f"{type(exc).__name__}: {public_message(exc, rid)}") from exc
 
+    @writes
     async def add_memory(
         self,
         messages: Annotated[list[MessageIn], Field(min_length=1, description="The turns, oldest first.")],
@@ -156,6 +196,7 @@ class MemoryTools:
 
         return add_out(await self.run(add))
 
+    @writes
     async def add_fact(
         self,
         facts: Annotated[list[str], Field(min_length=1, description="Standalone facts, one memory each.")],
@@ -173,6 +214,7 @@ class MemoryTools:
         )
         return add_out(res)
 
+    @reads
     async def search_memory(
         self,
         query: Annotated[str, Field(min_length=1, description="What to look for, in plain words.")],
@@ -206,6 +248,7 @@ class MemoryTools:
 
         return [hit_out(h) for h in await self.run(search)]
 
+    @writes
     async def update_memory(
         self,
         block_id: Annotated[str, Field(min_length=1, max_length=64)],
@@ -228,12 +271,14 @@ class MemoryTools:
 
         return block_out(await self.run(update))
 
+    @writes
     async def end_session(self, session_id: Annotated[str, Field(min_length=1)]) -> str:
         """End a session: its memories stay searchable; nothing more can be added to it."""
         user = self.user()
         await self.run(lambda: self.memory.end_session(user, session_id))
         return f"ended {session_id}"
 
+    @reads
     async def list_memories(
         self,
         conversation_id: str | None = None,
@@ -250,12 +295,14 @@ class MemoryTools:
         )
         return [block_out(b) for b in blocks]
 
+    @writes
     async def delete_memory(self, block_id: Annotated[str, Field(min_length=1, max_length=64)]) -> str:
         """Forget one memory block by its block_id."""
         user = self.user()
         await self.run(lambda: self.memory.delete(user, block_id))
         return f"deleted {block_id}"
 
+    @reads
     async def retention_policy(self) -> UserPolicyOut:
         """How long this user's memories are kept: the retention policy that applies (max_age_days by when
         a memory was said, max_blocks newest kept; null: kept until deleted). Read-only: MCP callers act
@@ -307,18 +354,47 @@ def build_server(
         auth=auth,
     )
     tools = MemoryTools(memory, user)
-    for fn in (
-        tools.add_memory,
-        tools.add_fact,
-        tools.search_memory,
-        tools.list_memories,
-        tools.update_memory,
-        tools.delete_memory,
-        tools.end_session,
-        tools.retention_policy,
-    ):
-        server.add_tool(fn)
+    add_tools(
+        server,
+        tools,
+        (
+            tools.add_memory,
+            tools.add_fact,
+            tools.search_memory,
+            tools.list_memories,
+            tools.update_memory,
+            tools.delete_memory,
+            tools.end_session,
+            tools.retention_policy,
+        ),
+    )
     return server
+
+
+def add_tools(server: MCPServer, tools: MemoryTools, fns: Sequence[Callable[..., Any]]) -> None:
+    """Register ``fns`` as tools, each behind the role check if it writes (MCP clients see it too, as the
+    tool's ``readOnlyHint``). TypeError for a tool that does not say whether it writes (:func:`reads`,
+    :func:`writes`): no tool is served without the check."""
+    for fn in fns:
+        declared = getattr(fn, _WRITES, None)
+        if not isinstance(declared, bool):
+            raise TypeError(
+                f"MCP tool {fn.__name__} does not say whether it writes: decorate it with @reads or @writes"
+            )
+        server.add_tool(
+            _checked(tools, fn) if declared else fn, annotations=ToolAnnotations(read_only_hint=not declared)
+        )
+
+
+def _checked(tools: MemoryTools, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` behind :meth:`MemoryTools.require_write` (same name, signature and schema for the SDK)."""
+
+    @wraps(fn)
+    async def tool(**kwargs: Any) -> Any:
+        tools.require_write(fn.__name__)
+        return await fn(**kwargs)
+
+    return tool
 
 
 def serve_http(

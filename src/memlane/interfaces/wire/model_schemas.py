@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from memlane.core.bounds import MAX_VERSION
 from memlane.core.model import MemoryBlock, Page, Prompt, PromptVersion, Session, UserInfo
 from memlane.interfaces.wire.schemas import (
     MAX_DESCRIPTION,
@@ -251,7 +252,7 @@ class PromptUpdateIn(Strict):
 
 
 class PromptVersionIn(Strict):
-    version: int | None = Field(default=None, ge=0, description="One version; null: the whole prompt.")
+    version: int | None = Field(default=None, ge=0, le=MAX_VERSION, description="One version; null: the whole prompt.")
 
 
 class PromptOut(BaseModel):

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, model_validator
 
+from memlane.core.bounds import MAX_OFFSET as MAX_OFFSET  # the routes' offsets, bounded as the core bounds them
+from memlane.core.bounds import MAX_VERSION
 from memlane.core.jobs import QueueStatus
 from memlane.core.model import AddResult, Filters, Hit, MemoryBlock
 from memlane.core.retrieval import MAX_K, PRESETS
@@ -23,7 +25,6 @@ from memlane.interfaces.wire.shapes import block_json, hit_json
 
 MAX_TEXT = 256
 MAX_QUERY_CHARS = 10_000
-MAX_OFFSET = 1_000_000_000
 
 
 def _time_value(value: object) -> str | float:
@@ -88,7 +89,7 @@ class PromptRef(Strict):
     """A registry prompt to extract with: its id and version (null: its current version)."""
 
     prompt_id: PromptId
-    version: int | None = Field(default=None, ge=0)
+    version: int | None = Field(default=None, ge=0, le=MAX_VERSION)
 
     def pair(self) -> tuple[str, int | None]:
         return (self.prompt_id, self.version)
@@ -145,7 +146,7 @@ class FilterFields(Strict):
     ingested_after: TimeValue | None = Field(default=None, description="Only blocks written at or after this.")
     ingested_before: TimeValue | None = Field(default=None, description="Only blocks written before this.")
     prompt_id: PromptId | None = Field(default=None, description="Only blocks extracted by this registry prompt.")
-    prompt_version: int | None = Field(default=None, ge=0)
+    prompt_version: int | None = Field(default=None, ge=0, le=MAX_VERSION)
 
     def filters(self) -> Filters | None:
         return make_filters(
@@ -179,11 +180,10 @@ class SearchIn(FilterFields):
 
 
 class UserIn(Strict):
-    # A "/" could not be addressed in /v1/users/{user}/... paths. The rest of the name rule is the core's
-    # (memlane.core.names), so that every interface applies the same one.
+    # The name rule is the core's (memlane.core.names), so that every interface applies the same one.
     user: Annotated[
         Name,
-        Field(pattern=r"^[^/]+$", description="The user's name: printable, NFC, no space at either end, no '/'."),
+        Field(description="The user's name: printable, NFC, no space at either end, none of / ? # %, not . or .."),
     ]
     display_name: str | None = Field(default=None, max_length=MAX_TEXT, description="A name to show.")
     metadata: dict[str, Any] | None = Field(default=None, description="Any JSON object.")
@@ -317,6 +317,11 @@ class HitOut(BlockOut):
         default_factory=list,
         description="Ids of newer blocks among this search's candidates that restate what this one says, newest "
         "first: a hint that this hit may be outdated (it is never deleted). Empty when nothing newer restates it.",
+    )
+    supersedes: list[str] = Field(
+        default_factory=list,
+        description="Ids of the older blocks this one restates and was moved just above, which is why it can rank "
+        "above a hit of a higher score. Empty when it was not moved.",
     )
     explanation: ExplanationOut | None = Field(
         default=None, description="Why it ranked (each retriever's rank and margin, the context gains); with explain."

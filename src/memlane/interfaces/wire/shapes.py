@@ -3,10 +3,10 @@ the MCP tools' results all print these same keys."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from memlane.core.model import Explanation, Hit, MemoryBlock, Page, Prompt, PromptVersion, Session, UserInfo
+from memlane.core.model import Explanation, Hit, KeyRecord, MemoryBlock, Page, Prompt, PromptVersion, Session, UserInfo
 
 
 def iso(at: datetime | None) -> str | None:
@@ -53,6 +53,7 @@ def hit_json(h: Hit) -> dict[str, Any]:
         "ranks": h.ranks,
         "other_perspectives": list(h.other_perspectives),
         "superseded_by": list(h.superseded_by),
+        "supersedes": list(h.supersedes),
         "explanation": None if h.explanation is None else explanation_json(h.explanation),
     }
 
@@ -69,6 +70,17 @@ def explanation_json(e: Explanation) -> dict[str, Any]:
         "time_gain": e.time_gain,
         "time_phrases": list(e.time_phrases),
         "supersedes": list(e.supersedes),
+    }
+
+
+def key_json(k: KeyRecord) -> dict[str, Any]:
+    """An API key without its secret, as ``GET /v1/users/{user}/keys`` and ``memlane keys list`` give it."""
+    return {
+        "key_id": k.key_id,
+        "user": k.user,
+        "label": k.label,
+        "created_at": datetime.fromtimestamp(k.created_at, tz=UTC).isoformat(),
+        "role": k.role,
     }
 
 

@@ -22,7 +22,9 @@ row of ``ann_index`` (file, generation, watermark, keys indexed, keys deleted si
 compare-and-set on the generation, after the file is complete on disk (written to a temporary name,
 fsynced, renamed). Every key deletion calls
 :func:`forget_keys` in its transaction (it counts the deleted indexed keys: past a fifth of the index it
-is rebuilt); a user's deletion calls :func:`drop_user`, which removes the row and the files.
+is rebuilt, and journals them, so that their vectors are overwritten in the files before the deletion
+returns: :mod:`memlane.core.store.sqlite.annscrub`); a user's deletion calls :func:`drop_user`, which
+removes the row and the files.
 
 A build runs hnswlib's native threads. A process must not end while one runs: a thread still inside
 hnswlib when the interpreter shuts down is torn down under it and the process aborts (``terminate called
@@ -51,7 +53,9 @@ import numpy.typing as npt
 
 from memlane.core.errors import StoreError
 from memlane.core.store.annsettings import AnnSettings, IndexStatus
+from memlane.core.store.sqlite import annscrub
 from memlane.core.store.sqlite.annnodes import KeyMap, first_copies, load_map, map_path, save_map
+from memlane.core.store.sqlite.annscrub import live_keys
 from memlane.core.store.vectors import BlockSet, UserMatrix, top_blocks_of_rows
 
 if TYPE_CHECKING:
@@ -96,14 +100,21 @@ def read_row(conn: sqlite3.Connection, user_id: int) -> IndexRow | None:
     return None if row is None else IndexRow(str(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4]))
 
 
+def db_file(conn: sqlite3.Connection) -> Path:
+    """The database file of ``conn`` (its main schema)."""
+    return Path(next(str(r[2]) for r in conn.execute("PRAGMA database_list") if r[1] == "main"))
+
+
 def forget_keys(conn: sqlite3.Connection, user_id: int, key_pks: npt.NDArray[np.int64] | list[int]) -> None:
     """Called by every deletion of a user's keys, inside its transaction: counts the deleted keys the
-    user's index holds, so it is rebuilt once enough of it is dead. (Correctness needs nothing: searches
-    drop the keys their matrix no longer holds.)"""
+    user's index holds, so it is rebuilt once enough of it is dead (searches need nothing: they drop the
+    keys their matrix no longer holds), and journals them, so that the store overwrites their vectors in
+    the user's index files once the transaction commits (:func:`memlane.core.store.sqlite.annscrub.journal`)."""
+    pks = np.asarray(key_pks, dtype=np.int64)
+    annscrub.journal(conn, folder(db_file(conn)), user_id, pks)
     row = read_row(conn, user_id)
     if row is None:
         return
-    pks = np.asarray(key_pks, dtype=np.int64)
     n = int(np.count_nonzero(pks <= row.max_key_pk))
     if n:
         conn.execute("UPDATE ann_index SET deleted = deleted + ? WHERE user_id = ?", (n, user_id))
@@ -114,6 +125,7 @@ def drop_user(conn: sqlite3.Connection, db_path: Path, user_id: int) -> None:
     user. Files go first: if the transaction then fails, the user merely has no index (rebuilt later);
     a builder that finishes after the deletion finds no user and deletes its own file."""
     conn.execute("DELETE FROM ann_index WHERE user_id = ?", (user_id,))
+    conn.execute("DELETE FROM meta WHERE key = ?", (f"{annscrub.JOURNAL}{user_id}",))  # no file left to scrub
     base = folder(db_path)
     if base.is_dir():
         for path in base.glob(f"u{user_id}-*"):
@@ -435,12 +447,24 @@ class AnnIndexes:
             save_map(key_map, tmp_map)
             os.replace(tmp_map, map_path(base / name))
         tmp = base / (name + ".tmp")
-        index.save_index(str(tmp))
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, base / name)
-        generation = (prev.generation if prev else 0) + 1
         conn = self._connect()
+        try:
+            with annscrub.writing(tmp):
+                index.save_index(str(tmp))
+                annscrub.save_labels(tmp, annscrub.labels_path(base / name))
+                labels = np.fromfile(annscrub.labels_path(base / name), dtype="<i8").astype(np.int64)
+                # The graph holds the keys it was built from (and, extended, every key deleted since it was
+                # loaded): the vectors of those deleted by now leave the file before anyone can read it.
+                live, indexed = self._live(conn, user_id, max_key_pk)
+                annscrub.scrub(tmp, annscrub.dead_labels(labels, key_map, live))
+                with open(tmp, "rb") as fh:
+                    os.fsync(fh.fileno())
+                os.replace(tmp, base / name)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            _unlink(base / name)
+            raise
+        generation = (prev.generation if prev else 0) + 1
         deleted = 0
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -449,6 +473,10 @@ class AnnIndexes:
             same = (now is None and prev is None) or (
                 now is not None and prev is not None and now.generation == prev.generation
             )
+            if exists and same and self._live(conn, user_id, max_key_pk, count_only=True)[1] != indexed:
+                # Keys it holds were deleted since: their deletions may have looked for the user's files
+                # before this one was in place. Deletions wait for this transaction, so none is missed.
+                annscrub.scrub(base / name, annscrub.dead_labels(labels, key_map, live_keys(conn, user_id)))
             if exists and same:
                 deleted = 0 if now is None else now.deleted - (prev.deleted if prev and rebuilt else 0)
                 conn.execute(
@@ -473,6 +501,31 @@ class AnnIndexes:
         old = self._loaded.get(user_id)
         lock = old.lock if old else threading.RLock()
         self._loaded[user_id] = Loaded(index=index, row=row, lock=lock, keys=key_map)
+
+    @staticmethod
+    def _live(
+        conn: sqlite3.Connection, user_id: int, max_key_pk: int, *, count_only: bool = False
+    ) -> tuple[npt.NDArray[np.int64], int]:
+        """The user's live keys (none with ``count_only``) and how many of them are at most ``max_key_pk``
+        (a number only deletions lower: later keys have higher pks), read in one snapshot."""
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")
+        try:
+            live = np.zeros(0, dtype=np.int64) if count_only else live_keys(conn, user_id)
+            (n,) = conn.execute(
+                "SELECT count(*) FROM search_keys WHERE user_id = ? AND pk <= ?", (user_id, max_key_pk)
+            ).fetchone()
+        finally:
+            if own:
+                conn.execute("COMMIT")
+        return live, int(n)
+
+    def scrub_journal(self, *, sync: bool = True) -> int:
+        """Overwrite the journalled deleted keys' vectors in the index files (after the deleting
+        transaction committed, or when the store is opened after a process died before it could); how
+        many users' journals there were. ``sync``: fsync the files."""
+        return annscrub.scrub_journal(self._connect(), folder(self.db_path), sync=sync)
 
     # -- diagnostics --------------------------------------------------------------------------------------
 
@@ -522,6 +575,7 @@ def _dequantized(matrix: UserMatrix, rows: npt.NDArray[np.int64]) -> npt.NDArray
 
 
 def _unlink(index_path: Path) -> None:
-    """An index file and its map, if any."""
+    """An index file, its map and its labels, if any."""
     index_path.unlink(missing_ok=True)
     map_path(index_path).unlink(missing_ok=True)
+    annscrub.labels_path(index_path).unlink(missing_ok=True)

@@ -10,7 +10,7 @@ import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.store.sqlite.ann import forget_keys
-from memlane.core.store.sqlite.segments import Segment, insert_segment, load_user, quantize, remove_keys
+from memlane.core.store.sqlite.segments import Segment, blank_keys, insert_segment, load_user, quantize, remove_keys
 from memlane.core.store.sqlite.terms import TermIds, index_texts, unindex, unindex_texts, word_bags
 from memlane.core.store.terms import UserTerms, session_code
 from memlane.core.store.vectors import KIND_CODES, UserMatrix
@@ -98,6 +98,7 @@ def retire_keys(conn: sqlite3.Connection, user_id: int, block_pk: int, term_ids:
         return 0
     key_pks = [int(r[0]) for r in rows]
     forget_keys(conn, user_id, key_pks)
+    blank_keys(conn, user_id, key_pks)
     unindex_texts(conn, [str(r[1]) for r in rows], term_ids)
     conn.executemany(
         "INSERT INTO dead_keys(user_id, key_pk, block_pk) VALUES (?, ?, ?)", [(user_id, k, block_pk) for k in key_pks]

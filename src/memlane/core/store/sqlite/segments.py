@@ -15,7 +15,9 @@ An update in place (docs/design/007-memory-model.md) retires its block's old key
 segment that holds one old key (up to 4,096 keys, a few MB, zeroed behind with ``secure_delete``) cost
 three to four times an add. A retired key is listed in ``dead_keys``: it is out of the keyword statistics,
 the approximate index and ``search_keys`` at once, every load leaves it out, and the next rewrite of its
-segment (a merge, a deletion) drops its row for good; deleting its block drops it at once.
+segment (a merge, a deletion) drops its row for good; deleting its block drops it at once. What it held
+of the old text is overwritten at once, in place (:func:`blank_keys`): its vector and its term bag become
+zeros, so the old text's vector is in no page of the store once the update's checkpoint ran.
 
 The keys of a user's segments are disjoint; their pk ranges may interleave (a merge of small segments can
 span a large segment written between them), so loads sort the keys by pk when they come out of order.
@@ -247,6 +249,35 @@ def merge(conn: sqlite3.Connection, user_id: int) -> None:
         conn.execute(f"DELETE FROM key_segments WHERE id IN ({marks})", ids)
         if merged.n:
             conn.execute(_INSERT, (user_id, *merged.row()))
+
+
+def blank_keys(conn: sqlite3.Connection, user_id: int, key_pks: Sequence[int]) -> None:
+    """Overwrite with zeros, in place, the int8 vectors and the term bags of the given keys in the user's
+    segments (keys being retired: nothing reads them again). Only those bytes are written (SQLite's
+    incremental blob I/O), not the segment. The columns after the vectors (the scale, the people's words)
+    are left as they are: a blob write walks the row's overflow pages up to its offset, and past the
+    vectors that is most of the row (a zero vector is zero at any scale)."""
+    for pk in key_pks:
+        rows = conn.execute(
+            "SELECT id, key_pks, entries FROM key_segments WHERE user_id = ? AND first_key <= ? AND last_key >= ?",
+            (user_id, pk, pk),
+        ).fetchall()
+        for seg_id, pks_blob, entries_blob in rows:
+            at = np.flatnonzero(np.frombuffer(pks_blob, dtype=np.int64) == pk)
+            if at.size == 0:
+                continue  # ranges may interleave: another segment holds it
+            j = int(at[0])
+            offsets = _offsets(np.frombuffer(entries_blob, dtype=np.int32))
+            first, count = int(offsets[j]), int(offsets[j + 1] - offsets[j])
+            with conn.blobopen("key_segments", "vectors", seg_id) as blob:
+                dim = len(blob) // (len(pks_blob) // 8)
+                blob.seek(dim * j)
+                blob.write(bytes(dim))
+            for column, (start, size) in {"term_ids": (4 * first, 4 * count), "counts": (2 * first, 2 * count)}.items():
+                if size:
+                    with conn.blobopen("key_segments", column, seg_id) as blob:
+                        blob.seek(start)
+                        blob.write(bytes(size))
 
 
 def load_user(conn: sqlite3.Connection, user_id: int) -> Segment:

@@ -55,6 +55,7 @@ from memlane.core.store.sqlite import accounts, expiry
 from memlane.core.store.sqlite import model as mm
 from memlane.core.store.sqlite.ann import AnnIndexes, drop_user
 from memlane.core.store.sqlite.ann import status as ann_status
+from memlane.core.store.sqlite.annscrub import take_journalled
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index, retire_keys
 from memlane.core.store.sqlite.maintenance import sqlite_check, truncate_wal
 from memlane.core.store.sqlite.model import LIVE
@@ -145,8 +146,13 @@ class SqliteStore:
             _require_store(self.path)
         try:
             migrate(self._conn())
+            # A process died between a deletion's commit and what follows it (the index files' scrub, the
+            # checkpoint): both are done now.
+            interrupted = self.ann.scrub_journal(sync=self.durability == "full")
         except sqlite3.Error as exc:
             raise store_error(f"cannot open the store at {self.path}", exc) from exc
+        if interrupted:
+            self.checkpoint()
 
     # -- connections and transactions -------------------------------------------------------------------
 
@@ -213,12 +219,19 @@ class SqliteStore:
             yield conn
             conn.execute("COMMIT")
         except BaseException as exc:
+            take_journalled(conn)  # rolled back: so were the deletions it journalled
             # The original error is the one worth reporting.
             with suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
                 raise store_error(f"write failed on {self.path}", exc) from exc
             raise
+        if take_journalled(conn):
+            # Deleted keys' vectors leave the approximate index's files before the deletion returns.
+            try:
+                self.ann.scrub_journal(sync=self.durability == "full")
+            except sqlite3.Error as exc:
+                raise store_error(f"write failed on {self.path}", exc) from exc
 
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
         try:
@@ -892,13 +905,17 @@ class SqliteStore:
         """Replace the block in place, in one transaction (:meth:`memlane.core.store.protocol.Store.update_block`)."""
         with self._write() as conn:
             row = conn.execute(
-                "SELECT b.pk, u.id, u.version, b.session_id, b.event_ts, b.expires_ts, b.mode, b.perspective "
-                f"FROM blocks b JOIN users u ON u.id = b.user_id WHERE b.id = ? AND u.name = ? AND {LIVE}",
+                "SELECT b.pk, u.id, u.version, b.session_id, b.event_ts, b.expires_ts, b.mode, b.perspective, "
+                "b.annotations FROM blocks b JOIN users u ON u.id = b.user_id "
+                f"WHERE b.id = ? AND u.name = ? AND {LIVE}",
                 (block.id, user, now),
             ).fetchone()
             if row is None:
                 raise NotFoundError(f"block {block.id!r} not found for user {user!r}")
             pk, user_id, session_id, event_ts, expires_ts = int(row[0]), int(row[1]), str(row[3]), float(row[4]), row[5]
+            annotations = json.dumps(block.annotations, sort_keys=True)
+            # New text, or new labels: what they replace must leave the write-ahead log, as a deletion's does.
+            removes = vectors is not None or annotations != row[8]
             session_ttl = mm.require_open(conn, user, user_id, session_id)
             if reset_ttl:
                 expires_ts = mm.expiry(now, mm.effective_ttl(block.ttl_s, session_ttl, default_ttl_s))
@@ -930,7 +947,7 @@ class SqliteStore:
                 "extraction_status = ?, extraction_prompt = ?, last_queued_ts = ? WHERE pk = ?",
                 (
                     block.message, block.content_hash, block.summary, json.dumps(list(block.contexts)),
-                    json.dumps(block.annotations, sort_keys=True), block.kind.value,
+                    annotations, block.kind.value,
                     json.dumps([list(x) for x in block.sides]), block.ttl_s, expires_ts, now, block.prompt_id,
                     block.prompt_version, status.value, block.extraction_prompt, queued, pk,
                 ),
@@ -939,6 +956,8 @@ class SqliteStore:
             (stored,) = expiry.blocks_by_pk(conn, [pk])
         if vectors is not None:
             self.cache_drop(user_id)
+        if removes:
+            self.checkpoint()
         return stored
 
     @staticmethod

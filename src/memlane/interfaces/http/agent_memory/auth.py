@@ -23,17 +23,19 @@ from __future__ import annotations
 from fastapi import Request
 
 from memlane.core.apikeys import ROLE_ADMIN, ROLE_READ_ONLY
+from memlane.core.names import DOT_NAMES, PATH_CHARACTERS
 from memlane.interfaces.http.agent_memory.errors import ApiError
 from memlane.interfaces.http.auth import Principal, authenticate
 
-_BAD_ID_CHARS = frozenset("/?#%")
+# The core's name rule (memlane.core.names), said as this API says errors, before any lookup.
+_BAD_ID_CHARS = frozenset(PATH_CHARACTERS)
 
 
 def check_id(value: str, field: str) -> str:
     """A path id by that API's rule; 400 ``INVALID_REQUEST`` naming ``field`` otherwise."""
     if not value.strip():
         raise ApiError(400, "INVALID_REQUEST", f"{field} must not be blank", {"field": field})
-    if value in (".", ".."):
+    if value in DOT_NAMES:
         raise ApiError(400, "INVALID_REQUEST", f"{field} must not be '.' or '..'", {"field": field})
     bad = sorted(_BAD_ID_CHARS.intersection(value))
     if bad:

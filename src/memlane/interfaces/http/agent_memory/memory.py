@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse
 from memlane.core.errors import NotFoundError
 from memlane.core.memory import Memory
 from memlane.core.model import AddResult, BlockKind, Filters, MemoryBlock
+from memlane.core.model_checks import check_version
 from memlane.core.timefmt import coerce_time
 from memlane.interfaces.http.agent_memory.auth import check_id, for_user
 from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute, Renames, api_fields, renamed
@@ -95,7 +96,7 @@ def _prompt(
     if context_required is False:
         message = "a prompt was given with context_required false, which turns extraction off"
         raise _invalid(message, "prompt_id", "PROMPT_EXTRACTION_DISABLED")
-    return (check_id(prompt_id, "prompt_id"), prompt_vid)
+    return (check_id(prompt_id, "prompt_id"), check_version(prompt_vid, "prompt_vid"))
 
 
 def update_mode(memory: Memory, body: AgentUpdateIn, block: MemoryBlock) -> str | None:
@@ -331,7 +332,7 @@ def filters_of(f: FiltersIn, sessions: tuple[str, ...] | None) -> Filters:
         ingested_after=_time(f.start_time, "filters.start_time"),
         ingested_before=_time(f.end_time, "filters.end_time"),
         prompt_id=f.prompt_id,
-        prompt_version=f.prompt_vid,
+        prompt_version=check_version(f.prompt_vid, "filters.prompt_vid"),
     )
 
 

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from memlane.core.errors import PromptArchivedError
+from memlane.core.model_checks import check_version
 from memlane.interfaces.http.agent_memory.auth import check_id, registry
 from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute, api_fields, renamed
 from memlane.interfaces.http.agent_memory.schemas import (
@@ -41,10 +42,10 @@ def _vid(value: str | None, *, required: bool) -> int | None:
         return None
     if value == "all" and required:
         return None
-    if not value.isdigit():
+    if not (value.isascii() and value.isdigit()):
         message = f"vid must be a version number (or all), not {value!r}"
         raise ApiError(400, "INVALID_REQUEST", message, {"field": "vid"})
-    return int(value)
+    return check_version(int(value), "vid")
 
 
 @router.post("/prompts", status_code=201)

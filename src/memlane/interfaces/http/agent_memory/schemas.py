@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memlane.core.bounds import MAX_OFFSET as MAX_OFFSET  # the routes' offsets, bounded as the core bounds them
+
 # The bounds that API's clients enforce on what a server echoes: an answer never carries a larger limit.
 MAX_USERS_LIMIT = 500
 MAX_SESSIONS_LIMIT = 500
@@ -20,7 +22,6 @@ MAX_PROMPTS_LIMIT = 1000
 # Query-less searches return every match; this many at most (the answer says when more matched).
 MAX_BROWSE = 10_000
 MAX_ITEMS = 1000
-MAX_OFFSET = 1_000_000_000
 
 NonNegative = Annotated[int, Field(ge=0)]
 

@@ -10,26 +10,16 @@ from starlette.responses import RedirectResponse
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memlane.interfaces.http.apidocs import DOCS_CONTENT_SECURITY_POLICY, DOCS_PATH
+from memlane.interfaces.http.csp import content_security_policy
+
 CONSOLE_PATH = "/ui"
 STATIC_DIR = Path(__file__).parent / "static"
 
 # Only the console's own files: no inline script or style, no other origin, no framing, no plugins. Memory
 # text is put in the page as text (textContent), so a stored "<script>" is characters; this policy is the
 # second wall should a page ever insert markup.
-CONTENT_SECURITY_POLICY = "; ".join(
-    [
-        "default-src 'self'",
-        "script-src 'self'",
-        "style-src 'self'",
-        "img-src 'self' data:",
-        "connect-src 'self'",
-        "font-src 'self'",
-        "object-src 'none'",
-        "base-uri 'none'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-    ]
-)
+CONTENT_SECURITY_POLICY = content_security_policy()
 # What every answer of the service carries, the API's JSON and the console's files alike.
 SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
     ("X-Content-Type-Options", "nosniff"),
@@ -44,8 +34,13 @@ CONSOLE_HEADERS: tuple[tuple[str, str], ...] = (
 )
 
 
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + "/")
+
+
 class SecurityHeadersMiddleware:
-    """Adds :data:`SECURITY_HEADERS` to every response, and the console's CSP to those under ``/ui``."""
+    """Adds :data:`SECURITY_HEADERS` to every response, the console's CSP to those under ``/ui``, and the API
+    docs' CSP to those under ``/docs``."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -55,8 +50,11 @@ class SecurityHeadersMiddleware:
             await self.app(scope, receive, send)
             return
         path: str = scope.get("path", "")
-        console = path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
-        extra = SECURITY_HEADERS + (CONSOLE_HEADERS if console else ())
+        extra = SECURITY_HEADERS
+        if _under(path, CONSOLE_PATH):
+            extra += CONSOLE_HEADERS
+        elif _under(path, DOCS_PATH):
+            extra += (("Content-Security-Policy", DOCS_CONTENT_SECURITY_POLICY),)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -70,11 +68,17 @@ class SecurityHeadersMiddleware:
 
 
 def mount_console(app: FastAPI) -> None:
-    """Serve the console at ``/ui/`` (``/ui`` redirects there). The app adds :class:`SecurityHeadersMiddleware`
-    outermost, so its 4xx answers from the guards carry the headers too."""
+    """Serve the console at ``/ui/`` (``/ui`` and the server's root ``/`` redirect there). The app adds
+    :class:`SecurityHeadersMiddleware` outermost, so its 4xx answers from the guards carry the headers too."""
 
     @app.get(CONSOLE_PATH, include_in_schema=False)
     def console_root() -> RedirectResponse:
         return RedirectResponse(CONSOLE_PATH + "/", status_code=308)
+
+    # A person who opens the server's address in a browser gets the console, not a 404. Temporary (307):
+    # the root is not the console's for good.
+    @app.get("/", include_in_schema=False)
+    def server_root() -> RedirectResponse:
+        return RedirectResponse(CONSOLE_PATH + "/", status_code=307)
 
     app.mount(CONSOLE_PATH, StaticFiles(directory=STATIC_DIR, html=True), name="console")

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
+from memlane.core.bounds import MAX_VERSION
 from memlane.interfaces.http.auth import Admin, Caller
 from memlane.interfaces.http.services import services
 from memlane.interfaces.wire.model_schemas import (
@@ -24,7 +25,7 @@ from memlane.interfaces.wire.schemas import MAX_OFFSET, error_responses
 
 router = APIRouter(prefix="/v1/prompts", tags=["prompts"], responses=error_responses(400, 401, 403, 404, 413, 422, 503))
 PromptPath = Annotated[str, Path(min_length=1, max_length=128)]
-VersionPath = Annotated[int, Path(ge=0)]
+VersionPath = Annotated[int, Path(ge=0, le=MAX_VERSION)]
 Limit = Annotated[int, Query(ge=1, le=10_000)]
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
 
@@ -85,7 +86,10 @@ def archive_prompt(prompt_id: PromptPath, _: Admin, request: Request, body: Prom
 
 @router.delete("/{prompt_id}", status_code=204, responses=error_responses(409))
 def purge_prompt(
-    prompt_id: PromptPath, _: Admin, request: Request, version: Annotated[int | None, Query(ge=0)] = None
+    prompt_id: PromptPath,
+    _: Admin,
+    request: Request,
+    version: Annotated[int | None, Query(ge=0, le=MAX_VERSION)] = None,
 ) -> Response:
     """Purge one version (``?version=N``; the current one of a prompt with others is 409), or the whole
     prompt, which frees its id. Admin key."""

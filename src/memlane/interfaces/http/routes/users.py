@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
 from memlane.core.apikeys import ROLE_READ_WRITE
 from memlane.core.errors import NotFoundError, ValidationError
-from memlane.core.names import check_label
 from memlane.interfaces.http.auth import Admin, AdminOrSelf
 from memlane.interfaces.http.services import services
 from memlane.interfaces.wire.model_schemas import UserInfoOut, UserUpdateIn, user_info_out
@@ -24,6 +22,7 @@ from memlane.interfaces.wire.schemas import (
     UserIn,
     error_responses,
 )
+from memlane.interfaces.wire.shapes import key_json
 
 router = APIRouter(prefix="/v1/users", tags=["users"], responses=error_responses(400, 401, 403, 404, 413, 422, 503))
 UserPath = Annotated[str, Path(min_length=1, max_length=MAX_TEXT)]
@@ -100,24 +99,14 @@ def _metadata_pairs(values: list[str]) -> dict[str, str] | None:
 def create_key(user: UserPath, _: Admin, request: Request, body: KeyIn | None = None) -> KeyCreated:
     """A new API key for the user, shown this once (only its hash is stored); 404 if there is no such user.
     Admin key."""
-    label = check_label(body.label, "label") if body else ""
-    new = services(request).keys.create(user, label, body.role if body else ROLE_READ_WRITE)
+    new = services(request).keys.create(user, body.label if body else "", body.role if body else ROLE_READ_WRITE)
     return KeyCreated(key=new.key, key_id=new.record.key_id, user=user, label=new.record.label, role=new.record.role)
 
 
 @router.get("/{user}/keys", response_model=list[KeyInfo])
 def list_keys(user: UserPath, _: Admin, request: Request) -> list[KeyInfo]:
     """The user's keys, without their secrets. Admin key."""
-    return [
-        KeyInfo(
-            key_id=k.key_id,
-            user=k.user,
-            label=k.label,
-            created_at=datetime.fromtimestamp(k.created_at, tz=UTC).isoformat(),
-            role=k.role,
-        )
-        for k in services(request).keys.list(user)
-    ]
+    return [KeyInfo.model_validate(key_json(k)) for k in services(request).keys.list(user)]
 
 
 @router.delete("/{user}/keys/{key_id}", status_code=204)

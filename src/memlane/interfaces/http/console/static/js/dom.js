@@ -82,9 +82,40 @@ export function table(caption, heads, rows, attrs = {}) {
       h("tbody", {}, rows)));
 }
 
-export function time(iso) {
-  if (!iso) return "";
-  return iso.replace("T", " ").replace(/\.\d+/, "").replace("+00:00", " UTC");
+// One time format on every page: the UTC date and time to the second, whatever the server's ISO form
+// (an offset, a fraction, "Z") or an epoch in seconds.
+export function time(value) {
+  if (value === null || value === undefined || value === "") return "";
+  const d = typeof value === "number" ? new Date(value * 1000) : new Date(value);
+  if (Number.isNaN(d.getTime())) return String(value);
+  return `${d.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}
+
+// A count as people read it: 100,000.
+export function num(n) {
+  return Number(n).toLocaleString("en-US");
+}
+
+// "1 key", "2 keys", "100,000 blocks"; `many` for the irregular plurals.
+export function plural(n, one, many = `${one}s`) {
+  return `${num(n)} ${Number(n) === 1 ? one : many}`;
+}
+
+const UNITS = [[86400, "day", "days"], [3600, "hour", "hours"], [60, "minute", "minutes"], [1, "second", "seconds"]];
+
+// A duration in seconds as people say it: "1 day", "2 hours 30 minutes" (the two largest parts).
+export function duration(seconds) {
+  let rest = Math.round(Number(seconds));
+  if (rest === 0) return "0 seconds";
+  const parts = [];
+  for (const [size, one, many] of UNITS) {
+    const n = Math.floor(rest / size);
+    if (n > 0) {
+      parts.push(plural(n, one, many));
+      rest -= n * size;
+    }
+  }
+  return parts.slice(0, 2).join(" ");
 }
 
 export function ago(seconds) {
@@ -94,6 +125,50 @@ export function ago(seconds) {
   if (s < 5400) return `${Math.round(s / 60)} min`;
   if (s < 129600) return `${Math.round(s / 3600)} h`;
   return `${Math.round(s / 86400)} d`;
+}
+
+// What a page says after a write that reloads it or leaves it: shown by the next page's status region.
+let pendingFlash = null;
+
+function flash(kind, text, testid) {
+  pendingFlash = { kind, text, testid };
+}
+
+// What no page of this render took is not carried to a later one.
+export function dropFlash() {
+  pendingFlash = null;
+}
+
+// Renders the page at the current address again, from the server (after a write, what changed is read back).
+export function refresh() {
+  window.dispatchEvent(new HashChangeEvent("hashchange"));
+}
+
+// Goes to `hash` in place of the current page (after a delete, the deleted thing's page is no place to go
+// back to).
+export function leaveFor(hash) {
+  if (location.hash === hash) refresh();
+  else location.replace(hash);
+}
+
+// `s` as one word of a POSIX shell, whatever it holds (o'brien -> 'o'\''brien').
+export function shellQuote(s) {
+  return `'${String(s).replace(/'/g, "'\\''")}'`;
+}
+
+// A button that copies the text of `input` (selecting it when the browser refuses the clipboard).
+export function copyButton(input, label = "Copy") {
+  const button = h("button", { type: "button", testid: "copy" }, label);
+  button.addEventListener("click", async () => {
+    input.select();
+    try {
+      await navigator.clipboard.writeText(input.value);
+      button.textContent = "Copied";
+    } catch {
+      button.textContent = "Selected: press Ctrl+C";
+    }
+  });
+  return button;
 }
 
 // Asks before a write. Resolves true only when the person confirms; Escape or Cancel resolve false.
@@ -115,13 +190,19 @@ export function confirmAction(title, body, confirmLabel) {
 }
 
 // Runs a write after confirmation and reports into `status`: on failure nothing on the page changes but the
-// message (the server refused, so the store is as it was). Resolves to the answer, or null.
-export async function act(status, { title, body, confirmLabel, run, done }) {
+// message (the server refused, so the store is as it was). `then` (refresh, or a page to go to) runs after a
+// success, and the next page says the outcome. Resolves to the answer, or null.
+export async function act(status, { title, body, confirmLabel, run, done, then }) {
   if (!(await confirmAction(title, body, confirmLabel))) return null;
   clear(status, notice("info", "Working…"));
   try {
     const answer = await run();
-    clear(status, notice("ok", done(answer), "action-ok"));
+    if (then) {
+      flash("ok", done(answer), "action-ok");
+      then(answer);
+    } else {
+      clear(status, notice("ok", done(answer), "action-ok"));
+    }
     return answer ?? true;
   } catch (err) {
     clear(status, notice("error", `Nothing was changed: ${err.describe ? err.describe() : err.message}`, "action-error"));
@@ -129,8 +210,15 @@ export async function act(status, { title, body, confirmLabel, run, done }) {
   }
 }
 
+// The page's place for what its writes did; it shows what the write that led here said.
 export function statusRegion() {
-  return h("div", { class: "status", testid: "status" });
+  const region = h("div", { class: "status", testid: "status" });
+  if (pendingFlash) {
+    const { kind, text, testid } = pendingFlash;
+    pendingFlash = null;
+    region.append(notice(kind, text, testid));
+  }
+  return region;
 }
 
 export function pager(total, offset, limit, hrefFor) {
@@ -143,7 +231,7 @@ export function pager(total, offset, limit, hrefFor) {
   return h("nav", { class: "pager", "aria-label": "Pages" },
     button("First", 0, offset > 0),
     button("Previous", Math.max(0, offset - limit), offset > 0),
-    h("span", { testid: "page-range" }, `${from}–${to} of ${total}`),
+    h("span", { testid: "page-range" }, `${num(from)}–${num(to)} of ${num(total)}`),
     button("Next", offset + limit, offset + limit < total),
     button("Last", last, offset < last));
 }

@@ -2,7 +2,7 @@
 // opened in a new tab of the same window (the key is the tab's; another tab signs in again).
 
 import { ApiError, signOut, who } from "./api.js";
-import { clear, h, link, notice, route } from "./dom.js";
+import { clear, dropFlash, h, link, notice, route } from "./dom.js";
 import { blockPage } from "./views/block.js";
 import { opsPage } from "./views/ops.js";
 import { refusalPage } from "./views/refusal.js";
@@ -61,10 +61,15 @@ async function render() {
   const me = who();
   renderChrome(me);
   document.body.dataset.ready = "false";
-  if (!me || parts[0] === "signin") {
-    if (me && parts[0] === "signin") signOut();
+  if (!me && parts[0] !== "signin") {
+    // The address says where the tab is: the sign-in page, and where to go after it.
+    location.replace(location.hash && location.hash !== "#/" ? `#/signin?next=${encodeURIComponent(location.hash)}` : "#/signin");
+    return;
+  }
+  if (parts[0] === "signin") {
+    if (me) signOut();
     renderChrome(null);
-    await signInPage(view, { query, next: parts[0] === "signin" ? "" : location.hash });
+    await signInPage(view, { query });
   } else if (parts.length === 0) {
     location.replace(home(me));
     return;
@@ -78,6 +83,7 @@ async function render() {
       failed(err, parts, me);
     }
   }
+  dropFlash();
   document.title = `${view.querySelector("h1")?.textContent || "memlane"} · memlane console`;
   const heading = view.querySelector("h1");
   if (heading) {
@@ -97,7 +103,7 @@ function failed(err, parts, me) {
   if (err instanceof ApiError && err.status === 401) {
     signOut();
     renderChrome(null);
-    location.replace("#/signin?expired=1");
+    location.replace(`#/signin?expired=1&next=${encodeURIComponent(location.hash)}`);
     return;
   }
   if (err instanceof ApiError && err.status === 403) {

@@ -2,7 +2,7 @@
 // first and sends one PATCH with only what changed, which the server applies whole or not at all.
 
 import { enc, patch } from "../api.js";
-import { act, clear, field, h, notice } from "../dom.js";
+import { act, clear, field, h, notice, refresh } from "../dom.js";
 
 // "key=value" pairs, one a line (or comma-separated), as the API's annotations object.
 export function parseAnnotations(text) {
@@ -41,12 +41,12 @@ function refuse(status, what, err) {
 }
 
 // The form of one edit: `fields` are [name, label, control, hint, initial text, parse]; only the fields whose
-// text changed are sent. `saved` gets the server's answer.
-function editForm({ testid, fields, status, title, path, what, saved }) {
+// text changed are sent. After a save the page is read again from the server.
+function editForm({ testid, fields, status, title, path, what }) {
   const form = h("form", { class: "card", testid },
     fields.map(([, label, control, hint]) => field(label, control, hint)),
     h("button", { type: "submit", class: "primary" }, "Save changes"));
-  let current = fields.map(([, , , , initial]) => initial);
+  const current = fields.map(([, , , , initial]) => initial);
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     const body = {};
@@ -64,23 +64,20 @@ function editForm({ testid, fields, status, title, path, what, saved }) {
       clear(status, notice("info", "Nothing to save: no field changed."));
       return;
     }
-    const answer = await act(status, {
+    await act(status, {
       title,
       body: `${what}: ${names.join(" and ")} will be replaced by what you entered.`,
       confirmLabel: "Save",
       run: () => patch(path, body),
       done: () => `Saved: ${names.join(" and ")}.`,
+      then: refresh,
     });
-    if (answer) {
-      current = fields.map(([, , control]) => control.value);
-      saved(answer);
-    }
   });
   return form;
 }
 
 // A user's display name and metadata (PATCH /v1/users/{user}: the admin, or the user's own key).
-export function userEditSection(user, info, status, saved) {
+export function userEditSection(user, info, status) {
   const name = h("input", { type: "text", name: "display_name", maxlength: 256, value: info.display_name || "", testid: "edit-display-name" });
   const meta = h("textarea", { name: "metadata", rows: 4, class: "mono", testid: "edit-user-metadata" }, metadataText(info.metadata));
   const form = editForm({
@@ -89,7 +86,6 @@ export function userEditSection(user, info, status, saved) {
     title: `Change ${user}'s details?`,
     path: `/v1/users/${enc(user)}`,
     what: `User “${user}”`,
-    saved,
     fields: [
       ["display_name", "Display name", name, "Empty: no display name.", info.display_name || "", (v) => (v.trim() ? v.trim() : null)],
       ["metadata", "Metadata (a JSON object)", meta, "It replaces the user's metadata whole; empty: none.", metadataText(info.metadata), parseMetadata],
@@ -99,7 +95,7 @@ export function userEditSection(user, info, status, saved) {
 }
 
 // A session's annotations and metadata (PATCH /v1/sessions/{id}: the user's own key; refused once ended).
-export function sessionEditSection(s, status, saved) {
+export function sessionEditSection(s, status) {
   const annotations = h("textarea", { name: "annotations", rows: 3, testid: "edit-session-annotations" }, annotationLines(s.annotations));
   const meta = h("textarea", { name: "metadata", rows: 4, class: "mono", testid: "edit-session-metadata" }, metadataText(s.metadata));
   const form = editForm({
@@ -108,7 +104,6 @@ export function sessionEditSection(s, status, saved) {
     title: `Change session “${s.session_id}”?`,
     path: `/v1/sessions/${enc(s.session_id)}`,
     what: `Session “${s.session_id}”`,
-    saved,
     fields: [
       ["annotations", "Annotations", annotations, "key=value, one a line; they replace the session's.", annotationLines(s.annotations), parseAnnotations],
       ["metadata", "Metadata (a JSON object)", meta, "It replaces the session's metadata whole; empty: none.", metadataText(s.metadata), parseMetadata],

@@ -3,8 +3,16 @@
 
 import { enc, get, post } from "../api.js";
 import { capabilities } from "../caps.js";
-import { act, ago, clear, facts, h, link, notice, route, statusRegion, table, time } from "../dom.js";
-import { policyText } from "./users.js";
+import { act, ago, clear, facts, h, link, notice, num, plural, refresh, route, statusRegion, table, time } from "../dom.js";
+import { excerpt } from "./user.js";
+import { pathless, policyText } from "./users.js";
+
+// Each failed block's text, for its link: one read of each (they are few), gone if it was deleted since.
+async function failedBlocks(errors) {
+  const read = (e) => (pathless(e.user) ? null : get(`/v1/users/${enc(e.user)}/memories/${enc(e.block_id)}`).then((b) => b, () => null));
+  const blocks = await Promise.all(errors.map(read));
+  return new Map(errors.map((e, i) => [e.block_id, blocks[i]]));
+}
 
 async function health() {
   // /healthz answers 503 with the same body when a component fails: read it either way.
@@ -24,33 +32,37 @@ function component(name, c) {
 export async function opsPage(view, { me }) {
   const [queue, healthz, retention] = await Promise.all([get("/v1/queue"), health(), me.admin ? get("/v1/retention") : null]);
   const caps = await capabilities();
+  const texts = await failedBlocks(queue.last_errors);
   const [prompts, llm] = await Promise.all([
     caps.has("GET /v1/prompts") ? promptSection() : null,
     caps.has("GET /v1/llm") ? llmSection(me) : null,
   ]);
   const status = statusRegion();
   const requeue = me.admin && queue.dead > 0
-    ? h("button", { type: "button", testid: "requeue-dead" }, `Re-queue ${queue.dead} dead jobs`)
+    ? h("button", { type: "button", testid: "requeue-dead" }, `Re-queue ${plural(queue.dead, "dead job")}`)
     : null;
   if (requeue) {
-    requeue.addEventListener("click", async () => {
-      const done = await act(status, {
-        title: "Run the dead jobs again?",
-        body: `${queue.dead} extraction jobs that failed for good are queued again with their attempts reset.`,
-        confirmLabel: "Re-queue",
-        run: () => post("/v1/queue/retry", { dead_only: true }),
-        done: (r) => `${r.dead} dead jobs queued again.`,
-      });
-      if (done) requeue.remove();
-    });
+    requeue.addEventListener("click", () => act(status, {
+      title: "Run the dead jobs again?",
+      body: `${plural(queue.dead, "extraction job")} that failed for good will be queued again with their attempts reset.`,
+      confirmLabel: "Re-queue",
+      run: () => post("/v1/queue/retry", { dead_only: true }),
+      done: (r) => `${plural(r.dead, "dead job")} queued again.`,
+      then: refresh,
+    }));
   }
   const outage = queue.llm_outage;
-  const errors = queue.last_errors.map((e) => h("tr", { testid: "error-row" },
-    h("td", {}, new Date(e.at * 1000).toISOString().replace("T", " ").slice(0, 19)),
-    h("td", {}, link(route("users", e.user, "blocks", e.block_id), e.user)),
-    h("td", {}, e.status),
-    h("td", { class: "num" }, String(e.attempts)),
-    h("td", {}, e.error)));
+  const errors = queue.last_errors.map((e) => {
+    const b = texts.get(e.block_id);
+    const name = b ? excerpt(b.message, 80) : `block ${e.block_id}${pathless(e.user) ? "" : " (deleted since)"}`;
+    return h("tr", { testid: "error-row", "data-block": e.block_id },
+      h("td", {}, time(e.at)),
+      h("td", {}, e.user),
+      h("td", {}, b ? [link(route("users", e.user, "blocks", e.block_id), name, { testid: "error-block" }), h("span", { class: "muted" }, ` (${b.perspective})`)] : name),
+      h("td", {}, e.status),
+      h("td", { class: "num" }, num(e.attempts)),
+      h("td", {}, e.error));
+  });
   clear(view,
     h("h1", {}, me.admin ? "Operations" : "Extraction queue"),
     h("h2", {}, "Health"),
@@ -61,20 +73,21 @@ export async function opsPage(view, { me }) {
     h("h2", {}, "Extraction queue"),
     me.admin ? null : h("p", { class: "muted" }, "The counts are the whole service's; the errors are your own."),
     facts([
-      ["Queued", String(queue.queued), "queue-queued"],
-      ["Running", String(queue.running), "queue-running"],
-      ["Done", String(queue.done), "queue-done"],
-      ["Dead", String(queue.dead), "queue-dead"],
+      ["Queued", num(queue.queued), "queue-queued"],
+      ["Running", num(queue.running), "queue-running"],
+      ["Done", num(queue.done), "queue-done"],
+      ["Dead", num(queue.dead), "queue-dead"],
       ["Oldest queued", ago(queue.oldest_queued_age_s)],
       ["Throughput", `${queue.throughput_per_min} jobs/min`],
-      ["LLM outage", outage ? `${outage.jobs} jobs waiting ${ago(outage.waiting_s)}: ${outage.last_error}` : "none"],
+      ["LLM outage", outage ? `${plural(outage.jobs, "job")} waiting ${ago(outage.waiting_s)}: ${outage.last_error}` : "none"],
     ]),
     requeue, status,
-    table("The last errors", ["When (UTC)", "User", "Status", "Attempts", "Error"], errors, { testid: "errors" }),
+    queue.last_errors.length ? null : notice("info", "No extraction has failed.", "no-errors"),
+    table("The last errors", ["When", "User", "Block", "Status", "Attempts in its last run", "Error"], errors, { testid: "errors" }),
     prompts,
     retention ? h("section", { "aria-labelledby": "ret-h" },
       h("h2", { id: "ret-h" }, "Retention"),
-      h("p", {}, `Default policy: ${policyText(retention.default)}; ${Object.keys(retention.users).length} users have their own.`)) : null);
+      h("p", {}, `Default policy: ${policyText(retention.default)}; ${plural(Object.keys(retention.users).length, "user has", "users have")} their own.`)) : null);
 }
 
 // The prompt registry: each prompt's head, and its versions on request (newest first, as the API pages them).
@@ -98,14 +111,14 @@ async function promptSection() {
     return h("tr", { testid: "prompt-row", "data-prompt": p.prompt_id },
       h("th", { scope: "row", class: "mono" }, p.prompt_id),
       h("td", {}, p.description),
-      h("td", { class: "num" }, String(p.current_version)),
-      h("td", { class: "num" }, String(p.version_count)),
+      h("td", { class: "num" }, num(p.current_version)),
+      h("td", { class: "num" }, num(p.version_count)),
       h("td", {}, p.archived ? "archived" : "active"),
       h("td", {}, time(p.updated_at)),
       h("td", {}, show, versions));
   });
   return h("section", { "aria-labelledby": "prompts-h" },
-    h("h2", { id: "prompts-h" }, `Extraction prompts (${page.total})`),
+    h("h2", { id: "prompts-h" }, `Extraction prompts (${num(page.total)})`),
     table("The prompt registry", ["Prompt", "Description", "Current version", "Versions", "State", "Updated", ""], rows, { testid: "prompts" }));
 }
 
@@ -142,7 +155,7 @@ async function llmSection(me) {
       ["Configured", info.configured ? "yes" : "no: this server runs no extraction (a separate worker may)", "llm-configured"],
       info.configured ? ["Provider and model", `${info.provider} · ${info.model}`, "llm-model"] : null,
       me.admin && info.endpoint ? ["Endpoint", h("span", { class: "mono" }, info.endpoint), "llm-endpoint"] : null,
-      ["Outage", outage ? `${outage.jobs} jobs waiting ${ago(outage.waiting_s)}: ${outage.last_error}` : "none", "llm-outage"],
+      ["Outage", outage ? `${plural(outage.jobs, "job")} waiting ${ago(outage.waiting_s)}: ${outage.last_error}` : "none", "llm-outage"],
     ]),
     probe, result);
 }

@@ -4,11 +4,26 @@
 
 import { ApiError, API_ROOT, enc, post } from "../api.js";
 import { capabilities } from "../caps.js";
-import { clear, field, h, link, notice, route, table, withQuery } from "../dom.js";
+import { clear, copyButton, field, h, link, notice, plural, route, shellQuote, table, time, withQuery } from "../dom.js";
 import { excerpt } from "./user.js";
 
-export const MODES = ["hybrid", "vector", "keyword", "hybrid-rrf", "hybrid-rank", "hybrid-no-time", "hybrid-no-words",
-  "hybrid-fusion", "hybrid-session", "hybrid-context", "vector-messages", "keyword-messages", "hybrid-messages"];
+// Each search mode (a preset of the server's search settings) and what it does.
+export const MODES = [
+  ["hybrid", "The default: the vector and keyword retrievers' scores fused, then gains from the hit's session, its neighbouring exchanges, its session's words and the query's time phrases (“two weeks ago”); a newer block that restates an older one moves just above it."],
+  ["vector", "By meaning alone: the cosine similarity of the query's and the block's vectors."],
+  ["keyword", "By words alone: BM25 over the blocks' words."],
+  ["hybrid-rrf", "Plain reciprocal-rank fusion of vector and keyword, no context: the older default, for comparison."],
+  ["hybrid-rank", "Weighted reciprocal-rank fusion with mild session and neighbour context (the default before score fusion)."],
+  ["hybrid-no-time", "The default without the time gain: time phrases in the query change nothing."],
+  ["hybrid-no-supersede", "The default without moving a newer restatement above the older one."],
+  ["hybrid-no-words", "The default without the session-words and time gains."],
+  ["hybrid-fusion", "Score fusion of vector and keyword only: no context gains."],
+  ["hybrid-session", "Score fusion with the session gain only."],
+  ["hybrid-context", "Reciprocal-rank fusion with heavier session and neighbour context."],
+  ["vector-messages", "As vector, over the messages only (not the extracted facts)."],
+  ["keyword-messages", "As keyword, over the messages only."],
+  ["hybrid-messages", "As hybrid, over the messages only."],
+];
 
 const SCORE_KINDS = {
   cosine: "cosine similarity of the query's and the block's vectors (-1 to 1)",
@@ -68,6 +83,7 @@ export function searchBody(query, explain = false) {
   return body;
 }
 
+// The filters, folded away on a narrow screen unless one is set (they would push the hits off it).
 function filterFields(query) {
   const inputs = {};
   const text = (param, attrs = {}) => {
@@ -79,8 +95,11 @@ function filterFields(query) {
     h("option", { value: "post", selected: query.get("annotation_filter") === "post" }, "after it (on the k hits)"));
   inputs.kind = h("select", { name: "kind", testid: "filter-kind" },
     ["", "exchange", "fact"].map((k) => h("option", { value: k, selected: (query.get("kind") || "") === k }, k || "any")));
-  const node = h("fieldset", { class: "filters" },
-    h("legend", {}, "Filters"),
+  const params = [...LIST_FILTERS.map(([p]) => p), "annotations", "kind", ...TEXT_FILTERS.map(([p]) => p), "prompt_version"];
+  const set = params.filter((p) => query.get(p)).length;
+  const wide = window.matchMedia("(min-width: 641px)").matches;
+  const node = h("details", { class: "filters", testid: "filters", open: wide || set > 0 },
+    h("summary", {}, set ? `Filters (${set} set)` : "Filters"),
     h("div", { class: "row" },
       LIST_FILTERS.map(([param, , label, hint]) => field(label, text(param), hint)),
       field("Annotations", text("annotations"), "key=value, comma-separated: every pair must match."),
@@ -91,20 +110,23 @@ function filterFields(query) {
   return { node, inputs };
 }
 
-function shellQuote(s) {
-  return `'${s.replace(/'/g, "'\\''")}'`;
-}
-
+// Every value from the page is one shell word: the URL holds the user's id (o'brien), the body the query.
 export function curlLine(me, user, body) {
   const target = me.admin ? new URL(`v1/users/${enc(user)}/search`, API_ROOT) : new URL("v1/search", API_ROOT);
   const keyVar = me.admin ? "$MEMLANE_ADMIN_KEY" : "$MEMLANE_KEY";
-  return `curl -s -X POST -H "Authorization: Bearer ${keyVar}" -H 'Content-Type: application/json' ${target.href} -d ${shellQuote(JSON.stringify(body))}`;
+  return `curl -s -X POST -H "Authorization: Bearer ${keyVar}" -H 'Content-Type: application/json' ${shellQuote(target.href)} -d ${shellQuote(JSON.stringify(body))}`;
 }
 
 export async function searchPage(view, { parts, query, me }) {
   const user = parts[1];
   const q = h("input", { type: "search", name: "q", value: query.get("q") || "", required: true, testid: "query" });
-  const mode = h("select", { name: "mode", testid: "mode" }, MODES.map((m) => h("option", { value: m, selected: (query.get("mode") || "hybrid") === m }, m)));
+  const chosen = query.get("mode") || "hybrid";
+  const mode = h("select", { name: "mode", testid: "mode" }, MODES.map(([m]) => h("option", { value: m, selected: chosen === m }, m)));
+  const modeHelp = h("span", { class: "hint", id: "mode-help", testid: "mode-help" });
+  const describe = () => { modeHelp.textContent = (MODES.find(([m]) => m === mode.value) || [, ""])[1]; };
+  mode.setAttribute("aria-describedby", "mode-help");
+  mode.addEventListener("change", describe);
+  describe();
   const k = h("input", { type: "number", name: "k", min: 1, max: 1000, value: query.get("k") || "10", testid: "k" });
   const at = h("input", { type: "text", name: "at", value: query.get("at") || "", placeholder: "now", testid: "at" });
   const after = h("input", { type: "text", name: "after", value: query.get("after") || "", testid: "after" });
@@ -112,7 +134,9 @@ export async function searchPage(view, { parts, query, me }) {
   const form = h("form", { class: "search-form", role: "search", testid: "search-form" },
     field("Query", q),
     h("div", { class: "row" },
-      field("Mode", mode),
+      h("div", { class: "field mode-field" }, h("label", { for: "mode" }, "Mode"), Object.assign(mode, { id: "mode" }), modeHelp,
+        h("details", { class: "modes" }, h("summary", {}, "All the modes"),
+          h("dl", { class: "facts", testid: "modes" }, MODES.map(([m, what]) => [h("dt", { class: "mono" }, m), h("dd", {}, what)])))),
       field("Hits (k)", k),
       field("Asked at", at, "When the question is asked; “two weeks ago” is read against it. Empty: now."),
       field("Event time from", after, "Only blocks at or after this time."),
@@ -149,49 +173,48 @@ export async function searchPage(view, { parts, query, me }) {
     return;
   }
   const curl = h("input", { type: "text", readonly: true, value: curlLine(me, user, body), class: "mono wide", testid: "curl" });
-  const copy = h("button", { type: "button" }, "Copy");
-  copy.addEventListener("click", async () => {
-    curl.select();
-    try {
-      await navigator.clipboard.writeText(curl.value);
-      copy.textContent = "Copied";
-    } catch {
-      copy.textContent = "Selected: press Ctrl+C";
-    }
-  });
+  const rankOf = new Map(hits.map((hit, i) => [hit.block_id, i + 1]));
   clear(results,
-    h("h2", { id: "results-h" }, `${hits.length} hits`),
-    hits.length ? h("p", { class: "muted", testid: "score-kind" }, `Score: ${SCORE_KINDS[hits[0].score_kind] || hits[0].score_kind}.`) : null,
-    h("ol", { class: "hits" }, hits.map((hit, i) => hitItem(user, hit, i))),
-    h("div", { class: "curl" }, field("The same search with curl", curl), copy));
+    h("h2", { id: "results-h" }, plural(hits.length, "hit")),
+    hits.length ? h("p", { class: "muted", testid: "score-kind" }, `Score: ${SCORE_KINDS[hits[0].score_kind] || hits[0].score_kind}.`)
+      : notice("info", "Nothing matched. Another mode or fewer filters may find something; a user with no memories yet finds nothing (their page says how to add some).", "no-hits"),
+    h("ol", { class: "hits" }, hits.map((hit, i) => hitItem(user, hit, i, rankOf))),
+    h("div", { class: "curl" }, field("The same search with curl", curl), copyButton(curl)));
 }
 
-function hitItem(user, hit, i) {
+// Links to blocks by id, each with its place among these hits when it is one of them.
+function blockLinks(user, ids, rankOf) {
+  return ids.map((id, j) => [j ? ", " : "", link(route("users", user, "blocks", id), rankOf.has(id) ? `#${rankOf.get(id)} (${id})` : id)]);
+}
+
+function hitItem(user, hit, i, rankOf) {
   const ranks = Object.entries(hit.ranks).sort((a, b) => a[1] - b[1]);
+  const moved = hit.supersedes || (hit.explanation ? hit.explanation.supersedes : []);
   return h("li", { class: "hit", testid: "hit", "data-block": hit.block_id },
     h("div", { class: "hit-head" },
       h("span", { class: "rank" }, `#${i + 1}`),
       h("span", { testid: "hit-score" }, `${hit.score.toFixed(4)} ${hit.score_kind}`),
-      h("span", { class: "when" }, hit.time_annotation),
-      h("span", {}, `session ${hit.session_id} · ${hit.perspective}`)),
+      h("span", { class: "when" }, time(hit.time)),
+      h("span", {}, `session ${hit.session_id} · ${hit.perspective}`),
+      moved.length ? h("span", { class: "badge queued", testid: "hit-moved-badge" }, "moved up") : null),
+    moved.length
+      ? h("p", { testid: "hit-supersedes" }, "Moved up above ", blockLinks(user, moved, rankOf),
+        ": it restates what they say and is newer, so it ranks just above them whatever their scores.")
+      : null,
     h("p", { class: "hit-text", testid: "hit-message" }, excerpt(hit.message, 400)),
     h("p", { class: "why", testid: "hit-why" }, ranks.length
       ? ["Why: ", ranks.map(([name, r], j) => [j ? ", " : "", h("span", { testid: "hit-rank", "data-retriever": name }, `${name} rank ${r}`)])]
       : "Why: no retriever ranks were reported."),
     hit.explanation ? explanation(user, hit, i) : null,
-    hit.other_perspectives.length ? h("p", { class: "muted" }, `Also stored from ${hit.other_perspectives.length} other perspective(s).`) : null,
+    hit.other_perspectives.length ? h("p", { class: "muted" }, `Also stored from ${plural(hit.other_perspectives.length, "other perspective")}.`) : null,
     hit.superseded_by && hit.superseded_by.length
-      ? h("p", { testid: "hit-newer" }, "A newer block restates this one: ", blockLinks(user, hit.superseded_by), ".")
+      ? h("p", { testid: "hit-newer" }, "A newer block restates this one and was moved above it: ", blockLinks(user, hit.superseded_by, rankOf), ".")
       : null,
     h("p", {}, link(route("users", user, "blocks", hit.block_id), "Open the block")));
 }
 
 function num(x) {
   return x.toFixed(4);
-}
-
-function blockLinks(user, ids) {
-  return ids.map((id, j) => [j ? ", " : "", link(route("users", user, "blocks", id), id)]);
 }
 
 // Where the score comes from, line by line: each retriever (rank, own score, what it added), the fused
@@ -215,8 +238,5 @@ function explanation(user, hit, i) {
     h("summary", {}, "Where the score comes from"),
     table(`Hit ${i + 1}: each part of its score`, ["Part", "Rank", "Own score", "Adds", "Because"], rows),
     e.time_phrases.length && !(e.time_gain > 0)
-      ? h("p", { class: "muted" }, `Its time matches “${e.time_phrases.join("”, “")}”.`) : null,
-    e.supersedes.length
-      ? h("p", { testid: "hit-supersedes" }, "Moved just above the older block(s) it restates: ", blockLinks(user, e.supersedes), ".")
-      : null);
+      ? h("p", { class: "muted" }, `Its time matches “${e.time_phrases.join("”, “")}”.`) : null);
 }

@@ -1,11 +1,17 @@
 // Sign-in: the key is tried against GET /v1/whoami before it is kept (for this tab only).
 
 import { ApiError, api, signIn } from "../api.js";
-import { clear, field, h, notice } from "../dom.js";
+import { clear, field, h, notice, statusRegion } from "../dom.js";
 
-export async function signInPage(view, { query, next }) {
+// Where to go after signing in: the console's own address the tab was sent here from, else its start.
+function nextAddress(query) {
+  const next = query.get("next") || "";
+  return next.startsWith("#/") && !next.startsWith("#/signin") ? next : "#/";
+}
+
+export async function signInPage(view, { query }) {
   const input = h("input", { type: "password", name: "key", autocomplete: "off", spellcheck: "false", required: true, testid: "key" });
-  const status = h("div", { class: "status" });
+  const status = statusRegion();
   const form = h("form", { class: "card narrow", testid: "signin" },
     h("h1", {}, "Sign in"),
     h("p", {}, "Paste an API key: the admin key (MEMLANE_ADMIN_KEY) sees every user; a user's key (mlk_…) sees that user's memory only. The key is kept by this browser tab until it closes, and sent only to this server."),
@@ -20,7 +26,7 @@ export async function signInPage(view, { query, next }) {
     try {
       const me = await api("GET", "/v1/whoami", { bearer: candidate });
       signIn(candidate, me);
-      location.hash = next && next !== "#/signin" && !next.startsWith("#/signin?") ? next : "#/";
+      location.replace(nextAddress(query));
     } catch (err) {
       const text = err instanceof ApiError && err.status === 401
         ? "This key was refused: it is unknown, mistyped or revoked. Nothing was kept."
