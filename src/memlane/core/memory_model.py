@@ -12,6 +12,7 @@ from datetime import datetime
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
+from memlane.core.bounds import MAX_PERIOD_S, check_seconds
 from memlane.core.errors import ConfigError, LLMError, ValidationError
 from memlane.core.exchanges import EXCHANGE_PERSPECTIVE
 from memlane.core.jobs import JobStatus
@@ -411,6 +412,8 @@ class ModelMethods:
 
         # The synchronous extraction's time counts from here: the embedding and the write come out of it.
         started = monotonic()
+        if sync_timeout_s is not None:
+            sync_timeout_s = check_seconds(sync_timeout_s, "sync_timeout_s", 0, MAX_PERIOD_S)
         check_name(user, "user")
         check_name(session_id, "session_id")
         check_name(conversation_id, "conversation_id")

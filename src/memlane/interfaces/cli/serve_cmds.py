@@ -252,7 +252,7 @@ def close_memory(mem: Memory) -> None:
     "agent_sync_timeout_s",
     cls=SettingOption,
     setting="agent_sync_timeout",
-    type=click.FloatRange(min=0.1),
+    type=Seconds(0.1, MAX_PERIOD_S),
     default=DEFAULT_AGENT_SYNC_TIMEOUT_S,
     show_default=True,
     help="Seconds an Agent Memory add with async_processing false waits for its extraction, the LLM's retries "
