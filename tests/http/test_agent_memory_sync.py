@@ -114,6 +114,6 @@ def test_garbage_replies_are_502_within_the_bound(tmp_path: Path, fake_llm: Any)
         # attempts it has left (processing): the answer says which.
         assert err["details"][state] == [block_id], err
         if state == "extraction_failed":
-            assert "update one with async_processing true" in err["message"]
+            assert "an update of one, async_processing true, extracts it again" in err["message"]
     finally:
         made.close()

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ParamSpec, Self, TypeVar
 
-from memlane.core.errors import ConfigError
+from memlane.core.errors import ConfigError, LLMError
 from memlane.core.jobs import JobStatus, QueueStatus, Requeued
 from memlane.core.memory import DEFAULT_CONVERSATION, DEFAULT_SESSION, AddRequest, Memory
 from memlane.core.memory_model import KEEP, PromptRegistry
@@ -166,9 +166,19 @@ class AsyncMemory(OffLoop):
 
     # -- extraction --------------------------------------------------------------------------------------
 
-    async def run_jobs(self, job_ids: Sequence[int], *, retry_pause_s: float = 0.5) -> dict[int, JobStatus]:
-        """See :meth:`Memory.run_jobs` (its pauses between retries sleep in a pool thread, not on the loop)."""
-        return await self._run(self.memory.run_jobs, job_ids, retry_pause_s=retry_pause_s)
+    async def run_jobs(
+        self,
+        job_ids: Sequence[int],
+        *,
+        retry_pause_s: float = 0.5,
+        timeout_s: float | None = None,
+        on_error: Callable[[LLMError], None] | None = None,
+    ) -> dict[int, JobStatus]:
+        """See :meth:`Memory.run_jobs` (its pauses between retries sleep in a pool thread, not on the loop;
+        ``on_error`` is called there too)."""
+        return await self._run(
+            self.memory.run_jobs, job_ids, retry_pause_s=retry_pause_s, timeout_s=timeout_s, on_error=on_error
+        )
 
     async def queue_status(self, *, recent_errors: int = 5) -> QueueStatus:
         return await self._run(self.memory.queue_status, recent_errors=recent_errors)
@@ -408,6 +418,7 @@ class AsyncMemory(OffLoop):
         ttl_s: int | None = None,
         prompt: tuple[str, int | None] | str | None = None,
         extract: ExtractMode | None = None,
+        sync_timeout_s: float | None = None,
     ) -> AddResult:
         """See :meth:`Memory.add_facts`."""
         return await self._run(
@@ -421,6 +432,7 @@ class AsyncMemory(OffLoop):
             ttl_s=ttl_s,
             prompt=prompt,
             extract=extract,
+            sync_timeout_s=sync_timeout_s,
         )
 
     async def add_exchanges(
@@ -435,6 +447,7 @@ class AsyncMemory(OffLoop):
         ttl_s: int | None = None,
         prompt: tuple[str, int | None] | str | None = None,
         extract: ExtractMode | None = None,
+        sync_timeout_s: float | None = None,
     ) -> AddResult:
         """See :meth:`Memory.add_exchanges`."""
         return await self._run(
@@ -448,6 +461,7 @@ class AsyncMemory(OffLoop):
             ttl_s=ttl_s,
             prompt=prompt,
             extract=extract,
+            sync_timeout_s=sync_timeout_s,
         )
 
     async def update(

@@ -210,7 +210,7 @@ def _unfinished(memory: Memory, added: AddResult, timeout_s: float) -> ApiError:
         )
     if failed:
         parts.append(
-            f"extraction_failed (update one with async_processing true to extract it again): {', '.join(failed)}"
+            f"extraction_failed (an update of one, async_processing true, extracts it again): {', '.join(failed)}"
         )
     details = {"service": "llm", "block_ids": ids, "processing": waiting, "extraction_failed": failed}
     return ApiError(502, "UPSTREAM_ERROR", "; ".join(parts), details)
