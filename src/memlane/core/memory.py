@@ -39,7 +39,7 @@ from memlane.core.calls import (
     own_call_log,
 )
 from memlane.core.embedding.protocol import CachedEmbedder, Embedder, EmbedderConfig, EmbeddingCache, make_embedder
-from memlane.core.errors import ConfigError, NotFoundError, ValidationError
+from memlane.core.errors import ConfigError, LLMError, NotFoundError, ValidationError
 from memlane.core.exchanges import BlockDraft, draft_blocks, parse_messages, parse_mode
 from memlane.core.extraction.extractor import ExtractionPrompt, Extractor
 from memlane.core.extraction.sync import run_now
@@ -427,17 +427,37 @@ class Memory(ModelMethods, RetentionMethods):
             raise ConfigError("extraction needs an LLM (Memory(..., llm=...) or --llm)")
         return Extractor(self.llm, self.prompt, prompts=self.store.get_prompt_version)
 
-    def run_jobs(self, job_ids: Sequence[int], *, retry_pause_s: float = 0.5) -> dict[int, JobStatus]:
+    def run_jobs(
+        self,
+        job_ids: Sequence[int],
+        *,
+        retry_pause_s: float = 0.5,
+        timeout_s: float | None = None,
+        on_error: Callable[[LLMError], None] | None = None,
+    ) -> dict[int, JobStatus]:
         """Run the given jobs now, in this thread, with the same code as the workers (synchronous mode).
 
         A job whose reply was unusable is retried here at once, up to its attempts, and ends ``dead`` with
         its error kept. A server that cannot be reached (the LLM client has already retried it with backoff)
         ends the run: that job (its attempt given back) and the ones not run yet stay ``queued`` for a
         worker, and are left out of the returned outcome. A job a worker claimed first is waited for until it
-        is done or dead; a job deleted with its user meanwhile is left out too."""
+        is done or dead; a job deleted with its user meanwhile is left out too. ``timeout_s``: return within
+        this long, the LLM client's retries and waits included; the jobs not finished by then stay
+        ``queued`` for a worker. ``on_error`` sees each LLM error."""
         ids = [check_int(j, f"job_ids[{i}]", 1, MAX_ROW_ID, "a job id") for i, j in enumerate(job_ids)]
         pause = check_seconds(retry_pause_s, "retry_pause_s", 0, MAX_PERIOD_S)
-        return run_now(self.queue, self.extractor(), self.embedder, ids, retry_pause_s=pause)
+        deadline = None
+        if timeout_s is not None:
+            deadline = time.monotonic() + check_seconds(timeout_s, "timeout_s", 0, MAX_PERIOD_S)
+        return run_now(
+            self.queue,
+            self.extractor(),
+            self.embedder,
+            ids,
+            retry_pause_s=pause,
+            deadline=deadline,
+            on_error=on_error,
+        )
 
     def worker(
         self,

@@ -217,12 +217,12 @@ class PostgresJobQueue:
             if row is None:
                 return None
             status = JobStatus(row[0])
-            if status is JobStatus.DEAD:
-                conn.execute(
-                    "UPDATE blocks SET extraction_status = %s, fail_count = fail_count + 1 "
-                    "WHERE user_id = %s AND pk = %s",
-                    (ExtractionStatus.FAILED.value, row[1], row[2]),
-                )
+            # Every failed attempt counts on the block (that API's fail_count); the last one fails it.
+            conn.execute(
+                "UPDATE blocks SET fail_count = fail_count + 1, extraction_status = coalesce(%s, extraction_status) "
+                "WHERE user_id = %s AND pk = %s",
+                (ExtractionStatus.FAILED.value if status is JobStatus.DEAD else None, row[1], row[2]),
+            )
         return status
 
     def defer(self, job: ClaimedJob, error: str, retry_in_s: float) -> JobStatus | None:

@@ -99,6 +99,7 @@ def find_users(
     offset: int,
     now: float,
     contains: str | None = None,
+    metadata_text: Mapping[str, str] | None = None,
 ) -> Page[UserInfo]:
     where: list[str] = ["true"]
     params: list[object] = []
@@ -113,6 +114,10 @@ def find_users(
         # a JSON value compared as JSON (equal, not contained): "1" and 1 differ, [1] is not [1, 2]
         where.append("metadata -> %s = %s::jsonb")
         params += [key, json.dumps(value)]
+    for key, text in (metadata_text or {}).items():
+        # read as text: a string as itself, a number or a boolean as its JSON text; never a list, an object or null
+        where.append("jsonb_typeof(metadata -> %s) IN ('string', 'number', 'boolean') AND metadata ->> %s = %s")
+        params += [key, key, text]
     clause = " AND ".join(where)
     total = conn.execute(f"SELECT count(*) FROM users WHERE {clause}", params).fetchone()
     rows = conn.execute(

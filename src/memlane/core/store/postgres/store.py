@@ -293,10 +293,18 @@ class PostgresStore:
         limit: int = 100,
         offset: int = 0,
         contains: str | None = None,
+        metadata_text: Mapping[str, str] | None = None,
     ) -> Page[UserInfo]:
         with self.transaction() as conn:
             return sessions.find_users(
-                conn, name=name, metadata=metadata, limit=limit, offset=offset, now=now_epoch(), contains=contains
+                conn,
+                name=name,
+                metadata=metadata,
+                limit=limit,
+                offset=offset,
+                now=now_epoch(),
+                contains=contains,
+                metadata_text=metadata_text,
             )
 
     # -- sessions (memlane.core.store.postgres.sessions) ----------------------------------------------------
