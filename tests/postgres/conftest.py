@@ -59,7 +59,8 @@ def new_store(pg_url: str, new_schema: Callable[[], str]) -> Iterator[NewStore]:
     made: list[PostgresStore] = []
 
     def make(schema: str | None = None, **kw: Any) -> PostgresStore:
-        made.append(PostgresStore(pg_url, schema=schema or new_schema(), pool_max=4, **kw))
+        kw.setdefault("pool_max", 4)
+        made.append(PostgresStore(pg_url, schema=schema or new_schema(), **kw))
         return made[-1]
 
     yield make

@@ -308,6 +308,36 @@ def test_two_names_with_one_id_cannot_both_exist(new_store: NewStore, monkeypatc
     assert [u.name for u in store.list_users()] == ["ann"]
 
 
+def test_a_new_user_written_by_many_threads_at_once_is_created_once(new_store: NewStore) -> None:
+    """The first writes of a new name, started together on separate connections, all succeed: the name is
+    unique as well as its id, and a racing insert that finds either taken must wait and see the row, never
+    fail on the other's constraint (it did in a round or two of a hundred)."""
+    store = new_store(pool_max=8)
+    rounds, writers = 400, 6
+    errors: list[str] = []
+    for round_ in range(rounds):
+        start = threading.Barrier(writers)
+
+        def write(i: int, user: str = f"racer-{round_:03d}", start: threading.Barrier = start) -> None:
+            start.wait()
+            try:
+                if i == 0:
+                    store.create_user(user)
+                else:
+                    with store.transaction() as conn:
+                        store._lock_user(conn, user, create=True)  # what every first write does
+            except StoreError as e:
+                errors.append(str(e))
+
+        threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == []
+    assert [u.name for u in store.list_users()] == [f"racer-{r:03d}" for r in range(rounds)]
+
+
 def test_migration_3_counts_the_sessions_lengths_of_an_existing_store(new_store: NewStore) -> None:
     store = new_store()
     mem = Memory(store, HashingEmbedder())

@@ -240,7 +240,9 @@ class PostgresStore:
             if row is not None or not create:
                 return None if row is None else user_id
             inserted = conn.execute(
-                "INSERT INTO users(id, name, created_at) VALUES (%s, %s, %s) ON CONFLICT (id) DO NOTHING",
+                # No conflict target: the name is unique too (on one server), and an insert racing another of
+                # the same name must wait and then do nothing on either index, not fail on the name's.
+                "INSERT INTO users(id, name, created_at) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                 (user_id, user, to_epoch(now_utc())),
             ).rowcount
             if not inserted:
@@ -256,7 +258,7 @@ class PostgresStore:
         with self.transaction() as conn:
             row = conn.execute(
                 "INSERT INTO users(id, name, created_at, display_name, metadata) VALUES (%s, %s, %s, %s, %s::jsonb) "
-                "ON CONFLICT (id) DO NOTHING RETURNING id",
+                "ON CONFLICT DO NOTHING RETURNING id",  # either unique index: see _lock_user
                 (user_id, user, to_epoch(now_utc()), display_name or None, json.dumps(dict(metadata or {}))),
             ).fetchone()
             if row is None:
