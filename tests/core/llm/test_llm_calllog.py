@@ -141,6 +141,27 @@ log.close()
 """
 
 
+def test_a_call_log_opened_while_another_process_migrates_it_waits(tmp_path: Path) -> None:
+    """The switch of a new file to write-ahead logging fails at once ("database is locked", SQLite's busy
+    handler not consulted) while another connection holds its write lock, as a process migrating the same new
+    call log does: the opener waits for it, as it waits for any other lock."""
+    from memlane.core.store.sqlite.maintenance import use_wal
+    from memlane.core.store.sqlite.store import SqliteStore
+
+    for opener in (CallLog, SqliteStore):
+        path = tmp_path / f"{opener.__name__}.db"
+        other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        other.execute("BEGIN IMMEDIATE")  # what a migrating opener holds, before its file is in WAL mode
+        threading.Timer(0.3, lambda other=other: other.execute("COMMIT")).start()
+        opened = opener(path)
+        opened.close()
+        other.close()
+    held = sqlite3.connect(tmp_path / "held.db", isolation_level=None)
+    held.execute("BEGIN IMMEDIATE")
+    with pytest.raises(sqlite3.OperationalError, match="locked"):  # the wait is bounded
+        use_wal(sqlite3.connect(tmp_path / "held.db", isolation_level=None), 200)
+
+
 def test_processes_opening_a_new_call_log_together_all_run(tmp_path: Path) -> None:
     """Workers started at once on a fresh call log: each one migrates it or finds it migrated (one used to exit
     with "table llm_calls already exists")."""

@@ -37,7 +37,7 @@ from typing import Any
 from memlane.core.errors import StoreError
 from memlane.core.llm.protocol import ChatMessage
 from memlane.core.store.check import StoreCheck
-from memlane.core.store.sqlite.maintenance import sqlite_check, truncate_wal
+from memlane.core.store.sqlite.maintenance import sqlite_check, truncate_wal, use_wal
 from memlane.core.store.sqlite.probe import sqlite_reason
 
 log = logging.getLogger("memlane.llm")
@@ -160,7 +160,7 @@ class CallLog:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._db.execute("PRAGMA journal_mode = WAL")
+            use_wal(self._db, BUSY_TIMEOUT_MS)
             self._db.execute("PRAGMA synchronous = NORMAL")
             # A deleted call's words are overwritten in the file, not left in its free pages.
             self._db.execute("PRAGMA secure_delete = ON")

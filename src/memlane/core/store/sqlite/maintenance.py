@@ -4,10 +4,29 @@ truncating its write-ahead log after a deletion, checking its integrity."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 from memlane.core.errors import StoreError
 from memlane.core.store.check import StoreCheck
+
+
+def use_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """Put the file in write-ahead-log mode, waiting up to ``busy_timeout_ms`` for other openers. The switch of
+    a new file needs it to itself, and SQLite answers "database is locked" at once, without its busy handler,
+    when another process is switching it or reading it at that moment (processes opening a new file together
+    did); the switch is retried until the wait is over, then the error is the caller's to translate."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def truncate_wal(conn: sqlite3.Connection, wait_ms: int, busy_timeout_ms: int) -> bool:

@@ -57,7 +57,7 @@ from memlane.core.store.sqlite.ann import AnnIndexes, drop_user
 from memlane.core.store.sqlite.ann import status as ann_status
 from memlane.core.store.sqlite.annscrub import take_journalled
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys, load_user_index, retire_keys
-from memlane.core.store.sqlite.maintenance import sqlite_check, truncate_wal
+from memlane.core.store.sqlite.maintenance import sqlite_check, truncate_wal, use_wal
 from memlane.core.store.sqlite.model import LIVE
 from memlane.core.store.sqlite.probe import open_error, probe_write, store_error
 from memlane.core.store.sqlite.schema import migrate
@@ -163,7 +163,7 @@ class SqliteStore:
                 conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
                 conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                 conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # takes effect only when the file is created
-                conn.execute("PRAGMA journal_mode = WAL")
+                use_wal(conn, BUSY_TIMEOUT_MS)
                 conn.execute(f"PRAGMA synchronous = {self.durability.upper()}")
                 conn.execute("PRAGMA foreign_keys = ON")
                 conn.execute("PRAGMA temp_store = MEMORY")  # the tokenizer's scratch table
