@@ -4,11 +4,14 @@
 #   pg_env=$(bash .ci/postgres.sh start)      install what is missing, start a cluster on 127.0.0.1 and print
 #   eval "$pg_env"                            the exports the tests read (MEMLANE_TEST_POSTGRES_URL, ...);
 #                                             (an assignment first, so that `set -e` sees a failed start)
-#   pg_env_2=$(bash .ci/postgres.sh start _2) a second, independent cluster whose exports end in the suffix
-#                                             (MEMLANE_TEST_POSTGRES_URL_2, MEMLANE_TEST_PG_DIR_2, ...): the
-#                                             sharded store's tests put one shard on each
+#   pg_env_2=$(bash .ci/postgres.sh start _2) another, independent cluster whose exports end in the suffix
+#                                             (MEMLANE_TEST_POSTGRES_URL_2, MEMLANE_TEST_PG_DIR_2, ...):
+#                                             .ci/citus.sh starts its nodes so
 #   bash .ci/postgres.sh stop "$MEMLANE_TEST_PG_DIR"   stop that cluster and remove its folder
 #   bash .ci/postgres.sh install              only install (PostgreSQL 15, then pgvector built from source)
+#
+# MEMLANE_PG_CONF, if set, holds extra postgresql.conf lines for the server started (.ci/citus.sh preloads
+# Citus with it).
 #
 # Every install step checks before it acts, so the script works on a fresh machine and on one where
 # everything is already there. Only the exports go to stdout; progress goes to stderr.
@@ -155,6 +158,7 @@ unix_socket_directories = '$dir'
 fsync = off
 max_connections = 200
 shared_buffers = 256MB
+${MEMLANE_PG_CONF:-}
 EOF
     # A port free when probed may be taken before the server binds it (another start, a client socket):
     # then the next one is tried.

@@ -18,8 +18,8 @@ from memlane.settings import Settings, env_var
 StoreFactory = Callable[[], Store]
 
 POSTGRES_URL_ENV = "MEMLANE_TEST_POSTGRES_URL"
-# A second server (.ci/postgres.sh start _2): the sharded store's runs put one shard on each.
-POSTGRES_URL_2_ENV = "MEMLANE_TEST_POSTGRES_URL_2"
+# A Citus coordinator (.ci/citus.sh start): the PostgreSQL store on a distributed cluster.
+CITUS_URL_ENV = "MEMLANE_TEST_CITUS_URL"
 # Contract tests that exercise one backend's own mechanics, with the reason they skip on the others.
 SQLITE_ONLY = {
     "test_search_caches_see_writes_from_another_connection": "opens one SQLite file twice (tests/postgres covers "
@@ -75,32 +75,11 @@ def _postgres_factory(url: str) -> tuple[StoreFactory, Callable[[], None]]:
     return make, cleanup
 
 
-def _sharded_factory(urls: list[str]) -> tuple[StoreFactory, Callable[[], None]]:
-    """A store sharded over the two servers, each store in a schema of its own on both."""
-    from memlane.core.store.postgres.schema import drop_schema
-    from memlane.core.store.postgres.sharded import ShardedStore
-
-    made: list[tuple[ShardedStore, str]] = []
-
-    def make() -> Store:
-        schema = f"test_{uuid.uuid4().hex[:16]}"
-        made.append((ShardedStore(urls, schema=schema, pool_max=4), schema))
-        return made[-1][0]
-
-    def cleanup() -> None:
-        for store, schema in made:
-            store.close()
-            for url in urls:
-                drop_schema(url, schema)
-
-    return make, cleanup
-
-
 @pytest.fixture(
     params=[
         "sqlite",
         pytest.param("postgres", marks=pytest.mark.postgres),
-        pytest.param("sharded", marks=pytest.mark.postgres),
+        pytest.param("citus", marks=pytest.mark.postgres),
     ]
 )
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
@@ -108,21 +87,15 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[St
     if request.param == "sqlite":
         yield _sqlite_factory(tmp_path)
         return
-    url = os.environ.get(POSTGRES_URL_ENV)
+    url = os.environ.get(CITUS_URL_ENV if request.param == "citus" else POSTGRES_URL_ENV)
     if not url:
+        if request.param == "citus":
+            pytest.skip(f"Citus backend: set {CITUS_URL_ENV} (.ci/citus.sh starts a coordinator and two workers)")
         pytest.skip(f"PostgreSQL backend: set {POSTGRES_URL_ENV} (.ci/postgres.sh starts a server)")
     reason = SQLITE_ONLY.get(request.node.originalname)
     if reason:
         pytest.skip(f"SQLite-specific: {reason}")
-    if request.param == "sharded":
-        url_2 = os.environ.get(POSTGRES_URL_2_ENV)
-        if not url_2:
-            pytest.skip(
-                f"sharded PostgreSQL: set {POSTGRES_URL_2_ENV} too (.ci/postgres.sh start _2 starts a second server)"
-            )
-        make, cleanup = _sharded_factory([url, url_2])
-    else:
-        make, cleanup = _postgres_factory(url)
+    make, cleanup = _postgres_factory(url)
     yield make
     cleanup()
 

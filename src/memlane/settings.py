@@ -25,6 +25,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from memlane.core.embedding.protocol import EmbedderConfig
 from memlane.core.errors import ConfigError
+from memlane.core.jobs import DEFAULT_MAX_ATTEMPTS
 from memlane.core.llm.settings import DEFAULT_BASE_URL, LLMSettings
 from memlane.core.store.annsettings import AnnSettings
 
@@ -34,6 +35,9 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 MAX_BODY_BYTES = 1024**3  # the largest --max-body
 DEFAULT_READ_TIMEOUT_S = 30.0
 DEFAULT_HEALTH_CHECK_EVERY_S = 3600.0
+# An Agent Memory add with async_processing false answers within this many seconds: its SDK gives up on a
+# reply after 30 s, and a third of that is left for the embedding, the write and the network.
+DEFAULT_AGENT_SYNC_TIMEOUT_S = 20.0
 MASK = "********"
 
 
@@ -86,6 +90,12 @@ class Settings(BaseSettings):
         description="Seconds between the retention sweeps of `memlane worker` and `memlane serve`; 0: none "
         "(--retention-every)",
     )
+    extraction_attempts: int = Field(
+        default=DEFAULT_MAX_ATTEMPTS,
+        ge=1,
+        description="Failed attempts before a block's extraction fails for good (extraction_failed, re-queueable); "
+        "an LLM outage uses none",
+    )
     default_ttl: int = Field(
         default=0,
         description="Seconds a block lives after it is written when neither its add nor its session gives a TTL; "
@@ -111,6 +121,11 @@ class Settings(BaseSettings):
         default=True,
         description="Serve the Agent Memory API's routes at the root, beside /v1 (--agent-memory-api)",
     )
+    agent_sync_timeout: float = Field(
+        default=DEFAULT_AGENT_SYNC_TIMEOUT_S,
+        description="Seconds an Agent Memory add with async_processing false waits for its extraction, the LLM's "
+        "retries included, before it answers 502 with the blocks stored (--agent-sync-timeout)",
+    )
     oidc_jwks: Path | None = Field(
         default=None,
         description="A JWKS file of the identity provider's public keys: `memlane serve` also takes RS256 "
@@ -123,8 +138,8 @@ class Settings(BaseSettings):
     oidc_user_claim: str = Field(default="sub", description="The OIDC claim naming the user (--oidc-user-claim)")
     oidc_role_claim: str = Field(
         default="role",
-        description="The OIDC claim naming the role: read-only/ams_ro, read-write/ams_rw, admin/ams_admin "
-        "(--oidc-role-claim)",
+        description="The OIDC claim naming the role: read-only/ams_ro, read-write/ams_rw, admin/ams_admin (an "
+        "admin token acts on any user of the Agent Memory routes) (--oidc-role-claim)",
     )
     health_check_every: float = Field(
         default=DEFAULT_HEALTH_CHECK_EVERY_S,
@@ -216,6 +231,7 @@ class Settings(BaseSettings):
             "embedder_config": self.embedder_config(),
             "ann": self.ann_settings(),
             "default_ttl_s": self.default_ttl,
+            "max_attempts": self.extraction_attempts,
         }
 
     def ann_settings(self) -> AnnSettings:

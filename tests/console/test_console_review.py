@@ -156,10 +156,13 @@ def test_an_exchange_from_a_message_list_is_corrected_by_both_sides(tab: Tab, al
 
 
 def test_a_hit_moved_up_says_so_and_links_both_ways(tab: Tab, alice: Console) -> None:
-    alice.add("alice", ["I take cello lessons with Mr. Okafor.", "Nice."], time="2023-06-01T18:30:00Z", session_id="s2")
-    alice.add("alice", ["Now I take cello lessons with Ms. Ferreira instead.", "A new teacher!"],
+    alice.add("alice", ["I take cello lessons at Riverside Music School on Tuesdays.", "Nice."],
+              time="2023-06-01T18:30:00Z", session_id="s2")  # fmt: skip
+    alice.add("alice", ["I moved my cello lessons to Harbor Academy.", "A new school!"],
               time="2023-06-10T18:30:00Z", session_id="s3")  # fmt: skip
-    query = {"q": "Who gives me cello lessons?", "k": 4, "at": "2023-06-15T12:00:00Z"}
+    # A question for a current value (a place) whose matching sentences name two places: the newer block is
+    # moved above the older one, which matches the question's words better.
+    query = {"q": "Where do I take cello lessons?", "k": 4, "at": "2023-06-15T12:00:00Z"}
     with alice.client(alice.keys["alice"]) as a:
         hits = a.post("/v1/search", json={"query": query["q"], "k": 4, "at": query["at"]}).json()
     newer, older = hits[0], hits[1]

@@ -44,7 +44,7 @@ def test_keys_are_made_for_users_that_exist_and_die_with_them(store_factory: Sto
     assert keys.verify(bobs.key) is not None  # another user's keys stay
     mem.create_user("alice")  # the name again: a new user, whom no old key opens
     assert keys.verify(first.key) is None and keys.list("alice") == []
-    assert mem.deletion_epoch() > verified.epoch  # raised (a sharded store packs one epoch per shard)
+    assert mem.deletion_epoch() > verified.epoch  # raised
 
 
 def test_the_old_key_table_of_a_sqlite_store_moves_into_the_store(tmp_path: Path) -> None:

@@ -49,11 +49,8 @@ def second_store(store: Store) -> Store:
     """Another store on the same file or schema: what a second process opens."""
     if isinstance(store, SqliteStore):
         return SqliteStore(store.path)
-    from memlane.core.store.postgres.sharded import ShardedStore
     from memlane.core.store.postgres.store import PostgresStore
 
-    if isinstance(store, ShardedStore):
-        return ShardedStore(store.urls, schema=store.schema, pool_max=ADDERS + 1)
     assert isinstance(store, PostgresStore)
     return PostgresStore(store.url, schema=store.schema, pool_max=ADDERS + 1)
 

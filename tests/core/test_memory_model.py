@@ -68,6 +68,11 @@ def test_users_have_names_and_metadata_and_are_found_by_them(mem: Memory) -> Non
     assert [u.name for u in mem.list_users(metadata={"team": "red", "level": 3}).items] == ["alice"]
     assert [u.name for u in mem.list_users(metadata={"level": "3"}).items] == ["bob"]
     assert [u.name for u in mem.list_users(name="Bob").items] == ["bob"]
+    # Values read as text (the Agent Memory API's filter): a string as itself, a number or a boolean as its
+    # JSON text; a list, an object or null never matches.
+    assert [u.name for u in mem.list_users(metadata_text={"level": "3"}).items] == ["alice", "bob"]
+    assert [u.name for u in mem.list_users(metadata_text={"level": "3", "team": "red"}, limit=1).items] == ["alice"]
+    assert mem.list_users(metadata_text={"level": "3.0"}).total == 0
     assert mem.list_users(name="bob").total == 0  # exact display name
     page = mem.list_users(limit=2, offset=1)
     assert page.total == 3 and [u.name for u in page.items] == ["bob", "carol"]
@@ -593,3 +598,24 @@ def test_async_memory_mirrors_the_memory_model(tmp_path: Path) -> None:
             assert await mem.delete_session("alice", "s1") == 1
 
     asyncio.run(run())
+
+
+def test_metadata_read_as_text_matches_numbers_and_booleans_by_their_json_text(mem: Memory) -> None:
+    odd = {"n": 2.5, "on": True, "off": False, "tags": ["x"], "obj": {"a": 1}, "none": None, "big": 10**12}
+    mem.create_user("a", metadata=odd)
+    mem.create_user("b", metadata={"n": "2.5", "on": "true", "tags": "['x']", "none": "None"})
+    for pairs, found in [
+        ({"n": "2.5"}, ["a", "b"]),
+        ({"on": "true"}, ["a", "b"]),
+        ({"off": "false"}, ["a"]),
+        ({"big": "1000000000000"}, ["a"]),
+        ({"tags": "['x']"}, ["b"]),  # a list never matches; the string does
+        ({"obj": '{"a": 1}'}, []),
+        ({"none": "None"}, ["b"]),
+        ({"none": "null"}, []),
+        ({"missing": ""}, []),
+    ]:
+        page = mem.list_users(metadata_text=pairs)
+        assert [u.name for u in page.items] == found and page.total == len(found), pairs
+    with pytest.raises(ValidationError, match="metadata_text"):
+        mem.list_users(metadata_text={"n": 2.5})  # type: ignore[dict-item]

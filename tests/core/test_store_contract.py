@@ -277,7 +277,7 @@ def test_a_shared_embedding_cache_serves_several_stores(store_factory: StoreFact
 
 
 def test_index_status_and_build_name_every_user(memory: Memory) -> None:
-    """`memlane index status | build` on every backend (the sharded store asks the user's shard): users
+    """`memlane index status | build` on every backend: users
     below the threshold (20,000 keys by default) need no index and get none."""
     add_sample(memory, "bob", "chess", n=2)
     add_sample(memory, "alice", "gardening")

@@ -1,5 +1,5 @@
 """Shared by the Agent Memory route tests: the app in process over each store (SQLite; PostgreSQL and the
-sharded store when their servers are configured), with or without a scripted LLM, and clients that speak
+Citus cluster when their servers are configured), with or without a scripted LLM, and clients that speak
 to it as that API's clients do (JSON, a bearer token, ids in the path)."""
 
 from __future__ import annotations

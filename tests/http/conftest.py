@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 from agent_memory_support import api, llm_api, sqlite_api  # noqa: F401  (the Agent Memory routes' fixtures)
-from http_support import Service, make_service
+from http_support import (  # noqa: F401  (a store for server processes, a fake LLM server)
+    Service,
+    fake_llm,
+    make_service,
+    shared_store,
+)
 
 
 @pytest.fixture

@@ -3,10 +3,14 @@ log, and httpx clients that reach it through an in-process ASGI transport."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 import re
 import subprocess
+import sys
 import threading
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,12 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
+import pytest
 from fastapi import FastAPI
+from psycopg import sql
 from sync_asgi import SyncASGITransport
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.llm import CallLog, ChatMessage, ScriptedLLM
 from memlane.core.memory import Memory
+from memlane.core.store.postgres.schema import drop_schema
 from memlane.core.store.protocol import Store
 from memlane.core.store.sqlite import SqliteStore
 from memlane.interfaces.http import create_app
@@ -146,3 +154,35 @@ def backend_clients(store: Store, users: Mapping[str, Mapping[str, Any]]) -> Ite
     finally:
         transport.shutdown()
         memory.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A store two server processes open: a SQLite file, or a fresh schema named by the URL alone."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "shared.db")
+        return
+    url = os.environ.get("MEMLANE_TEST_POSTGRES_URL")
+    if not url:
+        pytest.skip("needs a PostgreSQL server: set MEMLANE_TEST_POSTGRES_URL (.ci/postgres.sh starts one)")
+    schema = f"test_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    yield f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+    drop_schema(url, schema)
+
+
+# The fake OpenAI-compatible server lives with the LLM tests; appended, so its folder shadows nothing here.
+LLM_TESTS = Path(__file__).resolve().parents[1] / "core" / "llm"
+if str(LLM_TESTS) not in sys.path:
+    sys.path.append(str(LLM_TESTS))
+fakeserver = importlib.import_module("fakeserver")
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[Any]:
+    """An OpenAI-compatible chat server on loopback (``tests/core/llm/fakeserver.py``) that extracts every
+    block as :func:`extraction_reply` does."""
+    with fakeserver.FakeChatServer() as server:
+        server.responder = lambda body: extraction_reply(body["messages"])
+        yield server

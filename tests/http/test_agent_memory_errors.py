@@ -5,6 +5,8 @@ traceback, and nothing half-written. memlane's own /v1 routes keep their nested 
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pytest
@@ -119,3 +121,95 @@ def test_the_routes_can_be_turned_off(tmp_path: Any) -> None:
         assert not [p for p in off.app.openapi()["paths"] if serves(p)]
     finally:
         off.close()
+
+
+def test_memlanes_own_error_bodies_also_carry_the_flat_one(sqlite_api: AgentApi) -> None:
+    """A client of that API given a base URL ending in /v1 reaches memlane's own routes: it unwraps a
+    ``detail`` object and reads a string code and a message there, while /v1 clients read ``error``."""
+    admin = sqlite_api.admin
+    answers = [
+        (admin.get("/v1/users/alice/memory"), 404, "without /v1"),  # that API's path under /v1: no such route
+        (admin.get("/v1/nothing"), 404, "no route GET /v1/nothing"),
+        (admin.post("/v1/users/alice/sessions", json={}), 405, "POST is not allowed on /v1/users/alice/sessions"),
+        (admin.get("/v1/users/nobody"), 404, "nobody"),  # a /v1 route's own answer
+        (admin.post("/v1/users", json={"user_id": "x", "name": "X"}), 422, "user"),
+        (sqlite_api.client("wrong-key").get("/v1/memories"), 401, "unknown"),
+    ]
+    for resp, status, words in answers:
+        assert resp.status_code == status, resp.text
+        body = resp.json()
+        nested = body["error"]
+        assert isinstance(nested["code"], str) and words in nested["message"], body
+        assert body["detail"] == {
+            "error": nested["code"].upper(),
+            "message": nested["message"],
+            "details": {"field": nested["field"]} if "field" in nested else {},
+            "request_id": resp.headers["x-request-id"],
+        }
+
+
+def test_the_routes_turned_off_say_so(tmp_path: Any) -> None:
+    off = make_api(SqliteStore(tmp_path / "off.db"), agent_memory_api=False)
+    try:
+        body = off.admin.get("/users/alice").json()
+        assert "--no-agent-memory-api" in body["error"]["message"] and body["detail"]["error"] == "NOT_FOUND"
+    finally:
+        off.close()
+
+
+# What a client sent, and the field its error must name (that API's name, not the core's).
+FIELDS: list[tuple[str, str, dict[str, Any], str]] = [
+    ("POST", "/users", {"user_id": "u" * 300, "name": "X"}, "user_id"),
+    ("POST", "/users", {"user_id": "ok", "name": "N" * 300}, "name"),
+    ("PUT", USER, {"name": "N" * 300}, "name"),
+    ("PUT", USER + "/ttl", {"new_ttl": 10**12}, "new_ttl"),
+    ("POST", USER + "/sessions", {"session_id": "s2", "memory_blocks_ttl": 10**12}, "memory_blocks_ttl"),
+    ("POST", SESSION + "/memory", {"facts": ["x"], "memory_block_ttl": 10**12}, "memory_block_ttl"),
+    ("POST", SESSION + "/memory", {"messages": [{"user_content": " ", "assistant_content": ""}]}, "messages[0]"),
+    (
+        "POST",
+        SESSION + "/memory",
+        {"messages": [{"user_content": "a", "assistant_content": "b\ud800"}]},
+        "messages[0].assistant_content",
+    ),
+    ("POST", SESSION + "/memory", {"facts": ["x"], "prompt_id": "bad id"}, "prompt_id"),
+    ("PUT", SESSION + "/memory/{fact}", {"memory_block_ttl": 10**12}, "memory_block_ttl"),
+    ("PUT", SESSION + "/memory/{fact}", {"message": {"user_content": "a", "assistant_content": "b"}}, "message"),
+    ("PUT", SESSION + "/memory/{exchange}", {"fact": "f"}, "fact"),
+    ("PUT", SESSION + "/memory/{exchange}", {"message": {"user_content": "", "assistant_content": " "}}, "message"),
+    (
+        "PUT",
+        SESSION + "/memory/{exchange}",
+        {"message": {"user_content": "a\ud800", "assistant_content": "b"}},
+        "message.user_content",
+    ),
+    ("PUT", SESSION + "/memory/{fact}", {"fact": "f\ud800"}, "fact"),
+    ("PUT", SESSION + "/memory/{fact}", {"prompt_id": "bad id"}, "prompt_id"),
+    ("POST", "/prompts", {"prompt_id": "p", "prompt": "t\ud800", "description": "d"}, "prompt"),
+    ("PUT", "/prompts/p0", {"prompt": "t\ud800"}, "prompt"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "field"), FIELDS)
+def test_errors_name_the_fields_as_the_client_sent_them(
+    sqlite_api: AgentApi, method: str, path: str, body: dict[str, Any], field: str
+) -> None:
+    sqlite_api.session("alice", "s1")
+    add = sqlite_api.admin.post(SESSION + "/memory", json={"facts": ["a fact"]}).json()
+    turn = {"messages": [{"user_content": "hi", "assistant_content": "hello"}]}
+    exchange = sqlite_api.admin.post(SESSION + "/memory", json=turn).json()
+    sqlite_api.admin.post("/prompts", json={"prompt_id": "p0", "prompt": "t", "description": "d"})
+    path = path.format(fact=add["block_ids"][0], exchange=exchange["block_ids"][0])
+    sent = json.dumps(body)  # ASCII: a lone surrogate travels as its escape, \ud800
+    err = flat_error(sqlite_api.admin.request(method, path, content=sent), 400, "INVALID_REQUEST")
+    assert err["details"]["field"] == field and field in err["message"], err
+    assert not re.search(r"\b(ttl_s|default_ttl_s|display_name|pairs|sides|prompt\.\w+)\b", err["message"]), err
+
+
+def test_every_problem_of_a_body_is_said_in_full(sqlite_api: AgentApi) -> None:
+    sqlite_api.session("alice", "s1")
+    body = {"facts": ["ok", 7], "memory_block_ttl": "60", "async_processing": "yes"}
+    err = flat_error(sqlite_api.admin.post(SESSION + "/memory", json=body), 422, "INVALID_REQUEST")
+    assert err["details"]["field"] == "facts[1]"
+    for field in ("facts[1]", "memory_block_ttl", "async_processing"):
+        assert f"{field}: " in err["message"], err

@@ -4,9 +4,13 @@ is mapped onto the batch processor's shape; memlane has no memory monitor (not_i
 
 from __future__ import annotations
 
-from agent_memory_support import AgentApi, flat_error
+from pathlib import Path
+
+from agent_memory_support import AgentApi, flat_error, make_api
 
 import memlane
+from memlane.core.llm import ScriptedLLM
+from memlane.core.store.sqlite import SqliteStore
 
 BATCH_STATS = {
     "total_enqueued",
@@ -80,7 +84,7 @@ def test_the_batch_processor_routes_map_the_queue(llm_api: AgentApi) -> None:
     )
     plain = llm_api.admin.get("/health/async-batch-processor").json()
     assert plain["status"] == "healthy" and plain["queue"]["size"] == 1 and plain["queue"]["processing"] == 0
-    assert plain["queue"]["queued_ids"] == []  # block ids are users' data: never shown here
+    assert plain["queue"]["queued_ids"] == 1  # a count (that API's type): the ids are users' data
     assert plain["queue"]["max_size"] == 10_000
     stats = llm_api.admin.get("/health/async-batch-processor-stats").json()
     assert set(stats["statistics"]) >= BATCH_STATS and set(stats["rate_budget"]) == RATE_BUDGET
@@ -100,3 +104,37 @@ def test_the_batch_processor_is_not_initialized_without_an_llm(sqlite_api: Agent
 def test_memory_monitor_is_not_initialized(sqlite_api: AgentApi) -> None:
     body = sqlite_api.admin.get("/health/memory").json()
     assert body["status"] == "not_initialized" and body["accepting_requests"] is True
+
+
+def test_the_batch_processor_reports_an_llm_outage(tmp_path: Path) -> None:
+    made = make_api(SqliteStore(tmp_path / "outage.db"))
+    made.memory.llm = ScriptedLLM(fail_on={1: "transport"})  # the LLM cannot be reached on the first call
+    try:
+        made.session("alice", "s1")
+        made.admin.post("/users/alice/sessions/s1/memory", json={"facts": ["likes tea"]})
+        made.memory.worker(concurrency=1).run(drain=True)  # the try finds the LLM unreachable: the job waits
+        for path in ("/health/async-batch-processor", "/health/async-batch-processor-stats"):
+            body = made.client(made.user_key("alice")).get(path).json()
+            assert body["status"] == "degraded" and body["queue"]["size"] == 1, body
+            assert "LLM" in body["message"] and "1 block" in body["message"] and "scripted transport" in body["message"]
+        assert made.admin.get("/health/models").json()["llm"]["status"] == "unhealthy"
+    finally:
+        made.close()
+
+
+def test_the_batch_processor_reports_a_full_queue_and_counts_its_429s(tmp_path: Path) -> None:
+    made = make_api(SqliteStore(tmp_path / "full.db"), llm=True, agent_queue_max=2)
+    try:
+        made.session("alice", "s1")
+        add = {"facts": ["one", "two"]}
+        assert made.admin.post("/users/alice/sessions/s1/memory", json=add).status_code == 201
+        for _ in range(2):
+            flat_error(made.admin.post("/users/alice/sessions/s1/memory", json=add), 429, "QUEUE_FULL")
+        body = made.admin.get("/health/async-batch-processor-stats").json()
+        assert body["status"] == "degraded" and "full" in body["message"] and "2 of 2" in body["message"], body
+        assert body["statistics"]["queue_full"] == 2
+        made.memory.worker(concurrency=1).run(drain=True)
+        body = made.admin.get("/health/async-batch-processor-stats").json()
+        assert body["status"] == "healthy" and body["statistics"]["queue_full"] == 2  # counted since the start
+    finally:
+        made.close()

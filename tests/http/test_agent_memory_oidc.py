@@ -151,3 +151,27 @@ def test_memlane_serve_takes_tokens_with_oidc_jwks(tmp_path: Path, signing_key: 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_token_with_the_admin_role_acts_on_any_user(oidc_api: AgentApi, signing_key: Any) -> None:
+    service = oidc_api.client(token(signing_key, user="agents-service", role="ams_admin"))
+    for user in ("alice", "bob"):  # one token for every end user, as the admin key
+        assert service.post("/users", json={"user_id": user, "name": user.title()}).status_code == 201
+        assert service.post(f"/users/{user}/sessions", json={"session_id": "s1"}).status_code == 201
+        add = {"facts": [f"{user} likes tea"]}
+        assert service.post(f"/users/{user}/sessions/s1/memory", json=add).status_code == 201
+    assert [u["id"] for u in service.get("/users").json()["users"]] == ["alice", "bob"]
+    found = service.post("/users/bob/sessions/s1/memory/search", json={"query": "tea"}).json()["memory_blocks"]
+    assert [b["fact"] for b in found] == ["bob likes tea"]  # each user's own memories, never another's
+    assert service.delete("/users/alice").status_code == 204
+    flat_error(service.get("/users/alice"), 404, "USER_NOT_FOUND")  # a deleted user stays deleted
+    # memlane's own routes take the user from the credential: there the token is its own user's
+    assert service.get("/v1/whoami").json()["user"] == "agents-service"
+    # a token without the admin role, or one that does not verify, still reaches its own user only
+    writer = oidc_api.client(token(signing_key, user="agents-service", role=["ams_ro", "ams_rw"]))
+    flat_error(writer.get("/users/bob"), 403, "FORBIDDEN")
+    flat_error(writer.get("/users"), 403, "FORBIDDEN")
+    for bad in (token(rsa_key(), user="agents-service", role="ams_admin"), token(signing_key, role="ams_admin")[:-4]):
+        flat_error(oidc_api.client(bad).get("/users/bob"), 401, "INVALID_TOKEN")
+    # memlane keys with the admin role stay their user's (the role writes the shared prompt registry)
+    flat_error(oidc_api.client(oidc_api.user_key("carol", "admin")).get("/users/bob"), 403, "FORBIDDEN")

@@ -13,19 +13,20 @@ and the agent plug-in shipped with the SDK (its backend, as the agent runtime dr
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
-import uuid
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
-from http_support import ADMIN_KEY, CLI, wait_for_port
-from psycopg import sql
+from http_support import ADMIN_KEY, CLI, fakeserver, wait_for_port
 
 agentmemory = pytest.importorskip(
     "agentmemory",
@@ -34,29 +35,27 @@ agentmemory = pytest.importorskip(
 from agentmemory import AgentMemoryClient, ChatMessage  # noqa: E402
 from agentmemory.exceptions import (  # noqa: E402
     AuthenticationError,
+    AuthorizationError,
     ConflictError,
+    MethodNotAllowedError,
     NotFoundError,
+    UpstreamError,
     ValidationError,
 )
+from agentmemory.http import HTTPClient  # noqa: E402
+from agentmemory.models import HealthStatus  # noqa: E402
+from agentmemory.resources.session import SessionResource  # noqa: E402
+from agentmemory.resources.user import UserResource  # noqa: E402
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """``memlane serve`` on a free loopback port (no LLM: blocks are stored ready); its base URL."""
-    store = str(tmp_path / "sdk.db")
-    schema = None
-    if request.param == "postgres":
-        url = os.environ.get("MEMLANE_TEST_POSTGRES_URL")
-        if not url:
-            pytest.skip("PostgreSQL: set MEMLANE_TEST_POSTGRES_URL")
-        schema = f"test_{uuid.uuid4().hex[:16]}"
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-        store = f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
-    env.update({"MEMLANE_ADMIN_KEY": ADMIN_KEY, "MEMLANE_STORE": store, "MEMLANE_EMBEDDER": "hashing"})
-    cmd = [sys.executable, "-c", CLI, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "0"]
-    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+@contextmanager
+def serve(store: str, *args: str, **env: str) -> Iterator[str]:
+    """``memlane serve`` on a free loopback port with ``args`` and ``MEMLANE_*`` settings ``env`` (no LLM
+    unless they give one: blocks are stored ready); its base URL."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
+    environ.update({"MEMLANE_ADMIN_KEY": ADMIN_KEY, "MEMLANE_STORE": store, "MEMLANE_EMBEDDER": "hashing", **env})
+    cmd = [sys.executable, "-c", CLI, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "0", *args]
+    proc = subprocess.Popen(cmd, env=environ, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     lines: list[str] = []
     try:
         yield f"http://127.0.0.1:{wait_for_port(proc, lines)}"
@@ -67,9 +66,22 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        if schema is not None:
-            with psycopg.connect(os.environ["MEMLANE_TEST_POSTGRES_URL"], autocommit=True) as conn:
-                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture
+def server(shared_store: str) -> Iterator[str]:
+    """``memlane serve`` without an LLM; its base URL."""
+    with serve(shared_store) as url:
+        yield url
+
+
+def llm_env(base_url: str) -> dict[str, str]:
+    """The settings that give ``memlane serve`` the LLM at ``base_url``."""
+    return {
+        "MEMLANE_LLM_BASE_URL": base_url,
+        "MEMLANE_LLM_MODEL": fakeserver.FAKE_MODEL,
+        "MEMLANE_LLM_API_KEY": fakeserver.FAKE_API_KEY,
+    }
 
 
 def test_the_readme_quickstart(server: str) -> None:
@@ -176,3 +188,134 @@ def test_the_agent_plugin_backend(server: str) -> None:
         assert [b.message.user_content for b in backend.list()] == ["I moved to Lisbon."]
     finally:
         backend.close()
+
+
+def test_health_ping_is_healthy_against_a_healthy_server(shared_store: str, fake_llm: Any) -> None:
+    with (
+        serve(shared_store, "--workers", "1", **llm_env(fake_llm.url)) as url,
+        AgentMemoryClient(url, token=ADMIN_KEY) as client,
+    ):
+        ping = client.health_ping()
+        assert ping.overall_status is HealthStatus.HEALTHY, ping
+        assert len(ping.checked_entities) == 6
+        assert ping.async_batch_processor is not None and ping.async_batch_processor.queue is not None
+        assert ping.async_batch_processor.queue.queued_ids == 0
+
+
+def dead_llm_url() -> str:
+    """An LLM base URL on a loopback port nothing listens on: connection refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+
+
+def test_health_ping_reports_an_llm_outage(shared_store: str) -> None:
+    with (
+        serve(shared_store, "--workers", "1", **llm_env(dead_llm_url())) as url,
+        AgentMemoryClient(url, token=ADMIN_KEY) as client,
+    ):
+        client.create_user("u1", "User One").create_session("s1").add_memory(facts=["likes tea"])
+        deadline = time.monotonic() + 30
+        while (
+            ping := client.health_ping()
+        ).async_batch_processor is None or ping.async_batch_processor.status == "healthy":
+            assert time.monotonic() < deadline, ping
+            time.sleep(0.2)
+        assert ping.overall_status is HealthStatus.DEGRADED and ping.models is not None
+        assert ping.models.llm.status == "unhealthy"
+        processor = ping.async_batch_processor
+        assert processor.status == "degraded" and processor.message and "unreachable" in processor.message
+        assert processor.queue is not None and processor.queue.queued_ids == 1
+
+
+def test_a_client_with_the_wrong_url_gets_readable_errors(shared_store: str) -> None:
+    with serve(shared_store) as url:
+        with AgentMemoryClient(url, token=ADMIN_KEY) as client:
+            client.create_user("alice", "Alice").create_session("s1")
+        # A base URL ending in /v1 reaches memlane's own API: its routes, and paths it does not have.
+        wrong = UserResource(HTTPClient(url + "/v1", token=ADMIN_KEY), "alice")
+        with pytest.raises(NotFoundError) as unknown:
+            wrong.list_memories()  # GET /v1/users/alice/memory: no such route
+        assert "without /v1" in str(unknown.value) and unknown.value.error_code == "NOT_FOUND"
+        with pytest.raises(MethodNotAllowedError):
+            wrong.create_session("s2")  # POST /v1/users/alice/sessions: that route only reads
+        with pytest.raises(NotFoundError) as missing:
+            wrong.get_session("nope")  # GET /v1/users/alice/sessions/nope: memlane's route, no such session
+        assert "nope" in str(missing.value) and missing.value.request_id
+    with serve(shared_store, "--no-agent-memory-api") as url, AgentMemoryClient(url, token=ADMIN_KEY) as client:
+        with pytest.raises(NotFoundError) as off:
+            client.get_user("alice")
+        assert "--no-agent-memory-api" in str(off.value)
+
+
+def test_one_oidc_service_token_for_every_end_user(shared_store: str, tmp_path: Path) -> None:
+    jwt = pytest.importorskip("jwt", reason="OIDC tokens need PyJWT (pip install 'memlane[oidc]')")
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from jwt.algorithms import RSAAlgorithm
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [{**json.loads(RSAAlgorithm.to_jwk(key.public_key())), "kid": "k1"}]}))
+
+    def token(role: str) -> str:
+        claims = {"sub": "support-bot", "role": role, "exp": int(time.time()) + 300}
+        return str(jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"}))
+
+    with serve(shared_store, "--oidc-jwks", str(jwks)) as url:
+        with AgentMemoryClient(url, token=lambda: token("ams_admin")) as service:
+            for user in ("alice", "bob"):
+                service.create_user(user, user.title()).create_session("s1").add_memory(facts=[f"{user} likes tea"])
+            assert sorted(u.id for u in service.list_users().users) == ["alice", "bob"]
+            found = service.get_user("bob").get_session("s1").search_memory(query="tea").memory_blocks
+            assert [b.fact for b in found] == ["bob likes tea"]
+        with AgentMemoryClient(url, token=token("ams_rw")) as writer, pytest.raises(AuthorizationError):
+            writer.get_user("bob")  # a token without the admin role reaches its own user only
+
+
+def test_metadata_filters_missing_users_and_field_names(server: str) -> None:
+    with AgentMemoryClient(server, token=ADMIN_KEY) as client:
+        client.create_user("u1", "One", metadata={"level": 3})  # a number: the SDK filters with strings
+        client.create_user("u2", "Two", metadata={"level": "3"})
+        assert [u.id for u in client.list_users(metadata={"level": "3"}).users] == ["u1", "u2"]
+        ghost = SessionResource(HTTPClient(server, token=ADMIN_KEY), "nobody", "s1")
+        with pytest.raises(NotFoundError) as missing:
+            ghost.add_memory(facts=["likes tea"])
+        assert missing.value.error_code == "USER_NOT_FOUND" and missing.value.message == "user 'nobody' not found"
+        session = client.get_user("u1").create_session("s1")
+        with pytest.raises(ValidationError) as too_long:
+            session.add_memory(facts=["x"], memory_block_ttl=10**12)
+        assert too_long.value.details == {"field": "memory_block_ttl"}
+        assert too_long.value.message.startswith("memory_block_ttl: ")
+
+
+@pytest.mark.parametrize("llm_state", ["down", "garbage"])
+def test_a_synchronous_add_the_llm_cannot_serve_is_an_upstream_error(
+    shared_store: str, fake_llm: Any, llm_state: str
+) -> None:
+    base_url = dead_llm_url() if llm_state == "down" else fake_llm.url
+    fake_llm.responder, fake_llm.default_content = None, "not JSON at all"
+    env = {**llm_env(base_url), "MEMLANE_AGENT_SYNC_TIMEOUT": "3"}
+    with serve(shared_store, "--workers", "1", **env) as url, AgentMemoryClient(url, token=ADMIN_KEY) as client:
+        session = client.create_user("u1", "User One").create_session("s1")
+        started = time.monotonic()
+        with pytest.raises(UpstreamError) as failed:
+            session.add_memory(facts=["likes tea"], async_processing=False)
+        assert time.monotonic() - started < 10, "far under the SDK's 30 s"
+        assert failed.value.service == "llm" and "stored and searchable" in failed.value.message
+        (block,) = session.list_memories().memory_blocks
+        assert block.fact == "likes tea" and block.block_id in failed.value.message  # written, and said so
+        assert block.status.value in failed.value.message
+
+
+def test_a_block_the_llm_keeps_failing_is_extraction_failed_after_3_attempts(shared_store: str, fake_llm: Any) -> None:
+    fake_llm.queue(*[fakeserver.Reply(status=500)] * 100)  # a model that fails every request
+    env = {**llm_env(fake_llm.url), "MEMLANE_LLM_MAX_RETRIES": "0"}
+    with serve(shared_store, "--workers", "1", **env) as url, AgentMemoryClient(url, token=ADMIN_KEY) as client:
+        session = client.create_user("u1", "User One").create_session("s1")
+        (block_id,) = session.add_memory(facts=["likes tea"]).block_ids
+        deadline = time.monotonic() + 60
+        while (block := session.list_memories().memory_blocks[0]).status.value == "processing":
+            assert time.monotonic() < deadline, block
+            time.sleep(0.5)
+        assert (block.block_id, block.status.value, block.fail_count) == (block_id, "extraction_failed", 3)
+        assert fake_llm.count == 3

@@ -148,3 +148,41 @@ def test_a_block_whose_ttl_ran_out_is_gone_at_once(api: AgentApi) -> None:
     assert found.json()["count"] == 0
     update = api.admin.put(f"/users/alice/sessions/s1/memory/{block_id}", json={"fact": "x"})
     flat_error(update, 404, "BLOCK_NOT_FOUND")
+
+
+def test_metadata_filters_match_values_as_strings(api: AgentApi) -> None:
+    """That API's clients send every value as a string: a user whose metadata holds the number 3 is found by
+    ``level=3``, as by the string "3"."""
+    admin = api.admin
+    admin.post("/users", json={"user_id": "a", "name": "A", "metadata": {"level": 3, "active": True, "tier": "gold"}})
+    admin.post("/users", json={"user_id": "b", "name": "B", "metadata": {"level": "3", "tier": "silver"}})
+
+    def found(*pairs: str) -> list[str]:
+        body = admin.get("/users", params=[("metadata", p) for p in pairs]).json()
+        assert body["total"] == body["count"]
+        return [u["id"] for u in body["users"]]
+
+    assert found("level=3") == ["a", "b"]
+    assert found("level=3", "tier=gold") == ["a"]
+    assert found("active=true") == ["a"] and found("active=True") == []
+    assert found("tier=gold=yes") == []  # split on the first '=': the value is "gold=yes"
+
+
+def test_a_missing_user_is_user_not_found_on_every_route_under_it(api: AgentApi) -> None:
+    admin = api.admin
+    for method, path, body in [
+        ("POST", "/users/nobody/sessions/s1/memory", {"facts": ["x"]}),
+        ("POST", "/users/nobody/sessions/s1/memory/search", {"query": "x"}),
+        ("DELETE", "/users/nobody/sessions/s1/memory", {"block_ids": "all"}),
+        ("PUT", "/users/nobody/sessions/s1/memory/b1", {"fact": "x"}),
+        ("GET", "/users/nobody/sessions/s1", None),
+        ("PUT", "/users/nobody/sessions/s1", {"metadata": {"a": "b"}}),
+        ("POST", "/users/nobody/sessions/s1/end", None),
+        ("DELETE", "/users/nobody/sessions/s1", None),
+        ("PUT", "/users/nobody/ttl", {"new_ttl": 5, "session_id": "s1"}),
+    ]:
+        err = flat_error(admin.request(method, path, json=body), 404, "USER_NOT_FOUND")
+        assert err["message"] == "user 'nobody' not found", (method, path, err)
+    api.session("alice", "s1")
+    err = flat_error(admin.post("/users/alice/sessions/s2/memory", json={"facts": ["x"]}), 404, "SESSION_NOT_FOUND")
+    assert err["message"] == "session 's2' not found for user 'alice'"  # whole, its closing quote too

@@ -71,7 +71,7 @@ def race_one_round(
     started = time.monotonic()
     deleted = client(ADMIN_KEY).delete("/v1/users/alice")
     returned = time.monotonic()
-    # Until some adds began after the delete returned (a loaded machine or a sharded store may keep the
+    # Until some adds began after the delete returned (a loaded machine or a distributed store may keep the
     # adds in flight then longer than a fixed pause).
     deadline = returned + 5.0
     time.sleep(0.02)

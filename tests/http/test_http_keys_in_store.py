@@ -8,23 +8,19 @@ import os
 import sqlite3
 import subprocess
 import sys
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
-import psycopg
 import pytest
 from click.testing import CliRunner
 from http_support import ADMIN_KEY, CLI, Service, chat, wait_for_port
-from psycopg import sql
 
 from memlane.core.apikeys import ApiKeys, secret_hash
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import NotFoundError
 from memlane.core.memory import Memory
-from memlane.core.store.postgres.schema import drop_schema
 from memlane.core.store.sqlite import SqliteStore
 from memlane.interfaces.cli.app import cli, register_all
 from memlane.interfaces.cli.serve_cmds import import_key_file
@@ -50,22 +46,6 @@ def test_memory_delete_user_revokes_the_users_keys(service: Service) -> None:
     service.memory.delete_user("alice")  # the Python API, behind the service's back
     assert service.client(key).post("/v1/memories", json={"messages": chat("Hello?")}).status_code == 401
     assert service.admin.get("/v1/users").json() == []
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A store two server processes open: a SQLite file, or a fresh schema named by the URL alone."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "shared.db")
-        return
-    url = os.environ.get("MEMLANE_TEST_POSTGRES_URL")
-    if not url:
-        pytest.skip("needs a PostgreSQL server: set MEMLANE_TEST_POSTGRES_URL (.ci/postgres.sh starts one)")
-    schema = f"test_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-    yield f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
-    drop_schema(url, schema)
 
 
 def serve(store: str, folder: Path, stack: ExitStack) -> Callable[[str], httpx.Client]:

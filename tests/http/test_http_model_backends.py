@@ -1,4 +1,4 @@
-"""The memory model's /v1 routes on every backend (SQLite, PostgreSQL, the sharded store): one walk through
+"""The memory model's /v1 routes on every backend (SQLite, PostgreSQL, PostgreSQL on Citus): one walk through
 users, sessions, facts, exchanges, updates, TTL, filtered search and browse, block status and the prompt
 registry, each answer checked, over the app in process."""
 

@@ -94,7 +94,7 @@ def test_retry_runs_failed_jobs_again_and_says_how_many(down: tuple[Service, int
 def test_dead_jobs_come_back_over_http(service: Service) -> None:
     alice = service.client(service.new_user("alice"))
     added = alice.post("/v1/memories", json={"messages": chat("Bees."), "extract": "async"}).json()
-    for _ in range(5):  # every attempt of both jobs fails
+    for _ in range(service.memory.max_attempts):  # every attempt of both jobs fails
         service.memory.requeue(dead_only=False)
         for job in service.memory.queue.claim("w", 10, 60.0):
             service.memory.queue.fail(job, "LLMResponseError: no", None, 60.0)

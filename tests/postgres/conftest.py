@@ -59,12 +59,56 @@ def new_store(pg_url: str, new_schema: Callable[[], str]) -> Iterator[NewStore]:
     made: list[PostgresStore] = []
 
     def make(schema: str | None = None, **kw: Any) -> PostgresStore:
-        made.append(PostgresStore(pg_url, schema=schema or new_schema(), pool_max=4, **kw))
+        kw.setdefault("pool_max", 4)
+        made.append(PostgresStore(pg_url, schema=schema or new_schema(), **kw))
         return made[-1]
 
     yield make
     for store in made:
         store.close()
+
+
+@pytest.fixture
+def citus_url() -> str:
+    """A Citus coordinator's database ($MEMLANE_TEST_CITUS_URL, which .ci/citus.sh exports); skipped without."""
+    url = os.environ.get("MEMLANE_TEST_CITUS_URL")
+    if not url:
+        pytest.skip("needs a Citus cluster: set MEMLANE_TEST_CITUS_URL (.ci/citus.sh starts one)")
+    return url
+
+
+@pytest.fixture(params=["postgres", "citus"])
+def server_url(request: pytest.FixtureRequest) -> str:
+    """One PostgreSQL server, then a Citus coordinator: the tests that take it run on both."""
+    return str(request.getfixturevalue("pg_url" if request.param == "postgres" else "citus_url"))
+
+
+def _stores_on(url: str) -> Iterator[NewStore]:
+    """``make()`` opens a store on ``url`` in a fresh schema (``make(schema=s)``: on schema s), all closed and
+    their schemas dropped at the end."""
+    made: list[PostgresStore] = []
+
+    def make(schema: str | None = None, **kw: Any) -> PostgresStore:
+        kw.setdefault("pool_max", 4)
+        made.append(PostgresStore(url, schema=schema or f"test_{uuid.uuid4().hex[:16]}", **kw))
+        return made[-1]
+
+    yield make
+    for store in made:
+        store.close()
+        drop_schema(url, store.schema or "")
+
+
+@pytest.fixture
+def new_server_store(server_url: str) -> Iterator[NewStore]:
+    """Stores on :func:`server_url`'s server."""
+    yield from _stores_on(server_url)
+
+
+@pytest.fixture
+def new_citus_store(citus_url: str) -> Iterator[NewStore]:
+    """Stores on the Citus cluster."""
+    yield from _stores_on(citus_url)
 
 
 @pytest.fixture

@@ -43,10 +43,10 @@ TESTS = {
 
 @pytest.mark.parametrize("name", sorted(TESTS))
 def test_extraction_suite_on_postgres(
-    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_store: Callable[..., PostgresStore]
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_server_store: Callable[..., PostgresStore]
 ) -> None:
     def make_memory(_tmp: Path, _name: str, llm: ScriptedLLM | None = None, **kw: Any) -> Memory:
-        return Memory(new_store(), HashingEmbedder(), llm=llm, **kw)
+        return Memory(new_server_store(), HashingEmbedder(), llm=llm, **kw)
 
     def sql(mem: Memory, query: str) -> list[Any]:
         assert isinstance(mem.store, PostgresStore)

@@ -16,15 +16,17 @@ import pytest
 
 from memlane.bench.perf import sentence
 from memlane.core.embedding.fake import HashingEmbedder
-from memlane.core.errors import NotFoundError, StoreError
+from memlane.core.errors import ConfigError, NotFoundError, StoreError
 from memlane.core.memory import AddRequest, Memory
 from memlane.core.model import BlockKind
 from memlane.core.ranking.session_words import people_words, session_word_ranks
+from memlane.core.retention import RetentionPolicy
 from memlane.core.retrieval import PRESETS
 from memlane.core.store.postgres import is_postgres_url, redact
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import MIGRATIONS, prepare_database
 from memlane.core.store.postgres.store import PostgresStore
+from memlane.core.store.postgres.tenant import user_key
 from memlane.core.store.sqlite import SqliteStore
 from memlane.core.timefmt import to_epoch
 
@@ -43,6 +45,14 @@ def test_urls_are_recognised_and_redacted() -> None:
     assert not is_postgres_url("memlane.db") and not is_postgres_url(Path("postgresql://x"))
     assert redact("postgresql://app:s3cret@db:5432/app") == "postgresql://app:***@db:5432/app"
     assert redact("postgresql://app@db/app") == "postgresql://app@db/app"
+
+
+def test_the_former_sharded_stores_url_list_is_refused_with_the_way_to_citus() -> None:
+    with pytest.raises(ConfigError, match="Citus") as err:
+        Memory.open("postgresql://a:pw@h1/db,postgresql://a:pw@h2/db", embedder=HashingEmbedder())
+    assert "pw" not in str(err.value)
+    with pytest.raises(StoreError):  # libpq's own multi-host URL is one store (failover), tried as such
+        PostgresStore("postgresql://127.0.0.1:1,127.0.0.1:2/db", timeout_s=2)
 
 
 def test_memory_open_selects_postgres_by_url(schema_url: str) -> None:
@@ -130,10 +140,45 @@ def test_integrity_check_notices_an_index_out_of_step(new_store: NewStore) -> No
     ]
 
 
+USER_TABLES = (
+    "blocks", "search_keys", "key_vectors", "jobs", "sessions", "session_terms", "session_lengths", "api_keys",
+    "retention_policies",
+)  # fmt: skip
+
+
+def undo_migration_9(conn: Conn) -> None:
+    """Back to schema 8: users numbered by a sequence (1, 2, ... in name order), every row that names them
+    with them; no call log table nor the cache's hash index (schema 10)."""
+    conn.execute("DROP TABLE IF EXISTS llm_calls")
+    conn.execute("DROP INDEX IF EXISTS embed_cache_hash")
+    for fk in ("blocks_user_id_fkey", "search_keys_user_id_block_pk_fkey"):
+        conn.execute(f"ALTER TABLE {fk.split('_user_id')[0]} DROP CONSTRAINT IF EXISTS {fk}")
+    for fk in ("api_keys_user_id_fkey", "retention_policies_user_id_fkey"):
+        conn.execute(f"ALTER TABLE IF EXISTS {fk.removesuffix('_user_id_fkey')} DROP CONSTRAINT IF EXISTS {fk}")
+    conn.execute(
+        "CREATE TEMPORARY TABLE old_ids AS SELECT id AS new, row_number() OVER (ORDER BY name) AS old FROM users"
+    )
+    conn.execute("UPDATE users u SET id = o.old FROM old_ids o WHERE u.id = o.new")
+    for table in USER_TABLES:
+        if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone() != (None,):
+            conn.execute(f"UPDATE {table} t SET user_id = o.old FROM old_ids o WHERE t.user_id = o.new")
+    conn.execute("DROP TABLE old_ids")
+    conn.execute("CREATE SEQUENCE IF NOT EXISTS users_id_seq OWNED BY users.id")
+    conn.execute("SELECT setval('users_id_seq', (SELECT coalesce(max(id), 0) + 1 FROM users), false)")
+    conn.execute("ALTER TABLE users ALTER COLUMN id SET DEFAULT nextval('users_id_seq')")
+    conn.execute("ALTER TABLE blocks ADD FOREIGN KEY (user_id) REFERENCES users(id)")
+    conn.execute("ALTER TABLE search_keys ADD FOREIGN KEY (user_id, block_pk) REFERENCES blocks(user_id, pk)")
+    for table in ("api_keys", "retention_policies"):
+        if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone() != (None,):
+            conn.execute(f"ALTER TABLE {table} ADD FOREIGN KEY (user_id) REFERENCES users(id)")
+    conn.execute("DELETE FROM schema_migrations WHERE version >= 9")
+
+
 def undo_migration_7(conn: Conn) -> None:
     """Back to schema 6 (the last before the memory model): no sessions table, prompts, users' display
     names and metadata, nor the blocks' kind, sides, TTL, expiry, update time, prompt and failure count
-    (nor the API keys' role, schema 8)."""
+    (nor the API keys' role, schema 8, nor users' ids from their names, schema 9)."""
+    undo_migration_9(conn)
     conn.execute("ALTER TABLE api_keys DROP COLUMN IF EXISTS role")
     conn.execute("DROP TABLE IF EXISTS sessions, prompt_versions, prompts")
     conn.execute("ALTER TABLE users DROP COLUMN IF EXISTS display_name, DROP COLUMN IF EXISTS metadata")
@@ -213,6 +258,84 @@ def test_migration_2_gives_existing_blocks_their_peoples_words(new_store: NewSto
         for q in queries
     } == before
     assert migrated.integrity_check() == []
+
+
+def test_migration_9_gives_existing_users_the_ids_of_their_names(new_store: NewStore) -> None:
+    store = new_store()
+    mem = Memory(store, HashingEmbedder())
+    rng = random.Random(9)
+    for user in ("ann", "bo", "cy"):
+        for s in range(3):
+            mem.add(user, chat(sentence(rng, s), sentence(rng, s + 1)), session_id=f"s{s}")
+    store.add_api_key("bo", "key-bo", "0" * 64, "bo's key", 1.0)
+    store.set_retention("cy", RetentionPolicy(max_blocks=100))
+    before = {u: [(h.block.id, round(h.score, 9)) for h in mem.search(u, "word", k=5)] for u in ("ann", "bo", "cy")}
+    blocks_of_bo = store.count_blocks("bo")
+    with store.transaction() as conn:
+        undo_migration_9(conn)
+    assert sorted(int(r[0]) for r in store.query("SELECT id FROM users")) == [1, 2, 3]
+    migrated = new_store(schema=store.schema)  # migrations 9 and 10
+    assert {str(n): int(i) for i, n in migrated.query("SELECT id, name FROM users")} == {
+        u: user_key(u) for u in ("ann", "bo", "cy")
+    }
+    again = Memory(migrated, HashingEmbedder())
+    assert {u: [(h.block.id, round(h.score, 9)) for h in again.search(u, "word", k=5)] for u in before} == before
+    key = migrated.get_api_key("key-bo")
+    assert key is not None and key.record.user == "bo"
+    assert migrated.retention_policies().users == {"cy": RetentionPolicy(max_blocks=100)}
+    assert migrated.integrity_check() == []
+    assert blocks_of_bo and again.delete_user("bo") == blocks_of_bo and migrated.user_row_counts("bo")["blocks"] == 0
+
+
+def test_two_names_with_one_id_cannot_both_exist(new_store: NewStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's id is the hash of the name: a second name with the same hash (forced here) is refused, naming
+    the first, and the first user's rows are untouched."""
+    from memlane.core.store.postgres import sessions
+    from memlane.core.store.postgres import store as store_module
+
+    store = new_store()
+    mem = Memory(store, HashingEmbedder())
+    mem.add("ann", chat("ann's note", "ok"))
+    same = user_key("ann")
+    for module in (store_module, sessions):
+        monkeypatch.setattr(module, "user_key", lambda name: same)
+    with pytest.raises(StoreError, match="held by user 'ann'"):
+        mem.add("bo", chat("bo's note", "ok"))
+    with pytest.raises(StoreError, match="held by user 'ann'"):
+        store.create_user("bo")
+    monkeypatch.undo()
+    assert {b.message for b in mem.list("ann")} == {"user: ann's note\nassistant: ok"}
+    assert [u.name for u in store.list_users()] == ["ann"]
+
+
+def test_a_new_user_written_by_many_threads_at_once_is_created_once(new_store: NewStore) -> None:
+    """The first writes of a new name, started together on separate connections, all succeed: the name is
+    unique as well as its id, and a racing insert that finds either taken must wait and see the row, never
+    fail on the other's constraint (it did in a round or two of a hundred)."""
+    store = new_store(pool_max=8)
+    rounds, writers = 400, 6
+    errors: list[str] = []
+    for round_ in range(rounds):
+        start = threading.Barrier(writers)
+
+        def write(i: int, user: str = f"racer-{round_:03d}", start: threading.Barrier = start) -> None:
+            start.wait()
+            try:
+                if i == 0:
+                    store.create_user(user)
+                else:
+                    with store.transaction() as conn:
+                        store._lock_user(conn, user, create=True)  # what every first write does
+            except StoreError as e:
+                errors.append(str(e))
+
+        threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == []
+    assert [u.name for u in store.list_users()] == [f"racer-{r:03d}" for r in range(rounds)]
 
 
 def test_migration_3_counts_the_sessions_lengths_of_an_existing_store(new_store: NewStore) -> None:

@@ -590,6 +590,11 @@ PYTHON: dict[str, Callable[[Memory, dict[str, str], Any], object] | str] = {
     "queue_status.recent_errors": lambda m, ids, v: m.queue_status(recent_errors=v),
     "run_jobs.job_ids": lambda m, ids, v: m.run_jobs([v]),
     "run_jobs.retry_pause_s": lambda m, ids, v: m.run_jobs([], retry_pause_s=v),
+    "run_jobs.timeout_s": lambda m, ids, v: m.run_jobs([], timeout_s=v),
+    "add_facts.sync_timeout_s": lambda m, ids, v: m.add_facts("alice", ["x"], extract="sync", sync_timeout_s=v),
+    "add_exchanges.sync_timeout_s": (
+        lambda m, ids, v: m.add_exchanges("alice", [("x", "y")], extract="sync", sync_timeout_s=v)
+    ),
     "worker.concurrency": lambda m, ids, v: m.worker(concurrency=v),
     "worker.lease_s": lambda m, ids, v: m.worker(lease_s=v),
     "worker.poll_s": lambda m, ids, v: m.worker(poll_s=v),

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ParamSpec, Self, TypeVar
 
-from memlane.core.errors import ConfigError
+from memlane.core.errors import ConfigError, LLMError
 from memlane.core.jobs import JobStatus, QueueStatus, Requeued
 from memlane.core.memory import DEFAULT_CONVERSATION, DEFAULT_SESSION, AddRequest, Memory
 from memlane.core.memory_model import KEEP, PromptRegistry
@@ -166,9 +166,19 @@ class AsyncMemory(OffLoop):
 
     # -- extraction --------------------------------------------------------------------------------------
 
-    async def run_jobs(self, job_ids: Sequence[int], *, retry_pause_s: float = 0.5) -> dict[int, JobStatus]:
-        """See :meth:`Memory.run_jobs` (its pauses between retries sleep in a pool thread, not on the loop)."""
-        return await self._run(self.memory.run_jobs, job_ids, retry_pause_s=retry_pause_s)
+    async def run_jobs(
+        self,
+        job_ids: Sequence[int],
+        *,
+        retry_pause_s: float = 0.5,
+        timeout_s: float | None = None,
+        on_error: Callable[[LLMError], None] | None = None,
+    ) -> dict[int, JobStatus]:
+        """See :meth:`Memory.run_jobs` (its pauses between retries sleep in a pool thread, not on the loop;
+        ``on_error`` is called there too)."""
+        return await self._run(
+            self.memory.run_jobs, job_ids, retry_pause_s=retry_pause_s, timeout_s=timeout_s, on_error=on_error
+        )
 
     async def queue_status(self, *, recent_errors: int = 5) -> QueueStatus:
         return await self._run(self.memory.queue_status, recent_errors=recent_errors)
@@ -327,10 +337,17 @@ class AsyncMemory(OffLoop):
         limit: int = 100,
         offset: int = 0,
         contains: str | None = None,
+        metadata_text: Mapping[str, str] | None = None,
     ) -> Page[UserInfo]:
         """See :meth:`Memory.list_users`."""
         return await self._run(
-            self.memory.list_users, name=name, metadata=metadata, limit=limit, offset=offset, contains=contains
+            self.memory.list_users,
+            name=name,
+            metadata=metadata,
+            limit=limit,
+            offset=offset,
+            contains=contains,
+            metadata_text=metadata_text,
         )
 
     async def create_session(
@@ -401,6 +418,7 @@ class AsyncMemory(OffLoop):
         ttl_s: int | None = None,
         prompt: tuple[str, int | None] | str | None = None,
         extract: ExtractMode | None = None,
+        sync_timeout_s: float | None = None,
     ) -> AddResult:
         """See :meth:`Memory.add_facts`."""
         return await self._run(
@@ -414,6 +432,7 @@ class AsyncMemory(OffLoop):
             ttl_s=ttl_s,
             prompt=prompt,
             extract=extract,
+            sync_timeout_s=sync_timeout_s,
         )
 
     async def add_exchanges(
@@ -428,6 +447,7 @@ class AsyncMemory(OffLoop):
         ttl_s: int | None = None,
         prompt: tuple[str, int | None] | str | None = None,
         extract: ExtractMode | None = None,
+        sync_timeout_s: float | None = None,
     ) -> AddResult:
         """See :meth:`Memory.add_exchanges`."""
         return await self._run(
@@ -441,6 +461,7 @@ class AsyncMemory(OffLoop):
             ttl_s=ttl_s,
             prompt=prompt,
             extract=extract,
+            sync_timeout_s=sync_timeout_s,
         )
 
     async def update(

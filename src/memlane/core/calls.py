@@ -19,25 +19,31 @@ from memlane.core.model import MemoryBlock
 from memlane.core.store.postgres.url import is_postgres_url
 
 CALL_LOG_SUFFIX = ".calls.db"
-# A PostgreSQL store has no file to sit beside: its call log is a file of the folder the process runs in
-# (the workers', which make the calls, and the one that deletes), unless one is named.
-POSTGRES_CALL_LOG = "memlane.calls.db"
 
 
-def default_call_log_path(store: str | Path) -> Path:
-    """Where the LLM call log of ``store`` is unless another is named: ``STORE.calls.db`` beside a SQLite
-    store; ``memlane.calls.db`` in the current folder for a PostgreSQL store."""
+def default_call_log_path(store: str | Path) -> Path | None:
+    """The file of the LLM call log of ``store`` unless another is named: ``STORE.calls.db`` beside a SQLite
+    store; None for a PostgreSQL store, which keeps its call log in a table of its own
+    (:func:`own_call_log`), where every process that deletes finds it."""
     if is_postgres_url(store):
-        return Path(POSTGRES_CALL_LOG)
+        return None
     path = Path(store)
     return path.with_name(path.name + CALL_LOG_SUFFIX)
 
 
-def default_call_log_of(store: object) -> Path:
-    """The default call log of an opened store: beside a SQLite store's file, else (a database, which has
-    no file) ``memlane.calls.db`` in the current folder."""
+def default_call_log_of(store: object) -> Path | None:
+    """The default call log file of an opened store: beside a SQLite store's file; None for a store that
+    keeps its own (:func:`own_call_log`)."""
     location = getattr(store, "path", None)
-    return default_call_log_path(location) if isinstance(location, Path) else Path(POSTGRES_CALL_LOG)
+    return default_call_log_path(location) if isinstance(location, Path) else None
+
+
+def own_call_log(store: object) -> CallLog | None:
+    """The call log a store keeps in itself (a PostgreSQL store's ``llm_calls`` table), or None (a SQLite
+    store's is a file beside it)."""
+    make = getattr(store, "own_call_log", None)
+    log = make() if callable(make) else None
+    return log if isinstance(log, CallLog) else None
 
 
 class CallLogs:

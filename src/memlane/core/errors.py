@@ -16,6 +16,7 @@ MemlaneError
 ├── EmbedderError          the embedding model could not be loaded or run
 ├── LLMError               a language-model call failed after its retries
 │   ├── LLMTransportError  timeout, connection error, 429 or 5xx after retries
+│   │   └── LLMDeadlineError the caller's deadline came before a reply
 │   └── LLMResponseError   the reply was not valid JSON or had the wrong shape
 └── ConfigError            a setting is missing or contradictory
 """
@@ -111,12 +112,22 @@ class LLMTransportError(LLMError):
     """Timeout, connection error, HTTP 429 or 5xx that outlasted the retries, or a refusal of the request.
 
     ``outage`` says the server could not serve any request now, whatever it asked (unreachable, timing out,
-    overloaded, 5xx, or refusing the key or the model: 401, 403, 404), so a job waits for it without using
-    up an attempt; False for a refusal of this request (400, 413, 422: another request may pass)."""
+    rate-limiting or overloaded: 429, 502, 503, 504, or refusing the key or the model: 401, 403, 404), so a
+    job waits for it without using up an attempt; False when the server failed or refused this request
+    (500 and the other 5xx; 400, 413, 422: another request may pass). ``could_be_the_request``: an outage
+    as far as this request can tell, but one the server gave this request after receiving it (429, 408,
+    502-504, no reply in time, the connection dropped): if other requests pass meanwhile, it is this
+    request's (docs/design/002-extraction-queue.md, "Whose failure")."""
 
-    def __init__(self, message: str, *, outage: bool = True) -> None:
+    def __init__(self, message: str, *, outage: bool = True, could_be_the_request: bool = False) -> None:
         self.outage = outage
+        self.could_be_the_request = could_be_the_request
         super().__init__(message)
+
+
+class LLMDeadlineError(LLMTransportError):
+    """The caller's deadline (a synchronous extraction's bound) came before a reply: the server was slow or
+    unreachable for that long, which says nothing of the request."""
 
 
 class LLMResponseError(LLMError):

@@ -10,7 +10,9 @@ from typing import Protocol
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.model import MemoryBlock
 
-DEFAULT_MAX_ATTEMPTS = 5
+# Failed attempts before a block's extraction fails for good (that API's AGENTMEMORY_MAX_FAIL_COUNT): an
+# LLM outage uses none (docs/design/002-extraction-queue.md).
+DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_LEASE_S = 120.0
 EXTRACT_KIND = "extract"
 

@@ -36,9 +36,10 @@ from memlane.core.calls import (
     forget_block_ids,
     forget_blocks,
     forget_user,
+    own_call_log,
 )
 from memlane.core.embedding.protocol import CachedEmbedder, Embedder, EmbedderConfig, EmbeddingCache, make_embedder
-from memlane.core.errors import ConfigError, NotFoundError, ValidationError
+from memlane.core.errors import ConfigError, LLMError, NotFoundError, ValidationError
 from memlane.core.exchanges import BlockDraft, draft_blocks, parse_messages, parse_mode
 from memlane.core.extraction.extractor import ExtractionPrompt, Extractor
 from memlane.core.extraction.sync import run_now
@@ -162,6 +163,8 @@ class Memory(ModelMethods, RetentionMethods):
         self.queue: JobQueue = store.job_queue()
         self.llm = llm
         self.prompt = prompt or ExtractionPrompt.load()
+        if call_log is None and call_log_path is None:
+            call_log = own_call_log(store)  # a PostgreSQL store's table: deletes reach it from any process
         self._calls = CallLogs(call_log, call_log_path, close=close_call_log)
         self.max_attempts = max_attempts
         self.default_ttl_s = check_ttl(default_ttl_s, "default_ttl_s") or 0
@@ -192,9 +195,9 @@ class Memory(ModelMethods, RetentionMethods):
 
         ``llm``, ``prompt``, ``max_attempts`` and ``close_call_log`` are those of :class:`Memory`.
         ``call_log`` is the LLM call log (a :class:`CallLog`, or the path of its file) that deletes clean; by
-        default the store's (:func:`memlane.core.calls.default_call_log_path`: ``STORE.calls.db`` beside a
-        SQLite store, ``memlane.calls.db`` in the current folder for a PostgreSQL one), opened only once it
-        exists, so that deleting a user or a block deletes their LLM calls whoever made them. An embedder by
+        default the store's (``STORE.calls.db`` beside a SQLite store, opened only once it exists; a table of
+        a PostgreSQL store: :func:`memlane.core.calls.own_call_log`), so that deleting a user or a block
+        deletes their LLM calls whoever made them. An embedder by
         name is built with ``embedder_config`` (the ``openai`` embedder's server, the model cache);
         ``cache_dir`` is where MiniLM's built model is kept (default ``~/.cache/memlane``; it overrides
         ``embedder_config.cache_dir``). The core reads no environment variable: ``memlane.settings`` reads
@@ -424,17 +427,37 @@ class Memory(ModelMethods, RetentionMethods):
             raise ConfigError("extraction needs an LLM (Memory(..., llm=...) or --llm)")
         return Extractor(self.llm, self.prompt, prompts=self.store.get_prompt_version)
 
-    def run_jobs(self, job_ids: Sequence[int], *, retry_pause_s: float = 0.5) -> dict[int, JobStatus]:
+    def run_jobs(
+        self,
+        job_ids: Sequence[int],
+        *,
+        retry_pause_s: float = 0.5,
+        timeout_s: float | None = None,
+        on_error: Callable[[LLMError], None] | None = None,
+    ) -> dict[int, JobStatus]:
         """Run the given jobs now, in this thread, with the same code as the workers (synchronous mode).
 
         A job whose reply was unusable is retried here at once, up to its attempts, and ends ``dead`` with
         its error kept. A server that cannot be reached (the LLM client has already retried it with backoff)
         ends the run: that job (its attempt given back) and the ones not run yet stay ``queued`` for a
         worker, and are left out of the returned outcome. A job a worker claimed first is waited for until it
-        is done or dead; a job deleted with its user meanwhile is left out too."""
+        is done or dead; a job deleted with its user meanwhile is left out too. ``timeout_s``: return within
+        this long, the LLM client's retries and waits included; the jobs not finished by then stay
+        ``queued`` for a worker. ``on_error`` sees each LLM error."""
         ids = [check_int(j, f"job_ids[{i}]", 1, MAX_ROW_ID, "a job id") for i, j in enumerate(job_ids)]
         pause = check_seconds(retry_pause_s, "retry_pause_s", 0, MAX_PERIOD_S)
-        return run_now(self.queue, self.extractor(), self.embedder, ids, retry_pause_s=pause)
+        deadline = None
+        if timeout_s is not None:
+            deadline = time.monotonic() + check_seconds(timeout_s, "timeout_s", 0, MAX_PERIOD_S)
+        return run_now(
+            self.queue,
+            self.extractor(),
+            self.embedder,
+            ids,
+            retry_pause_s=pause,
+            deadline=deadline,
+            on_error=on_error,
+        )
 
     def worker(
         self,
@@ -671,6 +694,6 @@ class Memory(ModelMethods, RetentionMethods):
         return self.store.list_users()
 
 
-def _default_log(path: str | Path | Store, store: Store) -> Path:
+def _default_log(path: str | Path | Store, store: Store) -> Path | None:
     """The default call log of the store ``Memory.open`` was given (by location, or as an opened store)."""
     return default_call_log_path(path) if isinstance(path, str | Path) else default_call_log_of(store)

@@ -6,12 +6,14 @@ size."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
-from memlane.core.errors import ConfigError, ValidationError
+from memlane.core.bounds import MAX_PERIOD_S, check_seconds
+from memlane.core.errors import ConfigError, LLMError, ValidationError
 from memlane.core.exchanges import EXCHANGE_PERSPECTIVE
 from memlane.core.jobs import JobStatus
 from memlane.core.model import (
@@ -110,7 +112,14 @@ class ModelMethods:
     def _forget_calls(self, blocks: Sequence[MemoryBlock]) -> int:
         raise NotImplementedError  # Memory's
 
-    def run_jobs(self, job_ids: Sequence[int], *, retry_pause_s: float = 0.5) -> dict[int, JobStatus]:
+    def run_jobs(
+        self,
+        job_ids: Sequence[int],
+        *,
+        retry_pause_s: float = 0.5,
+        timeout_s: float | None = None,
+        on_error: Callable[[LLMError], None] | None = None,
+    ) -> dict[int, JobStatus]:
         raise NotImplementedError  # Memory's
 
     # -- users -------------------------------------------------------------------------------------------
@@ -183,20 +192,27 @@ class ModelMethods:
         limit: int = 100,
         offset: int = 0,
         contains: str | None = None,
+        metadata_text: Mapping[str, str] | None = None,
     ) -> Page[UserInfo]:
         """Users by name, paged with a total: only those whose display name is exactly ``name``, whose
-        metadata holds every ``metadata`` pair (equal JSON values), and whose name or display name holds
+        metadata holds every ``metadata`` pair (equal JSON values) and every ``metadata_text`` pair read as
+        text (a string equal to it, or a number or boolean whose JSON text is: ``"3"`` finds 3 and "3",
+        ``"true"`` finds true; never a list, an object or null), and whose name or display name holds
         ``contains`` ignoring case (``%`` and ``_`` are plain characters; on SQLite only ASCII letters fold
         case), when given."""
         limit, offset = check_page(limit, offset)
         wanted = None if name is None else check_text(self._display_name(name), "name")
         part = None if contains is None else self._search_text(contains)
+        texts = check_metadata(metadata_text, "metadata_text")
+        if texts is not None and not all(isinstance(v, str) for v in texts.values()):
+            raise ValidationError("values are strings, each matched as text", where="metadata_text")
         return self.store.find_users(
             name=wanted,
             metadata=check_metadata(metadata, "metadata"),
             limit=limit,
             offset=offset,
             contains=part or None,
+            metadata_text=texts,
         )
 
     # -- sessions ----------------------------------------------------------------------------------------
@@ -296,8 +312,12 @@ class ModelMethods:
         ttl_s: int | None = None,
         prompt: tuple[str, int | None] | str | None = None,
         extract: ExtractMode | None = None,
+        sync_timeout_s: float | None = None,
     ) -> AddResult:
-        """One FACT block per fact, in one transaction (``time``: their event time, default now)."""
+        """One FACT block per fact, in one transaction (``time``: their event time, default now).
+        ``sync_timeout_s``: how long ``extract="sync"`` may take, from the call, the LLM client's retries and
+        waits included; the jobs not finished by then stay queued for a worker (:class:`AddResult` says
+        so: ``jobs_done``, ``extraction_error``)."""
         if isinstance(facts, str) or not isinstance(facts, Sequence):
             raise ValidationError("must be a list of facts, not one string", where="facts")
         if not facts:
@@ -309,7 +329,17 @@ class ModelMethods:
             texts.append(check_text(fact, f"facts[{i}]"))
         items = [(FACT_PERSPECTIVE, t, ()) for t in texts]
         return self._add_model_blocks(
-            user, BlockKind.FACT, items, session_id, conversation_id, time, annotations, ttl_s, prompt, extract
+            user,
+            BlockKind.FACT,
+            items,
+            session_id,
+            conversation_id,
+            time,
+            annotations,
+            ttl_s,
+            prompt,
+            extract,
+            sync_timeout_s,
         )
 
     def add_exchanges(
@@ -324,9 +354,11 @@ class ModelMethods:
         ttl_s: int | None = None,
         prompt: tuple[str, int | None] | str | None = None,
         extract: ExtractMode | None = None,
+        sync_timeout_s: float | None = None,
     ) -> AddResult:
         """One EXCHANGE block per (user_content, assistant_content) pair, its two sides kept as given
-        (either may be "" but not both); one perspective per exchange (single mode)."""
+        (either may be "" but not both); one perspective per exchange (single mode). ``sync_timeout_s``: as
+        :meth:`add_facts`'s."""
         if isinstance(pairs, str) or not isinstance(pairs, Sequence):
             raise ValidationError("must be a list of (user_content, assistant_content) pairs", where="pairs")
         if not pairs:
@@ -336,7 +368,17 @@ class ModelMethods:
             u, a = _check_side_pair(pair, f"pairs[{i}]")
             items.append((EXCHANGE_PERSPECTIVE, exchange_text(u, a), ((USER_ROLE, u), (ASSISTANT_ROLE, a))))
         return self._add_model_blocks(
-            user, BlockKind.EXCHANGE, items, session_id, conversation_id, time, annotations, ttl_s, prompt, extract
+            user,
+            BlockKind.EXCHANGE,
+            items,
+            session_id,
+            conversation_id,
+            time,
+            annotations,
+            ttl_s,
+            prompt,
+            extract,
+            sync_timeout_s,
         )
 
     def _resolve_prompt(self, prompt: object, where: str = "prompt") -> tuple[str | None, int | None]:
@@ -364,9 +406,14 @@ class ModelMethods:
         ttl_s: int | None,
         prompt: object,
         extract: ExtractMode | None,
+        sync_timeout_s: float | None = None,
     ) -> AddResult:
         from memlane.core.memory import new_block_id
 
+        # The synchronous extraction's time counts from here: the embedding and the write come out of it.
+        started = monotonic()
+        if sync_timeout_s is not None:
+            sync_timeout_s = check_seconds(sync_timeout_s, "sync_timeout_s", 0, MAX_PERIOD_S)
         check_name(user, "user")
         check_name(session_id, "session_id")
         check_name(conversation_id, "conversation_id")
@@ -418,7 +465,12 @@ class ModelMethods:
             epoch=since,
             default_ttl_s=self.default_ttl_s,
         )
-        outcome = self.run_jobs(job_ids) if mode == "sync" else {}
+        errors: builtins.list[LLMError] = []
+        outcome: dict[int, JobStatus] = {}
+        if mode == "sync":
+            left = None if sync_timeout_s is None else max(0.0, sync_timeout_s - (monotonic() - started))
+            outcome = self.run_jobs(job_ids, timeout_s=left, on_error=errors.append)
+        done = sum(s is JobStatus.DONE for s in outcome.values())
         return AddResult(
             user=user,
             conversation_id=conversation_id,
@@ -427,8 +479,9 @@ class ModelMethods:
             exchanges=len(blocks),
             skipped_system_messages=0,
             jobs_enqueued=len(job_ids),
-            jobs_done=sum(s is JobStatus.DONE for s in outcome.values()),
+            jobs_done=done,
             jobs_failed=sum(s is JobStatus.DEAD for s in outcome.values()),
+            extraction_error=str(errors[-1]) if errors and done < len(job_ids) else None,
         )
 
     # -- updates, TTL, status ----------------------------------------------------------------------------

@@ -144,7 +144,8 @@ class MemoryBlock:
     # sides as given (empty for a fact, and for blocks made from a message list); the block's own TTL in
     # seconds as given (None: its session's default, else the server's; 0: never) and the expiry it gave at
     # the last write (None: never); when it was last updated in place; the registry prompt (id, version)
-    # that extracts it; how many times its extraction job died and when it was last queued.
+    # that extracts it; how many of its extraction attempts failed (an LLM outage's tries are not counted)
+    # and when it was last queued.
     kind: BlockKind = BlockKind.EXCHANGE
     sides: tuple[tuple[str, str], ...] = ()
     ttl_s: int | None = None
@@ -243,9 +244,11 @@ class AddResult:
     exchanges: int
     skipped_system_messages: int
     jobs_enqueued: int = 0
-    # Synchronous extraction only: how its jobs ended (a failed job is dead; its block is kept, unextracted).
+    # Synchronous extraction only: how its jobs ended (a failed job is dead; its block is kept, unextracted),
+    # and the last LLM error it met when a job did not end done.
     jobs_done: int = 0
     jobs_failed: int = 0
+    extraction_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from memlane.core.apikeys import ApiKeys
 from memlane.core.memory import Memory
+from memlane.settings import DEFAULT_AGENT_SYNC_TIMEOUT_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,7 @@ class HttpService:
     health_check_every_s: float = 3600.0
     agent_memory_api: bool = True
     oidc: OidcOptions | None = None
+    agent_sync_timeout_s: float = DEFAULT_AGENT_SYNC_TIMEOUT_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,7 @@ def run_http(memory: Memory, service: HttpService, *, admin_key: str | None, ins
             health_check_every_s=service.health_check_every_s,
             agent_memory_api=service.agent_memory_api,
             oidc=oidc,
+            agent_sync_timeout_s=service.agent_sync_timeout_s,
         ),
     )
 

@@ -2,8 +2,9 @@
 
 It serves ``POST /v1/chat/completions`` (and ``GET /v1/models``, listing ``models``), records every
 request, counts requests in flight, and plays scripted replies (``queue``) before falling back to
-``default_content``. It can refuse ``response_format`` the way real servers do. Use the ``fake_server``
-fixture from this folder's conftest, or::
+``default_content``. It can refuse ``response_format`` the way real servers do, and answer a ``failure``
+(an error status, or a reply too slow to wait for) to every chat request, or to those ``failing`` picks.
+Use the ``fake_server`` fixture from this folder's conftest, or::
 
     with FakeChatServer() as server:
         settings = LLMSettings(model="m", api_key="k", base_url=server.url)
@@ -56,6 +57,9 @@ class FakeChatServer:
         self.reject_schema_status: int | None = None  # refuse response_format carrying a schema
         self.reject_json_mode_status: int | None = None  # refuse any response_format
         self.models = [FAKE_MODEL]  # what GET /v1/models lists
+        # While set: answered to every chat request (those ``failing(body)`` picks, when given) instead.
+        self.failure: Reply | None = None
+        self.failing: Callable[[dict[str, Any]], bool] | None = None
         self.requests: list[SeenRequest] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -128,6 +132,15 @@ class FakeChatServer:
         content = self.responder(body) if self.responder else self.default_content
         return Reply(content=content, delay_s=self.default_delay_s), body
 
+    def answer(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[Reply, dict[str, Any]]:
+        """:meth:`handle`, then the ``failure`` in place of a chat request's reply (a slow one keeps the
+        reply's content, late)."""
+        reply, body = self.handle(path, headers, raw)
+        failure = self.failure
+        if failure is None or path != CHAT_PATH or (self.failing is not None and not self.failing(body)):
+            return reply, body
+        return (Reply(content=reply.content, delay_s=failure.delay_s) if failure.delay_s else failure), body
+
     def render(self, reply: Reply, body: dict[str, Any]) -> str:
         """The response text: the raw ``body``, an error object, or a chat completion."""
         if reply.body is not None:
@@ -182,7 +195,7 @@ def _handler_for(server: FakeChatServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             headers = {k.lower(): v for k, v in self.headers.items()}
-            reply, body = server.handle(self.path, headers, raw)
+            reply, body = server.answer(self.path, headers, raw)
             finished = False
             try:
                 server.wait(reply.delay_s)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -126,3 +129,29 @@ def test_threads_share_one_log(call_log: CallLog) -> None:
     for t in threads:
         t.join()
     assert call_log.stats().calls == 100
+
+
+OPEN_AND_RECORD = """
+import sys, time
+from memlane.core.llm.calllog import CallEntry, CallLog
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
+log = CallLog(__import__("pathlib").Path(sys.argv[1]))
+log.record(CallEntry("m", "p", None, "h", "k", "{}", "ok", 1, 1, 1.0, None, 1, False, 0))
+log.close()
+"""
+
+
+def test_processes_opening_a_new_call_log_together_all_run(tmp_path: Path) -> None:
+    """Workers started at once on a fresh call log: each one migrates it or finds it migrated (one used to exit
+    with "table llm_calls already exists")."""
+    for round_ in range(3):  # a few rounds: the race is lost only when two processes interleave just so
+        path = tmp_path / f"calls-{round_}.db"
+        start = time.time() + 2.0
+        procs = [
+            subprocess.Popen([sys.executable, "-c", OPEN_AND_RECORD, str(path), str(start)], stderr=subprocess.PIPE)
+            for _ in range(8)
+        ]
+        errors = [p.communicate(timeout=60)[1].decode() for p in procs]
+        assert [p.returncode for p in procs] == [0] * 8, errors
+        with CallLog(path) as log:
+            assert log.stats().calls == 8

@@ -1,7 +1,7 @@
-"""An LLM outage (connection refused, timeouts, 429, 5xx) never kills queued extraction jobs: a try that
+"""An LLM outage (connection refused, timeouts, 429, 502-504) never kills queued extraction jobs: a try that
 finds the LLM unreachable gives its attempt back and waits with bounded exponential backoff, the worker
-pauses its claims, the queue shows the outage, and the jobs run once the LLM is back. A bad reply, or a
-refusal of the request itself, still uses up attempts."""
+pauses its claims, the queue shows the outage, and the jobs run once the LLM is back. A bad reply, a 500
+or a refusal of the request itself still uses up attempts (test_llm_block_failures.py: whose failure)."""
 
 from __future__ import annotations
 
@@ -38,14 +38,7 @@ class SwitchableServer(FakeChatServer):
     def __init__(self) -> None:
         super().__init__()
         self.responder = extraction_content
-        self.failure: Reply | None = Reply(status=503)
-
-    def handle(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[Reply, dict[str, Any]]:
-        reply, body = super().handle(path, headers, raw)
-        failure = self.failure
-        if failure is None:
-            return reply, body
-        return (Reply(content=reply.content, delay_s=failure.delay_s) if failure.delay_s else failure), body
+        self.failure = Reply(status=503)
 
 
 @pytest.fixture
@@ -111,8 +104,8 @@ def test_an_outage_longer_than_every_attempt_kills_no_job(server: SwitchableServ
 
 @pytest.mark.parametrize(
     "failure",
-    [Reply(status=503), Reply(status=429, headers={"Retry-After": "0"}), Reply(status=500), Reply(delay_s=0.5)],
-    ids=["503", "429", "500", "timeout"],
+    [Reply(status=503), Reply(status=429, headers={"Retry-After": "0"}), Reply(status=502), Reply(delay_s=0.5)],
+    ids=["503", "429", "502", "timeout"],
 )
 def test_each_kind_of_outage_gives_the_attempt_back(server: SwitchableServer, tmp_path: Path, failure: Reply) -> None:
     server.failure = failure
@@ -139,8 +132,11 @@ def test_connection_refused_is_an_outage(tmp_path: Path) -> None:
         mem.close()
 
 
-def test_a_refusal_of_the_request_and_a_bad_reply_use_attempts(server: SwitchableServer, tmp_path: Path) -> None:
-    server.failure = Reply(status=400, body='{"error": "context length exceeded"}')
+@pytest.mark.parametrize("status", [400, 500])
+def test_a_refusal_or_a_failure_of_the_request_and_a_bad_reply_use_attempts(
+    server: SwitchableServer, tmp_path: Path, status: int
+) -> None:
+    server.failure = Reply(status=status, body='{"error": "context length exceeded"}')
     mem = memory(tmp_path, client(server.url), jobs=1)
     try:
         stats = worker(mem).run(drain=True)
@@ -223,3 +219,32 @@ def test_sync_extraction_leaves_the_job_waiting_with_its_attempt(tmp_path: Path)
 def test_a_transport_error_says_whether_it_is_an_outage() -> None:
     assert LLMTransportError("down").outage
     assert not LLMTransportError("HTTP 400", outage=False).outage
+
+
+ASK = [{"role": "system", "content": "Extract."}, {"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize(
+    ("failure", "outage", "could_be_the_request"),
+    [
+        (Reply(status=500), False, False),  # the server failed on this request
+        (Reply(status=429, headers={"Retry-After": "0"}), True, True),
+        (Reply(status=503), True, True),
+        (Reply(delay_s=0.5), True, True),  # no reply in time: the request reached the server
+        (Reply(status=401), True, False),  # the key, the model or the route: the service's
+    ],
+    ids=["500", "429", "503", "timeout", "401"],
+)
+def test_a_transport_error_says_whose_it_could_be(
+    server: SwitchableServer, failure: Reply, outage: bool, could_be_the_request: bool
+) -> None:
+    server.failure = failure
+    with pytest.raises(LLMTransportError) as raised:
+        client(server.url, timeout_s=0.2).complete_json(ASK)
+    assert (raised.value.outage, raised.value.could_be_the_request) == (outage, could_be_the_request)
+
+
+def test_a_connection_refused_cannot_be_the_requests() -> None:
+    with pytest.raises(LLMTransportError) as raised:
+        client(dead_url()).complete_json(ASK)
+    assert raised.value.outage and not raised.value.could_be_the_request

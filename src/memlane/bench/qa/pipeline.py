@@ -233,6 +233,7 @@ class RecordingLLM:
         purpose: str = "",
         namespace: str | None = None,
         block_id: str | None = None,
+        deadline: float | None = None,
     ) -> LLMResult:
         return self._keep(
             self.inner.complete_json(
@@ -243,6 +244,7 @@ class RecordingLLM:
                 purpose=purpose,
                 namespace=namespace,
                 block_id=block_id,
+                deadline=deadline,
             )
         )
 

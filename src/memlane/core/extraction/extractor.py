@@ -126,12 +126,18 @@ class Extractor:
             return 0
         return forget_blocks([log], [block])
 
-    def extract(self, block: MemoryBlock) -> ExtractionResult:
-        """Raises LLMError (transport) or LLMResponseError (bad reply, with ``raw``) on failure."""
+    def extract(self, block: MemoryBlock, *, deadline: float | None = None) -> ExtractionResult:
+        """Raises LLMError (transport) or LLMResponseError (bad reply, with ``raw``) on failure; by
+        ``deadline`` (a :func:`time.monotonic` instant) when given."""
         messages = self.messages(block)
         # The block's id goes into the call log with the call: deleting the block finds its calls by it.
         res = self.llm.complete_json(
-            messages, schema=EXTRACTION_SCHEMA, purpose="extract", namespace=block.user, block_id=block.id
+            messages,
+            schema=EXTRACTION_SCHEMA,
+            purpose="extract",
+            namespace=block.user,
+            block_id=block.id,
+            deadline=deadline,
         )
         parsed = res.parsed
         if not isinstance(parsed, dict):

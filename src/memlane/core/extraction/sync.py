@@ -3,14 +3,14 @@ code the workers run (:func:`memlane.core.extraction.worker.run_job`)."""
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Sequence
-from time import sleep
+from collections.abc import Callable, Sequence
 
 from memlane.core.embedding.protocol import CachedEmbedder
 from memlane.core.errors import LLMError
 from memlane.core.extraction.extractor import Extractor
-from memlane.core.extraction.worker import is_outage, run_job
+from memlane.core.extraction.worker import run_job
 from memlane.core.jobs import DEFAULT_LEASE_S, JobQueue, JobStatus
 
 
@@ -21,6 +21,8 @@ def run_now(
     job_ids: Sequence[int],
     *,
     retry_pause_s: float = 0.5,
+    deadline: float | None = None,
+    on_error: Callable[[LLMError], None] | None = None,
 ) -> dict[int, JobStatus]:
     """Run ``job_ids`` now and return how each ended (see :meth:`memlane.core.memory.Memory.run_jobs`).
 
@@ -28,21 +30,30 @@ def run_now(
     (after the client's own retries with backoff) ends the run: that job gives its attempt back and waits
     with the outage backoff, and it and the jobs not run yet stay ``queued`` for a worker, left out of the
     outcome. A job a worker claimed first is waited for until it is done or dead; a job deleted with its user
-    meanwhile is left out too."""
+    meanwhile is left out too. With a ``deadline`` (a :func:`time.monotonic` instant) every LLM call, retry
+    and wait ends by then, and the jobs not finished stay ``queued`` for a worker. ``on_error`` sees each
+    LLM error."""
     owner = f"sync-{uuid.uuid4().hex[:12]}"
     outcome: dict[int, JobStatus] = {}
     unreachable: list[LLMError] = []
 
-    def note(exc: LLMError) -> None:
-        if is_outage(exc):
+    def note(exc: LLMError, waits: bool) -> None:
+        if on_error is not None:
+            on_error(exc)
+        if waits:
             unreachable.append(exc)
+
+    def time_left() -> float:
+        return float("inf") if deadline is None else deadline - time.monotonic()
 
     pending = list(job_ids)
     pause = retry_pause_s
-    while pending and not unreachable:
+    while pending and not unreachable and time_left() > 0:
         for job_id in pending:
+            if time_left() <= 0:
+                break
             for job in queue.claim(owner, 1, DEFAULT_LEASE_S, job_ids=[job_id]):
-                status = run_job(job, queue, extractor, embedder, retry_in_s=0.0, on_failure=note)
+                status = run_job(job, queue, extractor, embedder, retry_in_s=0.0, on_failure=note, deadline=deadline)
                 outcome[job.job_id] = status or JobStatus.DONE
             if unreachable:
                 outcome.pop(job_id, None)
@@ -55,6 +66,6 @@ def run_now(
         # Still to run: those that exist and are not finished (queued, or running in another worker).
         pending = [j for j in waiting if j in now and now[j] not in (JobStatus.DONE, JobStatus.DEAD)]
         if pending:
-            sleep(pause)
+            time.sleep(max(0.0, min(pause, time_left())))
             pause = min(pause * 2, 5.0)
     return outcome

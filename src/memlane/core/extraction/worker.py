@@ -27,6 +27,9 @@ RETRY_CAP_S = 600.0
 OUTAGE_BASE_S = 10.0
 OUTAGE_CAP_S = 300.0
 WORKER_PAUSE_CAP_S = 60.0
+# Jobs remembered as failing in a way that may be their own (:meth:`Worker._persists`); past this many the
+# memory is dropped, which only means waiting longer before such a job is blamed.
+MAX_FAILING_JOBS = 100_000
 
 
 def retry_delay(attempts: int, rng: random.Random | None = None) -> float:
@@ -48,6 +51,12 @@ def is_outage(exc: LLMError) -> bool:
     return isinstance(exc, LLMTransportError) and exc.outage
 
 
+def could_be_the_job(exc: LLMError) -> bool:
+    """An outage as far as one request can tell, which the job's own request may have caused (429, 408,
+    502-504, a timeout, a dropped connection): whose it is, only the other jobs tell (:class:`Worker`)."""
+    return isinstance(exc, LLMTransportError) and exc.outage and exc.could_be_the_request
+
+
 def run_job(
     job: ClaimedJob,
     queue: JobQueue,
@@ -55,21 +64,28 @@ def run_job(
     embedder: CachedEmbedder,
     *,
     retry_in_s: float | None = None,
-    on_failure: Callable[[LLMError], None] | None = None,
+    on_failure: Callable[[LLMError, bool], None] | None = None,
     outage_in: Callable[[int], float] = outage_delay,
+    deadline: float | None = None,
+    persists: Callable[[], bool] | None = None,
 ) -> JobStatus | None:
     """Extract one claimed job and record the outcome. Returns DONE, QUEUED (will retry), DEAD, or None when
-    the lease was lost and nothing was written. LLM errors become job data, never exceptions (``on_failure``
-    sees them too). A job whose reply was unusable is retried after ``retry_in_s`` (default: exponential
-    backoff with jitter) and dies after its last attempt; a job that found the LLM unreachable gives its
-    attempt back and waits ``outage_in(failures in a row)`` (:func:`outage_delay`)."""
+    the lease was lost and nothing was written. LLM errors become job data, never exceptions
+    (``on_failure(error, waits)`` sees them too, before the job is put back). A job whose request or reply
+    failed is retried after ``retry_in_s`` (default: exponential backoff with jitter) and dies after its last
+    attempt; a job that found the LLM unreachable gives its attempt back and waits ``outage_in(failures in a
+    row)`` (:func:`outage_delay`). A failure that :func:`could_be_the_job` is the job's when ``persists()``
+    says so (it failed so before while other jobs were served), else the LLM's. ``deadline`` (a
+    :func:`time.monotonic` instant): the LLM call ends by then (a synchronous caller's bound); running out
+    of time is not the job's fault, and it waits as for an unreachable LLM."""
     try:
-        result = extractor.extract(job.block)
+        result = extractor.extract(job.block, deadline=deadline)
     except LLMError as exc:
+        waits = is_outage(exc) and not (could_be_the_job(exc) and persists is not None and persists())
         if on_failure is not None:
-            on_failure(exc)
+            on_failure(exc, waits)
         error = f"{type(exc).__name__}: {exc}"
-        if is_outage(exc):
+        if waits:
             delay = outage_in(job.llm_failures + 1)
             log.warning(
                 "extraction of block %s waits for the LLM (unreachable %d time%s in a row; next try in %.0f s): %s",
@@ -161,6 +177,13 @@ class Worker:
         self.outage_in = outage_in
         self.pause_in = pause_in or (lambda n: outage_delay(n, cap_s=WORKER_PAUSE_CAP_S))
         self._outages = 0  # tries in a row that found the LLM unreachable
+        # Whose failure is it (docs/design/002-extraction-queue.md, "Whose failure"): the jobs whose last
+        # tries failed in a way that could be their own, and the order of the last extraction that succeeded
+        # and the last try that found the whole LLM failing.
+        self._failing: set[int] = set()
+        self._events = 0
+        self._last_served = 0
+        self._last_unserved = 0
         self._paused_until = 0.0
         self._waiting: set[int] = set()  # jobs whose last try here found the LLM unreachable
         self._refusing = False  # the store refused the last claim
@@ -247,13 +270,15 @@ class Worker:
         a reply, good or bad, ends the pause."""
         outage = False
 
-        def note(exc: LLMError) -> None:
+        def note(exc: LLMError, waits: bool) -> None:
             nonlocal outage
-            if is_outage(exc):
+            if waits:
                 outage = True
                 with self._lock:
                     self._outages += 1
                     self._paused_until = time.monotonic() + self.pause_in(self._outages)
+                    self._events += 1
+                    self._last_unserved = self._events
 
         status = run_job(
             job,
@@ -263,13 +288,30 @@ class Worker:
             retry_in_s=self.retry_in(job.attempts),
             on_failure=note,
             outage_in=self.outage_in,
+            persists=lambda: self._persists(job.job_id),
         )
         with self._lock:
             if outage and status is JobStatus.QUEUED:
                 self._waiting.add(job.job_id)
             elif not outage and status is not None:
                 self._outages, self._paused_until = 0, 0.0
+            if status is JobStatus.DONE:
+                self._events += 1
+                self._last_served = self._events
+            if status is not JobStatus.QUEUED:
+                self._failing.discard(job.job_id)
         return status
+
+    def _persists(self, job_id: int) -> bool:
+        """Whether a failure of ``job_id`` that could be its own is: its tries failed so before, and the
+        LLM is serving the other jobs (an extraction succeeded after the last try that found it failing
+        as a whole). While every request fails, it is the LLM's: the job waits, its attempts kept."""
+        with self._lock:
+            blamed = job_id in self._failing and self._last_served > self._last_unserved
+            if len(self._failing) >= MAX_FAILING_JOBS:
+                self._failing.clear()
+            self._failing.add(job_id)
+            return blamed
 
     def _sweeper(self) -> None:
         assert self.sweep is not None and self.sweep_every_s

@@ -143,12 +143,14 @@ class CallStats:
     ignored_keys: int = 0  # properties of JSON replies outside the schema, dropped (the replies were used)
 
 
-_ENTRY_COLUMNS = tuple(f.name for f in fields(CallEntry))
-_SELECT = f"SELECT {', '.join(_ENTRY_COLUMNS)}, id, created_at FROM llm_calls"
+ENTRY_COLUMNS = tuple(f.name for f in fields(CallEntry))
+_SELECT = f"SELECT {', '.join(ENTRY_COLUMNS)}, id, created_at FROM llm_calls"
 
 
 class CallLog:
     """The ``llm_calls`` table in the SQLite file at ``path`` (created with its parents if missing)."""
+
+    path: Path | None  # the file (None: a store's own table, memlane.core.store.postgres.calllog)
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -175,15 +177,20 @@ class CallLog:
             raise StoreError(f"cannot open the LLM call log at {path}: {exc}", reason=_reason(exc)) from exc
 
     def _migrate(self) -> None:
-        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
-        if version > len(MIGRATIONS):
-            raise StoreError(f"{self.path} has call-log schema {version}, newer than this code knows")
-        for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
+        # The version is read again once the write lock is held: another process opening the same new file
+        # at the same moment may have migrated it meanwhile (it then made the tables this one would make).
+        while True:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                for sql in statements:
+                version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+                if version > len(MIGRATIONS):
+                    raise StoreError(f"{self.path} has call-log schema {version}, newer than this code knows")
+                if version == len(MIGRATIONS):
+                    self._db.execute("COMMIT")
+                    return
+                for sql in MIGRATIONS[version]:
                     self._db.execute(sql)
-                self._db.execute(f"PRAGMA user_version = {number}")
+                self._db.execute(f"PRAGMA user_version = {version + 1}")
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -193,8 +200,8 @@ class CallLog:
         """Append one call; return its row id."""
         values = tuple(int(v) if isinstance(v, bool) else v for v in astuple(entry))
         sql = (
-            f"INSERT INTO llm_calls ({', '.join(_ENTRY_COLUMNS)}, created_at) "
-            f"VALUES ({', '.join('?' * (len(_ENTRY_COLUMNS) + 1))})"
+            f"INSERT INTO llm_calls ({', '.join(ENTRY_COLUMNS)}, created_at) "
+            f"VALUES ({', '.join('?' * (len(ENTRY_COLUMNS) + 1))})"
         )
         with self._guard("record a call"):
             cursor = self._db.execute(sql, (*values, time.time()))
@@ -205,13 +212,13 @@ class CallLog:
         sql = f"{_SELECT} WHERE cache_key = ? AND error IS NULL AND cached = 0 ORDER BY id DESC LIMIT 1"
         with self._guard("look up the cache"):
             row = self._db.execute(sql, (key,)).fetchone()
-        return None if row is None else _to_record(row)
+        return None if row is None else to_record(row)
 
     def list(self, n: int = 20) -> builtins.list[CallRecord]:
         """The newest ``n`` calls, newest first."""
         with self._guard("list calls"):
             rows = self._db.execute(f"{_SELECT} ORDER BY id DESC LIMIT ?", (n,)).fetchall()
-        return [_to_record(r) for r in rows]
+        return [to_record(r) for r in rows]
 
     def delete_namespace(self, namespace: str) -> int:
         """Delete every call made for ``namespace``; return how many rows went."""
@@ -248,7 +255,7 @@ class CallLog:
                 if texts
                 else []
             )
-            doomed = [int(row_id) for row_id, request in legacy if _sent_one_of(str(request), texts)]
+            doomed = [int(row_id) for row_id, request in legacy if sent_one_of(str(request), texts)]
             for start in range(0, len(doomed), 500):
                 rows = doomed[start : start + 500]
                 marks = ",".join("?" * len(rows))
@@ -320,7 +327,7 @@ def _reason(exc: BaseException) -> str:
     return sqlite_reason(exc) if isinstance(exc, sqlite3.Error) else "cannot open the file"
 
 
-def _sent_one_of(request: str, texts: set[str]) -> bool:
+def sent_one_of(request: str, texts: set[str]) -> bool:
     """Whether the logged ``request`` sent one of ``texts`` as a user message (alone, or followed by an
     instruction after a blank line)."""
     try:
@@ -341,9 +348,9 @@ def _sent_one_of(request: str, texts: set[str]) -> bool:
     return False
 
 
-def _to_record(row: tuple[Any, ...]) -> CallRecord:
-    n = len(_ENTRY_COLUMNS)
-    values: dict[str, Any] = dict(zip(_ENTRY_COLUMNS, row[:n], strict=True))
+def to_record(row: tuple[Any, ...]) -> CallRecord:
+    n = len(ENTRY_COLUMNS)
+    values: dict[str, Any] = dict(zip(ENTRY_COLUMNS, row[:n], strict=True))
     values["cached"] = bool(values["cached"])
     created = datetime.fromtimestamp(float(row[n + 1]), tz=UTC)
     return CallRecord(**values, id=int(row[n]), created_at=created)

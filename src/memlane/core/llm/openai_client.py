@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from memlane.core.errors import ConfigError, LLMError, LLMResponseError
+from memlane.core.errors import ConfigError, LLMDeadlineError, LLMError, LLMResponseError
 from memlane.core.llm.calllog import CallEntry, CallLog, cache_key, prompt_hash, request_json
 from memlane.core.llm.jsonshape import check_schema, decode_json, decode_reply, json_instruction
 from memlane.core.llm.openai_http import ChatEndpoint, ChatReply, ResponseFormatRejected, Tally
@@ -52,6 +52,7 @@ class _Call:
     purpose: str
     namespace: str | None
     block_id: str | None = None
+    deadline: float | None = None  # a time.monotonic() instant the whole call ends by
 
     def params(self) -> dict[str, object]:
         kind = "json" if self.want_json else "text"
@@ -111,11 +112,15 @@ class OpenAIChatClient:
         purpose: str = "",
         namespace: str | None = None,
         block_id: str | None = None,
+        deadline: float | None = None,
     ) -> LLMResult:
-        """Ask for one JSON value matching ``schema`` (see the module docstring for how)."""
+        """Ask for one JSON value matching ``schema`` (see the module docstring for how), by ``deadline``
+        (a :func:`time.monotonic` instant) when given: every attempt, re-ask and wait fits before it."""
         if schema is not None:
             check_schema(schema)
-        call = _Call(check_messages(messages), schema, True, temperature, max_tokens, purpose, namespace, block_id)
+        call = _Call(
+            check_messages(messages), schema, True, temperature, max_tokens, purpose, namespace, block_id, deadline
+        )
         return self._run(call)
 
     def complete_text(
@@ -188,7 +193,10 @@ class OpenAIChatClient:
         messages = base
         last: LLMResponseError | None = None
         tries = self.settings.max_parse_retries + 1
-        for _ in range(tries):
+        done = 0
+        while done < tries:
+            if done and call.deadline is not None and time.monotonic() >= call.deadline:
+                break
             reply: ChatReply | None = None
             try:
                 reply = self._send(call, messages, tally)
@@ -197,6 +205,10 @@ class OpenAIChatClient:
                 value, ignored = decode_json(reply.text, call.schema)
                 tally.ignored_keys = len(ignored)
                 return reply.text, value
+            except LLMDeadlineError:
+                if last is None:
+                    raise
+                break  # the replies so far were unusable, and there is no time for another: that is what failed
             except LLMResponseError as exc:
                 last = exc
                 if reply is not None:
@@ -205,8 +217,10 @@ class OpenAIChatClient:
                         {"role": "assistant", "content": reply.text[:REPAIR_ECHO_CHARS]},
                         {"role": "user", "content": f"That reply was not usable: {exc}. {instruction}"},
                     ]
+            done += 1
         assert last is not None
-        raise LLMResponseError(f"no usable reply after {tries} tries: {last}", raw=last.raw)
+        within = f"after {tries} tries" if done == tries else f"in {done} tries before the deadline"
+        raise LLMResponseError(f"no usable reply {within}: {last}", raw=last.raw)
 
     def _send(self, call: _Call, messages: list[ChatMessage], tally: Tally) -> ChatReply:
         while True:
@@ -224,7 +238,7 @@ class OpenAIChatClient:
                     response_format["schema"] = dict(call.schema)
                 body["response_format"] = response_format
             try:
-                return self._endpoint.send(body, tally)
+                return self._endpoint.send(body, tally, call.deadline)
             except ResponseFormatRejected:
                 self._step_down(mode, call.schema is not None)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from memlane.core.errors import LLMResponseError, LLMTransportError
+from memlane.core.errors import LLMDeadlineError, LLMResponseError, LLMTransportError
 from memlane.core.llm.backoff import Backoff, is_retryable_status, parse_retry_after
 from memlane.core.llm.probe import (
     BAD_REPLY,
@@ -34,6 +34,10 @@ CHAT_PATH = "chat/completions"
 # Refusals that say nothing of the request but of the service (the key, the model or the route is wrong):
 # an outage for the jobs, which wait instead of using up their attempts.
 _SERVICE_REFUSALS = frozenset({401, 403, 404, 407})
+# Answers (after the retries) that speak of the service's state, not of the request: a rate limit, a
+# request timeout, an overload, a gateway that cannot reach the model. Any other 5xx says the server
+# failed on this request.
+_BUSY = frozenset({408, 429, 502, 503, 504})
 # Statuses with which servers refuse an unsupported ``response_format`` (llama.cpp answers 500, §3.5).
 _FORMAT_REJECT_STATUS = frozenset({400, 422, 500})
 _FORMAT_WORDS = re.compile(r"response_format|json", re.IGNORECASE)
@@ -140,32 +144,52 @@ class ChatEndpoint:
         ids = {m.get("id") for m in listed if isinstance(m, dict)}
         return LLMProbe(True, None, latency, status, model in ids, f"{url} answered {status}: {len(ids)} models")
 
-    def send(self, body: Mapping[str, object], tally: Tally) -> ChatReply:
-        """POST ``body``, retrying 408/429/5xx, timeouts and connection errors with backoff.
+    def send(self, body: Mapping[str, object], tally: Tally, deadline: float | None = None) -> ChatReply:
+        """POST ``body``, retrying 408/429/5xx, timeouts and connection errors with backoff; with a
+        ``deadline`` (a :func:`time.monotonic` instant) every attempt's timeout, the wait for a slot and the
+        backoff fit before it, and the retries stop when the next would not.
 
-        Raises LLMTransportError (at once for other statuses, or when the retries are spent),
+        Raises LLMTransportError (at once for other statuses, or when the retries or the time are spent),
         LLMResponseError when a 2xx reply is not a chat completion, and ResponseFormatRejected.
         """
         last_error = ""
+        last_status: int | None = None  # of the last answer, None when none came
+        sent = False  # whether the last attempt's request reached the server
         retry_after: float | None = None
         for attempt in range(self._max_retries + 1):
             if attempt:
                 delay = self._backoff.delay(attempt - 1, self._rng, retry_after)
+                if deadline is not None and time.monotonic() + delay >= deadline:
+                    raise LLMDeadlineError(
+                        f"gave up on {self._url} after {attempt} attempts: the deadline leaves no time for the "
+                        f"next (in {delay:.1f} s); last error: {last_error}"
+                    )
                 log.warning("LLM server: %s; retry %d of %d in %.1f s", last_error, attempt, self._max_retries, delay)
                 self._sleep(delay)
             retry_after = None
+            timeout_s = self._timeout_s if deadline is None else min(self._timeout_s, deadline - time.monotonic())
+            if timeout_s <= 0 or not self._slots.acquire(timeout=None if deadline is None else timeout_s):
+                raise LLMDeadlineError(
+                    f"no reply from {self._url} before the deadline ({attempt} attempts); last error: "
+                    f"{last_error or 'none: every request slot was busy'}"
+                )
             tally.attempts += 1
             try:
-                with self._slots:
-                    response = self._http.post(self._url, json=dict(body))
+                # A timeout is per phase (connect, write, each read): a reply whose body trickles in may
+                # overrun it, which a chat completion's one JSON body does not.
+                response = self._http.post(self._url, json=dict(body), timeout=httpx.Timeout(timeout_s))
             except httpx.TimeoutException as exc:
-                last_error = f"no reply within {self._timeout_s:g} s ({type(exc).__name__})"
+                last_error = f"no reply within {timeout_s:.3g} s ({type(exc).__name__})"
+                last_status, sent = None, not isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout)
                 continue
             except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
                 last_error = f"connection failed ({type(exc).__name__}: {exc})"
+                last_status, sent = None, not isinstance(exc, httpx.ConnectError)
                 continue
             except (httpx.HTTPError, httpx.InvalidURL) as exc:
                 raise LLMTransportError(f"request to {self._url} failed: {type(exc).__name__}: {exc}") from exc
+            finally:
+                self._slots.release()
             status = response.status_code
             if 200 <= status < 300:
                 return self._read(response, tally)
@@ -176,9 +200,15 @@ class ChatEndpoint:
                 outage = status in _SERVICE_REFUSALS
                 raise LLMTransportError(f"HTTP {status} from {self._url}: {excerpt}", outage=outage)
             last_error = f"HTTP {status}: {excerpt}"
+            last_status, sent = status, True
             retry_after = parse_retry_after(response.headers.get("retry-after"), self._clock())
+        if deadline is not None and time.monotonic() >= deadline:
+            raise LLMDeadlineError(f"no reply from {self._url} before the deadline; last error: {last_error}")
+        failed_here = last_status is not None and last_status not in _BUSY
         raise LLMTransportError(
-            f"gave up on {self._url} after {self._max_retries + 1} attempts; last error: {last_error}"
+            f"gave up on {self._url} after {self._max_retries + 1} attempts; last error: {last_error}",
+            outage=not failed_here,
+            could_be_the_request=sent and not failed_here,
         )
 
     @staticmethod

@@ -67,14 +67,17 @@ class LLM(Protocol):
         purpose: str = "",
         namespace: str | None = None,
         block_id: str | None = None,
+        deadline: float | None = None,
     ) -> LLMResult:
         """Ask for one JSON value, checked against ``schema`` when given.
 
         ``purpose`` labels the call in the log (``extract``, ``answer``, ``judge``); ``namespace`` is the
         memory user the call is made for, so deleting the user deletes its logged calls; ``block_id`` the
-        memory block it is about (an extraction's), so deleting the block deletes them.
+        memory block it is about (an extraction's), so deleting the block deletes them. ``deadline``: a
+        :func:`time.monotonic` instant by which the call ends, its retries, re-asks and waits included (a
+        caller that answers a client within a bound); None: the client's own timeouts and retries.
         Raises :class:`~memlane.core.errors.LLMTransportError` or
-        :class:`~memlane.core.errors.LLMResponseError` once the retries are spent.
+        :class:`~memlane.core.errors.LLMResponseError` once the retries (or the time) are spent.
         """
         ...
 

@@ -91,8 +91,10 @@ class ScriptedLLM:
         purpose: str = "",
         namespace: str | None = None,
         block_id: str | None = None,
+        deadline: float | None = None,
     ) -> LLMResult:
-        """Reply with the scripted or derived JSON value, checked against ``schema``."""
+        """Reply with the scripted or derived JSON value, checked against ``schema`` (at once: within any
+        ``deadline``)."""
         if schema is not None:
             check_schema(schema)
         params = {"kind": "json", "schema": schema, "temperature": temperature, "max_tokens": max_tokens}

@@ -64,11 +64,13 @@ class Store(Protocol):
         limit: int = 100,
         offset: int = 0,
         contains: str | None = None,
+        metadata_text: Mapping[str, str] | None = None,
     ) -> Page[UserInfo]:
         """Users by name order whose display name is exactly ``name``, whose metadata holds every
-        ``metadata`` pair with an equal JSON value, and whose name or display name holds ``contains``
-        ignoring case (its ``%`` and ``_`` are plain characters) (None: no such rule), paged, with the
-        total."""
+        ``metadata`` pair with an equal JSON value, and every ``metadata_text`` pair read as text (a string
+        equal to it, or a number or boolean whose JSON text is), and whose name or display name holds
+        ``contains`` ignoring case (its ``%`` and ``_`` are plain characters) (None: no such rule), paged,
+        with the total."""
         ...
 
     def create_session(

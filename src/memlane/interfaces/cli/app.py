@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from memlane.core.calls import default_call_log_path
+from memlane.core.calls import default_call_log_path, own_call_log
 from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, StoreError, ValidationError
 from memlane.core.llm import LLM, CallLog, make_llm
 from memlane.core.memory import Memory
@@ -86,9 +86,9 @@ def llm_options(func: F) -> F:
     return func
 
 
-def call_log_path(store: str | Path, explicit: Path | None) -> Path:
-    """The LLM call log: ``explicit`` (``--llm-log``), else ``MEMLANE_LLM_LOG``, else the store's default
-    (beside a SQLite store; for a PostgreSQL store, ``memlane.calls.db`` in the current folder)."""
+def call_log_path(store: str | Path, explicit: Path | None) -> Path | None:
+    """The LLM call log's file: ``explicit`` (``--llm-log``), else ``MEMLANE_LLM_LOG``, else the store's
+    default (beside a SQLite store; None for a PostgreSQL store, whose call log is a table of its own)."""
     return explicit or cli_settings().llm_log or default_call_log_path(store)
 
 
@@ -140,17 +140,19 @@ def open_memory(
     settings = cli_settings()
     options = settings.memory_options()
     options["ann"] = replace(settings.ann_settings(), build=long_lived)
+    path = call_log_path(store, llm.log if llm else None)
+    # A store whose call log is a table of its own is opened first: the LLM writes into it.
     opened = (
         None
-        if create
-        else Memory.open_store(store, create=False, server_timeout_s=server_timeout_s, ann=options["ann"])
+        if create and path is not None
+        else Memory.open_store(store, create=create, server_timeout_s=server_timeout_s, ann=options["ann"])
     )
     log = None
-    path = call_log_path(store, llm.log if llm else None)
     try:
         model = None
         if llm is not None:
-            log = CallLog(path)  # the LLM writes it: made now if it is missing
+            # the LLM writes it: a file made now if it is missing, or the store's own
+            log = CallLog(path) if path is not None else own_call_log(opened)
             model = build_llm(llm, log)
         return Memory.open(
             opened if opened is not None else store,

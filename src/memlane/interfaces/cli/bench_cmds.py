@@ -61,6 +61,30 @@ def bench_group() -> None:
     """
 
 
+@bench_group.command("citus")
+@click.option("--plain", "plain_url", required=True, help="A postgresql:// URL of a plain PostgreSQL server.")
+@click.option("--citus", "citus_url", required=True, help="A postgresql:// URL of a Citus coordinator's database.")
+@click.option("--sizes", default="100,5000", show_default=True, help="Blocks per user for the search figures.")
+@click.option("--queries", type=int, default=60, show_default=True, help="Searches per size on each store.")
+@click.option("--move-blocks", type=int, default=10_000, show_default=True, help="Blocks of the user moved.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the figures.")
+def citus_bench_cmd(plain_url: str, citus_url: str, sizes: str, queries: int, move_blocks: int, as_json: bool) -> None:
+    """The store through a Citus coordinator against one plain server, side by side (searches and adds
+    alternating), and a user's shard isolated and moved under four writers (memlane.bench.citus).
+
+    \b
+    Example:
+      memlane bench citus --plain postgresql://localhost/memlane --citus postgresql://coordinator/memlane
+    """
+    from memlane.bench.citus import CitusBenchSettings, format_citus_report, run_citus_bench
+
+    cfg = CitusBenchSettings(
+        sizes=tuple(int(x) for x in sizes.split(",") if x.strip()), queries=queries, move_blocks=move_blocks
+    )
+    figures = run_citus_bench(plain_url, citus_url, cfg, progress=lambda m: click.echo(m, err=True))
+    click.echo(json.dumps(figures) if as_json else format_citus_report(figures))
+
+
 @bench_group.command("perf")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the figures.")
 @click.option(

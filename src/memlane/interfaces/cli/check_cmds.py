@@ -47,7 +47,8 @@ def check_cmd(llm_log: Path | None, as_json: bool, store: str) -> None:
     where = redact(store) if is_postgres_url(store) else store
     found = _check_store(store)
     log_path = call_log_path(store, llm_log)
-    log_found = _check_call_log(log_path) if log_path.is_file() else None
+    # A PostgreSQL store's call log is a table of the store, checked with it.
+    log_found = _check_call_log(log_path) if log_path is not None and log_path.is_file() else None
     ok = found.ok and (log_found is None or log_found.ok)
     if as_json:
         report: dict[str, object] = {"ok": ok, "store": where, **_as_dict(found), "call_log": None}

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import click
 
+from memlane.core.calls import own_call_log
 from memlane.core.errors import StoreNotFoundError
 from memlane.core.extraction.worker import WorkerStats
 from memlane.core.jobs import LLMOutage, QueueStatus
 from memlane.core.llm import CallLog
+from memlane.core.memory import Memory
 from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
 from memlane.core.timefmt import coerce_time
 from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, open_memory, store_options
@@ -230,13 +232,21 @@ def llm_log_cmd(n: int, as_json: bool, llm_log: Path | None, store: Path, embedd
       memlane llm log -n 5 --json
     """
     path = call_log_path(store, llm_log)
-    if not path.is_file():
-        raise StoreNotFoundError(f"no LLM call log at {path}")
-    log = CallLog(path)
-    try:
-        records = log.list(n)
-    finally:
-        log.close()
+    if path is None:  # a PostgreSQL store: its call log is a table of the store
+        opened = Memory.open_store(str(store), create=False)
+        try:
+            log = own_call_log(opened)
+            records = [] if log is None else log.list(n)
+        finally:
+            opened.close()
+    else:
+        if not path.is_file():
+            raise StoreNotFoundError(f"no LLM call log at {path}")
+        file_log = CallLog(path)
+        try:
+            records = file_log.list(n)
+        finally:
+            file_log.close()
     if as_json:
         click.echo(json.dumps([asdict(r) for r in records], default=str))
         return

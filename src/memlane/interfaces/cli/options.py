@@ -18,7 +18,15 @@ from typing import Any, TypeVar, cast
 import click
 from pydantic import SecretStr
 
-from memlane.core.bounds import MAX_CONCURRENCY, MAX_OFFSET, MAX_PAGE, MAX_PERIOD_S, MAX_VERSION, MIN_WAIT_S
+from memlane.core.bounds import (
+    MAX_CONCURRENCY,
+    MAX_OFFSET,
+    MAX_PAGE,
+    MAX_PERIOD_S,
+    MAX_ROW_ID,
+    MAX_VERSION,
+    MIN_WAIT_S,
+)
 from memlane.core.model_checks import MAX_TTL_S
 from memlane.core.retrieval.settings import MAX_K
 from memlane.settings import DEFAULT_STORE, Settings, env_var, load
@@ -49,6 +57,7 @@ VERSION = click.IntRange(0, MAX_VERSION)
 TTL = click.IntRange(0, MAX_TTL_S)
 CONCURRENCY = click.IntRange(1, MAX_CONCURRENCY)
 PORT = click.IntRange(0, 65_535)
+ROW_ID = click.IntRange(0, MAX_ROW_ID)  # an id the store (or Citus) made: a 64-bit integer
 WAIT = Seconds(MIN_WAIT_S, MAX_PERIOD_S)  # a lease, a poll interval
 EVERY = Seconds(0, MAX_PERIOD_S)  # an interval, 0: never
 

@@ -32,6 +32,7 @@ from memlane.interfaces.serve import (
     run_mcp_stdio,
 )
 from memlane.settings import (
+    DEFAULT_AGENT_SYNC_TIMEOUT_S,
     DEFAULT_HEALTH_CHECK_EVERY_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_READ_TIMEOUT_S,
@@ -92,7 +93,8 @@ def oidc_options(func: F) -> F:
             ("--oidc-audience", "oidc_audience", "", "The audience tokens must name (empty: not checked)."),
             ("--oidc-user-claim", "oidc_user_claim", "sub", "The claim naming the memlane user."),
             ("--oidc-role-claim", "oidc_role_claim", "role", "The claim naming the role (read-only/ams_ro, "
-             "read-write/ams_rw, admin/ams_admin; none: read-only)."),
+             "read-write/ams_rw, admin/ams_admin; none: read-only). An admin token acts on any user of the "
+             "Agent Memory routes."),
         ]
     ):  # fmt: skip
         env = "MEMLANE_" + setting.upper()
@@ -245,6 +247,18 @@ def close_memory(mem: Memory) -> None:
     help="Serve the Agent Memory API (its SDK's routes: /users, /prompts, /health) beside /v1. "
     "[env MEMLANE_AGENT_MEMORY_API]",
 )
+@click.option(
+    "--agent-sync-timeout",
+    "agent_sync_timeout_s",
+    cls=SettingOption,
+    setting="agent_sync_timeout",
+    type=Seconds(0.1, MAX_PERIOD_S),
+    default=DEFAULT_AGENT_SYNC_TIMEOUT_S,
+    show_default=True,
+    help="Seconds an Agent Memory add with async_processing false waits for its extraction, the LLM's retries "
+    "included; then 502 UPSTREAM_ERROR, the blocks stored and left to the workers. Keep it under the "
+    "clients' own timeout (the SDK's: 30 s). [env MEMLANE_AGENT_SYNC_TIMEOUT]",
+)
 @log_level_option
 @click.option(
     "--access-log/--no-access-log",
@@ -268,6 +282,7 @@ def serve_cmd(
     max_body: int,
     insecure_dev: bool,
     agent_memory_api: bool,
+    agent_sync_timeout_s: float,
     log_level: str,
     access_log: bool,
     allowed_hosts: str,
@@ -324,6 +339,7 @@ def serve_cmd(
             health_check_every_s,
             agent_memory_api,
             oidc_choice(oidc_jwks, oidc_issuer, oidc_audience, oidc_user_claim, oidc_role_claim),
+            agent_sync_timeout_s,
         )
         run_http(mem, service, admin_key=admin_key, insecure_dev=insecure_dev)
     finally:

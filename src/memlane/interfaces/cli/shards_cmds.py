@@ -1,67 +1,111 @@
-"""``memlane shards``: the servers of a store sharded by user, where a user lives, and moving a user."""
+"""``memlane shards``: a store on a Citus cluster: distributing one, where users live, isolating a large user,
+moving shards, adding a worker and rebalancing, all with Citus's own functions (docs/scaling.md)."""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from memlane.core.errors import ConfigError
-from memlane.interfaces.cli.options import EVERY, store_path_option
+from memlane.core.store.postgres import is_postgres_url
+from memlane.interfaces.cli.options import ROW_ID, store_path_option
 
 if TYPE_CHECKING:
-    from memlane.core.store.postgres.sharded import ShardedStore
+    from memlane.core.store.postgres.citus import Cluster
 
-STORE_HELP = (
-    "The sharded store: postgresql:// URLs joined by commas, one per shard, always in the same order. "
-    "[env MEMLANE_STORE]"
+STORE_HELP = "The store: a postgresql:// URL of a Citus coordinator's database. [env MEMLANE_STORE]"
+MODE_HELP = (
+    "How Citus copies the shard: auto (logical replication, writers go on and wait only for the final switch), "
+    "force_logical, or block_writes (the shard's writers wait for the whole copy)."
 )
 
-
-def open_sharded(store: str) -> ShardedStore:
-    from memlane.core.store.postgres import open_postgres
-    from memlane.core.store.postgres.sharded import ShardedStore
-
-    opened = open_postgres(store, create=False)
-    if not isinstance(opened, ShardedStore):
-        opened.close()
-        raise ConfigError(
-            "memlane shards needs a sharded store: several postgresql:// URLs joined by commas (docs/scaling.md)"
-        )
-    return opened
-
-
+F = TypeVar("F", bound=Callable[..., object])
 store_option = store_path_option(STORE_HELP)
+
+
+def mode_option(default: str = "auto") -> Callable[[F], F]:
+    def add(func: F) -> F:
+        return click.option(
+            "--mode",
+            type=click.Choice(["auto", "force_logical", "block_writes"]),
+            default=default,
+            show_default=True,
+            help=MODE_HELP,
+        )(func)
+
+    return add
+
+
+def _open(store: str, *, distribute: bool = False) -> Cluster:
+    from memlane.core.store.postgres.citus import Cluster
+    from memlane.core.store.postgres.store import PostgresStore
+
+    if not is_postgres_url(store):
+        raise ConfigError("memlane shards needs a postgresql:// URL of a Citus coordinator's database")
+    opened = PostgresStore(store, create=False, distribute=distribute, pool_max=2)
+    try:
+        return Cluster(opened)
+    except BaseException:
+        opened.close()
+        raise
 
 
 @click.group("shards")
 def shards_group() -> None:
-    """A store sharded by user over several PostgreSQL servers (docs/scaling.md)."""
+    """A store on a Citus cluster: its shards, their workers and the users in them (docs/scaling.md)."""
+
+
+@shards_group.command("distribute")
+@store_option
+@click.option("--json", "as_json", is_flag=True)
+def distribute_cmd(store: str, as_json: bool) -> None:
+    """Distribute an existing store in place on a Citus coordinator: its users' tables by user, co-located,
+    the shared ones as reference tables. Citus copies the rows into the shards (the figures say how many and
+    how long); the store's writers wait meanwhile. A store already distributed is left as it is.
+
+    \b
+    Example:
+      memlane shards distribute --store postgresql://coordinator/memlane
+    """
+    cluster = _open(store, distribute=True)
+    done = cluster.store.distributed
+    cluster.store.close()
+    report = {"distributed": done is not None, **(asdict(done) if done is not None else {})}
+    if as_json:
+        click.echo(json.dumps(report))
+    elif done is None:
+        click.echo("already distributed: nothing to do")
+    else:
+        click.echo(
+            f"distributed {len(done.user_tables)} users' tables, {len(done.reference_tables)} reference tables and "
+            f"{len(done.hashed_tables)} by content: {done.rows_moved} rows moved in {done.seconds:.1f} s"
+        )
 
 
 @shards_group.command("list")
 @store_option
 @click.option("--json", "as_json", is_flag=True)
 def list_cmd(store: str, as_json: bool) -> None:
-    """Each shard: its index, its server (password hidden) and how many users it holds.
+    """Each shard of the users' tables: its id, its worker, how many users it holds and its size on disk.
 
     \b
     Example:
-      memlane shards list --store postgresql://db1/memlane,postgresql://db2/memlane
+      memlane shards list --store postgresql://coordinator/memlane
     """
-    from memlane.core.store.postgres.sharded import describe
-
-    sharded = open_sharded(store)
+    cluster = _open(store)
     try:
-        rows = describe(sharded)
+        rows = [asdict(p) for p in cluster.placements()]
     finally:
-        sharded.close()
+        cluster.store.close()
     if as_json:
         click.echo(json.dumps(rows))
         return
     for row in rows:
-        click.echo(f"{row['shard']}\t{row['users']} users\t{row['server']}")
+        click.echo(f"{row['shard_id']}\t{row['node']}\t{row['users']} users\t{row['bytes']} bytes")
 
 
 @shards_group.command("where")
@@ -69,103 +113,141 @@ def list_cmd(store: str, as_json: bool) -> None:
 @store_option
 @click.option("--json", "as_json", is_flag=True)
 def where_cmd(user: str, store: str, as_json: bool) -> None:
-    """The shard that holds USER, their home shard (by the hash of the name) and any unfinished move.
+    """The shard that holds USER's rows and the worker it is on.
 
     \b
     Example:
-      memlane shards where alice --store postgresql://db1/memlane,postgresql://db2/memlane
+      memlane shards where alice --store postgresql://coordinator/memlane
     """
-    from memlane.core.store.postgres.moves import unfinished
-
-    sharded = open_sharded(store)
+    cluster = _open(store)
     try:
-        shard, home, pending = sharded.shard_of(user, fresh=True), sharded.home(user), unfinished(sharded, user)
-        exists = sharded.shards[shard].has_user(user)
+        shard, node = cluster.where(user)
     finally:
-        sharded.close()
-    row = {"user": user, "shard": shard, "home": home, "exists": exists, "unfinished_move": pending}
+        cluster.store.close()
     if as_json:
-        click.echo(json.dumps(row))
-        return
-    moving = f", a move from shard {pending[0]} to {pending[1]} is unfinished" if pending else ""
-    click.echo(f"{user}: shard {shard} (home {home}){'' if exists else ', no such user yet'}{moving}")
+        click.echo(json.dumps({"user": user, "shard_id": shard, "node": node}))
+    else:
+        click.echo(f"{user}: shard {shard} on {node}")
+
+
+@shards_group.command("isolate")
+@click.argument("user")
+@mode_option("block_writes")
+@store_option
+@click.option("--json", "as_json", is_flag=True)
+def isolate_cmd(user: str, mode: str, store: str, as_json: bool) -> None:
+    """Give USER a shard of their own (every table's rows of USER alone), on the worker that held them; move
+    it elsewhere with `memlane shards move`, online. Searches go on; the split shard's writers wait for the
+    copy (block_writes: an online split of memlane's tables failed with Citus 13.2, docs/scaling.md).
+
+    \b
+    Example:
+      memlane shards isolate alice --store postgresql://coordinator/memlane
+    """
+    cluster = _open(store)
+    try:
+        shard = cluster.isolate(user, mode)
+        _, node = cluster.where(user)
+    finally:
+        cluster.store.close()
+    if as_json:
+        click.echo(json.dumps({"user": user, "shard_id": shard, "node": node}))
+    else:
+        click.echo(f"{user}: shard {shard} of their own on {node}")
 
 
 @shards_group.command("move")
-@click.argument("user")
-@click.option("--to", "to", type=int, required=True, help="The index of the target shard (0 is the first URL).")
-@click.option(
-    "--drain",
-    type=EVERY,
-    default=None,
-    help="Seconds to wait between the switch and deleting the old copy: longer than every router remembers a "
-    "route (default: 35). 0 only when no other process has the store open.",
-)
+@click.argument("shard_id", type=ROW_ID)
+@click.option("--to", "target", required=True, help="The worker to move it to, as host:port.")
+@mode_option()
 @store_option
 @click.option("--json", "as_json", is_flag=True)
-def move_cmd(user: str, to: int, drain: float | None, store: str, as_json: bool) -> None:
-    """Move USER to shard --to: freeze the user on the source (their writes answer "being moved", 503, for
-    the few seconds of the move), copy, verify, switch the map, wait for routers to notice, delete the
-    source copy. Interrupted at any point, nothing is lost: run the same command again to finish.
+def move_cmd(shard_id: int, target: str, mode: str, store: str, as_json: bool) -> None:
+    """Move shard SHARD_ID (with the same shard of every co-located table) to the worker --to, online.
 
     \b
     Example:
-      memlane shards move alice --to 1 --store postgresql://db1/memlane,postgresql://db2/memlane
+      memlane shards move 102008 --to 10.0.0.7:5432 --store postgresql://coordinator/memlane
     """
-    from memlane.core.store.postgres.moves import DRAIN_S, move_user
-
-    sharded = open_sharded(store)
+    cluster = _open(store)
     try:
-        report = move_user(sharded, user, to, drain_s=DRAIN_S if drain is None else drain)
+        source = cluster.move(shard_id, target, mode)
     finally:
-        sharded.close()
+        cluster.store.close()
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "user": user,
-                    "from": report.source,
-                    "to": report.target,
-                    "rows": report.rows,
-                    "steps": list(report.steps),
-                }
-            )
-        )
-        return
-    if not report.steps:
-        click.echo(f"{user} is on shard {to} already; nothing to do")
-        return
-    copied = ", ".join(f"{n} {t}" for t, n in report.rows.items() if n) or "nothing left to copy"
-    click.echo(f"moved {user} from shard {report.source} to shard {report.target} ({copied})")
+        click.echo(json.dumps({"shard_id": shard_id, "from": source, "to": target}))
+    else:
+        click.echo(f"shard {shard_id}: moved from {source} to {target}")
 
 
-@shards_group.command("grow")
+@shards_group.command("erase")
+@click.argument("user")
+@mode_option()
 @store_option
-@click.option(
-    "--new", "new", required=True, help="The new list: the store's URLs in the same order, then the added ones."
-)
 @click.option("--json", "as_json", is_flag=True)
-def grow_cmd(store: str, new: str, as_json: bool) -> None:
-    """Add servers to the store: every user stays where they are (the shard map at their new home points
-    there); move users to the new shards afterwards with memlane shards move. Stop every process that
-    writes to the store first, and start them again with the new list. Interrupted, run it again.
+def erase_cmd(user: str, mode: str, store: str, as_json: bool) -> None:
+    """After `memlane delete-user USER`: rewrite the shard that held USER's rows (moved to another worker,
+    online, the old files dropped), so that no byte of their words is left in the data files. A deletion
+    removes every row at once, but PostgreSQL leaves a deleted row's bytes in its page until the page is
+    rewritten.
 
     \b
     Example:
-      memlane shards grow --store postgresql://db1/m,postgresql://db2/m \\
-          --new postgresql://db1/m,postgresql://db2/m,postgresql://db3/m
+      memlane shards erase alice --store postgresql://coordinator/memlane
     """
-    from memlane.core.store.postgres import shard_urls
-    from memlane.core.store.postgres.grow import grow
-
-    report = grow(shard_urls(store), shard_urls(new))
+    cluster = _open(store)
+    try:
+        shard, source, target = cluster.erase(user, mode)
+    finally:
+        cluster.store.close()
     if as_json:
-        click.echo(json.dumps(report.__dict__))
+        click.echo(json.dumps({"user": user, "shard_id": shard, "from": source, "to": target}))
+    else:
+        click.echo(f"{user}: shard {shard} rewritten from {source} onto {target}")
+
+
+@shards_group.command("add-node")
+@click.argument("node")
+@store_option
+def add_node_cmd(node: str, store: str) -> None:
+    """Add the worker NODE (host:port, a PostgreSQL server with Citus and pgvector, memlane's database created
+    with both extensions) to the cluster. Writers go on; it takes shards with `memlane shards rebalance`.
+
+    \b
+    Example:
+      memlane shards add-node 10.0.0.8:5432 --store postgresql://coordinator/memlane
+    """
+    cluster = _open(store)
+    try:
+        node_id = cluster.add_node(node)
+    finally:
+        cluster.store.close()
+    click.echo(f"{node}: node {node_id} added")
+
+
+@shards_group.command("rebalance")
+@mode_option()
+@store_option
+@click.option("--json", "as_json", is_flag=True)
+def rebalance_cmd(mode: str, store: str, as_json: bool) -> None:
+    """Move shards until the workers hold about as much (Citus's rebalancer), online.
+
+    \b
+    Example:
+      memlane shards rebalance --store postgresql://coordinator/memlane
+    """
+    cluster = _open(store)
+    try:
+        moves = cluster.rebalance(mode)
+    finally:
+        cluster.store.close()
+    rows = [{"shard_id": s, "from": a, "to": b} for s, a, b in moves]
+    if as_json:
+        click.echo(json.dumps(rows))
         return
-    click.echo(
-        f"grew from {report.old} to {report.new} shards: {report.users} users stay where they are "
-        f"({report.pinned} found through the map at their new home)"
-    )
+    for row in rows:
+        click.echo(f"shard {row['shard_id']}: {row['from']} -> {row['to']}")
+    click.echo(f"{len(rows)} shard{'s' if len(rows) != 1 else ''} moved")
 
 
 def register(group: click.Group) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 
@@ -90,7 +91,7 @@ def create_app(
         redoc_url=None,
     )
     app.state.services = svc
-    install_error_handlers(app)
+    install_error_handlers(app, partial(agent_memory.no_route, api_on=settings.agent_memory_api))
     app.include_router(ops.router)
     app.include_router(users.router)
     app.include_router(memories.router)

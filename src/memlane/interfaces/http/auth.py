@@ -25,12 +25,16 @@ from memlane.interfaces.http.services import services
 @dataclass(frozen=True, slots=True)
 class Principal:
     """The caller: the admin (``user`` None) or one user's key, with the store's deletion epoch read with
-    the key (an add passes it on, so a deletion of the user after this check refuses the add)."""
+    the key (an add passes it on, so a deletion of the user after this check refuses the add).
+    ``any_user``: a verified OpenID Connect token with the admin role, which acts on any user named in an
+    Agent Memory path as the admin key does (on ``/v1``, which takes the user from the credential, it is
+    ``user``'s token)."""
 
     user: str | None
     key_id: str | None = None
     epoch: int | None = None
     role: str = ROLE_ADMIN
+    any_user: bool = False
 
     @property
     def admin(self) -> bool:
@@ -64,7 +68,7 @@ def authenticate(request: Request) -> Principal:
             raise AuthError(401, str(exc), exc.code) from None
         if identity.role == ROLE_READ_ONLY and is_write(request.method, request.url.path):
             raise AuthError(403, "this token is read-only: writes need a read-write or admin role")
-        return Principal(user=identity.user, role=identity.role)
+        return Principal(user=identity.user, role=identity.role, any_user=identity.role == ROLE_ADMIN)
     verified = svc.keys.verify(token)
     if verified is None:
         raise AuthError(401, "unknown or revoked API key")

@@ -36,7 +36,7 @@ anything else                 500     internal_error
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -110,6 +110,21 @@ def _unparsed_reason(exc: StarletteHTTPException) -> str:
     return "it cannot be read"
 
 
+# Starlette's words when no route serves the path (404) or the method (405).
+_UNROUTED = {404: "Not Found", 405: "Method Not Allowed"}
+
+
+def _unrouted(request: Request, exc: StarletteHTTPException, no_route: Callable[[str], str] | None) -> str:
+    path = request.url.path
+    if exc.status_code == 405:
+        # Not Starlette's Allow header: it names the methods of one of the path's routes only.
+        text = f"{request.method} is not allowed on {path}"
+    else:
+        text = f"no route {request.method} {path}"
+    hint = no_route(path) if no_route is not None else ""
+    return f"{text}: {hint}" if hint else text
+
+
 def field_path(loc: Sequence[int | str]) -> str:
     """``("body", "messages", 0, "content")`` -> ``messages[0].content``: the name a client sent."""
     parts = list(loc)
@@ -121,8 +136,9 @@ def field_path(loc: Sequence[int | str]) -> str:
     return out or "body"
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Route every exception through the table above."""
+def install_error_handlers(app: FastAPI, no_route: Callable[[str], str] | None = None) -> None:
+    """Route every exception through the table above. ``no_route(path)``: what the answer to a path or a
+    method no route serves adds to say where the caller should look."""
 
     @app.exception_handler(MemlaneError)
     async def on_core_error(request: Request, exc: MemlaneError) -> JSONResponse:
@@ -159,7 +175,10 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 400 and exc.detail == _UNPARSED:
             return error_response(400, "bad_request", _bad_json(_unparsed_reason(exc)), "body", request=request)
         code = HTTP_CODES.get(exc.status_code, "error")
-        response = error_response(exc.status_code, code, str(exc.detail), request=request)
+        message = str(exc.detail)
+        if _UNROUTED.get(exc.status_code) == exc.detail:
+            message = _unrouted(request, exc, no_route)
+        response = error_response(exc.status_code, code, message, request=request)
         if exc.status_code in (408, 413):
             # The client may still be sending the body that will not be read.
             response.headers["Connection"] = "close"

@@ -5,7 +5,9 @@ The service verifies RS256 JWTs against the public keys of a JWKS file its opera
 identity provider's ``jwks_uri`` document, saved; memlane fetches nothing), checks expiry and, when
 configured, the issuer and audience, and maps two claims: one names the memlane user the token acts for
 (``sub`` by default), the other its role. A verified token is a user's key: it acts on its own user's
-paths only, with its role; it never acts as the admin key.
+paths only, with its role; it never gets the admin key's ``/v1`` routes. One with the admin role is a
+service token: on the Agent Memory routes it acts on any user named in the path, as the admin key does
+(:mod:`memlane.interfaces.http.agent_memory.auth`).
 
 Role claim values: ``read-only`` / ``ams_ro``, ``read-write`` / ``ams_rw``, ``admin`` / ``ams_admin`` (a
 list takes the highest it holds). A token without a recognised role reads only.

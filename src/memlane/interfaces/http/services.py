@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 from fastapi import Request
 
@@ -14,9 +15,26 @@ from memlane.interfaces.http.oidc import OidcVerifier
 from memlane.interfaces.http.settings import HttpSettings
 
 
+class Count:
+    """A running count that the routes, run in a thread pool, add to at once."""
+
+    def __init__(self) -> None:
+        self._value = 0
+        self._lock = threading.Lock()
+
+    def add(self) -> None:
+        with self._lock:
+            self._value += 1
+
+    @property
+    def value(self) -> int:
+        return self._value
+
+
 @dataclass(frozen=True, slots=True)
 class Services:
-    """``admin_key`` None means the insecure development mode: admin routes need no key."""
+    """``admin_key`` None means the insecure development mode: admin routes need no key.
+    ``agent_queue_full``: the Agent Memory adds refused (429) because the extraction queue was full."""
 
     memory: Memory
     keys: ApiKeys
@@ -25,6 +43,7 @@ class Services:
     settings: HttpSettings
     integrity: IntegrityWatch
     oidc: OidcVerifier | None = None
+    agent_queue_full: Count = field(default_factory=Count)
 
 
 def services(request: Request) -> Services:

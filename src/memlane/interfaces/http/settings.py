@@ -6,7 +6,12 @@ from dataclasses import dataclass
 
 from memlane.interfaces.http.oidc import OidcSettings
 from memlane.interfaces.wire.hosts import LOOPBACK_HOSTS
-from memlane.settings import DEFAULT_HEALTH_CHECK_EVERY_S, DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
+from memlane.settings import (
+    DEFAULT_AGENT_SYNC_TIMEOUT_S,
+    DEFAULT_HEALTH_CHECK_EVERY_S,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_READ_TIMEOUT_S,
+)
 
 DEFAULT_HEALTH_WRITE_TIMEOUT_S = 5.0
 # The Agent Memory routes' limits (that API's own defaults): a block's estimated tokens, and the blocks an
@@ -14,6 +19,7 @@ DEFAULT_HEALTH_WRITE_TIMEOUT_S = 5.0
 DEFAULT_AGENT_BLOCK_TOKENS = 4096
 DEFAULT_AGENT_QUEUE_MAX = 10_000
 __all__ = [
+    "DEFAULT_AGENT_SYNC_TIMEOUT_S",
     "DEFAULT_HEALTH_CHECK_EVERY_S",
     "DEFAULT_HEALTH_WRITE_TIMEOUT_S",
     "DEFAULT_MAX_BODY_BYTES",
@@ -32,8 +38,10 @@ class HttpSettings:
     store's write lock. ``health_check_every_s``: how often the store's quick integrity check runs (from
     the service's start; 0: never), whose result ``/healthz`` reports. ``agent_memory_api``: serve the
     Agent Memory routes at the root (``docs/integrations/agent-memory.md``); ``agent_block_tokens`` and
-    ``agent_queue_max``: their per-block token limit and extraction queue capacity. ``oidc``: accept
-    OpenID Connect bearer tokens too (:mod:`memlane.interfaces.http.oidc`)."""
+    ``agent_queue_max``: their per-block token limit and extraction queue capacity;
+    ``agent_sync_timeout_s``: how long an add with ``async_processing: false`` waits for its extraction,
+    the LLM client's retries included, before it answers 502. ``oidc``: accept OpenID Connect bearer tokens
+    too (:mod:`memlane.interfaces.http.oidc`)."""
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
@@ -44,3 +52,4 @@ class HttpSettings:
     oidc: OidcSettings | None = None
     agent_block_tokens: int = DEFAULT_AGENT_BLOCK_TOKENS
     agent_queue_max: int = DEFAULT_AGENT_QUEUE_MAX
+    agent_sync_timeout_s: float = DEFAULT_AGENT_SYNC_TIMEOUT_S

@@ -99,13 +99,17 @@ def check_extract(extract: str, has_llm: bool) -> None:
 
 
 def error_body(code: str, message: str, field: str | None = None, *, request_id: str | None = None) -> dict[str, Any]:
-    """The JSON body of every error response."""
+    """The JSON body of every error response. ``detail`` says the same in the Agent Memory API's flat shape:
+    that API's clients unwrap a ``detail`` object and read a string ``error`` there, so one given a base URL
+    that reaches these routes (one ending in ``/v1``, or a server with that API turned off) gets a readable
+    error instead of failing on the nested object."""
     err: dict[str, Any] = {"code": code, "message": message}
     if field is not None:
         err["field"] = field
     if request_id is not None:
         err["request_id"] = request_id
-    return {"error": err}
+    flat = {"error": code.upper(), "message": message, "details": {} if field is None else {"field": field}}
+    return {"error": err, "detail": {**flat, "request_id": request_id}}
 
 
 def public_message(exc: MemlaneError, request_id: str | None) -> str:

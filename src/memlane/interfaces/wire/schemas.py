@@ -212,10 +212,23 @@ class ErrorDetail(BaseModel):
     )
 
 
+class FlatErrorOut(BaseModel):
+    """The same error in the Agent Memory API's flat shape (``docs/integrations/agent-memory.md``)."""
+
+    error: str = Field(description="The code in capitals: VALIDATION_ERROR, NOT_FOUND, ...")
+    message: str
+    details: dict[str, Any] = Field(description="``field`` when the error names one.")
+    request_id: str | None = None
+
+
 class ErrorOut(BaseModel):
     """The body of every error response."""
 
     error: ErrorDetail
+    detail: FlatErrorOut = Field(
+        description="The same error as the Agent Memory API's clients read it (they unwrap ``detail``): what "
+        "one of them given this API's URL (a base URL ending in /v1) shows its caller."
+    )
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -259,7 +272,7 @@ class BlockOut(BaseModel):
     prompt_id: str | None = Field(description="The registry prompt that extracts it.")
     prompt_version: int | None
     status: Literal["processing", "ready", "extraction_failed"]
-    fail_count: int = Field(description="How many times its extraction failed for good.")
+    fail_count: int = Field(description="How many of its extraction attempts failed (an LLM outage's tries are not).")
     last_queued_at: str | None = Field(description="When its extraction was last queued.")
 
 

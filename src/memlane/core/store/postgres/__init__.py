@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memlane.core.store.postgres.url import is_postgres_url, redact, shard_urls
+from memlane.core.store.postgres.url import is_postgres_url, redact, refuse_url_list
 
 if TYPE_CHECKING:
     from memlane.core.store.annsettings import AnnSettings
-    from memlane.core.store.postgres.sharded import ShardedStore
     from memlane.core.store.postgres.store import PostgresStore
 
-__all__ = ["PostgresStore", "is_postgres_url", "open_postgres", "redact", "shard_urls"]
+__all__ = ["PostgresStore", "is_postgres_url", "open_postgres", "redact"]
 
 
 def open_postgres(
@@ -25,26 +24,21 @@ def open_postgres(
     create: bool = True,
     timeout_s: float = 30.0,
     ann: AnnSettings | None = None,
-) -> PostgresStore | ShardedStore:
+) -> PostgresStore:
     """Open the store at a ``postgresql://`` URL (``create=False``: only one whose tables exist);
     ConfigError if the driver is not installed. ``timeout_s``: how long an operation waits for the server
-    (to connect, or for a connection of the pool) before it fails with StoreError.
-
-    Several URLs joined by commas (``postgresql://a/db,postgresql://b/db``) open a store sharded by user
-    over those servers, in that order (docs/scaling.md). ``ann``: when large users are searched through a
-    per-user approximate index (default: :class:`AnnSettings`' defaults)."""
+    (to connect, or for a connection of the pool) before it fails with StoreError. The URL of a Citus
+    coordinator opens a store distributed over its workers (docs/scaling.md). ``ann``: when large users are
+    searched through a per-user approximate index (default: :class:`AnnSettings`' defaults)."""
     from memlane.core.errors import ConfigError
 
-    urls = shard_urls(url)
+    refuse_url_list(url)
     try:
-        from memlane.core.store.postgres.sharded import ShardedStore
         from memlane.core.store.postgres.store import PostgresStore
     except ImportError as exc:
         raise ConfigError(
             f"a PostgreSQL store needs psycopg and psycopg-pool: pip install 'memlane[postgres]' ({exc})"
         ) from exc
-    if len(urls) > 1:
-        return ShardedStore(urls, durability=durability, create=create, timeout_s=timeout_s, ann=ann)
     return PostgresStore(url, durability=durability, create=create, timeout_s=timeout_s, ann=ann)
 
 

@@ -11,6 +11,7 @@ from memlane.core.errors import NotFoundError
 from memlane.core.model import KeyRecord, StoredKey
 from memlane.core.store.deletions import TOMBSTONE_RETENTION_S, check_write, name_sha256
 from memlane.core.store.postgres.keys import Conn
+from memlane.core.store.postgres.tenant import user_key
 
 NOW = "extract(epoch FROM now())"
 EPOCH = "(SELECT epoch FROM deletion_epoch WHERE id = 1)"
@@ -61,7 +62,9 @@ def add_key(
     """Store a key of an existing user (NotFoundError otherwise); False if ``key_id`` is taken. The user's
     row is locked first, so a concurrent deletion either comes after (and takes the key) or before (and
     the user is not found)."""
-    row = conn.execute("SELECT id FROM users WHERE name = %s FOR NO KEY UPDATE", (user,)).fetchone()
+    row = conn.execute(
+        "SELECT id FROM users WHERE id = %s AND name = %s FOR NO KEY UPDATE", (user_key(user), user)
+    ).fetchone()
     if row is None:
         raise NotFoundError(f"user {user!r} not found")
     cur = conn.execute(
@@ -75,12 +78,18 @@ def add_key(
 def get_key(conn: Conn, key_id: str) -> StoredKey | None:
     """The key and the deletion epoch, read by one statement (one snapshot)."""
     row = conn.execute(
-        f"SELECT k.key_id, u.name, k.label, k.created_at, k.secret_sha256, {EPOCH}, k.role "
-        "FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_id = %s",
+        f"SELECT k.key_id, k.user_id, k.label, k.created_at, k.secret_sha256, {EPOCH}, k.role "
+        "FROM api_keys k WHERE k.key_id = %s",
         (key_id,),
     ).fetchone()
     if row is None:
         return None
+    # The user's name from the user's own row (one node on a distributed store: api_keys is copied to
+    # every node, users is not).
+    owner = conn.execute("SELECT name FROM users WHERE id = %s", (int(row[1]),)).fetchone()
+    if owner is None:
+        return None
+    row = (row[0], owner[0], *row[2:])
     record = KeyRecord(
         key_id=str(row[0]), user=str(row[1]), label=str(row[2]), created_at=float(row[3]), role=str(row[6])
     )
@@ -89,9 +98,9 @@ def get_key(conn: Conn, key_id: str) -> StoredKey | None:
 
 def list_keys(conn: Conn, user: str) -> list[KeyRecord]:
     rows = conn.execute(
-        "SELECT k.key_id, u.name, k.label, k.created_at, k.role FROM api_keys k JOIN users u ON u.id = k.user_id "
-        "WHERE u.name = %s ORDER BY k.created_at, k.key_id",
-        (user,),
+        "SELECT k.key_id, %s, k.label, k.created_at, k.role FROM api_keys k WHERE k.user_id = %s "
+        "AND EXISTS (SELECT 1 FROM users u WHERE u.id = %s AND u.name = %s) ORDER BY k.created_at, k.key_id",
+        (user, user_key(user), user_key(user), user),
     ).fetchall()
     return [
         KeyRecord(key_id=str(r[0]), user=str(r[1]), label=str(r[2]), created_at=float(r[3]), role=str(r[4]))
@@ -100,7 +109,5 @@ def list_keys(conn: Conn, user: str) -> list[KeyRecord]:
 
 
 def revoke_key(conn: Conn, user: str, key_id: str) -> bool:
-    cur = conn.execute(
-        "DELETE FROM api_keys WHERE key_id = %s AND user_id = (SELECT id FROM users WHERE name = %s)", (key_id, user)
-    )
+    cur = conn.execute("DELETE FROM api_keys WHERE key_id = %s AND user_id = %s", (key_id, user_key(user)))
     return cur.rowcount == 1

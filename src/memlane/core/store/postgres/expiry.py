@@ -17,13 +17,6 @@ from memlane.core.store.postgres.blockrows import COLUMNS, to_block
 from memlane.core.store.postgres.blocks import take_session_terms
 from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys
 
-# The models the embedding cache holds vectors of, one index seek each (usually one model).
-CACHED_MODELS = (
-    "WITH RECURSIVE m(id) AS (SELECT min(model_id) FROM embed_cache UNION ALL "
-    "SELECT (SELECT min(model_id) FROM embed_cache WHERE model_id > m.id) FROM m WHERE m.id IS NOT NULL) "
-    "SELECT id FROM m WHERE id IS NOT NULL"
-)
-
 
 def delete_blocks(conn: Conn, user_id: int, pks: Sequence[int]) -> int:
     """Delete the user's blocks ``pks`` and everything that refers to them: extraction jobs, the cached
@@ -42,18 +35,31 @@ def delete_blocks(conn: Conn, user_id: int, pks: Sequence[int]) -> int:
     return int(n)
 
 
-def drop_cached(conn: Conn, user_id: int, pks: Sequence[int]) -> None:
-    """Drop the cached vectors of these blocks' keys' texts that no other key uses (before the keys go: a
-    deletion, or an update that replaces the block's text)."""
-    # By (model, hash), the cache's primary key: by hash alone the planner scans the whole cache.
-    models = [str(r[0]) for r in conn.execute(CACHED_MODELS).fetchall()]
-    conn.execute(
-        "DELETE FROM embed_cache c USING "
-        "(SELECT DISTINCT content_hash FROM search_keys WHERE user_id = %(u)s AND block_pk = ANY(%(pks)s)) h "
-        "WHERE c.model_id = ANY(%(models)s) AND c.hash = h.content_hash AND NOT EXISTS (SELECT 1 FROM search_keys k "
-        "WHERE k.content_hash = h.content_hash AND NOT (k.user_id = %(u)s AND k.block_pk = ANY(%(pks)s)))",
-        {"u": user_id, "pks": list(pks), "models": models},
-    )
+def drop_cached(conn: Conn, user_id: int, pks: Sequence[int] | None) -> None:
+    """Drop the cached vectors of these blocks' keys' texts (``None``: of all the user's blocks) that no other
+    key uses, before the keys go (a deletion, or an update that replaces the block's text). Three
+    statements of one table each, so that a distributed store runs them (the cache is distributed by hash,
+    the keys by user): the blocks' hashes (the user's node), which of them other keys hold (every node,
+    through the hash index), then the cache entries of the rest (through the cache's hash index)."""
+    params: dict[str, object] = {"u": user_id, "pks": None if pks is None else list(pks)}
+    blocks = "" if pks is None else " AND block_pk = ANY(%(pks)s)"
+    hashes = [
+        str(r[0])
+        for r in conn.execute(
+            f"SELECT DISTINCT content_hash FROM search_keys WHERE user_id = %(u)s{blocks}", params
+        ).fetchall()
+    ]
+    if not hashes:
+        return
+    others = "user_id <> %(u)s" if pks is None else "NOT (user_id = %(u)s AND block_pk = ANY(%(pks)s))"
+    kept = {
+        str(r[0])
+        for r in conn.execute(
+            f"SELECT DISTINCT content_hash FROM search_keys WHERE content_hash = ANY(%(hashes)s) AND {others}",
+            {**params, "hashes": hashes},
+        ).fetchall()
+    }
+    conn.execute("DELETE FROM embed_cache WHERE hash = ANY(%s)", ([h for h in hashes if h not in kept],))
 
 
 def expired_pks(conn: Conn, user_id: int, before: float | None, keep: int | None, limit: int | None) -> list[int]:

@@ -5,35 +5,40 @@ attempt), then lease the next ready jobs, skipping rows another worker is claimi
 workers on many machines never wait for each other. The LLM call happens outside any transaction (a lease
 column, not a held row lock: a long transaction would pin a connection and block vacuum). Completion
 writes the summary, facts and their keys and marks the job done in one transaction, only while the worker
-still owns the lease. Times come from the database's clock, the one clock every worker shares.
+still owns the lease. Times come from the database's clock, the one clock every worker shares. On Citus,
+which runs ``FOR UPDATE`` on one shard at a time, the claim leases one user's jobs at a time
+(:meth:`PostgresJobQueue._claim_per_user`), still in one transaction.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, LLMOutage, QueueStatus, Requeued
-from memlane.core.model import ExtractionStatus, content_hash
+from memlane.core.model import ExtractionStatus, MemoryBlock, content_hash
 from memlane.core.store.postgres.blockrows import COLUMNS, to_block
 from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys
+from memlane.core.store.postgres.tenant import user_key
 from memlane.core.timefmt import to_epoch
 
 if TYPE_CHECKING:
     from memlane.core.store.postgres.store import PostgresStore
 
+# Never inside CASE or COALESCE: a distributed store (Citus) evaluates the clock once, before it sends a
+# statement to a node, and refuses it where it would be evaluated conditionally (hence ``NOW * CASE ... 1``).
 NOW = "extract(epoch FROM now())"
 
 _REAP = f"""
 WITH r AS (
-    SELECT user_id, id FROM jobs WHERE status = 'running' AND lease_until < {NOW} FOR UPDATE SKIP LOCKED
+    SELECT user_id, id FROM jobs WHERE status = 'running' AND lease_until < {NOW} {{only}} FOR UPDATE SKIP LOCKED
 )
 UPDATE jobs j SET
     status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'queued' END,
     lease_owner = NULL, lease_until = NULL, updated_at = {NOW},
-    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN {NOW} END,
+    finished_at = {NOW} * CASE WHEN j.attempts >= j.max_attempts THEN 1 END,
     last_error = CASE WHEN j.attempts >= j.max_attempts
         THEN coalesce(j.last_error || ' / ', '') || 'lease expired on the last attempt' ELSE j.last_error END
 FROM r WHERE j.user_id = r.user_id AND j.id = r.id
@@ -53,13 +58,10 @@ RETURNING j.id, j.user_id, j.block_pk, j.attempts, j.max_attempts, j.llm_failure
 
 
 class PostgresJobQueue:
-    """:class:`~memlane.core.jobs.JobQueue` over a :class:`PostgresStore`. ``frozen_users``: a query of the
-    ids of users whose jobs a requeue must leave alone (a shard's users being moved away, whose jobs are
-    fenced until their copy elsewhere takes over)."""
+    """:class:`~memlane.core.jobs.JobQueue` over a :class:`PostgresStore`."""
 
-    def __init__(self, store: PostgresStore, *, frozen_users: str | None = None) -> None:
+    def __init__(self, store: PostgresStore) -> None:
         self.store = store
-        self.frozen_users = frozen_users
 
     def claim(self, owner: str, n: int, lease_s: float, *, job_ids: Sequence[int] | None = None) -> list[ClaimedJob]:
         """Lease up to ``n`` ready jobs (or only those of ``job_ids``) to ``owner`` for ``lease_s`` seconds."""
@@ -71,18 +73,23 @@ class PostgresJobQueue:
             only = "AND id = ANY(%(ids)s)"
             params["ids"] = list(job_ids)
         with self.store.transaction() as conn:
-            self._reap(conn)
-            rows = conn.execute(_CLAIM.replace("{only}", only), params).fetchall()
+            if self.store.citus:
+                rows = self._claim_per_user(conn, only, params)
+            else:
+                self._reap(conn)
+                rows = conn.execute(_CLAIM.replace("{only}", only), params).fetchall()
             if not rows:
                 return []
-            blocks = {
-                int(r[0]): to_block(r)
-                for r in conn.execute(
-                    f"SELECT {COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id "
-                    "JOIN unnest(%s::bigint[], %s::bigint[]) AS x(uid, pk) ON b.user_id = x.uid AND b.pk = x.pk",
-                    ([r[1] for r in rows], [r[2] for r in rows]),
+            blocks: dict[int, MemoryBlock] = {}
+            for user_id, pks in _by_user((int(r[1]), int(r[2])) for r in rows).items():
+                blocks.update(
+                    (int(r[0]), to_block(r))
+                    for r in conn.execute(
+                        f"SELECT {COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id "
+                        "WHERE u.id = %s AND b.user_id = %s AND b.pk = ANY(%s::bigint[])",
+                        (user_id, user_id, pks),
+                    )
                 )
-            }
         return [
             ClaimedJob(
                 job_id=int(r[0]),
@@ -97,15 +104,39 @@ class PostgresJobQueue:
             if int(r[2]) in blocks
         ]
 
+    def _claim_per_user(self, conn: Conn, only: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        """The claim on a distributed store, which runs ``FOR UPDATE`` only on one shard at a time: the users
+        with expired leases, then those with the next ready jobs (each found by a read of every shard, no row
+        locked), then the same reap and claim as on one server restricted to one user at a time, in this one
+        transaction, so each job is still leased to exactly one worker."""
+        for (user_id,) in conn.execute(
+            f"SELECT DISTINCT user_id FROM jobs WHERE status = 'running' AND lease_until < {NOW}"
+        ).fetchall():
+            self._reap(conn, int(user_id))
+        ready = conn.execute(
+            f"SELECT user_id FROM jobs WHERE status = 'queued' AND run_after <= {NOW} {only} "
+            "ORDER BY priority DESC, run_after, id LIMIT %(n)s",
+            params,
+        ).fetchall()
+        rows: list[tuple[Any, ...]] = []
+        for user_id in dict.fromkeys(int(r[0]) for r in ready):
+            left = int(str(params["n"])) - len(rows)
+            if left <= 0:
+                break
+            claim = _CLAIM.replace("{only}", f"{only} AND user_id = %(uid)s")
+            rows += conn.execute(claim, {**params, "n": left, "uid": user_id}).fetchall()
+        return rows
+
     @staticmethod
-    def _reap(conn: Conn) -> None:
+    def _reap(conn: Conn, user_id: int | None = None) -> None:
         # Jobs whose worker vanished: back to the queue, or dead (block marked failed) after the last attempt.
-        dead = [(r[0], r[1]) for r in conn.execute(_REAP).fetchall() if r[2] == "dead"]
-        if dead:
+        only, params = ("", {}) if user_id is None else ("AND user_id = %(uid)s", {"uid": user_id})
+        dead = [(r[0], r[1]) for r in conn.execute(_REAP.replace("{only}", only), params).fetchall() if r[2] == "dead"]
+        for uid, pks in _by_user(dead).items():
             conn.execute(
-                "UPDATE blocks b SET extraction_status = %s, fail_count = fail_count + 1 "
-                "FROM unnest(%s::bigint[], %s::bigint[]) AS x(uid, pk) WHERE b.user_id = x.uid AND b.pk = x.pk",
-                (ExtractionStatus.FAILED.value, [d[0] for d in dead], [d[1] for d in dead]),
+                "UPDATE blocks SET extraction_status = %s, fail_count = fail_count + 1 "
+                "WHERE user_id = %s AND pk = ANY(%s::bigint[])",
+                (ExtractionStatus.FAILED.value, uid, pks),
             )
 
     def extend(self, owner: str, job_ids: Sequence[int], lease_s: float) -> int:
@@ -133,13 +164,10 @@ class PostgresJobQueue:
         kinds = ["summary"] + ["fact"] * len(result.facts)
         with self.store.transaction() as conn:
             # The user's row first: the lock order every writer follows (users, jobs, blocks, keys).
-            row = conn.execute(
-                "SELECT u.id FROM users u JOIN jobs j ON j.user_id = u.id WHERE j.id = %s FOR NO KEY UPDATE OF u",
-                (job.job_id,),
-            ).fetchone()
+            user_id = user_key(job.block.user)
+            row = conn.execute("SELECT id FROM users WHERE id = %s FOR NO KEY UPDATE", (user_id,)).fetchone()
             if row is None:
                 return False  # the user (and so the job) was deleted meanwhile
-            user_id = int(row[0])
             cur = conn.execute(
                 f"UPDATE jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, finished_at = {NOW}, "
                 f"updated_at = {NOW}, llm_failures = 0, llm_failing_since = NULL "
@@ -169,9 +197,9 @@ class PostgresJobQueue:
                 [(job.block_ref, k, t, content_hash(t), ts) for k, t in zip(kinds, texts, strict=True)],
                 vectors,
             )
-            if cache_entries and cache_entries[1]:
-                self.store.put_vectors_in(conn, *cache_entries)
+            later = self.store.cache_within(conn, cache_entries)
             bump_user(conn, user_id, added[0] - removed[0], added[1] - removed[1])
+        later()
         return True
 
     def fail(self, job: ClaimedJob, error: str, raw: str | None, retry_in_s: float) -> JobStatus | None:
@@ -182,19 +210,19 @@ class PostgresJobQueue:
                 f"UPDATE jobs SET status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'queued' END, "
                 f"lease_owner = NULL, lease_until = NULL, run_after = {NOW} + %s, last_error = %s, "
                 f"raw_response = %s, updated_at = {NOW}, llm_failures = 0, llm_failing_since = NULL, "
-                f"finished_at = CASE WHEN attempts >= max_attempts THEN {NOW} END "
+                f"finished_at = {NOW} * CASE WHEN attempts >= max_attempts THEN 1 END "
                 "WHERE id = %s AND status = 'running' AND lease_owner = %s RETURNING status, user_id, block_pk",
                 (retry_in_s, error[:4000], None if raw is None else raw[:20000], job.job_id, job.owner),
             ).fetchone()
             if row is None:
                 return None
             status = JobStatus(row[0])
-            if status is JobStatus.DEAD:
-                conn.execute(
-                    "UPDATE blocks SET extraction_status = %s, fail_count = fail_count + 1 "
-                    "WHERE user_id = %s AND pk = %s",
-                    (ExtractionStatus.FAILED.value, row[1], row[2]),
-                )
+            # Every failed attempt counts on the block (that API's fail_count); the last one fails it.
+            conn.execute(
+                "UPDATE blocks SET fail_count = fail_count + 1, extraction_status = coalesce(%s, extraction_status) "
+                "WHERE user_id = %s AND pk = %s",
+                (ExtractionStatus.FAILED.value if status is JobStatus.DEAD else None, row[1], row[2]),
+            )
         return status
 
     def defer(self, job: ClaimedJob, error: str, retry_in_s: float) -> JobStatus | None:
@@ -204,7 +232,7 @@ class PostgresJobQueue:
             cur = conn.execute(
                 f"UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL, run_after = {NOW} + %s, "
                 "attempts = greatest(attempts - 1, 0), llm_failures = llm_failures + 1, "
-                f"llm_failing_since = coalesce(llm_failing_since, {NOW}), last_error = %s, updated_at = {NOW} "
+                f"llm_failing_since = least(llm_failing_since, {NOW}), last_error = %s, updated_at = {NOW} "
                 "WHERE id = %s AND status = 'running' AND lease_owner = %s",
                 (retry_in_s, error[:4000], job.job_id, job.owner),
             )
@@ -223,16 +251,14 @@ class PostgresJobQueue:
         where = ""
         params: dict[str, object] = {}
         if user is not None:
-            where += " AND user_id = (SELECT id FROM users WHERE name = %(user)s)"
-            params["user"] = user
+            where += " AND user_id = %(uid)s"
+            params["uid"] = user_key(user)
         if since is not None:
             where += " AND updated_at >= %(since)s"
             params["since"] = since
         if block_ids is not None:
             where += " AND (user_id, block_pk) IN (SELECT user_id, pk FROM blocks WHERE id = ANY(%(ids)s))"
             params["ids"] = list(block_ids)
-        if self.frozen_users is not None:
-            where += f" AND user_id NOT IN ({self.frozen_users})"
         with self.store.transaction() as conn:
             dead = conn.execute(
                 f"UPDATE jobs SET status = 'queued', attempts = 0, run_after = {NOW}, finished_at = NULL, "
@@ -240,11 +266,11 @@ class PostgresJobQueue:
                 f"updated_at = {NOW} WHERE status = 'dead'{where} RETURNING user_id, block_pk",
                 params,
             ).fetchall()
-            if dead:
+            for uid, pks in _by_user(dead).items():
                 conn.execute(
-                    f"UPDATE blocks b SET extraction_status = %s, last_queued_ts = {NOW} "
-                    "FROM unnest(%s::bigint[], %s::bigint[]) AS x(uid, pk) WHERE b.user_id = x.uid AND b.pk = x.pk",
-                    (ExtractionStatus.QUEUED.value, [d[0] for d in dead], [d[1] for d in dead]),
+                    f"UPDATE blocks SET extraction_status = %s, last_queued_ts = {NOW} "
+                    "WHERE user_id = %s AND pk = ANY(%s::bigint[])",
+                    (ExtractionStatus.QUEUED.value, uid, pks),
                 )
             waiting = 0
             if not dead_only:
@@ -279,10 +305,14 @@ class PostgresJobQueue:
                 (recent_errors,),
             ).fetchall()
             outage = conn.execute(
-                f"SELECT count(*), min(llm_failing_since), greatest(min(run_after) - {NOW}, 0), "
-                "(SELECT last_error FROM jobs WHERE status = 'queued' AND llm_failures > 0 "
-                "ORDER BY updated_at DESC, id DESC LIMIT 1) FROM jobs WHERE status = 'queued' AND llm_failures > 0"
+                f"SELECT count(*), min(llm_failing_since), greatest(min(run_after) - {NOW}, 0) "
+                "FROM jobs WHERE status = 'queued' AND llm_failures > 0"
             ).fetchone()
+            newest = conn.execute(
+                "SELECT last_error FROM jobs WHERE status = 'queued' AND llm_failures > 0 "
+                "ORDER BY updated_at DESC, id DESC LIMIT 1"
+            ).fetchone()
+            outage = None if outage is None else (*outage, None if newest is None else newest[0])
         return QueueStatus(
             queued=counts.get("queued", 0),
             running=counts.get("running", 0),
@@ -304,6 +334,15 @@ class PostgresJobQueue:
             ),
             llm_outage=_outage(outage),
         )
+
+
+def _by_user(rows: Iterable[tuple[Any, Any]]) -> dict[int, list[int]]:
+    """(user id, block pk) pairs grouped by user: statements that each name one user (one node of a
+    distributed store)."""
+    out: dict[int, list[int]] = {}
+    for user_id, pk in rows:
+        out.setdefault(int(user_id), []).append(int(pk))
+    return out
 
 
 def _outage(row: tuple[object, ...] | None) -> LLMOutage | None:

@@ -1,10 +1,10 @@
 """Numbered migrations of the PostgreSQL store, and the schema (namespace) it lives in.
 
-Never edit an applied migration; append a new one. Every table but the small shared ones (``meta``,
-``users``, ``embed_cache``, ``api_keys``, ``deletion_epoch``, ``user_deletions``, ``retention_policies``,
-``retention_default``) has ``user_id`` leading its
-primary key: the distribution column a sharded
-PostgreSQL (Citus) would use, and the clustering key of the per-user scans.
+Never edit an applied migration; append a new one. Every per-user table has ``user_id`` leading its primary
+key (``users`` its ``id``, the hash of the name: migration 9): the distribution column on Citus
+(:mod:`memlane.core.store.postgres.citus`) and the clustering key of the per-user scans. The small shared
+tables (``meta``, ``embed_cache``, ``api_keys``, ``deletion_epoch``, ``user_deletions``,
+``retention_default``, the prompts) have none.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from psycopg import sql
 from psycopg.rows import TupleRow
 
 from memlane.core.errors import StoreError
+from memlane.core.store.postgres.tenant import USER_KEY_SQL
 
 # The keyword index's text configuration: English stemming (Snowball, like FTS5's porter) and *no*
 # stopwords, so token counts and BM25 statistics match the SQLite store's unicode61 + porter tokenizer.
@@ -288,19 +289,88 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE api_keys ADD COLUMN role text NOT NULL DEFAULT 'read-write';
     """,
+    # 9: a user's id is the hash of the name (memlane.core.store.postgres.tenant.user_key), so a process knows
+    #    it before asking the database and a distributed PostgreSQL routes a lookup by name to the one node
+    #    holding the user. Existing users get theirs here, with every row that names them; their approximate
+    #    indexes (partial, on the old id) go, and the next search past the threshold makes them again.
+    f"""
+    ALTER TABLE blocks DROP CONSTRAINT blocks_user_id_fkey;
+    ALTER TABLE search_keys DROP CONSTRAINT search_keys_user_id_block_pk_fkey;
+    ALTER TABLE api_keys DROP CONSTRAINT api_keys_user_id_fkey;
+    ALTER TABLE retention_policies DROP CONSTRAINT retention_policies_user_id_fkey;
+    CREATE TEMPORARY TABLE memlane_rekey ON COMMIT DROP AS
+        SELECT id AS old, {USER_KEY_SQL.format("name")} AS new FROM users;
+    DELETE FROM memlane_rekey WHERE old = new;
+    UPDATE users t SET id = r.new FROM memlane_rekey r WHERE t.id = r.old;
+    UPDATE blocks t SET user_id = r.new FROM memlane_rekey r WHERE t.user_id = r.old;
+    UPDATE search_keys t SET user_id = r.new FROM memlane_rekey r WHERE t.user_id = r.old;
+    UPDATE key_vectors t SET user_id = r.new FROM memlane_rekey r WHERE t.user_id = r.old;
+    UPDATE jobs t SET user_id = r.new FROM memlane_rekey r WHERE t.user_id = r.old;
+    UPDATE sessions t SET user_id = r.new FROM memlane_rekey r WHERE t.user_id = r.old;
+    UPDATE session_terms t SET user_id = r.new FROM memlane_rekey r WHERE t.user_id = r.old;
+    UPDATE session_lengths t SET user_id = r.new FROM memlane_rekey r WHERE t.user_id = r.old;
+    UPDATE api_keys t SET user_id = r.new FROM memlane_rekey r WHERE t.user_id = r.old;
+    UPDATE retention_policies t SET user_id = r.new FROM memlane_rekey r WHERE t.user_id = r.old;
+    ALTER TABLE users ALTER COLUMN id DROP DEFAULT;
+    DROP SEQUENCE users_id_seq;
+    ALTER TABLE blocks ADD FOREIGN KEY (user_id) REFERENCES users(id);
+    ALTER TABLE search_keys ADD FOREIGN KEY (user_id, block_pk) REFERENCES blocks(user_id, pk);
+    ALTER TABLE api_keys ADD FOREIGN KEY (user_id) REFERENCES users(id);
+    ALTER TABLE retention_policies ADD FOREIGN KEY (user_id) REFERENCES users(id);
+    DO $$
+    DECLARE r record;
+    BEGIN
+        FOR r IN SELECT indexrelid::regclass AS ix FROM pg_index WHERE indrelid = 'key_vectors'::regclass
+                 AND indexrelid::regclass::text LIKE '%key_vectors_ann_u%' LOOP
+            EXECUTE format('DROP INDEX %s', r.ix);
+        END LOOP;
+    END $$;
+    """,
+    # 10: the embedding cache found by hash alone (a block's deletion drops the cached vectors of its texts
+    #    whatever model made them; a distributed store distributes the cache by hash); and the LLM call log
+    #    in the store (memlane.core.store.postgres.calllog), beside the blocks whose words it holds, so that a
+    #    user's deletion removes the user's calls in its own transaction wherever it runs. Calls made for no
+    #    user have user_id 0.
+    """
+    CREATE INDEX embed_cache_hash ON embed_cache(hash);
+    CREATE TABLE llm_calls(
+        user_id bigint NOT NULL,
+        id bigserial NOT NULL,
+        created_at double precision NOT NULL,
+        model text NOT NULL,
+        purpose text NOT NULL DEFAULT '',
+        namespace text,
+        prompt_hash text NOT NULL,
+        cache_key text NOT NULL,
+        request text NOT NULL,
+        response text,
+        tokens_in integer,
+        tokens_out integer,
+        latency_ms double precision NOT NULL,
+        error text,
+        attempts integer NOT NULL,
+        cached boolean NOT NULL DEFAULT false,
+        ignored_keys integer NOT NULL DEFAULT 0,
+        block_id text,
+        PRIMARY KEY (user_id, id)
+    );
+    CREATE INDEX llm_calls_cache ON llm_calls(cache_key) WHERE error IS NULL AND NOT cached;
+    CREATE INDEX llm_calls_block ON llm_calls(user_id, block_id);
+    CREATE INDEX llm_calls_id ON llm_calls(id);
+    """,
 ]
 
 _EXT_SCHEMA = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'vector'"
 
 # One lock per schema, so processes starting together migrate one after the other.
-_LOCK = "SELECT pg_advisory_xact_lock(hashtext('memlane-migrate:' || current_schema()))"
+MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('memlane-migrate:' || current_schema()))"
 
 
 def migrate(conn: psycopg.Connection[TupleRow]) -> int:
     """Apply pending migrations, one transaction each; returns the schema version reached."""
     for version in range(1, len(MIGRATIONS) + 1):
         with conn.transaction():
-            conn.execute(_LOCK)
+            conn.execute(MIGRATION_LOCK)
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations(version integer PRIMARY KEY, "
                 "applied_at timestamptz NOT NULL DEFAULT now())"

@@ -34,6 +34,7 @@ from memlane.core.store.postgres.ann import index_name, search_config, set_searc
 from memlane.core.store.postgres.blockrows import LIVE, filter_sql, now_epoch, restricts
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import TEXT_CONFIG
+from memlane.core.store.postgres.tenant import user_key
 from memlane.core.store.vectors import KIND_CODES
 
 
@@ -45,7 +46,7 @@ def _user_id(conn: Conn, user: str, *, index_only: bool = False) -> int | None:
     after a bulk load, measured) the planner chose a parallel scan of every user's vectors, 33-55 ms for a
     10k user instead of 5-6."""
     setting = ", set_config('enable_seqscan', 'off', true)" if index_only else ""
-    row = conn.execute(f"SELECT id{setting} FROM users WHERE name = %s", (user,)).fetchone()
+    row = conn.execute(f"SELECT id{setting} FROM users WHERE id = %s AND name = %s", (user_key(user), user)).fetchone()
     return None if row is None else int(row[0])
 
 
@@ -90,12 +91,20 @@ def vector_top_blocks(
     filtered = restricts(filters)
     # A filtered search leaves expired blocks out of its pool instead of by reference (no _GONE), and its
     # pool is read with index reads costed as the cached reads they are (_POOL_PAGE_COST).
+    # Whether the user's index is ready, read from the catalog only where a user can have one (a catalog is a
+    # local table, which a distributed store cannot join with its users).
+    index_ready = (
+        "NULL"
+        if ann.threshold is None
+        else "(SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s || id))"
+    )
+    prefix = [] if ann.threshold is None else [index_name(0).removesuffix("0")]
+    key = user_key(user)
     row = conn.execute(
-        "SELECT id, n_keys, set_config('enable_seqscan', 'off', true), "
-        "(SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s || id)), "
+        f"SELECT id, n_keys, set_config('enable_seqscan', 'off', true), {index_ready}, "
         + (f"set_config('random_page_cost', '{_POOL_PAGE_COST}', true)" if filtered else f"({_GONE})")
-        + " FROM users WHERE name = %s",
-        (index_name(0).removesuffix("0"), user) if filtered else (index_name(0).removesuffix("0"), user, now, user),
+        + " FROM users WHERE id = %s AND name = %s",
+        (*prefix, key, user) if filtered else (*prefix, key, now, key, user),
     ).fetchone()
     if k <= 0 or row is None:
         return []
@@ -231,10 +240,7 @@ def _walk(conn: Conn, statement: str, params: dict[str, object], k: int) -> list
 
 # The user's blocks expired at ``now`` and not swept yet: what an unfiltered search leaves out (from the
 # partial index blocks_user_expiry, which a user without TTLs has no entry in).
-_GONE = (
-    "SELECT array_agg(b.pk) FROM blocks b WHERE b.user_id = (SELECT id FROM users WHERE name = %s) "
-    "AND b.expires_ts <= %s"
-)
+_GONE = "SELECT array_agg(b.pk) FROM blocks b WHERE b.user_id = %s AND b.expires_ts <= %s"
 
 
 def exact_pool(n_keys: int, approximate: bool, k: int) -> int:
@@ -348,7 +354,8 @@ def bm25_top_blocks(
     statistics, as in FTS5. Blocks expired at ``now`` are never ranked (as in :func:`vector_top_blocks`)."""
     terms = query_terms(text)
     now = now_epoch(now)
-    row = conn.execute(f"SELECT id, ({_GONE}) FROM users WHERE name = %s", (user, now, user)).fetchone()
+    key = user_key(user)
+    row = conn.execute(f"SELECT id, ({_GONE}) FROM users WHERE id = %s AND name = %s", (key, now, key, user)).fetchone()
     if not terms or k <= 0 or row is None:
         return []
     user_id, gone = int(row[0]), list(row[1] or [])

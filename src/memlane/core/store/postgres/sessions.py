@@ -16,6 +16,7 @@ from memlane.core.errors import AlreadyExistsError, NotFoundError, SessionEndedE
 from memlane.core.model import MemoryBlock, Page, Session, UserInfo
 from memlane.core.store.like import contains_pattern
 from memlane.core.store.postgres.keys import Conn
+from memlane.core.store.postgres.tenant import user_key
 from memlane.core.timefmt import from_epoch
 
 _SESSION_COLUMNS = (
@@ -74,7 +75,7 @@ _USER_ROW = "SELECT id, name, created_at, display_name, metadata FROM users"
 
 
 def get_user(conn: Conn, user: str, now: float) -> UserInfo:
-    rows = conn.execute(f"{_USER_ROW} WHERE name = %s", (user,)).fetchall()
+    rows = conn.execute(f"{_USER_ROW} WHERE id = %s AND name = %s", (user_key(user), user)).fetchall()
     if not rows:
         raise NotFoundError(f"user {user!r} not found")
     return user_infos(conn, rows, now)[0]
@@ -98,6 +99,7 @@ def find_users(
     offset: int,
     now: float,
     contains: str | None = None,
+    metadata_text: Mapping[str, str] | None = None,
 ) -> Page[UserInfo]:
     where: list[str] = ["true"]
     params: list[object] = []
@@ -112,6 +114,10 @@ def find_users(
         # a JSON value compared as JSON (equal, not contained): "1" and 1 differ, [1] is not [1, 2]
         where.append("metadata -> %s = %s::jsonb")
         params += [key, json.dumps(value)]
+    for key, text in (metadata_text or {}).items():
+        # read as text: a string as itself, a number or a boolean as its JSON text; never a list, an object or null
+        where.append("jsonb_typeof(metadata -> %s) IN ('string', 'number', 'boolean') AND metadata ->> %s = %s")
+        params += [key, key, text]
     clause = " AND ".join(where)
     total = conn.execute(f"SELECT count(*) FROM users WHERE {clause}", params).fetchone()
     rows = conn.execute(

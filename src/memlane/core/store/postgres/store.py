@@ -12,8 +12,10 @@ claims and completions wait for each other but never deadlock.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -41,7 +43,7 @@ from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.check import StoreCheck
-from memlane.core.store.postgres import accounts, ann, expiry, prompts, search, sessions
+from memlane.core.store.postgres import accounts, ann, citus, expiry, prompts, search, sessions
 from memlane.core.store.postgres import check as pg_check
 from memlane.core.store.postgres.adapt import register_vector
 from memlane.core.store.postgres.ann import AnnBuilder
@@ -53,14 +55,17 @@ from memlane.core.store.postgres.blocks import (
     last_exchange,
     take_session_terms,
 )
+from memlane.core.store.postgres.calllog import StoreCallLog
 from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys, next_ids
 from memlane.core.store.postgres.probe import postgres_reason, probe_write
 from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.schema import migrate, prepare_database, store_exists
+from memlane.core.store.postgres.tenant import user_key
 from memlane.core.store.postgres.url import redact
 from memlane.core.store.rows import continue_sessions
 from memlane.core.timefmt import now_utc, to_epoch
 
+log = logging.getLogger(__name__)
 NOW = "extract(epoch FROM now())"  # the database's clock: leases compare times written by many machines
 # How long the pool keeps retrying a lost connection (with a backoff that doubles from 1 s) before it gives
 # up; the next operation then starts a new attempt at once. psycopg_pool's default (5 minutes) lets the
@@ -89,11 +94,16 @@ class PostgresStore:
         timeout_s: float = 30.0,
         create: bool = True,
         ann: AnnSettings | None = None,
+        distribute: bool = False,
     ) -> None:
         """``create=False`` opens only an existing store (its tables made by an earlier open):
         StoreNotFoundError, creating nothing, if there is none. ``ann``: when large users are searched
         through a per-user HNSW index (:class:`memlane.core.store.annsettings.AnnSettings`; by default from
-        20,000 keys)."""
+        20,000 keys).
+
+        On a Citus coordinator a new store is distributed when it is first opened
+        (:mod:`memlane.core.store.postgres.citus`); one that already holds data only with ``distribute``
+        (``memlane shards distribute``), and ``distributed`` then says what was moved."""
         if durability not in ("full", "normal"):
             raise ConfigError(f"durability must be 'full' or 'normal', not {durability!r}")
         self.url = url
@@ -101,7 +111,7 @@ class PostgresStore:
         self.durability = durability
         self._where = redact(url) + (f" (schema {schema})" if schema else "")
         self.ann_settings = ann or AnnSettings()
-        self.ann = AnnBuilder(self.ann_settings, self._autocommit)
+        self.ann = AnnBuilder(self.ann_settings, self.autocommit)
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=int(timeout_s)) as conn:
                 if not create and not store_exists(conn, schema):
@@ -109,6 +119,12 @@ class PostgresStore:
                 self._search_path = prepare_database(conn, schema)
                 conn.autocommit = False
                 migrate(conn)
+                self.citus, self.distributed = citus.distribute_on_first_use(conn, with_data=distribute)
+                if self.citus:
+                    # A per-user partial index would be made on every shard of every node: large users are
+                    # searched exactly on a distributed store (docs/scaling.md).
+                    self.ann_settings = replace(self.ann_settings, threshold=None)
+                    self.ann = AnnBuilder(self.ann_settings, self.autocommit)
                 row = conn.execute("SELECT 'vector'::regtype::oid").fetchone()
                 assert row is not None
                 self.vector_oid = int(row[0])
@@ -157,7 +173,7 @@ class PostgresStore:
             raise StoreError(f"database operation failed on {self._where}: {exc}", reason=reason) from exc
 
     @contextmanager
-    def _autocommit(self) -> Iterator[Conn]:
+    def autocommit(self) -> Iterator[Conn]:
         """A pooled connection in autocommit mode (for ``CREATE INDEX CONCURRENTLY``), given back as lent."""
         with self.transaction() as conn:
             conn.autocommit = True
@@ -165,6 +181,20 @@ class PostgresStore:
                 yield conn
             finally:
                 conn.autocommit = False
+
+    @contextmanager
+    def dedicated(self) -> Iterator[Conn]:
+        """A connection of its own in autocommit mode, set up as the pool's and closed afterwards: for an
+        operation that may leave state on its session when it fails (a Citus shard split's replication
+        connections), which the pool would otherwise lend on."""
+        try:
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=30) as conn:
+                self._configure(conn)
+                conn.autocommit = True
+                yield conn
+        except psycopg.Error as exc:
+            reason = postgres_reason(exc, default="database error")
+            raise StoreError(f"database operation failed on {self._where}: {exc}", reason=reason) from exc
 
     def query(self, statement: str, params: Sequence[object] | dict[str, object] = ()) -> list[tuple[Any, ...]]:
         """A read in its own transaction, for the store's own modules and tests."""
@@ -202,14 +232,21 @@ class PostgresStore:
         Writers of one user serialise here; a concurrent delete_user makes the lock wait, then find no
         row: a write then checks the user's tombstone (accounts.check_not_deleted) before it creates the
         user anew, never writing rows for a deleted id."""
+        user_id = user_key(user)
         for _ in range(5):
-            row = conn.execute("SELECT id FROM users WHERE name = %s FOR NO KEY UPDATE", (user,)).fetchone()
+            row = conn.execute(
+                "SELECT id FROM users WHERE id = %s AND name = %s FOR NO KEY UPDATE", (user_id, user)
+            ).fetchone()
             if row is not None or not create:
-                return None if row is None else int(row[0])
-            conn.execute(
-                "INSERT INTO users(name, created_at) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING",
-                (user, to_epoch(now_utc())),
-            )
+                return None if row is None else user_id
+            inserted = conn.execute(
+                # No conflict target: the name is unique too (on one server), and an insert racing another of
+                # the same name must wait and then do nothing on either index, not fail on the name's.
+                "INSERT INTO users(id, name, created_at) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                (user_id, user, to_epoch(now_utc())),
+            ).rowcount
+            if not inserted:
+                _refuse_collision(conn, user_id, user)
         raise StoreError(f"user {user!r} keeps being deleted while written to")
 
     def create_user(
@@ -217,12 +254,15 @@ class PostgresStore:
     ) -> bool:
         """Create a namespace with its display name and metadata; returns False (changing nothing) if it
         already existed."""
+        user_id = user_key(user)
         with self.transaction() as conn:
             row = conn.execute(
-                "INSERT INTO users(name, created_at, display_name, metadata) VALUES (%s, %s, %s, %s::jsonb) "
-                "ON CONFLICT (name) DO NOTHING RETURNING id",
-                (user, to_epoch(now_utc()), display_name or None, json.dumps(dict(metadata or {}))),
+                "INSERT INTO users(id, name, created_at, display_name, metadata) VALUES (%s, %s, %s, %s, %s::jsonb) "
+                "ON CONFLICT DO NOTHING RETURNING id",  # either unique index: see _lock_user
+                (user_id, user, to_epoch(now_utc()), display_name or None, json.dumps(dict(metadata or {}))),
             ).fetchone()
+            if row is None:
+                _refuse_collision(conn, user_id, user)
         return row is not None
 
     def list_users(self) -> list[UserInfo]:
@@ -255,10 +295,18 @@ class PostgresStore:
         limit: int = 100,
         offset: int = 0,
         contains: str | None = None,
+        metadata_text: Mapping[str, str] | None = None,
     ) -> Page[UserInfo]:
         with self.transaction() as conn:
             return sessions.find_users(
-                conn, name=name, metadata=metadata, limit=limit, offset=offset, now=now_epoch(), contains=contains
+                conn,
+                name=name,
+                metadata=metadata,
+                limit=limit,
+                offset=offset,
+                now=now_epoch(),
+                contains=contains,
+                metadata_text=metadata_text,
             )
 
     # -- sessions (memlane.core.store.postgres.sessions) ----------------------------------------------------
@@ -335,7 +383,7 @@ class PostgresStore:
 
     @staticmethod
     def _user_row(conn: Conn, user: str) -> int | None:
-        row = conn.execute("SELECT id FROM users WHERE name = %s", (user,)).fetchone()
+        row = conn.execute("SELECT id FROM users WHERE id = %s AND name = %s", (user_key(user), user)).fetchone()
         return None if row is None else int(row[0])
 
     # -- updates, TTLs, the query-less browse ---------------------------------------------------------------
@@ -621,9 +669,9 @@ class PostgresStore:
                 for pk, b in zip(pks, blocks, strict=True)
             ]
             added = insert_keys(conn, self.vector_oid, user_id, keys, vectors)
-            if cache_entries and cache_entries[1]:
-                self.put_vectors_in(conn, *cache_entries)
+            later = self.cache_within(conn, cache_entries)
             bump_user(conn, user_id, *added)
+        later()
         return job_ids
 
     def job_queue(self) -> PostgresJobQueue:
@@ -682,12 +730,7 @@ class PostgresStore:
             if user_id is None:
                 raise NotFoundError(f"user {user!r} not found")
             conn.execute("DELETE FROM jobs WHERE user_id = %s", (user_id,))
-            conn.execute(
-                "DELETE FROM embed_cache c USING (SELECT DISTINCT content_hash FROM search_keys WHERE user_id = %s) h "
-                "WHERE c.hash = h.content_hash AND NOT EXISTS "
-                "(SELECT 1 FROM search_keys k WHERE k.content_hash = h.content_hash AND k.user_id <> %s)",
-                (user_id, user_id),
-            )
+            expiry.drop_cached(conn, user_id, None)
             conn.execute("DELETE FROM key_vectors WHERE user_id = %s", (user_id,))
             conn.execute("DELETE FROM search_keys WHERE user_id = %s", (user_id,))
             conn.execute("DELETE FROM session_terms WHERE user_id = %s", (user_id,))
@@ -696,6 +739,7 @@ class PostgresStore:
             conn.execute("DELETE FROM sessions WHERE user_id = %s", (user_id,))
             keys = conn.execute("DELETE FROM api_keys WHERE user_id = %s", (user_id,)).rowcount
             conn.execute("DELETE FROM retention_policies WHERE user_id = %s", (user_id,))
+            conn.execute("DELETE FROM llm_calls WHERE user_id = %s", (user_id,))
             conn.execute("DELETE FROM users WHERE id = %s", (user_id,))
             ann.drop_user(conn, user_id)
             accounts.record_deletion(conn, user)
@@ -705,6 +749,10 @@ class PostgresStore:
         """The store's deletion epoch: what an add reads before its slow part (core/store/deletions.py)."""
         with self.transaction() as conn:
             return accounts.deletion_epoch(conn)
+
+    def own_call_log(self) -> StoreCallLog:
+        """The LLM call log in this store's ``llm_calls`` table (:mod:`memlane.core.store.postgres.calllog`)."""
+        return StoreCallLog(self)
 
     # -- API keys (memlane.core.apikeys makes and checks them) ----------------------------------------------
 
@@ -741,8 +789,8 @@ class PostgresStore:
         """One block of ``user``; NotFoundError if it does not exist or is someone else's."""
         rows = self.query(
             f"SELECT {COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id "
-            f"WHERE u.name = %(user)s AND b.id = %(id)s AND {LIVE}",
-            {"user": user, "id": block_id, "now": now_epoch()},
+            f"WHERE u.id = %(uid)s AND b.user_id = %(uid)s AND u.name = %(user)s AND b.id = %(id)s AND {LIVE}",
+            {"user": user, "uid": user_key(user), "id": block_id, "now": now_epoch()},
         )
         if not rows:
             raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
@@ -755,10 +803,11 @@ class PostgresStore:
             f"SELECT {COLUMNS} FROM blocks x JOIN users u ON u.id = x.user_id JOIN blocks b "
             "ON b.user_id = x.user_id AND b.conversation_id = x.conversation_id AND b.session_id = x.session_id "
             "AND b.exchange_index = x.exchange_index "
-            f"WHERE x.id = %(id)s AND u.name = %(user)s AND (x.expires_ts IS NULL OR x.expires_ts > %(now)s) "
+            f"WHERE x.id = %(id)s AND u.id = %(uid)s AND x.user_id = %(uid)s AND u.name = %(user)s "
+            f"AND (x.expires_ts IS NULL OR x.expires_ts > %(now)s) "
             f"AND {LIVE} AND b.ingest_ts = x.ingest_ts AND b.content_hash = x.content_hash "
             "ORDER BY b.id <> x.id, b.perspective, b.id",
-            {"user": user, "id": block_id, "now": now_epoch()},
+            {"user": user, "uid": user_key(user), "id": block_id, "now": now_epoch()},
         )
         if not rows:
             raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
@@ -794,8 +843,8 @@ class PostgresStore:
             return {}
         rows = self.query(
             f"SELECT {COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id "
-            f"WHERE u.name = %(user)s AND b.pk = ANY(%(refs)s) AND {LIVE}",
-            {"user": user, "refs": list(refs), "now": now_epoch()},
+            f"WHERE u.id = %(uid)s AND b.user_id = %(uid)s AND u.name = %(user)s AND b.pk = ANY(%(refs)s) AND {LIVE}",
+            {"user": user, "uid": user_key(user), "refs": list(refs), "now": now_epoch()},
         )
         return {int(r[0]): to_block(r) for r in rows}
 
@@ -805,8 +854,8 @@ class PostgresStore:
             return {}
         rows = self.query(
             "SELECT b.pk, b.session_id, b.exchange_index, b.event_ts FROM blocks b JOIN users u ON u.id = b.user_id "
-            f"WHERE u.name = %(user)s AND b.pk = ANY(%(refs)s) AND {LIVE}",
-            {"user": user, "refs": list(refs), "now": now_epoch()},
+            f"WHERE u.id = %(uid)s AND b.user_id = %(uid)s AND u.name = %(user)s AND b.pk = ANY(%(refs)s) AND {LIVE}",
+            {"user": user, "uid": user_key(user), "refs": list(refs), "now": now_epoch()},
         )
         return {int(pk): (str(session), int(exchange), float(ts)) for pk, session, exchange, ts in rows}
 
@@ -855,7 +904,7 @@ class PostgresStore:
             return [ann.status(conn, self.ann_settings, i, name, n) for i, n, name in rows]
 
     def _index_user(self, user: str) -> tuple[int, int]:
-        rows = self.query("SELECT id, n_keys FROM users WHERE name = %s", (user,))
+        rows = self.query("SELECT id, n_keys FROM users WHERE id = %s AND name = %s", (user_key(user), user))
         if not rows:
             raise NotFoundError(f"user {user!r} not found")
         return int(rows[0][0]), int(rows[0][1])
@@ -891,13 +940,41 @@ class PostgresStore:
     # -- embedding cache ---------------------------------------------------------------------------------
 
     def get_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vectors]:
-        """Cached embeddings of ``model_id`` by content hash (the hashes found)."""
+        """Cached embeddings of ``model_id`` by content hash (the hashes found). On Citus a cache that cannot
+        be read (a worker down) is a miss: the cache is shared by every user, and one user's down worker
+        must not stop another's add."""
         if not hashes:
             return {}
-        rows = self.query(
-            "SELECT hash, vector FROM embed_cache WHERE model_id = %s AND hash = ANY(%s)", (model_id, list(hashes))
-        )
+        try:
+            rows = self.query(
+                "SELECT hash, vector FROM embed_cache WHERE model_id = %s AND hash = ANY(%s)", (model_id, list(hashes))
+            )
+        except StoreError as exc:
+            if not self.citus:
+                raise
+            log.warning("the embedding cache could not be read, embedding anew: %s", exc)
+            return {}
         return {str(h): np.frombuffer(bytes(v), dtype=np.float32) for h, v in rows}
+
+    def cache_within(self, conn: Conn, cache_entries: tuple[str, dict[str, Vectors]] | None) -> Callable[[], None]:
+        """Cache an add's (or a completion's) embeddings: on one server inside the caller's transaction; on
+        Citus after it commits (what this returns does it; it does nothing otherwise), in a transaction of
+        their own whose failure only loses cache entries. The cache is distributed by content hash, so inside
+        the add it would make every add a transaction across nodes, and a down worker would stop the adds of
+        users whose rows are elsewhere."""
+        if not cache_entries or not cache_entries[1]:
+            return lambda: None
+        if not self.citus:
+            self.put_vectors_in(conn, *cache_entries)
+            return lambda: None
+
+        def after() -> None:
+            try:
+                self.put_vectors(*cache_entries)
+            except StoreError as exc:
+                log.warning("embeddings not cached: %s", exc)
+
+        return after
 
     def put_vectors(self, model_id: str, items: dict[str, Vectors]) -> None:
         """Cache embeddings by content hash, in a transaction of their own."""
@@ -928,8 +1005,8 @@ class PostgresStore:
 
     def user_row_counts(self, user: str) -> dict[str, int]:
         """Rows each table holds for ``user``: for deletion checks."""
-        rows = self.query("SELECT id FROM users WHERE name = %s", (user,))
-        uid = int(rows[0][0]) if rows else -1
+        uid = user_key(user)
+        rows = self.query("SELECT id FROM users WHERE id = %s AND name = %s", (uid, user))
         out = {
             table: int(self.query(f"SELECT count(*) FROM {table} WHERE user_id = %s", (uid,))[0][0])
             for table in (
@@ -942,6 +1019,7 @@ class PostgresStore:
                 "sessions",
                 "api_keys",
                 "retention_policies",
+                "llm_calls",
             )
         }
         out["users"] = len(rows)
@@ -963,14 +1041,15 @@ class PostgresStore:
     def check(self, *, quick: bool = False) -> StoreCheck:
         """With ``quick``, the pages that failed their checksum; otherwise memlane's cross-table checks and
         amcheck's, where installed (:mod:`memlane.core.store.postgres.check`)."""
-        with self._autocommit() as conn:
+        with self.autocommit() as conn:
             return pg_check.quick_check(conn) if quick else pg_check.full_check(conn)
 
 
 def _block_filter(user: str, conversation_id: str | None, session_id: str | None) -> tuple[str, list[object]]:
     """The WHERE clause (and its parameters) of a listing of the user's live blocks."""
-    where = ["u.name = %s", "(b.expires_ts IS NULL OR b.expires_ts > %s)"]
-    params: list[object] = [user, now_epoch()]
+    uid = user_key(user)
+    where = ["u.id = %s", "b.user_id = %s", "u.name = %s", "(b.expires_ts IS NULL OR b.expires_ts > %s)"]
+    params: list[object] = [uid, uid, user, now_epoch()]
     if conversation_id is not None:
         where.append("b.conversation_id = %s")
         params.append(conversation_id)
@@ -978,3 +1057,11 @@ def _block_filter(user: str, conversation_id: str | None, session_id: str | None
         where.append("b.session_id = %s")
         params.append(session_id)
     return " AND ".join(where), params
+
+
+def _refuse_collision(conn: Conn, user_id: int, user: str) -> None:
+    """After an insert of ``user`` that found its id taken: StoreError if another name holds that id (two
+    names with one hash, :mod:`memlane.core.store.postgres.tenant`); a row of this very name is fine."""
+    row = conn.execute("SELECT name FROM users WHERE id = %s", (user_id,)).fetchone()
+    if row is not None and str(row[0]) != user:
+        raise StoreError(f"user {user!r} cannot be created: its id {user_id} is held by user {str(row[0])!r}")

@@ -1,5 +1,4 @@
-"""Recognising a PostgreSQL URL (or a list of them, one per shard) and showing it without its password (no
-driver import needed)."""
+"""Recognising a PostgreSQL URL and showing it without its password (no driver import needed)."""
 
 from __future__ import annotations
 
@@ -10,32 +9,25 @@ from memlane.core.errors import ConfigError
 
 SCHEMES = ("postgresql://", "postgres://")
 _PASSWORD = re.compile(r"^(\w+://[^:/@]*:)[^@]*@")
-# Shards are listed as URLs joined by commas: a comma starts a new shard only where a new URL starts, so
-# libpq's own multi-host form (postgresql://h1,h2/db, failover between copies of one database) is left whole.
+# Where a comma starts another URL (the former sharded store's list), not libpq's multi-host form.
 _SHARD_SEP = re.compile(r",\s*(?=postgres(?:ql)?://)", re.IGNORECASE)
 
 
 def is_postgres_url(target: str | Path) -> bool:
-    """True for ``postgresql://...`` or ``postgres://...`` (libpq's two URL schemes), also for a list of
-    shards (``postgresql://a/db,postgresql://b/db``); a Path never is."""
+    """True for ``postgresql://...`` or ``postgres://...`` (libpq's two URL schemes); a Path never is."""
     return isinstance(target, str) and target.lower().startswith(SCHEMES)
 
 
-def shard_urls(target: str) -> list[str]:
-    """The servers of a store URL, one per shard in order (a single URL: a list of one). ConfigError for an
-    empty part or a server listed twice (two shards in one database would route users to the same rows)."""
-    parts = [p.strip() for p in _SHARD_SEP.split(target)]
-    if len(parts) == 1:
-        return parts
-    for i, part in enumerate(parts):
-        if not is_postgres_url(part) or part.rstrip(",") != part:
-            raise ConfigError(f"shard {i} of the store URL is not a postgresql:// URL: {redact_one(part)!r}")
-    seen: dict[str, int] = {}
-    for i, part in enumerate(parts):
-        if part in seen:
-            raise ConfigError(f"shards {seen[part]} and {i} of the store URL are the same database: {redact_one(part)}")
-        seen[part] = i
-    return parts
+def refuse_url_list(target: str) -> None:
+    """ConfigError for several URLs joined by commas: the form of memlane's former store sharded by user,
+    which Citus replaced (docs/scaling.md says how to move such a store). libpq's own multi-host form
+    (``postgresql://h1,h2/db``: failover between copies of one database) is a single URL and passes."""
+    if len(_SHARD_SEP.split(target)) > 1:
+        raise ConfigError(
+            "several postgresql:// URLs joined by commas were a store sharded by memlane's own router, which "
+            "is gone: run the store on Citus and give the coordinator's URL (docs/scaling.md, "
+            "'From the sharded store to Citus')"
+        )
 
 
 def redact_one(url: str) -> str:
@@ -43,5 +35,5 @@ def redact_one(url: str) -> str:
 
 
 def redact(url: str) -> str:
-    """The URL (every shard's, for a list) with its password replaced, for messages and logs."""
+    """The URL (each of a comma-joined list) with its password replaced, for messages and logs."""
     return ",".join(redact_one(p) for p in _SHARD_SEP.split(url))

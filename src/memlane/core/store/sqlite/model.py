@@ -104,6 +104,7 @@ def find_users(
     offset: int,
     now: float,
     contains: str | None = None,
+    metadata_text: Mapping[str, str] | None = None,
 ) -> Page[UserInfo]:
     where = ["1 = 1"]
     params: list[object] = []
@@ -118,6 +119,14 @@ def find_users(
         # A JSON value compared as JSON: "1" (a string) and 1 (a number) are different values.
         where.append("(u.metadata -> ?) = ?")
         params += [json_path(key), json.dumps(value, separators=(",", ":"), ensure_ascii=False)]
+    for key, text in (metadata_text or {}).items():
+        # Read as text: a string as itself, a number or a boolean as its JSON text; never a list, an object
+        # or null.
+        where.append(
+            "CASE json_type(u.metadata, ?) WHEN 'text' THEN u.metadata ->> ? "
+            "WHEN 'array' THEN NULL WHEN 'object' THEN NULL WHEN 'null' THEN NULL ELSE u.metadata -> ? END = ?"
+        )
+        params += [json_path(key)] * 3 + [text]
     clause = " AND ".join(where)
     total = int(conn.execute(f"SELECT count(*) FROM users u WHERE {clause}", params).fetchone()[0])
     rows = conn.execute(

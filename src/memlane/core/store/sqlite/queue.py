@@ -197,11 +197,12 @@ class SqliteJobQueue:
                     job.job_id,
                 ),
             )
-            if dead:
-                conn.execute(
-                    "UPDATE blocks SET extraction_status = ?, fail_count = fail_count + 1 WHERE pk = ?",
-                    (ExtractionStatus.FAILED.value, job.block_ref),
-                )
+            # Every failed attempt counts on the block (that API's fail_count); the last one fails it.
+            conn.execute(
+                "UPDATE blocks SET fail_count = fail_count + 1, extraction_status = coalesce(?, extraction_status) "
+                "WHERE pk = ?",
+                (ExtractionStatus.FAILED.value if dead else None, job.block_ref),
+            )
         return status
 
     def defer(self, job: ClaimedJob, error: str, retry_in_s: float) -> JobStatus | None:

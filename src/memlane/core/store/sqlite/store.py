@@ -798,9 +798,17 @@ class SqliteStore:
         limit: int = 100,
         offset: int = 0,
         contains: str | None = None,
+        metadata_text: Mapping[str, str] | None = None,
     ) -> Page[UserInfo]:
         page: Page[UserInfo] = self._read_with(
-            mm.find_users, name=name, metadata=metadata, limit=limit, offset=offset, now=_now(), contains=contains
+            mm.find_users,
+            name=name,
+            metadata=metadata,
+            limit=limit,
+            offset=offset,
+            now=_now(),
+            contains=contains,
+            metadata_text=metadata_text,
         )
         return page
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from memlane.interfaces.http.agent_memory import health, memory, prompts, sessions, users
-from memlane.interfaces.http.agent_memory.errors import FlatErrorMiddleware, serves
+from memlane.interfaces.http.agent_memory.errors import FlatErrorMiddleware, no_route, serves
 
-__all__ = ["PUBLIC_PATHS", "FlatErrorMiddleware", "include", "serves"]
+__all__ = ["PUBLIC_PATHS", "FlatErrorMiddleware", "include", "no_route", "serves"]
 
 # Answered without a key, and whatever the Host header says (like /healthz): a client's liveness probe.
 PUBLIC_PATHS = frozenset({"/health"})

@@ -3,7 +3,9 @@
 That API addresses the user in the path (``/users/{user_id}/...``) and its clients send one bearer token
 for every user. memlane keeps its own guarantee under that model:
 
-* the admin key (``MEMLANE_ADMIN_KEY``) acts on any user named in the path, like that API's admin token;
+* the admin key (``MEMLANE_ADMIN_KEY``) acts on any user named in the path, like that API's admin token,
+  and so does an OpenID Connect token whose role claim says admin (``ams_admin``): one service token for
+  every end user;
 * a user's key acts only on its own user's paths: any other user's is 403, whether that user exists or
   not, so an answer tells nothing of other users;
 * a key's role bounds what it may do: ``read-only`` reads (a search is a read), ``read-write`` also
@@ -55,7 +57,7 @@ def for_user(request: Request, user_id: str, *, write: bool) -> Principal:
     """The caller, allowed to read (or, with ``write``, to write) ``user_id``'s memory; 401/403/400 otherwise."""
     who = caller(request)
     check_id(user_id, "user_id")
-    if not who.admin and who.user != user_id:
+    if not (who.admin or who.any_user) and who.user != user_id:
         raise _forbidden("this key acts only on its own user's paths")
     if write and who.role == ROLE_READ_ONLY:
         raise _forbidden("this key is read-only: writes need a read-write or admin key")
@@ -63,9 +65,10 @@ def for_user(request: Request, user_id: str, *, write: bool) -> Principal:
 
 
 def admin_key(request: Request) -> Principal:
-    """The admin key (or insecure dev mode's no key); 403 for a user's key."""
+    """The admin key (or insecure dev mode's no key), or an OIDC token with the admin role; 403 for a
+    user's key."""
     who = caller(request)
-    if not who.admin:
+    if not (who.admin or who.any_user):
         raise _forbidden("this route needs the admin key")
     return who
 

@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+import re
+from collections.abc import Callable, Coroutine, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from fastapi import Request, Response
@@ -55,6 +57,7 @@ from memlane.core.errors import (
     ValidationError,
 )
 from memlane.interfaces.http.errors import AuthError, field_path
+from memlane.interfaces.http.services import services
 from memlane.interfaces.wire.errors import is_corrupt, public_message
 from memlane.interfaces.wire.requestid import request_id_of
 
@@ -67,6 +70,19 @@ PREFIXES = ("/users", "/prompts", "/health")
 def serves(path: str) -> bool:
     """Whether ``path`` is one of the Agent Memory routes' (``/healthz`` and ``/v1/...`` are not)."""
     return any(path == p or path.startswith(p + "/") for p in PREFIXES)
+
+
+def no_route(path: str, *, api_on: bool) -> str:
+    """What an answer to a path no route serves adds, for a client pointed at the wrong place: that API's
+    clients take the server's URL without ``/v1``, and that API can be turned off."""
+    off = "the Agent Memory API is turned off on this server (memlane serve --no-agent-memory-api)"
+    if serves(path):
+        return "" if api_on else f"{off}; memlane's own API is under /v1 (docs/http.md)"
+    if path.startswith("/v1/") and serves(path.removeprefix("/v1")):
+        where = "memlane serves that API at the server's root, so its clients take the server's URL without /v1"
+        return f"that is an Agent Memory API path under /v1: {where if api_on else off}"
+    root = "; the Agent Memory API is at the server's root (/users, /prompts, /health)" if api_on else ""
+    return f"memlane's own API is under /v1 (docs/http.md){root}"
 
 
 class ApiError(Exception):
@@ -112,6 +128,47 @@ def _not_found_code(exc: NotFoundError) -> str:
     return _NOT_FOUND_CODES.get(str(what).lower(), "NOT_FOUND")
 
 
+def _missing_user(exc: NotFoundError, request: Request) -> NotFoundError:
+    """The path's user, when it is what is missing: a session or block of a user that does not exist says
+    ``USER_NOT_FOUND``, not that the user has no such session. (The caller may address that user: its
+    auth was checked before.)"""
+    user = request.path_params.get("user_id")
+    if not isinstance(user, str) or _not_found_code(exc) == "USER_NOT_FOUND":
+        return exc
+    try:
+        services(request).memory.get_user(user)
+    except NotFoundError as missing:
+        return missing
+    return exc
+
+
+# A route's renames of the core's field names into this API's (``ttl_s`` is ``memory_block_ttl``):
+# (a pattern on the core's field, its replacement), the first that matches is used.
+Renames = tuple[tuple[str, str], ...]
+
+
+def renamed(*pairs: tuple[str, str]) -> Renames:
+    """Renames of whole fields, ``(core, api)``: a path under the field is renamed with it (``pairs[0]``
+    under ``pairs``)."""
+    return tuple((rf"^{re.escape(core)}(?=$|[.\[])", api) for core, api in pairs)
+
+
+@contextmanager
+def api_fields(renames: Renames) -> Iterator[None]:
+    """The core's ValidationErrors raised inside name the field as this API's client sent it."""
+    try:
+        yield
+    except ValidationError as exc:
+        where = exc.where
+        if where is None:
+            raise
+        for pattern, api in renames:
+            field, found = re.subn(pattern, api, where)
+            if found:
+                raise ValidationError(str(exc).removeprefix(f"{where}: "), where=field) from None
+        raise
+
+
 def core_error(exc: MemlaneError, request: Request) -> ApiError:
     """The answer to a core error raised by a route."""
     code = getattr(exc, "code", None)
@@ -121,7 +178,8 @@ def core_error(exc: MemlaneError, request: Request) -> ApiError:
         where = exc.where
         return ApiError(400, "INVALID_REQUEST", str(exc), {"field": where} if where else None)
     if isinstance(exc, NotFoundError):
-        return ApiError(404, _not_found_code(exc), str(exc).strip("'\""))
+        exc = _missing_user(exc, request)
+        return ApiError(404, _not_found_code(exc), str(exc))
     if isinstance(exc, ConflictError):
         return ApiError(409, code if isinstance(code, str) and code.isupper() else "CONFLICT", str(exc))
     if isinstance(exc, ConfigError):
@@ -147,10 +205,11 @@ def request_invalid(exc: RequestValidationError) -> ApiError:
     first = errors[0]
     if first.get("type") == "json_invalid":
         return ApiError(422, "INVALID_REQUEST", f"body is not valid JSON: {first.get('msg')}", {"field": "body"})
-    where = field_path(first.get("loc", ()))
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
-    return ApiError(422, "INVALID_REQUEST", f"{where}: {msg}{more}", {"field": where})
+    # Every problem, in full: the first one's field is ``details.field``.
+    problems = [
+        f"{field_path(e.get('loc', ()))}: {str(e.get('msg', 'invalid')).removeprefix('Value error, ')}" for e in errors
+    ]
+    return ApiError(422, "INVALID_REQUEST", "; ".join(problems), {"field": field_path(first.get("loc", ()))})
 
 
 def _as_api_error(exc: Exception, request: Request) -> ApiError:
@@ -254,7 +313,7 @@ def _flatten(raw: bytes, status: int) -> bytes:
         return raw  # already flat, or a route's own answer (a 503 health report)
     nested = body.get("error") if isinstance(body, dict) else None
     if not isinstance(nested, dict):
-        text = raw.decode("utf-8", "replace")[:500] if raw else "error"
+        text = raw.decode("utf-8", "replace") if raw else "error"
         return json.dumps(envelope(_HTTP_CODES.get(status, "ERROR"), text, None, None)).encode()
     details = {"field": nested["field"]} if nested.get("field") else {}
     code = _HTTP_CODES.get(status) or str(nested.get("code", "error")).upper()

@@ -11,19 +11,25 @@ the extraction queue in that API's batch-processor shape, and the memory monitor
 
 from __future__ import annotations
 
+import logging
 import time
+from datetime import UTC, datetime
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 import memlane
+from memlane.core.errors import MemlaneError
+from memlane.core.jobs import QueueStatus
 from memlane.interfaces.http.agent_memory.auth import caller
 from memlane.interfaces.http.agent_memory.errors import FlatErrorRoute
-from memlane.interfaces.http.routes.ops import embedder_health, queue_health, store_health
+from memlane.interfaces.http.routes.ops import embedder_health, store_health
 from memlane.interfaces.http.services import services
+from memlane.interfaces.wire.errors import public_message, scrub_addresses
 from memlane.interfaces.wire.requestid import request_id_of
 
 router = APIRouter(tags=["agent memory: health"], route_class=FlatErrorRoute)
+log = logging.getLogger("memlane.http")
 _STARTED = time.monotonic()
 
 
@@ -75,24 +81,53 @@ def models(request: Request) -> JSONResponse:
 
 
 def _batch_processor(request: Request) -> tuple[dict[str, object], tuple[int, int, int, int]]:
-    """That API's batch-processor answer, and the queue's counts (queued, running, done, dead)."""
+    """That API's batch-processor answer, and the queue's counts (queued, running, done, dead): ``healthy``;
+    ``degraded`` while jobs wait for an LLM that cannot be reached or the queue is full (the message says
+    which, since when, and the last error, without addresses); ``unhealthy`` when the queue cannot be read;
+    ``not_initialized`` without an LLM."""
     caller(request)
     svc = services(request)
-    q = queue_health(svc.memory, request_id_of(request))
-    d = q.detail
-    queued, running, done, dead = (int(d.get(k, 0)) for k in ("queued", "running", "done", "dead"))
     llm = svc.memory.llm is not None
-    status = "healthy" if q.ok and llm else ("not_initialized" if q.ok else "unhealthy")
-    message = "extraction queue" if llm else "no LLM is configured: blocks are stored ready, without extraction"
+    capacity = svc.settings.agent_queue_max
+    try:
+        st = svc.memory.queue_status(recent_errors=0)
+    except MemlaneError as exc:
+        rid = request_id_of(request)
+        log.error("request %s: health: the queue failed: %s: %s", rid, type(exc).__name__, exc)
+        status, counts, problems = "unhealthy", (0, 0, 0, 0), [public_message(exc, rid)]
+    else:
+        counts = (st.queued, st.running, st.done, st.dead)
+        problems = _queue_problems(st, capacity)
+        status = "degraded" if problems else "healthy"
+    if not llm and status != "unhealthy":
+        status, problems = "not_initialized", ["no LLM is configured: blocks are stored ready, without extraction"]
+    queued, running = counts[0], counts[1]
     body: dict[str, object] = {
         "status": status,
-        "message": message,
-        # Queued ids are not shown: they are users' block ids, and this route answers any key.
-        "queue": {"size": queued, "queued_ids": [], "processing": running, "max_size": svc.settings.agent_queue_max},
+        "message": "; ".join(problems) or "extraction queue",
+        # ``queued_ids`` is how many ids are queued (that API's type), never the ids: they are users' block ids,
+        # and this route answers any key.
+        "queue": {"size": queued, "queued_ids": queued, "processing": running, "max_size": capacity},
         "loop_running": llm,
         "dispatcher_alive": llm,
     }
-    return body, (queued, running, done, dead)
+    return body, counts
+
+
+def _queue_problems(st: QueueStatus, capacity: int) -> list[str]:
+    """What keeps the queue from extracting as it should: an LLM outage, a full queue."""
+    problems = []
+    outage = st.llm_outage
+    if outage is not None:
+        since = datetime.fromtimestamp(outage.since, tz=UTC).isoformat()
+        problems.append(
+            f"extraction waits for the LLM, unreachable since {since}: {outage.jobs} "
+            f"block{'' if outage.jobs == 1 else 's'} queued for it, next try in {outage.next_try_in_s:.0f} s; "
+            f"last error: {scrub_addresses(outage.last_error)}"
+        )
+    if st.queued >= capacity:
+        problems.append(f"the extraction queue is full ({st.queued} of {capacity} blocks): adds that queue more: 429")
+    return problems
 
 
 @router.get("/health/async-batch-processor")
@@ -121,7 +156,7 @@ def batch_processor_stats(request: Request) -> JSONResponse:
         "total_dispatched": running + done + dead,
         "total_completed": done,
         "total_failed": dead,
-        "queue_full": 0,
+        "queue_full": svc.agent_queue_full.value,
         "queue_duplicates": 0,
         "queue_oversized": 0,
         "recovery_duplicates": 0,

@@ -2,10 +2,12 @@
 
 Extraction follows the call: ``context_required: false`` skips it; ``async_processing`` (the default)
 queues it and answers at once, the blocks ``processing`` until a worker has extracted them;
-``async_processing: false`` extracts before answering. A server without an LLM stores every block
-``ready``, unextracted (its models health says the LLM is ``not_configured``). Items over the per-block
-token limit are left out and reported inside the 201; a full extraction queue is a 429 with
-``Retry-After``.
+``async_processing: false`` extracts before answering, within ``agent_sync_timeout_s`` (the LLM client's
+retries included): when the LLM cannot be reached, answers garbage or is too slow, 502 ``UPSTREAM_ERROR``,
+the blocks stored and searchable, each ``processing`` (queued for a worker) or ``extraction_failed``. A
+server without an LLM stores every block ``ready``, unextracted (its models health says the LLM is
+``not_configured``). Items over the per-block token limit are left out and reported inside the 201; a full
+extraction queue is a 429 with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from fastapi.responses import JSONResponse
 
 from memlane.core.errors import NotFoundError
 from memlane.core.memory import Memory
-from memlane.core.model import Filters, MemoryBlock
+from memlane.core.model import AddResult, BlockKind, Filters, MemoryBlock
 from memlane.core.model_checks import check_version
 from memlane.core.timefmt import coerce_time
 from memlane.interfaces.http.agent_memory.auth import check_id, for_user
-from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute
+from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute, Renames, api_fields, renamed
 from memlane.interfaces.http.agent_memory.schemas import (
     MAX_BROWSE,
     MAX_ITEMS,
@@ -39,8 +41,8 @@ from memlane.interfaces.http.agent_memory.schemas import (
 )
 from memlane.interfaces.http.agent_memory.shapes import block_out, hit_out, page_fields
 from memlane.interfaces.http.agent_memory.users import clamp, memory_of
-from memlane.interfaces.http.services import services
-from memlane.interfaces.http.settings import HttpSettings
+from memlane.interfaces.http.services import Services, services
+from memlane.interfaces.wire.errors import scrub_addresses
 
 router = APIRouter(tags=["agent memory: memory"], route_class=FlatErrorRoute)
 SESSION_PATH = "/users/{user_id}/sessions/{session_id}/memory"
@@ -48,6 +50,22 @@ SESSION_PATH = "/users/{user_id}/sessions/{session_id}/memory"
 QUEUE_FULL_RETRY_AFTER_S = 5
 BYTES_PER_TOKEN = 4
 DELETE_PAGE = 1000
+
+
+# The core's names of this API's fields: a block's TTL, its prompt, an exchange's sides.
+_PROMPT = renamed(("prompt.prompt_id", "prompt_id"), ("prompt.version", "prompt_vid"), ("prompt", "prompt_id"))
+ADD_FIELDS: Renames = (
+    (r"^pairs\[(\d+)\]\[0\]", r"messages[\1].user_content"),
+    (r"^pairs\[(\d+)\]\[1\]", r"messages[\1].assistant_content"),
+    *renamed(("pairs", "messages"), ("ttl_s", "memory_block_ttl"), ("time", "created_at"), ("user", "user_id")),
+    *_PROMPT,
+)
+UPDATE_FIELDS: Renames = (
+    (r"^sides\[0\]", "message.user_content"),
+    (r"^sides\[1\]", "message.assistant_content"),
+    *renamed(("sides", "message"), ("content", "fact"), ("ttl_s", "memory_block_ttl")),
+    *_PROMPT,
+)
 
 
 def _invalid(message: str, field: str, code: str = "INVALID_REQUEST") -> ApiError:
@@ -94,15 +112,16 @@ def update_mode(memory: Memory, body: AgentUpdateIn, block: MemoryBlock) -> str 
     return None
 
 
-def _check_queue(memory: Memory, settings: HttpSettings, mode: str, adding: int) -> None:
+def _check_queue(svc: Services, mode: str, adding: int) -> None:
     if mode != "async":
         return
-    queued = memory.queue_status(recent_errors=0).queued
-    if queued + adding > settings.agent_queue_max:
+    queued = svc.memory.queue_status(recent_errors=0).queued
+    if queued + adding > svc.settings.agent_queue_max:
+        svc.agent_queue_full.add()
         raise ApiError(
             429,
             "QUEUE_FULL",
-            f"the extraction queue is full ({queued} of {settings.agent_queue_max} blocks waiting); retry later",
+            f"the extraction queue is full ({queued} of {svc.settings.agent_queue_max} blocks waiting); retry later",
             {"retry_after_seconds": QUEUE_FULL_RETRY_AFTER_S, "queue_size": queued},
             {"Retry-After": str(QUEUE_FULL_RETRY_AFTER_S)},
         )
@@ -145,16 +164,21 @@ def add_memory(user_id: str, session_id: str, body: AgentAddIn, request: Request
         "ttl_s": body.memory_block_ttl,
         "prompt": prompt,
         "extract": mode,
+        "sync_timeout_s": svc.settings.agent_sync_timeout_s,
     }
     block_ids: Sequence[str] = ()
     if len(dropped) < len(texts):
-        _check_queue(memory, svc.settings, mode, len(texts) - len(dropped))
-        if body.messages is not None:
-            pairs = [(m.user_content, m.assistant_content) for i, m in enumerate(body.messages) if i not in dropped]
-            block_ids = memory.add_exchanges(user_id, pairs, **common).block_ids
-        else:
-            facts = [f for i, f in enumerate(body.facts or []) if i not in dropped]
-            block_ids = memory.add_facts(user_id, facts, **common).block_ids
+        _check_queue(svc, mode, len(texts) - len(dropped))
+        with api_fields(ADD_FIELDS):
+            if body.messages is not None:
+                pairs = [(m.user_content, m.assistant_content) for i, m in enumerate(body.messages) if i not in dropped]
+                added = memory.add_exchanges(user_id, pairs, **common)
+            else:
+                facts = [f for i, f in enumerate(body.facts or []) if i not in dropped]
+                added = memory.add_facts(user_id, facts, **common)
+        if mode == "sync" and added.jobs_done < added.jobs_enqueued:
+            raise _unfinished(memory, added, svc.settings.agent_sync_timeout_s)
+        block_ids = added.block_ids
     answer = {
         "message": f"{len(block_ids)} memory blocks stored" + (f", {len(rejected)} rejected" if rejected else ""),
         "accepted_count": len(block_ids),
@@ -163,6 +187,33 @@ def add_memory(user_id: str, session_id: str, body: AgentAddIn, request: Request
         "rejected_details": rejected,
     }
     return JSONResponse(answer, status_code=201)
+
+
+def _unfinished(memory: Memory, added: AddResult, timeout_s: float) -> ApiError:
+    """The 502 of an add whose synchronous extraction did not finish: what failed (without the LLM's
+    address), and what state each stored block is left in, with what to do."""
+    ids = list(added.block_ids)
+    scope = Filters(sessions=(added.session_id,), block_ids=tuple(ids))
+    status = {b.id: b.status for b in memory.browse(added.user, scope, limit=len(ids)).items}
+    waiting = [i for i in ids if status.get(i) == "processing"]
+    failed = [i for i in ids if status.get(i) == "extraction_failed"]
+    reason = scrub_addresses(added.extraction_error or "no reply in time")
+    parts = [
+        f"the LLM did not extract every memory block within {timeout_s:g} s: {reason}",
+        f"the {len(ids)} block{'' if len(ids) == 1 else 's'} of this add {'is' if len(ids) == 1 else 'are'} "
+        "stored and searchable",
+    ]
+    if waiting:
+        parts.append(
+            f"processing, queued for extraction when the LLM answers (do not add again: that stores twice): "
+            f"{', '.join(waiting)}"
+        )
+    if failed:
+        parts.append(
+            f"extraction_failed (an update of one, async_processing true, extracts it again): {', '.join(failed)}"
+        )
+    details = {"service": "llm", "block_ids": ids, "processing": waiting, "extraction_failed": failed}
+    return ApiError(502, "UPSTREAM_ERROR", "; ".join(parts), details)
 
 
 def _owned(memory: Memory, user_id: str, session_id: str, block_id: str) -> MemoryBlock:
@@ -200,8 +251,13 @@ def update_memory(user_id: str, session_id: str, block_id: str, body: AgentUpdat
     if body.message is not None:
         changes["sides"] = (body.message.user_content, body.message.assistant_content)
     block = _owned(memory, user_id, session_id, block_id)
+    if body.fact is not None and block.kind is not BlockKind.FACT:
+        raise _invalid("this block is an exchange: send message, not fact", "fact")
+    if body.message is not None and block.kind is BlockKind.FACT:
+        raise _invalid("this block is a fact: send fact, not message", "message")
     changes["extract"] = update_mode(memory, body, block)
-    block = memory.update(user_id, block_id, **changes)
+    with api_fields(UPDATE_FIELDS):
+        block = memory.update(user_id, block_id, **changes)
     return JSONResponse({"message": "memory block updated", "block": block_out(block)})
 
 

@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from memlane.core.errors import PromptArchivedError
 from memlane.core.model_checks import check_version
 from memlane.interfaces.http.agent_memory.auth import check_id, registry
-from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute
+from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute, api_fields, renamed
 from memlane.interfaces.http.agent_memory.schemas import (
     MAX_OFFSET,
     MAX_PROMPTS_LIMIT,
@@ -25,6 +25,7 @@ from memlane.interfaces.http.agent_memory.shapes import page_fields, prompt_out,
 from memlane.interfaces.http.agent_memory.users import clamp, memory_of
 
 router = APIRouter(tags=["agent memory: prompts"], route_class=FlatErrorRoute)
+PROMPT_FIELDS = renamed(("text", "prompt"))  # the core's name of a prompt's text
 Limit = Annotated[int, Query(ge=1)]
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
 
@@ -55,9 +56,10 @@ def create_prompt(body: AgentPromptIn, request: Request) -> JSONResponse:
     for field in ("prompt", "description"):
         if not getattr(body, field).strip():
             raise _blank(field)
-    prompt = memory_of(request).prompts.create(
-        body.prompt_id, body.prompt, description=body.description, annotations=body.annotations
-    )
+    with api_fields(PROMPT_FIELDS):
+        prompt = memory_of(request).prompts.create(
+            body.prompt_id, body.prompt, description=body.description, annotations=body.annotations
+        )
     return JSONResponse(prompt_out(prompt), status_code=201)
 
 
@@ -94,9 +96,10 @@ def update_prompt(prompt_id: str, request: Request, body: AgentPromptUpdateIn | 
         value = getattr(body, field)
         if value is not None and not value.strip():
             raise _blank(field)
-    prompt = memory_of(request).prompts.update(
-        prompt_id, text=body.prompt, description=body.description, annotations=body.annotations
-    )
+    with api_fields(PROMPT_FIELDS):
+        prompt = memory_of(request).prompts.update(
+            prompt_id, text=body.prompt, description=body.description, annotations=body.annotations
+        )
     return JSONResponse(prompt_out(prompt))
 
 

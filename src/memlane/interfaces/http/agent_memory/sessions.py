@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from memlane.interfaces.http.agent_memory.auth import check_id, for_user
-from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute
+from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute, api_fields, renamed
 from memlane.interfaces.http.agent_memory.schemas import (
     MAX_OFFSET,
     MAX_SESSIONS_LIMIT,
@@ -27,14 +27,15 @@ def create_session(user_id: str, body: AgentSessionIn, request: Request) -> JSON
     user has a session of that id; 404 if there is no such user."""
     for_user(request, user_id, write=True)
     check_id(body.session_id, "session_id")
-    session = memory_of(request).create_session(
-        user_id,
-        body.session_id,
-        annotations=body.annotations,
-        metadata=body.metadata,
-        default_ttl_s=body.memory_blocks_ttl,
-        exist_ok=False,
-    )
+    with api_fields(renamed(("user", "user_id"), ("default_ttl_s", "memory_blocks_ttl"))):
+        session = memory_of(request).create_session(
+            user_id,
+            body.session_id,
+            annotations=body.annotations,
+            metadata=body.metadata,
+            default_ttl_s=body.memory_blocks_ttl,
+            exist_ok=False,
+        )
     return JSONResponse(session_out(session), status_code=201)
 
 

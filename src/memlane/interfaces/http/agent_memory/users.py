@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from memlane.core.memory import Memory
 from memlane.core.model import Filters
 from memlane.interfaces.http.agent_memory.auth import admin_key, check_id, for_user
-from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute
+from memlane.interfaces.http.agent_memory.errors import ApiError, FlatErrorRoute, api_fields, renamed
 from memlane.interfaces.http.agent_memory.schemas import (
     MAX_OFFSET,
     MAX_SESSIONS_LIMIT,
@@ -23,6 +23,8 @@ from memlane.interfaces.http.agent_memory.shapes import page_fields, user_out
 from memlane.interfaces.http.services import services
 
 router = APIRouter(tags=["agent memory: users"], route_class=FlatErrorRoute)
+# The core's names of this API's fields.
+USER_FIELDS = renamed(("user", "user_id"), ("display_name", "name"))
 
 
 def memory_of(request: Request) -> Memory:
@@ -51,7 +53,8 @@ def create_user(body: AgentUserIn, request: Request) -> JSONResponse:
     if not body.name.strip():
         raise _invalid("name must not be blank", "name")
     memory = memory_of(request)
-    memory.create_user(body.user_id, display_name=body.name, metadata=body.metadata or {}, exist_ok=False)
+    with api_fields(USER_FIELDS):
+        memory.create_user(body.user_id, display_name=body.name, metadata=body.metadata or {}, exist_ok=False)
     return JSONResponse(user_out(memory.get_user(body.user_id), []), status_code=201)
 
 
@@ -66,7 +69,7 @@ def list_users(
     """Users by exact display name and metadata ``key=value`` pairs (repeated; all must hold), a page at a
     time (``limit`` at most 500). Admin key."""
     admin_key(request)
-    pairs: dict[str, Any] = {}
+    pairs: dict[str, str] = {}
     for item in metadata or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -74,8 +77,9 @@ def list_users(
         pairs[key] = value
     if name is not None and not name.strip():
         raise _invalid("name must not be blank", "name")
+    # That API's clients send every value as a string: {"level": 3} is found by level=3.
     page = memory_of(request).list_users(
-        name=name, metadata=pairs or None, limit=clamp(limit, 50, MAX_USERS_LIMIT), offset=offset
+        name=name, metadata_text=pairs or None, limit=clamp(limit, 50, MAX_USERS_LIMIT), offset=offset
     )
     users = [user_out(u) for u in page.items]
     return JSONResponse({"users": users, **page_fields(page, len(users))})
@@ -104,7 +108,8 @@ def update_user(user_id: str, request: Request, body: AgentUserUpdateIn | None =
     if body.metadata is not None:
         changes["metadata"] = body.metadata
     memory = memory_of(request)
-    info = memory.update_user(user_id, **changes)
+    with api_fields(USER_FIELDS):
+        info = memory.update_user(user_id, **changes)
     return JSONResponse(user_out(info, session_ids(memory, user_id)))
 
 
@@ -130,11 +135,12 @@ def modify_ttl(user_id: str, body: AgentTtlIn, request: Request) -> JSONResponse
     memory = memory_of(request)
     if body.session_id is not None:
         memory.get_session(user_id, body.session_id)
-    if body.block_ids is None or body.session_id is None:
-        changed = memory.set_ttl(user_id, body.new_ttl, session_id=body.session_id)
-    else:
-        # The listed blocks of that session only: another session's are left as they are.
-        owned = Filters(sessions=(body.session_id,), block_ids=tuple(body.block_ids))
-        ids = [b.id for b in memory.browse(user_id, owned, limit=len(body.block_ids)).items]
-        changed = memory.set_ttl(user_id, body.new_ttl, block_ids=ids) if ids else 0
+    with api_fields(renamed(("ttl_s", "new_ttl"))):
+        if body.block_ids is None or body.session_id is None:
+            changed = memory.set_ttl(user_id, body.new_ttl, session_id=body.session_id)
+        else:
+            # The listed blocks of that session only: another session's are left as they are.
+            owned = Filters(sessions=(body.session_id,), block_ids=tuple(body.block_ids))
+            ids = [b.id for b in memory.browse(user_id, owned, limit=len(body.block_ids)).items]
+            changed = memory.set_ttl(user_id, body.new_ttl, block_ids=ids) if ids else 0
     return JSONResponse({"message": f"TTL set on {changed} memory blocks", "updated_count": changed})

@@ -1,0 +1,209 @@
+"""The PostgreSQL store through a Citus coordinator against the same store on one plain server
+(``memlane bench citus``), side by side in one run.
+
+* ``search_p50_ms_{plain,citus}_{n}`` and ``search_ratio_{n}``: a hybrid search (``Memory.search``, the
+  hashing embedder, so the time is the store's) of a user holding ``n`` blocks, the two stores' searches
+  alternating query by query so that the machine's load falls on both alike;
+* ``add_p50_ms_{plain,citus}`` and ``add_ratio``: one ``Memory.add`` of an exchange, alternating likewise;
+* ``move_*``: a user of ``move_blocks`` blocks isolated into a shard of its own and moved to the other
+  worker (online: logical replication) while ``writers`` threads keep adding to that user: the adds
+  acknowledged and found afterwards (``move_adds_lost`` must be 0), the adds' p50 before and during the moves,
+  the moves' seconds, and whether every search during and after found the user's blocks.
+
+Both stores live in throwaway schemas, dropped at the end. The figures are for a loopback cluster on one
+machine: the coordinator's hop costs a loopback round trip here, a network one elsewhere.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memlane.core.embedding.fake import HashingEmbedder
+from memlane.core.errors import StoreError
+from memlane.core.memory import AddRequest, Memory
+from memlane.core.store.postgres import citus
+from memlane.core.store.postgres.schema import drop_schema
+from memlane.core.store.postgres.store import PostgresStore
+from memlane.core.store.postgres.tenant import user_key
+
+WORDS = (  # noqa: SIM905
+    "apple river stone cloud tiger lemon violin garden rocket candle silver harbor meadow pepper lantern falcon "
+    "marble orchard velvet thunder bishop compass ember glacier harvest island jasmine kettle ladder mosaic "
+    "nectar oyster pebble quarry raven saddle timber umbrella vessel willow yarn zephyr"
+).split(" ")
+
+
+@dataclass(frozen=True)
+class CitusBenchSettings:
+    sizes: tuple[int, ...] = (100, 5_000)
+    queries: int = 60
+    adds: int = 60
+    move_blocks: int = 10_000
+    writers: int = 4
+    seed: int = 11
+
+
+def _text(rng: random.Random, n: int = 12) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def _fill(mem: Memory, user: str, blocks: int, rng: random.Random) -> None:
+    batch: list[AddRequest] = []
+    for i in range(blocks):
+        batch.append(AddRequest(user, [{"role": "user", "content": _text(rng)}], session_id=f"s{i // 50}"))
+        if len(batch) == 500:
+            mem.add_many(batch)
+            batch = []
+    if batch:
+        mem.add_many(batch)
+
+
+def _alternate(plain: Callable[[int], object], dist: Callable[[int], object], n: int) -> tuple[float, float]:
+    """p50 (ms) of ``plain(i)`` and ``dist(i)`` run alternately ``n`` times each, after one warm-up each."""
+    plain(-1)
+    dist(-1)
+    a: list[float] = []
+    b: list[float] = []
+    for i in range(n):
+        for fn, into in ((plain, a), (dist, b)) if i % 2 == 0 else ((dist, b), (plain, a)):
+            t0 = time.perf_counter()
+            fn(i)
+            into.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(a), statistics.median(b)
+
+
+def run_citus_bench(
+    plain_url: str,
+    citus_url: str,
+    settings: CitusBenchSettings | None = None,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> dict[str, float]:
+    cfg = settings or CitusBenchSettings()
+    rng = random.Random(cfg.seed)
+    out: dict[str, float] = {}
+    made: list[tuple[str, PostgresStore]] = []
+
+    def open_store(url: str, **kw: object) -> PostgresStore:
+        store = PostgresStore(url, schema=f"memlane_bench_{uuid.uuid4().hex[:8]}", **kw)  # type: ignore[arg-type]
+        made.append((url, store))
+        return store
+
+    try:
+        plain = Memory(open_store(plain_url), HashingEmbedder())
+        dist = Memory(open_store(citus_url, pool_max=2 * cfg.writers + 2), HashingEmbedder())
+        if not getattr(dist.store, "citus", False):
+            raise StoreError(f"{citus_url} is not a Citus coordinator")
+        for n in cfg.sizes:
+            progress(f"users of {n} blocks")
+            for mem in (plain, dist):
+                _fill(mem, f"user-{n}", n, random.Random(cfg.seed + n))
+            queries = [_text(rng, 3) for _ in range(cfg.queries)]
+            user = f"user-{n}"
+
+            def searcher(mem: Memory, user: str = user, queries: list[str] = queries) -> Callable[[int], object]:
+                return lambda i: mem.search(user, queries[i], k=10)
+
+            p, d = _alternate(searcher(plain), searcher(dist), cfg.queries)
+            out[f"search_p50_ms_plain_{n}"], out[f"search_p50_ms_citus_{n}"] = p, d
+            out[f"search_ratio_{n}"] = d / p
+        progress("adds")
+        texts = [_text(rng) for _ in range(cfg.adds + 1)]
+        p, d = _alternate(
+            lambda i: plain.add("adder", [{"role": "user", "content": texts[i]}]),
+            lambda i: dist.add("adder", [{"role": "user", "content": texts[i]}]),
+            cfg.adds,
+        )
+        out["add_p50_ms_plain"], out["add_p50_ms_citus"], out["add_ratio"] = p, d, d / p
+        progress(f"a move of a {cfg.move_blocks}-block user under {cfg.writers} writers")
+        out.update(_move_under_writers(dist, cfg, rng))
+    finally:
+        for url, store in made:
+            store.close()
+            drop_schema(url, store.schema or "")
+    return out
+
+
+def _move_under_writers(mem: Memory, cfg: CitusBenchSettings, rng: random.Random) -> dict[str, float]:
+    assert isinstance(mem.store, PostgresStore)
+    _fill(mem, "mover", cfg.move_blocks, rng)
+    cluster = citus.Cluster(mem.store)
+    acknowledged: list[str] = []
+    latencies: list[tuple[float, float]] = []  # (start, ms)
+    refused = 0
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def writer(k: int) -> None:
+        nonlocal refused
+        i = 0
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            try:
+                ids = mem.add("mover", [{"role": "user", "content": f"writer {k} add {i} {WORDS[i % len(WORDS)]}"}])
+                with lock:
+                    acknowledged.extend(ids.block_ids)
+                    latencies.append((t0, (time.perf_counter() - t0) * 1000))
+            except StoreError:
+                with lock:
+                    refused += 1
+            i += 1
+
+    searches_ok = 0
+    searches = 0
+
+    def search_check() -> None:
+        nonlocal searches_ok, searches
+        hits = mem.search("mover", "writer add", k=10)
+        searches += 1
+        searches_ok += int(len(hits) == 10 and all(h.block.user == "mover" for h in hits))
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(cfg.writers)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(2.0)
+        started = time.perf_counter()
+        _, node = cluster.where("mover")
+        t0 = time.perf_counter()
+        shard = cluster.isolate("mover")
+        isolate_s = time.perf_counter() - t0
+        search_check()
+        target = next(n for n in cluster.nodes() if n != node)
+        t0 = time.perf_counter()
+        cluster.move(shard, target)
+        move_s = time.perf_counter() - t0
+        ended = time.perf_counter()
+        search_check()
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+    found = {str(r[0]) for r in mem.store.query("SELECT id FROM blocks WHERE user_id = %s", (user_key("mover"),))}
+    search_check()
+    before = [ms for t, ms in latencies if t < started]
+    during = [ms for t, ms in latencies if started <= t < ended]
+    return {
+        "move_blocks": float(cfg.move_blocks),
+        "move_writers": float(cfg.writers),
+        "move_isolate_s": isolate_s,
+        "move_move_s": move_s,
+        "move_adds_acknowledged": float(len(acknowledged)),
+        "move_adds_lost": float(len(set(acknowledged) - found)),
+        "move_adds_refused": float(refused),
+        "move_add_p50_ms_before": statistics.median(before) if before else 0.0,
+        "move_add_p50_ms_during": statistics.median(during) if during else 0.0,
+        "move_add_max_ms_during": max(during) if during else 0.0,
+        "move_searches_right": float(searches_ok),
+        "move_searches": float(searches),
+    }
+
+
+def format_citus_report(figures: dict[str, float]) -> str:
+    return "\n".join(f"{name}\t{value:.3f}" for name, value in figures.items())
