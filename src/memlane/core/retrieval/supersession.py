@@ -12,10 +12,13 @@ candidates (``supersede_depth``), a block *supersedes* an older one when:
   time the question is asked, ``at``: a fact told later than the moment asked about supersedes nothing);
 * by the same speaker: both blocks are of the same perspective (one person's statement does not replace
   another's);
-* about the same subject with a different value: of each block's own sentences (its speaker's lines, and
-  its extracted facts), those that match the query best share a query word, and the values they carry
-  (numbers and counts in words; with ``supersede_values="all"`` names and places too: :func:`values_of`)
-  differ, the newer one saying at least one the older one does not (:func:`restates`);
+* about the same subject with a different value: with ``supersede_values="kind"`` (the default), of each
+  block's own sentences (its speaker's lines, and its extracted facts) that are statements, not questions,
+  those that give a value of the kind the question asks for (:func:`asked_kind`: a count for "how many", a
+  duration for "how long", a place for "where", a name for "who" or "which"...) about the query's subject
+  and hold the most of its words (:func:`statement`); the two share a subject word and the newer gives a
+  value the older does not (:func:`replaces`). With ``"all"`` or ``"numbers"``, the sentences that match the
+  query best, and any of their numbers (and names: :func:`values_of`) (:func:`restates`);
 * their vectors are close (the best cosine over each block's message vector and its extracted facts'
   vectors, at least ``supersede_similarity``) and they match the same words of the query (of the query
   terms either block holds, the share both hold, at least ``supersede_terms``);
@@ -23,11 +26,17 @@ candidates (``supersede_depth``), a block *supersedes* an older one when:
 
 The newer block then ranks just above the highest older block it supersedes (with ``supersede_sessions``,
 above every block of that older block's session ranked above it: the older telling's context; a chain of
-versions ends newest first), and every superseded hit names its newer versions (``Hit.superseded_by``). Nothing is
+versions ends newest first; with ``supersede_once``, only the best-ranked newer version of an older block
+moves, and none when a block of its session already ranks above the older one), and every superseded hit
+names its newer versions above it (``Hit.superseded_by``). Nothing is
 deleted or hidden: the older version stays among the hits, one place lower. A query about the past
 ("what did I say in March", "what was my previous ...", "used to", "originally", "before I ...") is left
-as ranked, and so is a query that names a time ("two weeks ago", "last month": :func:`asks_about_past`).
-With ``supersede_current`` and ``supersede_values`` off the rule is the one before them (similar blocks
+as ranked, and so is a query that names a time ("two weeks ago", "last month": :func:`asks_about_past`);
+``supersede_present`` reads a span up to now ("in the last three months") and a present adverb beside a
+past word ("my previous colleague, currently ...") as the present, and present-tense "who" and "which"
+questions as asking for a current value.
+With ``supersede_current``, ``supersede_values``, ``supersede_once`` and ``supersede_present`` off the rule is
+the one before them (similar blocks
 told later move up, whatever the question asks). docs/design/008-supersession.md says why this works and
 where it fails.
 """
@@ -706,15 +715,14 @@ def supersede(
         newer.setdefault(old, []).append(new)
     if not newer:
         return ranked, {}
-    passing = settings.supersede_sessions and bool(sessions)
+    # The sessions a newer version passes the rest of (with ``supersede_sessions``); none without.
+    of_session: Mapping[int, str] = sessions if settings.supersede_sessions and sessions else {}
 
     def passed(olds: Sequence[int], new: int) -> list[int]:
         """What a newer version moves above: the older blocks, and with ``supersede_sessions`` every block of
         their sessions that ranks above it."""
-        if not passing or sessions is None:
-            return list(olds)
-        told = {sessions[o] for o in olds if o in sessions}
-        return [*olds, *(x for x in place if x != new and sessions.get(x) in told and place[x] < place[new])]
+        told = {of_session[o] for o in olds if o in of_session}
+        return [*olds, *(x for x in place if x != new and of_session.get(x) in told and place[x] < place[new])]
 
     moving = newer
     if settings.supersede_once:
@@ -724,8 +732,8 @@ def supersede(
         moving = {}
         for old, news in newer.items():
             best_new = min(news, key=place.__getitem__)
-            told = sessions.get(best_new) if passing and sessions is not None else None
-            first = min(place[x] for x in place if x == best_new or (told is not None and sessions.get(x) == told))
+            told = of_session.get(best_new)
+            first = min(place[x] for x in place if x == best_new or (told is not None and of_session.get(x) == told))
             if first > min(place[x] for x in passed([old], best_new)):
                 moving[old] = [best_new]
     # Each block's place key: a newer version takes the place of the best older one it supersedes, just
