@@ -7,12 +7,17 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from bench_runs import make_data_dir, options
 
 from memlane.bench.retrieval.crossval import (
+    CrossValidation,
+    Point,
     cross_validate,
     fold_of,
+    goals,
     grid_points,
+    harm,
     objective,
     prepare,
     question_scores,
@@ -30,6 +35,29 @@ def test_folds_and_objective() -> None:
     assert objective(rows, {"a": 1.0, "b": 10.0}) == 0.5  # b's mean is over the one row that has it
     # a weight named CATEGORY:metric reads that category's rows only
     assert objective(rows, {"x:a": 1.0}, ["x", "y", "x"]) == 1.0
+
+
+def test_harmful_moves_past_one_in_twenty_are_charged() -> None:
+    rows = [{"session/moves": 10.0, "session/moves_harmful": 1.0, "turn/moves": 20.0, "turn/moves_harmful": 1.0}]
+    assert harm([*rows, None]) == pytest.approx(0.05)  # session 0.10 past 0.05; turn exactly 1 in 20, free
+    assert harm([{"session/moves": 0.0}]) == 0.0  # nothing moved, nothing harmful
+
+
+def test_the_goals_table_says_which_goal_is_missed() -> None:
+    off = {"session/recall_any@1": 1.0, "session/latest_first": 0.0, "session/latest@1": 0.0}
+    on = {**off, "session/recall_any@1": 0.0, "session/latest_first": 1.0, "session/latest@1": 1.0}
+    on |= {"session/moves": 4.0, "session/moves_harmful": 1.0}
+    cv = CrossValidation(
+        picked=[Point(PRESETS["hybrid"])],
+        held_out={"lme": [on]},
+        off={"lme": [off]},
+        categories={"lme": ["knowledge-update"]},
+        chosen=Point(PRESETS["hybrid"]),
+    )
+    table = goals(cv)
+    assert "| updates first | lme | knowledge-update | session/latest_first >= 0.9 | 0.000 | 1.000 | yes |" in table
+    assert "| nothing else pays | lme | all | session/recall_any@1 | 1.000 | 0.000 | no |" in table
+    assert "| lme | all | session: 1 of 4 | | 0.250 | no |" in table
 
 
 def test_held_out_figures_come_from_points_picked_without_their_fold(tmp_path: Path) -> None:

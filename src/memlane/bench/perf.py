@@ -13,6 +13,13 @@ What it measures, in one run, with the real embedder:
   each stage on its own with the approximate index's recall against the exact scan
   (:mod:`memlane.bench.perfcurve`); per size also the time to build the user (``build_s_*``) and its
   index (``ann_build_s_*``, at the warm-up), and ``ingest_p50_ms_*``: an add into that user;
+* ``search_current_p50_ms_{10k,100k}`` (and ``search_current_no_supersede_*``, their ratio
+  ``supersede_current_ratio_*``, and ``current_newest_first*``): per large user, after the figures above,
+  ten facts told three times each with a changing value ("I have 4 bikes in the garage now.") and the
+  questions about their current values ("How many bikes do I have now?"), the searches that reach
+  supersession's value test, searched with and without supersession alternately
+  (:func:`memlane.bench.perfcurve.measure_current`); the queries above are random words, which supersession
+  does not read as asking for a current value;
 * ``calibration_embed_ms_p50`` (and ``*_x_cal``: every p50 as a multiple of it): the machine's reference
   timing, taken at the start and the end of the run (the larger is kept), so figures of runs on a busy
   machine compare; ``store_mb`` and ``peak_rss_mb`` at the end.
@@ -41,7 +48,9 @@ from pathlib import Path
 import numpy as np
 
 from memlane.bench.perfcurve import (
+    add_restated_facts,
     exact_twin,
+    measure_current,
     measure_stages,
     peak_rss_mb,
     percentile,
@@ -150,6 +159,8 @@ class PerfSettings:
     cache_dir: Path | None = None
     # Annotation filters matching these shares of each large user's blocks (memlane.bench.perffilter).
     filter_selectivity: tuple[float, ...] = ()
+    # Rounds of the current-value questions per large user (memlane.bench.perfcurve.measure_current); 0: none.
+    current_rounds: int = 10
 
 
 class PerfStores:
@@ -341,6 +352,12 @@ def _measure(
         if lat:
             out[f"ingest_p50_ms_{label}"] = statistics.median(lat)
             out[f"search_after_add_p50_ms_{label}"] = statistics.median(after)
+        if cfg.current_rounds:
+            # Last, so the figures above are of the user as built: facts told and told again, and the
+            # questions about their current values, the searches that reach supersession's value test.
+            progress(f"current-value searches: {size} blocks")
+            add_restated_facts(mem, user, rng, datetime(2024, 6, 1, tzinfo=UTC))
+            out.update(measure_current(mem, user, cfg.current_rounds, label))
     out["store_mb"] = store_bytes(search_store) / 1e6
     exact.close()
     mem.close()

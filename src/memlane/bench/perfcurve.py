@@ -13,15 +13,19 @@ the three stages it runs (fusion, context, fetching blocks).
 
 from __future__ import annotations
 
+import math
+import random
 import resource
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 
 from memlane.core.memory import Memory
+from memlane.core.model import PerspectiveMode
 from memlane.core.store.annsettings import EXACT
 from memlane.core.store.protocol import Store
 
@@ -87,6 +91,70 @@ def measure_stages(mem: Memory, exact: Store, user: str, queries: list[str], lab
         out[f"{stage}_p95_ms_{label}"] = percentile(values, 0.95)
     out[f"ann_recall10_{label}"] = recall10 / len(queries)
     out[f"ann_recall50_{label}"] = recall50 / len(queries)
+    return out
+
+
+# Facts a user restates as they change, for the searches that reach supersession's value test
+# (:func:`add_restated_facts`, :func:`measure_current`): what the user says, and the question about its
+# current value, which supersession reads as one.
+RESTATED = (
+    ("I have {n} bikes in the garage now.", "How many bikes do I have now?"),
+    ("I keep {n} houseplants in my apartment.", "How many houseplants do I currently have?"),
+    ("My guitar collection is up to {n} guitars.", "How many guitars do I own?"),
+    ("I go swimming {n} times a week these days.", "How often do I go swimming?"),
+    ("My Instagram account has {n} followers.", "How many Instagram followers do I have now?"),
+    ("I have read {n} books so far this year.", "How many books have I read so far this year?"),
+    ("I have {n} coins in my pre-1920 collection.", "How many coins are in my pre-1920 collection?"),
+    ("My personal best for the 5K is {n} minutes.", "What is my current personal best for the 5K?"),
+    ("I work {n} hours a week at the bakery.", "How many hours a week do I work at the bakery?"),
+    ("My rent is {n}00 dollars a month.", "How much is my rent now?"),
+)
+TELLINGS = 3  # each fact told this many times, weeks apart, with another value each time
+
+
+def add_restated_facts(mem: Memory, user: str, rng: random.Random, start: datetime) -> None:
+    """Each :data:`RESTATED` fact told :data:`TELLINGS` times into ``user``'s history (an exchange each, a
+    week apart, its value changing every time), in single perspective, as a chat assistant's user says it."""
+    for i, (said, _) in enumerate(RESTATED):
+        values = rng.sample(range(2, 60), TELLINGS)
+        for t, n in enumerate(values):
+            messages = [
+                {"role": "user", "content": f"By the way, {said.format(n=n)} Any tips for me?"},
+                {"role": "assistant", "content": "Good to know! Here are a few ideas for you."},
+            ]
+            when = start + timedelta(weeks=t, hours=i)
+            mem.add(user, messages, session_id=f"facts-{i}-{t}", time=when, perspective=PerspectiveMode.SINGLE)
+
+
+def measure_current(mem: Memory, user: str, rounds: int, label: str) -> dict[str, float]:
+    """The p50 and p95 of a search whose question asks for a current value that :func:`add_restated_facts`
+    told three times (the searches that reach supersession's value test), with supersession
+    (``search_current``) and without it (``search_current_no_supersede``), alternating which runs first; the
+    ratio of the two p50s (``supersede_current_ratio``); and the share of those searches whose first hit is
+    the newest telling, with and without (``current_newest_first``, ``current_newest_first_no_supersede``)."""
+    questions = [q for _, q in RESTATED]
+    mem.search(user, questions[0], 10)  # warm-up
+    times: dict[str, list[float]] = {"search_current": [], "search_current_no_supersede": []}
+    newest = {"search_current": 0, "search_current_no_supersede": 0}
+    for r in range(rounds):
+        for i, question in enumerate(questions):
+            runs = [("search_current", None), ("search_current_no_supersede", NO_SUPERSEDE)]
+            for name, mode in runs if (r + i) % 2 == 0 else runs[::-1]:
+                t0 = time.perf_counter()
+                hits = mem.search(user, question, 10) if mode is None else mem.search(user, question, 10, mode=mode)
+                times[name].append((time.perf_counter() - t0) * 1000)
+                told = [h for h in hits if h.block.session_id.startswith(f"facts-{i}-")]
+                latest = max((h.block.event_time for h in told), default=None)
+                newest[name] += bool(hits) and latest is not None and hits[0].block.event_time == latest
+    out: dict[str, float] = {}
+    for name, values in times.items():
+        out[f"{name}_p50_ms_{label}"] = statistics.median(values)
+        out[f"{name}_p95_ms_{label}"] = percentile(values, 0.95)
+    with_, without = out[f"search_current_p50_ms_{label}"], out[f"search_current_no_supersede_p50_ms_{label}"]
+    out[f"supersede_current_ratio_{label}"] = with_ / without if without else math.nan
+    searches = rounds * len(questions)
+    out[f"current_newest_first_{label}"] = newest["search_current"] / searches
+    out[f"current_newest_first_no_supersede_{label}"] = newest["search_current_no_supersede"] / searches
     return out
 
 

@@ -89,6 +89,7 @@ class TimeWindow:
     start: float
     end: float
     phrase: str
+    until_now: bool = False  # a span up to the time asked ("in the past three months"), not a point before it
 
     def holds(self, epoch: float) -> bool:
         return self.start <= epoch <= self.end
@@ -144,5 +145,5 @@ def time_windows(text: str, at: datetime, *, tolerance: float = 0.5, min_days: f
         half = max(min_days, tolerance * days)
         out.append(TimeWindow(now - (days + half) * DAY, now - (days - half) * DAY, phrase))
     for days, phrase in spans:
-        out.append(TimeWindow(now - days * (1 + tolerance / 2) * DAY, now + DAY, phrase))
+        out.append(TimeWindow(now - days * (1 + tolerance / 2) * DAY, now + DAY, phrase, until_now=True))
     return tuple(sorted(out, key=lambda w: (w.start, w.end)))

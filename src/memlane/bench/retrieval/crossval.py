@@ -31,7 +31,7 @@ import math
 import pickle
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from memlane.bench.datasets.families import LOCOMO
@@ -58,24 +58,38 @@ RECENCY = ("session/latest_first", "session/latest@1")
 UPDATES = "knowledge-update"  # the LongMemEval question type whose evidence is a fact told, then changed
 DEFAULT_WEIGHTS: dict[str, float] = {**dict.fromkeys(TOP, 1.0), **{f"{UPDATES}:{m}": 1.0 for m in RECENCY}}
 DEFAULT_GRID: dict[str, tuple[object, ...]] = {
+    "signals": ("current+values", "current+kind"),
+    "supersede_depth": (5, 10),
+    "supersede_once": (0, 1),
+    "supersede_present": (0, 1),
+    "supersede_ratio": (0.3, 0.5, 0.7),
+    "supersede_sessions": (0, 1),
+}
+# The grid of the rules before the kind of value, one move per older block and the wider reading of the present
+# (docs/design/008-supersession.md, "How the rule and its thresholds were chosen"), which it keeps off.
+SIGNALS_GRID: dict[str, tuple[object, ...]] = {
     "signals": ("similar", "now", "current", "current+numbers", "current+values", "now+values", "values"),
     "supersede_depth": (5, 10),
     "supersede_similarity": (0.0, 0.3, 0.5),
     "supersede_terms": (0.0, 0.5),
     "supersede_ratio": (0.3, 0.5, 0.7),
     "supersede_sessions": (0, 1),
+    "supersede_once": (0,),
+    "supersede_present": (0,),
 }
 # The signals a grid point uses to decide that a newer block restates an older one, beside the thresholds:
 # the question's kind (``current``: asks for a current value, :func:`asks_current_value`; ``now``: only
 # names the present, "currently", "now", "so far", "most recent") and the two blocks' values (``values``:
 # numbers and names of the sentences that match the query; ``numbers``: numbers only). ``similar`` is
-# neither: the rule before them.
+# neither: the rule before them. ``kind``: the values of the kind the question asks for, about its subject
+# (``supersede_values="kind"``).
 SIGNALS: dict[str, tuple[str, str]] = {
     "similar": ("any", "off"),
     "now": ("now", "off"),
     "current": ("current", "off"),
     "current+numbers": ("current", "numbers"),
     "current+values": ("current", "all"),
+    "current+kind": ("current", "kind"),
     "values": ("any", "all"),
     "now+values": ("now", "all"),
 }
@@ -173,6 +187,7 @@ def question_scores(dev: DevSet, q: Question, settings: SearchSettings, signals:
 def grid_points(base: SearchSettings, grid: Mapping[str, Sequence[object]]) -> list[Point]:
     """Every combination of the grid's values over ``base`` (``signals``: keys of :data:`SIGNALS`)."""
     names = list(grid)
+    kinds = {f.name: type(getattr(base, f.name)) for f in fields(base)}
     points = []
     for values in itertools.product(*(grid[n] for n in names)):
         point: dict[str, object] = {}
@@ -181,9 +196,7 @@ def grid_points(base: SearchSettings, grid: Mapping[str, Sequence[object]]) -> l
             if n == "signals":
                 signals = str(v)
             else:
-                point[n] = (
-                    int(str(v)) if n == "supersede_depth" else bool(v) if n == "supersede_sessions" else float(str(v))
-                )
+                point[n] = bool(v) if kinds[n] is bool else kinds[n](str(v))
         points.append(Point(replace(base, **point), signals))  # type: ignore[arg-type]
     return points
 
@@ -297,6 +310,21 @@ def guard(
     return short
 
 
+HARM_SHARE = 0.05  # the share of moves that may be harmful (a non-evidence item moved above evidence)
+
+
+def harm(rows: Sequence[Scores | None], share: float = HARM_SHARE) -> float:
+    """How far the share of harmful moves in ``rows`` exceeds ``share``, summed over the session and turn
+    levels (0 where nothing moved)."""
+    excess = 0.0
+    for level in ("session", "turn"):
+        moved = sum(r.get(f"{level}/{MOVES}", 0.0) for r in rows if r is not None)
+        harmful = sum(r.get(f"{level}/{HARMFUL}", 0.0) for r in rows if r is not None)
+        if moved:
+            excess += max(0.0, harmful / moved - share)
+    return excess
+
+
 def cross_validate(
     devs: Mapping[str, DevSet],
     questions: Mapping[str, list[Question]],
@@ -307,6 +335,7 @@ def cross_validate(
     weights: Mapping[str, float] = DEFAULT_WEIGHTS,
     guarded: bool = True,
     guard_min_questions: int = GUARD_MIN_QUESTIONS,
+    harm_guarded: bool = True,
     progress: bool = False,
     tables: Mapping[str, list[list[Scores | None]]] | None = None,
 ) -> CrossValidation:
@@ -314,7 +343,8 @@ def cross_validate(
     by :func:`score_table`), then pick per fold on the other folds (see the module doc): the objective adds
     the data sets' objectives, each data set counting once whatever its number of questions, and with
     ``guarded`` takes off :data:`GUARD_PENALTY` x what :func:`guard` finds lost (a loss past the guard
-    outweighs any gain in ordering)."""
+    outweighs any gain in ordering), and with ``harm_guarded`` the same multiple of the share of harmful
+    moves past :data:`HARM_SHARE` (:func:`harm`)."""
     table = dict(tables) if tables is not None else {}
     for name, qs in questions.items():
         if name not in table:
@@ -335,6 +365,8 @@ def cross_validate(
                 if guarded:
                     lost = guard(rows, [baseline[name][j] for j in inside], in_cats, min_questions=guard_min_questions)
                     value -= GUARD_PENALTY * lost
+                if harm_guarded:
+                    value -= GUARD_PENALTY * harm(rows)
             if value > best_value + 1e-12:
                 best, best_value = i, value
         return best
@@ -352,6 +384,60 @@ def cross_validate(
 
 
 AUDIT = tuple(f"{level}/{m}" for level in ("session", "turn") for m in (MOVES, HARMFUL, HELPFUL))
+
+
+# The goals the held-out figures are read against: the updates' newest evidence first, nothing else paying
+# (each of these top figures, overall and per question type of GUARD_MIN_QUESTIONS or more, at most GUARD
+# below supersession off), and at most HARM_SHARE of the moves harmful, per data set and level.
+GOAL_FIGURES = tuple(
+    f"{level}/{m}"
+    for level in ("session", "turn")
+    for m in ("recall_any@1", "recall_any@3", "recall_all@5", "recall_all@10", "ndcg_any@10")
+)
+UPDATE_GOALS = {"session/latest_first": 0.90, "session/latest@1": 0.80}
+
+
+def goals(cv: CrossValidation) -> str:
+    """Markdown: each goal against the held-out figures: the updates' newest evidence first, every top figure
+    that falls more than :data:`GUARD` below supersession off (overall or in a question type of
+    :data:`GUARD_MIN_QUESTIONS` or more), and the share of harmful moves per data set and level."""
+    lines = ["| goal | data set | group | figure | off | held out | met |", "|---|---|---|---|---:|---:|---|"]
+    for name, rows in cv.held_out.items():
+        cats = cv.categories[name]
+        updates = [r for r, c in zip(rows, cats, strict=True) if c == UPDATES]
+        for metric, floor in UPDATE_GOALS.items() if updates else ():
+            (on, _), (off, _) = (
+                means(updates, [metric])[metric],
+                means([r for r, c in zip(cv.off[name], cats, strict=True) if c == UPDATES], [metric])[metric],
+            )
+            lines.append(f"| updates first | {name} | {UPDATES} | {metric} >= {floor:g} | {off:.3f} | {on:.3f} | "
+                         f"{'yes' if on >= floor else 'no'} |")  # fmt: skip
+        groups: dict[str, list[int]] = {"all": list(range(len(rows)))}
+        for i, c in enumerate(cats):
+            groups.setdefault(c, []).append(i)
+        lost = 0
+        for group, members in groups.items():
+            scored = [i for i in members if rows[i] is not None]
+            if group != "all" and len(scored) < GUARD_MIN_QUESTIONS:
+                continue
+            on_m, off_m = (
+                means([rows[i] for i in scored], GOAL_FIGURES),
+                means([cv.off[name][i] for i in scored], GOAL_FIGURES),
+            )
+            for metric in GOAL_FIGURES:
+                (a, n), (b, _) = off_m[metric], on_m[metric]
+                if n and b < a - GUARD:
+                    lost += 1
+                    lines.append(f"| nothing else pays | {name} | {group} | {metric} | {a:.3f} | {b:.3f} | no |")
+        if not lost:
+            lines.append(f"| nothing else pays | {name} | every group | every top figure | | | yes |")
+        for level in ("session", "turn"):
+            moved = sum(r.get(f"{level}/{MOVES}", 0.0) for r in rows if r is not None)
+            harmful = sum(r.get(f"{level}/{HARMFUL}", 0.0) for r in rows if r is not None)
+            share = harmful / moved if moved else 0.0
+            met = "yes" if share <= HARM_SHARE else "no"
+            lines.append(f"| harmful moves <= {HARM_SHARE:g} | {name} | all | {level}: {harmful:.0f} of {moved:.0f} | | {share:.3f} | {met} |")  # fmt: skip  # noqa: E501
+    return "\n".join(lines)
 
 
 def report(cv: CrossValidation, metrics: Sequence[str] = (*TOP, *RECENCY, "turn/latest_first")) -> str:
@@ -396,7 +482,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=GUARD_MIN_QUESTIONS,
         help="guard the question types of at least this many questions (the overall figures always)",
     )
-    parser.add_argument("--signals", default="", help="comma-separated keys of SIGNALS to grid (default: all)")
+    parser.add_argument(
+        "--no-harm-guard",
+        action="store_true",
+        help=f"do not charge a point whose share of harmful moves exceeds {HARM_SHARE:g}",
+    )
+    parser.add_argument(
+        "--grid",
+        choices=("default", "signals"),
+        default="default",
+        help="default: the kind of value, one move per older block and the wider present; signals: the grid of the "
+        "rules before them (SIGNALS_GRID)",
+    )
+    parser.add_argument("--signals", default="", help="comma-separated keys of SIGNALS to grid (default: the grid's)")
     parser.add_argument("--out", type=Path, help="write the figures and picks here as JSON")
     parser.add_argument(
         "--collected",
@@ -433,7 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         devs[name] = dev
         questions[name] = prepare(dev, replace(base, supersede=False), keep.get(name))
         print(f"{name}: {len(questions[name])} questions", file=sys.stderr)
-    grid = dict(DEFAULT_GRID)
+    grid = dict(DEFAULT_GRID if args.grid == "default" else SIGNALS_GRID)
     if args.signals:
         grid["signals"] = tuple(args.signals.split(","))
     points = grid_points(replace(base, supersede=True), grid)
@@ -458,8 +556,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         tables=tables,
         guarded=not args.unguarded,
         guard_min_questions=args.guard_min_questions,
+        harm_guarded=not args.no_harm_guard,
     )
     print(report(cv))
+    print("\n" + goals(cv))
     print("\npicked per fold:", [point_json(p) for p in cv.picked])
     print("chosen on every question:", point_json(cv.chosen))
     if args.out:
@@ -467,6 +567,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "picked": [point_json(p) for p in cv.picked],
             "chosen": point_json(cv.chosen),
             "report": report(cv),
+            "goals": goals(cv),
         }
         args.out.write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -17,8 +17,9 @@ RRF_K = 60
 MAX_K = 1000
 _MAY_BE_0 = frozenset({"rrf_k", "words_k"})
 _GAINS = ("words_weight", "time_weight")
-# What supersession compares of two blocks' sentences: nothing, the numbers they state, or numbers and names.
-SUPERSEDE_VALUES = ("off", "numbers", "all")
+# What supersession compares of two blocks' sentences: nothing, the numbers they state, numbers and names, or
+# the values of the kind the question asks for.
+SUPERSEDE_VALUES = ("off", "numbers", "all", "kind")
 
 
 class Fusion(StrEnum):
@@ -61,9 +62,14 @@ class SearchSettings:
       ranked (:mod:`memlane.core.retrieval.supersession`). ``supersede=False`` turns it off; with
       ``supersede_sessions`` the newer block also ranks above the rest of the older one's session above it.
       ``supersede_current``: only a question that asks for a current value (a count, a state, a place, not
-      an event or a date) moves anything; ``supersede_values`` (``numbers``, ``all``, ``off``): the two
-      blocks' sentences that match the query best must state different values (numbers; or numbers and
-      names). ``supersede_current=False`` with ``supersede_values="off"`` is the rule before them (the
+      an event or a date) moves anything, and ``supersede_present`` reads present-tense "who" and "which"
+      questions and spans of time up to now ("in the last three months") as asking about the present;
+      ``supersede_values``: what the two blocks must state differently: ``kind`` (the default), a value of
+      the kind the question asks for (a count, a duration, a place, a name...) about its subject; ``all``,
+      numbers or names of the sentences that match the query best; ``numbers``, numbers only; ``off``,
+      nothing. ``supersede_once``: one newer version moves per older block, and none when the newer telling
+      is read first already. ``supersede_current=False`` with ``supersede_values="off"``,
+      ``supersede_once=False`` and ``supersede_present=False`` is the rule before them (the
       ``hybrid-supersede-similar`` preset).
     """
 
@@ -93,7 +99,9 @@ class SearchSettings:
     supersede_ratio: float = 0.5
     supersede_sessions: bool = True
     supersede_current: bool = True
-    supersede_values: str = "all"
+    supersede_values: str = "kind"
+    supersede_once: bool = True
+    supersede_present: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.fusion, Fusion):
@@ -105,7 +113,7 @@ class SearchSettings:
         if self.supersede_values not in SUPERSEDE_VALUES:
             known = ", ".join(SUPERSEDE_VALUES)
             raise ValidationError(f"must be one of {known}, not {self.supersede_values!r}", where="supersede_values")
-        for name in ("supersede", "supersede_sessions", "supersede_current"):
+        for name in ("supersede", "supersede_sessions", "supersede_current", "supersede_once", "supersede_present"):
             if not isinstance(getattr(self, name), bool):
                 raise ValidationError(f"must be true or false, not {getattr(self, name)!r}", where=name)
         for name in ("candidates", "rrf_k", "session_top", "neighbour_span", "words_k", "supersede_depth"):
@@ -181,6 +189,8 @@ _SIMILAR = replace(
     supersede_sessions=True,
     supersede_current=False,
     supersede_values="off",
+    supersede_once=False,
+    supersede_present=False,
 )
 # The default until score fusion: weighted RRF (k 10, a sharper RRF that leans on BM25 a little) with mild
 # session and neighbour context, tuned on the dev splits of LoCoMo and LongMemEval-S.
