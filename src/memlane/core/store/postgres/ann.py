@@ -42,6 +42,7 @@ from memlane.core.store.postgres.keys import Conn
 log = logging.getLogger(__name__)
 
 MAX_EF_SEARCH = 1000  # pgvector's limit
+SCAN_TUPLES = 20_000  # keys an unfiltered search's iterative scan may walk (pgvector's default)
 
 
 def index_name(user_id: int) -> str:
@@ -89,7 +90,7 @@ def search_config(settings: AnnSettings, want: int, max_scan: int | None = None)
     Sorts are off: with statistics from before the user grew (or none yet), the planner costed an exact
     sort of "3 rows" below the index scan."""
     ef = min(MAX_EF_SEARCH, max(settings.ef_search, want))
-    scan = 20_000 if max_scan is None else max(1, max_scan)
+    scan = SCAN_TUPLES if max_scan is None else max(1, max_scan)
     return (
         f"set_config('hnsw.ef_search', '{int(ef)}', true), set_config('hnsw.iterative_scan', 'strict_order', true), "
         f"set_config('enable_sort', 'off', true), set_config('hnsw.max_scan_tuples', '{int(scan)}', true)"

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 from psycopg import sql
 
 from memlane.core.errors import ConfigError, StoreError, ValidationError
+from memlane.core.store.postgres import delegated
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import MIGRATION_LOCK
 from memlane.core.store.postgres.tenant import user_key
@@ -81,6 +82,7 @@ def distribute_on_first_use(conn: Conn, *, with_data: bool = False) -> tuple[boo
     with conn.transaction():
         conn.execute(MIGRATION_LOCK)
         if is_distributed(conn):
+            delegated.install(conn)  # a store distributed by a release before its functions gets them
             return True, None
         held = conn.execute("SELECT EXISTS (SELECT 1 FROM users)").fetchone()
         if held and held[0] and not with_data:
@@ -88,7 +90,9 @@ def distribute_on_first_use(conn: Conn, *, with_data: bool = False) -> tuple[boo
                 "this store holds data on a Citus coordinator but is not distributed yet: run "
                 "`memlane shards distribute` to distribute it in place (docs/scaling.md)"
             )
-        return True, distribute(conn)
+        done = distribute(conn)
+        delegated.install(conn)
+        return True, done
 
 
 def is_distributed(conn: Conn) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from memlane.core.embedding.protocol import Vectors
@@ -43,11 +44,13 @@ from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.check import StoreCheck
-from memlane.core.store.postgres import accounts, ann, citus, expiry, prompts, search, sessions
+from memlane.core.store.deletions import name_sha256
+from memlane.core.store.gather import Gather, Gathered, gather_stepwise
+from memlane.core.store.postgres import accounts, ann, citus, delegated, expiry, prompts, search, sessions
 from memlane.core.store.postgres import check as pg_check
 from memlane.core.store.postgres.adapt import register_vector
 from memlane.core.store.postgres.ann import AnnBuilder
-from memlane.core.store.postgres.blockrows import COLUMNS, LIVE, filter_sql, now_epoch, sides_json, to_block
+from memlane.core.store.postgres.blockrows import COLUMNS, LIVE, filter_sql, now_epoch, restricts, sides_json, to_block
 from memlane.core.store.postgres.blocks import (
     INTEGRITY_CHECKS,
     add_session_terms,
@@ -55,12 +58,13 @@ from memlane.core.store.postgres.blocks import (
     last_exchange,
     take_session_terms,
 )
+from memlane.core.store.postgres.cachewrites import CacheWriter
 from memlane.core.store.postgres.calllog import StoreCallLog
 from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys, next_ids
 from memlane.core.store.postgres.probe import postgres_reason, probe_write
 from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.schema import migrate, prepare_database, store_exists
-from memlane.core.store.postgres.tenant import user_key
+from memlane.core.store.postgres.tenant import held_by, user_key
 from memlane.core.store.postgres.url import redact
 from memlane.core.store.rows import continue_sessions
 from memlane.core.timefmt import now_utc, to_epoch
@@ -125,9 +129,9 @@ class PostgresStore:
                     # searched exactly on a distributed store (docs/scaling.md).
                     self.ann_settings = replace(self.ann_settings, threshold=None)
                     self.ann = AnnBuilder(self.ann_settings, self.autocommit)
-                row = conn.execute("SELECT 'vector'::regtype::oid").fetchone()
+                row = conn.execute("SELECT 'vector'::regtype::oid, 'vector[]'::regtype::oid").fetchone()
                 assert row is not None
-                self.vector_oid = int(row[0])
+                self.vector_oid, self._vector_array_oid = int(row[0]), int(row[1])
         except psycopg.Error as exc:
             raise StoreError(f"cannot open the store at {self._where}: {exc}") from exc
         self._pool: ConnectionPool[Conn] = ConnectionPool(
@@ -142,6 +146,7 @@ class PostgresStore:
             reconnect_timeout=RECONNECT_S,
             name="memlane",
         )
+        self._cache_writer = CacheWriter(self.put_vectors)
         try:
             self._pool.open(wait=True, timeout=timeout_s)
         except psycopg.Error as exc:
@@ -151,7 +156,7 @@ class PostgresStore:
     # -- connections and transactions -------------------------------------------------------------------
 
     def _configure(self, conn: Conn) -> None:
-        register_vector(conn, self.vector_oid)
+        register_vector(conn, self.vector_oid, self._vector_array_oid)
         conn.autocommit = True
         # Statements psycopg prepares would otherwise switch to a generic plan after five runs, one planned
         # for an average user: a seq scan of every user's rows where a small user needs an index scan.
@@ -196,16 +201,30 @@ class PostgresStore:
             reason = postgres_reason(exc, default="database error")
             raise StoreError(f"database operation failed on {self._where}: {exc}", reason=reason) from exc
 
+    @contextmanager
+    def single(self) -> Iterator[Conn]:
+        """A pooled connection for one statement: in autocommit mode on Citus, where a statement outside a
+        transaction block goes to its worker alone (no remote BEGIN and COMMIT: two round trips fewer, and a
+        call of a distributed function is handed to the user's node whole); in a transaction on one server."""
+        with self.autocommit() if self.citus else self.transaction() as conn:
+            yield conn
+
     def query(self, statement: str, params: Sequence[object] | dict[str, object] = ()) -> list[tuple[Any, ...]]:
-        """A read in its own transaction, for the store's own modules and tests."""
-        with self.transaction() as conn:
+        """A read of one statement (:meth:`single`), for the store's own modules and tests."""
+        with self.single() as conn:
             return conn.execute(statement, params).fetchall()
 
     def close(self) -> None:
-        """Cancel and wait for the index builds this store runs, then close the pool and every connection
-        in it."""
+        """Cancel and wait for the index builds this store runs, write the cache entries handed over, then
+        close the pool and every connection in it."""
         self.ann.close()
+        self._cache_writer.close()
         self._pool.close()
+
+    def _settle_cache(self) -> None:
+        """Before a deletion drops cached vectors: the cache entries this process has handed over are
+        written, so that none lands after it (:mod:`memlane.core.store.postgres.cachewrites`)."""
+        self._cache_writer.flush()
 
     # -- settings bound to the database ------------------------------------------------------------------
 
@@ -356,6 +375,7 @@ class PostgresStore:
     def delete_session(self, user: str, session_id: str) -> list[MemoryBlock]:
         """The session and its blocks (expired ones too), deleted as completely as by delete_block, in one
         transaction; the blocks as they were."""
+        self._settle_cache()
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             if user_id is None or sessions.session_row(conn, user_id, session_id) is None:
@@ -393,6 +413,7 @@ class PostgresStore:
         keys (message, summary, facts) go with their vectors (and so their ANN entries: the index follows
         the table in the same transaction), tsvectors, keyword statistics and the sessions' people's words,
         and the new message key comes in."""
+        self._settle_cache()
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             row = None
@@ -530,6 +551,7 @@ class PostgresStore:
     def delete_ttl_expired(
         self, user: str, *, now: float, limit: int | None, dry_run: bool = False
     ) -> list[MemoryBlock]:
+        self._settle_cache()
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             if user_id is None:
@@ -632,6 +654,18 @@ class PostgresStore:
         UserDeletedError (nothing written) if the user was deleted since."""
         if len(blocks) != len(vectors):
             raise StoreError(f"{len(blocks)} blocks but {len(vectors)} vectors")
+        if self.citus:
+            try:
+                with self.autocommit() as conn:
+                    job_ids = delegated.write(
+                        conn, user, user_key(user), blocks, vectors, since=epoch, name_sha256=name_sha256(user),
+                        now=to_epoch(now_utc()), attempts=enqueue_attempts, default_ttl_s=default_ttl_s,
+                    )  # fmt: skip
+            except delegated.Elsewhere:
+                pass  # the user's shard moved as the call went out: written through the coordinator instead
+            else:
+                self.cache_within(None, cache_entries)()
+                return job_ids
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=True)
             assert user_id is not None
@@ -671,6 +705,7 @@ class PostgresStore:
     def delete_block(self, user: str, block_id: str) -> MemoryBlock:
         """Delete one block with its keys, vectors and jobs, and return it as it was; NotFoundError if it is
         not the user's."""
+        self._settle_cache()
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             row = conn.execute(
@@ -700,6 +735,7 @@ class PostgresStore:
         ``limit`` of them, decided and (unless ``dry_run``) deleted in one transaction that holds the user's
         row lock: an add of the same user commits before (and is counted among the newest) or after (and
         was not seen); an unknown user has none."""
+        self._settle_cache()
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             if user_id is None:
@@ -715,6 +751,7 @@ class PostgresStore:
         """Remove the user and everything of theirs (blocks, search keys, vectors, tsvectors, jobs, cached
         vectors no other user shares, API keys), and record the deletion so that no add in flight brings
         them back. NotFoundError if unknown."""
+        self._settle_cache()
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             if user_id is None:
@@ -737,7 +774,7 @@ class PostgresStore:
 
     def deletion_epoch(self) -> int:
         """The store's deletion epoch: what an add reads before its slow part (core/store/deletions.py)."""
-        with self.transaction() as conn:
+        with self.single() as conn:
             return accounts.deletion_epoch(conn)
 
     def own_call_log(self) -> StoreCallLog:
@@ -919,6 +956,21 @@ class PostgresStore:
                 conn, user, query, k, kinds=kinds, after=after, before=before, k1=k1, b=b, filters=filters, now=now
             )
 
+    def gather(self, user: str, ask: Gather) -> Gathered:
+        """A search's reads: on Citus, without filters, in one call of a function the coordinator hands to the
+        user's node (:mod:`memlane.core.store.postgres.delegated`); otherwise one method each."""
+        if not self.citus or restricts(ask.filters):
+            return gather_stepwise(self, user, ask)
+        user_id = user_key(user)
+        try:
+            with self.autocommit() as conn:
+                found, unindexed = delegated.gather(conn, user, user_id, ask, self.ann_settings, now_epoch(ask.now))
+        except delegated.Elsewhere:  # the user's shard moved as the call went out: read through the coordinator
+            return gather_stepwise(self, user, ask)
+        if unindexed:
+            self.ann.ensure(user_id)
+        return found
+
     def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:
         """The query terms' counts in the user's sessions' people's words
         (:func:`memlane.core.store.postgres.search.session_word_counts`); None when nothing can match."""
@@ -935,6 +987,7 @@ class PostgresStore:
         must not stop another's add."""
         if not hashes:
             return {}
+        self._settle_cache()  # what this process cached a moment ago is found
         try:
             rows = self.query(
                 "SELECT hash, vector FROM embed_cache WHERE model_id = %s AND hash = ANY(%s)", (model_id, list(hashes))
@@ -946,30 +999,37 @@ class PostgresStore:
             return {}
         return {str(h): np.frombuffer(bytes(v), dtype=np.float32) for h, v in rows}
 
-    def cache_within(self, conn: Conn, cache_entries: tuple[str, dict[str, Vectors]] | None) -> Callable[[], None]:
+    def cache_within(
+        self, conn: Conn | None, cache_entries: tuple[str, dict[str, Vectors]] | None
+    ) -> Callable[[], None]:
         """Cache an add's (or a completion's) embeddings: on one server inside the caller's transaction; on
-        Citus after it commits (what this returns does it; it does nothing otherwise), in a transaction of
-        their own whose failure only loses cache entries. The cache is distributed by content hash, so inside
-        the add it would make every add a transaction across nodes, and a down worker would stop the adds of
-        users whose rows are elsewhere."""
+        Citus once it has committed (what this returns hands them over; it does nothing otherwise), written
+        soon after on a thread of the store's (:mod:`memlane.core.store.postgres.cachewrites`). The cache is
+        distributed by content hash, so inside the add it would make every add a transaction across nodes,
+        and a down worker would stop the adds of users whose rows are elsewhere."""
         if not cache_entries or not cache_entries[1]:
             return lambda: None
         if not self.citus:
+            assert conn is not None
             self.put_vectors_in(conn, *cache_entries)
             return lambda: None
-
-        def after() -> None:
-            try:
-                self.put_vectors(*cache_entries)
-            except StoreError as exc:
-                log.warning("embeddings not cached: %s", exc)
-
-        return after
+        return lambda: self._cache_writer.submit(*cache_entries)
 
     def put_vectors(self, model_id: str, items: dict[str, Vectors]) -> None:
-        """Cache embeddings by content hash, in a transaction of their own."""
-        with self.transaction() as conn:
-            self.put_vectors_in(conn, model_id, items)
+        """Cache embeddings by content hash, in a transaction of their own (on Citus one statement of rows,
+        which goes to the shard of each hash: for one text one shard, committed there alone)."""
+        if not self.citus:
+            with self.transaction() as conn:
+                self.put_vectors_in(conn, model_id, items)
+            return
+        ordered = sorted(items)
+        rows = sql.SQL(", ").join(sql.SQL("(%s, %s, %s)") for _ in ordered)
+        insert = sql.SQL("INSERT INTO embed_cache(model_id, hash, vector) VALUES {} ON CONFLICT DO NOTHING")
+        with self.single() as conn:
+            conn.execute(
+                insert.format(rows),
+                [x for h in ordered for x in (model_id, h, np.asarray(items[h], dtype=np.float32).tobytes())],
+            )
 
     @staticmethod
     def put_vectors_in(conn: Conn, model_id: str, items: dict[str, Vectors]) -> None:
@@ -1054,4 +1114,4 @@ def _refuse_collision(conn: Conn, user_id: int, user: str) -> None:
     names with one hash, :mod:`memlane.core.store.postgres.tenant`); a row of this very name is fine."""
     row = conn.execute("SELECT name FROM users WHERE id = %s", (user_id,)).fetchone()
     if row is not None and str(row[0]) != user:
-        raise StoreError(f"user {user!r} cannot be created: its id {user_id} is held by user {str(row[0])!r}")
+        raise held_by(user, user_id, str(row[0]))
