@@ -15,7 +15,6 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -42,7 +41,7 @@ from memlane.core.model import (
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
-from memlane.core.store.annsettings import AnnSettings, IndexStatus
+from memlane.core.store.annsettings import EXACT, AnnSettings, IndexStatus
 from memlane.core.store.check import StoreCheck
 from memlane.core.store.deletions import name_sha256
 from memlane.core.store.gather import Gather, Gathered, gather_stepwise
@@ -115,20 +114,15 @@ class PostgresStore:
         self.durability = durability
         self._where = redact(url) + (f" (schema {schema})" if schema else "")
         self.ann_settings = ann or AnnSettings()
-        self.ann = AnnBuilder(self.ann_settings, self.autocommit)
+        self.ann = AnnBuilder(self.ann_settings, self._ann_place)
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=int(timeout_s)) as conn:
                 if not create and not store_exists(conn, schema):
                     raise StoreNotFoundError(f"no store at {self._where} (no memlane tables there)")
-                self._search_path = prepare_database(conn, schema)
+                self.search_path = prepare_database(conn, schema)
                 conn.autocommit = False
                 migrate(conn)
                 self.citus, self.distributed = citus.distribute_on_first_use(conn, with_data=distribute)
-                if self.citus:
-                    # A per-user partial index would be made on every shard of every node: large users are
-                    # searched exactly on a distributed store (docs/scaling.md).
-                    self.ann_settings = replace(self.ann_settings, threshold=None)
-                    self.ann = AnnBuilder(self.ann_settings, self.autocommit)
                 row = conn.execute("SELECT 'vector'::regtype::oid, 'vector[]'::regtype::oid").fetchone()
                 assert row is not None
                 self.vector_oid, self._vector_array_oid = int(row[0]), int(row[1])
@@ -161,8 +155,8 @@ class PostgresStore:
         # Statements psycopg prepares would otherwise switch to a generic plan after five runs, one planned
         # for an average user: a seq scan of every user's rows where a small user needs an index scan.
         conn.execute("SET plan_cache_mode TO force_custom_plan")
-        if self._search_path:
-            conn.execute(f"SET search_path TO {self._search_path}")
+        if self.search_path:
+            conn.execute(f"SET search_path TO {self.search_path}")
         if self.durability == "normal":
             conn.execute("SET synchronous_commit TO off")
         conn.autocommit = False
@@ -220,6 +214,13 @@ class PostgresStore:
         self.ann.close()
         self._cache_writer.close()
         self._pool.close()
+
+    def _ann_place(self, user_id: int) -> ann.Place:
+        """Where the user's approximate index is: ``key_vectors`` here, or on Citus the shard holding the user,
+        on its worker (:func:`memlane.core.store.postgres.citus.ann_place`)."""
+        if self.citus:
+            return citus.ann_place(self, user_id)
+        return ann.Place(self.autocommit, sql.Identifier("key_vectors"), ann.index_name(user_id))
 
     def _settle_cache(self) -> None:
         """Before a deletion drops cached vectors: the cache entries this process has handed over are
@@ -767,9 +768,11 @@ class PostgresStore:
             keys = conn.execute("DELETE FROM api_keys WHERE user_id = %s", (user_id,)).rowcount
             conn.execute("DELETE FROM retention_policies WHERE user_id = %s", (user_id,))
             conn.execute("DELETE FROM llm_calls WHERE user_id = %s", (user_id,))
-            conn.execute("DELETE FROM users WHERE id = %s", (user_id,))
+            row = conn.execute("DELETE FROM users WHERE id = %s RETURNING n_keys", (user_id,)).fetchone()
             ann.drop_user(conn, user_id)
             accounts.record_deletion(conn, user)
+        if self.citus and row is not None and self.ann_settings.applies(int(row[0])):
+            citus.drop_ann(self, user_id)  # a worker's index is out of the deletion's reach
         return DeletedUser(blocks=int(n), keys=int(keys))
 
     def deletion_epoch(self) -> int:
@@ -900,12 +903,20 @@ class PostgresStore:
     ) -> list[tuple[int, float]]:
         """Cosine top-k blocks of ``user`` (block reference, similarity), computed in the database: an exact
         scan, or past the threshold the user's HNSW index (:mod:`memlane.core.store.postgres.ann`); filters
-        and expiry as :func:`memlane.core.store.postgres.search.vector_top_blocks` applies them."""
+        and expiry as :func:`memlane.core.store.postgres.search.vector_top_blocks` applies them. On Citus a
+        search without filters runs on the user's node (:meth:`gather`), through the index on the user's
+        shard; a filtered one is routed statement by statement, and scans exactly."""
+        if self.citus and not restricts(filters):
+            ask = Gather("", query, False, k, kinds, after, before, BM25_K1, BM25_B, now=now)
+            read = self._on_users_node(user, ask)
+            if read is not None:
+                return read.rankings["vector"]
         unindexed: list[int] = []
         with self.transaction() as conn:
             found = search.vector_top_blocks(
-                conn, user, query, k, kinds=kinds, after=after, before=before, ann=self.ann_settings,
-                build_index=unindexed.append, filters=filters, now=now,
+                conn, user, query, k, kinds=kinds, after=after, before=before,
+                ann=EXACT if self.citus else self.ann_settings, build_index=unindexed.append, filters=filters,
+                now=now,
             )  # fmt: skip
         # After the search's transaction: CREATE INDEX CONCURRENTLY waits for every older transaction.
         for user_id in unindexed:
@@ -927,8 +938,14 @@ class PostgresStore:
         else:
             rows = [(int(i), int(n), str(name)) for i, n, name in self.query(
                 "SELECT id, n_keys, name FROM users ORDER BY name")]  # fmt: skip
-        with self.transaction() as conn:
-            return [ann.status(conn, self.ann_settings, i, name, n) for i, n, name in rows]
+        return [self._index_status(i, name, n) for i, n, name in rows]
+
+    def _index_status(self, user_id: int, user: str, keys: int) -> IndexStatus:
+        if self.citus and not self.ann_settings.applies(keys):  # below the threshold: its worker is not asked
+            return IndexStatus(user, keys, False, "none")
+        place = self._ann_place(user_id)
+        with place.connect() as conn:
+            return ann.status(conn, self.ann_settings, place.index, user, keys)
 
     def _index_user(self, user: str) -> tuple[int, int]:
         rows = self.query("SELECT id, n_keys FROM users WHERE id = %s AND name = %s", (user_key(user), user))
@@ -959,14 +976,21 @@ class PostgresStore:
     def gather(self, user: str, ask: Gather) -> Gathered:
         """A search's reads: on Citus, without filters, in one call of a function the coordinator hands to the
         user's node (:mod:`memlane.core.store.postgres.delegated`); otherwise one method each."""
-        if not self.citus or restricts(ask.filters):
-            return gather_stepwise(self, user, ask)
+        if self.citus and not restricts(ask.filters):
+            found = self._on_users_node(user, ask)
+            if found is not None:
+                return found
+        return gather_stepwise(self, user, ask)
+
+    def _on_users_node(self, user: str, ask: Gather) -> Gathered | None:
+        """``ask`` read by the function on the user's node; None if the user's shard moved as the call went
+        out (the caller reads through the coordinator). A user past the threshold with no index gets one."""
         user_id = user_key(user)
         try:
             with self.autocommit() as conn:
                 found, unindexed = delegated.gather(conn, user, user_id, ask, self.ann_settings, now_epoch(ask.now))
-        except delegated.Elsewhere:  # the user's shard moved as the call went out: read through the coordinator
-            return gather_stepwise(self, user, ask)
+        except delegated.Elsewhere:
+            return None
         if unindexed:
             self.ann.ensure(user_id)
         return found
@@ -1073,9 +1097,9 @@ class PostgresStore:
             )
         }
         out["users"] = len(rows)
-        out["ann_index"] = int(
-            self.query("SELECT count(*) FROM pg_class WHERE oid = to_regclass(%s)", (ann.index_name(uid),))[0][0]
-        )
+        place = self._ann_place(uid)
+        with place.connect() as conn:
+            out["ann_index"] = int(ann.index_state(conn, place.index) != "none")
         return out
 
     def integrity_check(self) -> list[str]:
@@ -1092,7 +1116,8 @@ class PostgresStore:
         """With ``quick``, the pages that failed their checksum; otherwise memlane's cross-table checks and
         amcheck's, where installed (:mod:`memlane.core.store.postgres.check`)."""
         with self.autocommit() as conn:
-            return pg_check.quick_check(conn) if quick else pg_check.full_check(conn)
+            found = pg_check.quick_check(conn) if quick else pg_check.full_check(conn)
+        return found + citus.ann_report(self) if self.citus and not quick else found
 
 
 def _block_filter(user: str, conversation_id: str | None, session_id: str | None) -> tuple[str, list[object]]:
