@@ -172,7 +172,9 @@ def _large_user(
     for name, store in zip(names, stores, strict=True):
         fill_real_user(store, "large", turns, vectors, embedder.model_id, (), cfg.seed)
         t0 = time.perf_counter()
-        assert store.build_index("large").state == "ready"
+        state = store.build_index("large").state
+        if state != "ready":
+            raise StoreError(f"the large user's index on the {name} store is {state}, not ready")
         out[f"ann_build_s_{name}"] = time.perf_counter() - t0
     for name, store in zip(names, stores, strict=True):
         recall = []
