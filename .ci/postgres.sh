@@ -4,9 +4,10 @@
 #   pg_env=$(bash .ci/postgres.sh start)      install what is missing, start a cluster on 127.0.0.1 and print
 #   eval "$pg_env"                            the exports the tests read (MEMLANE_TEST_POSTGRES_URL, ...);
 #                                             (an assignment first, so that `set -e` sees a failed start)
-#   pg_env_2=$(bash .ci/postgres.sh start _2) another, independent cluster whose exports end in the suffix
-#                                             (MEMLANE_TEST_POSTGRES_URL_2, MEMLANE_TEST_PG_DIR_2, ...):
-#                                             .ci/citus.sh starts its nodes so
+#   bash .ci/postgres.sh start _SUFFIX        another, independent server whose exports end in the suffix
+#                                             (MEMLANE_TEST_POSTGRES_URL_SUFFIX, MEMLANE_TEST_PG_DIR_SUFFIX, ...):
+#                                             how .ci/citus.sh starts the nodes of its cluster (_CITUS_C, _CITUS_W1,
+#                                             _CITUS_W2); .ci/run starts one server without a suffix
 #   bash .ci/postgres.sh stop "$MEMLANE_TEST_PG_DIR"   stop that cluster and remove its folder
 #   bash .ci/postgres.sh install              only install (PostgreSQL 15, then pgvector built from source)
 #
@@ -139,7 +140,7 @@ start() {
     local suffix=${1:-}
     case "$suffix" in
     "" | _[0-9A-Za-z]*) ;;
-    *) log "the suffix of the exports starts with _ (start _2), not '$suffix'"; exit 2 ;;
+    *) log "the suffix of the exports starts with _ (start _CITUS_W1), not '$suffix'"; exit 2 ;;
     esac
     install_postgres
     install_pgvector

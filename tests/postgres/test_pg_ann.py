@@ -199,5 +199,5 @@ def test_close_cancels_a_running_build_and_drops_what_it_left(new_store: NewStor
     assert not [t.name for t in threading.enumerate() if t.name.startswith("memlane-pg-ann-")]
     reopened = new_store(schema=store.schema, ann=EXACT)
     with reopened.transaction() as conn:
-        assert ann.index_state(conn, user_id) == "none"
+        assert ann.index_state(conn, ann.index_name(user_id)) == "none"
     assert store.ann.errors == []

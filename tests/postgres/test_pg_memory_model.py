@@ -76,8 +76,6 @@ def all_modes(mem: Memory, user: str, query: str, k: int = 50) -> set[str]:
 
 def test_an_update_leaves_nothing_of_the_old_text_with_the_ann_index_on(make_store: Callable[..., Store]) -> None:
     store = make_store(ann=INLINE)
-    if store.citus:
-        pytest.skip("Citus: large users are searched exactly, with no per-user index (docs/scaling.md)")
     mem = Memory(store, HashingEmbedder())
     rng = random.Random(5)
     for i in range(30):

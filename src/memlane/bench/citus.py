@@ -5,6 +5,12 @@
   hashing embedder, so the time is the store's) of a user holding ``n`` blocks, the two stores' searches
   alternating query by query so that the machine's load falls on both alike;
 * ``add_p50_ms_{plain,citus}`` and ``add_ratio``: one ``Memory.add`` of an exchange, alternating likewise;
+* ``ann_*`` (with ``ann_blocks``): a user of that many real conversation exchanges (LongMemEval-S from the data
+  folder when it is there, else the LoCoMo that ships, repeated; MiniLM vectors, through the bench's shared
+  embedding cache) past the approximate index's threshold on both stores, its index made (on Citus on the
+  user's shard: ``ann_build_s_*``): the vector candidates' p50 (``ann_vector_p50_ms_*``, the store's call
+  alone, the queries embedded beforehand; alternating) and their recall@10 against the exact scan
+  (``ann_recall_at_10_*``, counting a candidate that scores the exact tenth's as found);
 * ``move_*``: a user of ``move_blocks`` blocks isolated into a shard of its own and moved to the other
   worker (online: logical replication) while ``writers`` threads keep adding to that user: the adds
   acknowledged and found afterwards (``move_adds_lost`` must be 0), the adds' p50 before and during the moves,
@@ -23,14 +29,21 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
+
+from memlane.bench.perffilter import fill_real_user, load_real_turns, tie_aware_recall
 from memlane.core.embedding.fake import HashingEmbedder
-from memlane.core.errors import StoreError
+from memlane.core.embedding.protocol import CachedEmbedder, Embedder
+from memlane.core.errors import ConfigError, StoreError
 from memlane.core.memory import AddRequest, Memory
-from memlane.core.store.postgres import citus
+from memlane.core.store.annsettings import DEFAULT_THRESHOLD, EXACT, AnnSettings
+from memlane.core.store.postgres import citus, search
 from memlane.core.store.postgres.schema import drop_schema
 from memlane.core.store.postgres.store import PostgresStore
 from memlane.core.store.postgres.tenant import user_key
+from memlane.core.store.sqlite import SqliteStore
 
 WORDS = (  # noqa: SIM905
     "apple river stone cloud tiger lemon violin garden rocket candle silver harbor meadow pepper lantern falcon "
@@ -47,6 +60,9 @@ class CitusBenchSettings:
     move_blocks: int = 10_000
     writers: int = 4
     seed: int = 11
+    ann_blocks: int = 0
+    data_dir: Path | None = None
+    cache_dir: Path | None = None
 
 
 def _text(rng: random.Random, n: int = 12) -> str:
@@ -83,8 +99,12 @@ def run_citus_bench(
     citus_url: str,
     settings: CitusBenchSettings | None = None,
     progress: Callable[[str], None] = lambda _m: None,
+    embedder: Embedder | None = None,
 ) -> dict[str, float]:
+    """The figures (module docstring); ``embedder``: the real embedder of the ``ann_*`` figures."""
     cfg = settings or CitusBenchSettings()
+    if cfg.ann_blocks > 0 and embedder is None:
+        raise ConfigError("the ann_* figures (ann_blocks) need a real embedder")
     rng = random.Random(cfg.seed)
     out: dict[str, float] = {}
     made: list[tuple[str, PostgresStore]] = []
@@ -120,12 +140,56 @@ def run_citus_bench(
             cfg.adds,
         )
         out["add_p50_ms_plain"], out["add_p50_ms_citus"], out["add_ratio"] = p, d, d / p
+        if cfg.ann_blocks > 0:
+            assert embedder is not None
+            progress(f"a user of {cfg.ann_blocks} real exchanges, with its approximate index")
+            ann = AnnSettings(threshold=min(DEFAULT_THRESHOLD, cfg.ann_blocks), background=False)
+            stores = (open_store(plain_url, ann=ann), open_store(citus_url, ann=ann, pool_max=2 * cfg.writers + 2))
+            out.update(_large_user(stores, embedder, cfg))
         progress(f"a move of a {cfg.move_blocks}-block user under {cfg.writers} writers")
         out.update(_move_under_writers(dist, cfg, rng))
     finally:
         for url, store in made:
             store.close()
             drop_schema(url, store.schema or "")
+    return out
+
+
+def _large_user(
+    stores: tuple[PostgresStore, PostgresStore], embedder: Embedder, cfg: CitusBenchSettings
+) -> dict[str, float]:
+    turns = load_real_turns(cfg.data_dir, cfg.ann_blocks, cfg.queries, cfg.seed)
+    cache = SqliteStore(cfg.cache_dir / "embeddings.db") if cfg.cache_dir is not None else None
+    try:
+        embed = CachedEmbedder(embedder, cache).embed if cache is not None else embedder.embed
+        vectors = np.asarray(embed([text for text, _ in turns.exchanges]), dtype=np.float32)
+        queries = np.asarray(embed(turns.queries), dtype=np.float32)
+    finally:
+        if cache is not None:
+            cache.close()
+    out: dict[str, float] = {"ann_blocks": float(len(turns.exchanges))}
+    names = ("plain", "citus")
+    for name, store in zip(names, stores, strict=True):
+        fill_real_user(store, "large", turns, vectors, embedder.model_id, (), cfg.seed)
+        t0 = time.perf_counter()
+        state = store.build_index("large").state
+        if state != "ready":
+            raise StoreError(f"the large user's index on the {name} store is {state}, not ready")
+        out[f"ann_build_s_{name}"] = time.perf_counter() - t0
+    for name, store in zip(names, stores, strict=True):
+        recall = []
+        for q in queries:
+            got = store.vector_candidates("large", q, 10)
+            with store.transaction() as conn:
+                want = search.vector_top_blocks(conn, "large", q, 10, ann=EXACT)
+            recall.append(tie_aware_recall(got, want))
+        out[f"ann_recall_at_10_{name}"] = statistics.mean(recall)
+
+    def searcher(store: PostgresStore) -> Callable[[int], object]:
+        return lambda i: store.vector_candidates("large", queries[i % len(queries)], 10)
+
+    p, d = _alternate(searcher(stores[0]), searcher(stores[1]), cfg.queries)
+    out["ann_vector_p50_ms_plain"], out["ann_vector_p50_ms_citus"], out["ann_vector_ratio"] = p, d, d / p
     return out
 
 

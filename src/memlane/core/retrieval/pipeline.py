@@ -31,6 +31,7 @@ from memlane.core.retrieval.context import Context, Position, rescore
 from memlane.core.retrieval.fusion import Scored, fuse, retriever_gains, summed
 from memlane.core.retrieval.settings import ScoreKind, SearchSettings
 from memlane.core.retrieval.supersession import applies, cache_reader, supersede, version_of
+from memlane.core.store.gather import Gather
 from memlane.core.store.protocol import Store
 from memlane.core.time_phrases import TimeWindow, time_windows
 
@@ -134,24 +135,27 @@ def collect(
     ``filters`` restrict both retrievers' candidates (before their top-``candidates`` cut); context is
     then read for those candidates only, so the session and neighbour gains come from the restricted pool
     (docs/design/007-memory-model.md, "Filters")."""
-    rankings: dict[str, Ranked] = {}
-    if settings.mode in (SearchMode.VECTOR, SearchMode.HYBRID):
-        rankings["vector"] = vector_stage(
-            store, embedder, user, query, settings, after=after, before=before, filters=filters
-        )
-    if settings.mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
-        rankings["keyword"] = keyword_stage(store, user, query, settings, after=after, before=before, filters=filters)
     context = settings.uses_context or all_context
     words = settings.uses_words or all_context
-    positions: dict[int, Position] = {}
-    if context:
-        # Context reads every candidate's session and place, not its text: only the top k are fetched.
-        refs = list(dict.fromkeys(ref for ranked in rankings.values() for ref, _ in ranked))
-        positions = {ref: Position(*where) for ref, where in store.block_positions(user, refs).items()}
-    word_ranks: dict[str, int] = {}
-    if words and positions:
-        sessions = sorted({p.session for p in positions.values()})
-        word_ranks = session_word_ranks(store.session_word_counts(user, query, sessions))
+    ask = Gather(
+        query,
+        embedder.embed([query])[0] if settings.mode in (SearchMode.VECTOR, SearchMode.HYBRID) else None,
+        settings.mode in (SearchMode.KEYWORD, SearchMode.HYBRID),
+        settings.candidates,
+        settings.key_kinds(),
+        after,
+        before,
+        settings.bm25_k1,
+        settings.bm25_b,
+        filters,
+        context,
+        words,
+    )
+    # One call: a store on a cluster reads it all on the user's node in one round trip.
+    found = store.gather(user, ask)
+    positions = {ref: Position(*where) for ref, where in found.positions.items()}
+    word_ranks = session_word_ranks(found.word_counts) if words and positions else {}
+    rankings = found.rankings
     return Candidates(query, rankings, positions, word_ranks, context, words)
 
 

@@ -37,7 +37,12 @@ def check_write(user: str, since: int | None, tombstone: int | None, pruned_upto
     if since is None:
         return
     if (tombstone is not None and tombstone > since) or since < pruned_upto:
-        raise UserDeletedError(
-            f"user {user!r} was deleted while this write was in flight; nothing was written "
-            "(a new write starts the user afresh)"
-        )
+        raise deleted_in_flight(user)
+
+
+def deleted_in_flight(user: str) -> UserDeletedError:
+    """What refuses a write whose user was deleted after it began."""
+    return UserDeletedError(
+        f"user {user!r} was deleted while this write was in flight; nothing was written "
+        "(a new write starts the user afresh)"
+    )

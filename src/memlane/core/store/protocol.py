@@ -28,6 +28,7 @@ from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.annsettings import IndexStatus
 from memlane.core.store.check import StoreCheck
+from memlane.core.store.gather import Gather, Gathered
 
 
 class Store(Protocol):
@@ -381,6 +382,11 @@ class Store(Protocol):
         :func:`memlane.core.ranking.session_words.people_words`), with the user's own statistics: the query
         terms' counts per session, the sessions' lengths, their number and mean length, and the rows of those
         of ``sessions`` (ids) the user has. None when nothing can match (no query term, no session)."""
+        ...
+
+    def gather(self, user: str, ask: Gather) -> Gathered:
+        """Everything one search reads (:class:`memlane.core.store.gather.Gather`) in one call: what
+        :func:`memlane.core.store.gather.gather_stepwise` reads through the methods above, and the same."""
         ...
 
     def build_index(self, user: str) -> IndexStatus:

@@ -67,10 +67,38 @@ def bench_group() -> None:
 @click.option("--sizes", default="100,5000", show_default=True, help="Blocks per user for the search figures.")
 @click.option("--queries", type=int, default=60, show_default=True, help="Searches per size on each store.")
 @click.option("--move-blocks", type=int, default=10_000, show_default=True, help="Blocks of the user moved.")
+@click.option(
+    "--ann-blocks",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Real exchanges of a user past the approximate index's threshold (its index on the user's shard on "
+    "Citus): vector search p50 and recall@10 against exact on both stores; 0: none.",
+)
+@click.option(
+    "--embedder",
+    cls=SettingOption,
+    setting="embedder",
+    default="minilm-128",
+    show_default=True,
+    help="The real embedder of --ann-blocks. [env MEMLANE_EMBEDDER]",
+)
+@data_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the figures.")
-def citus_bench_cmd(plain_url: str, citus_url: str, sizes: str, queries: int, move_blocks: int, as_json: bool) -> None:
+def citus_bench_cmd(
+    plain_url: str,
+    citus_url: str,
+    sizes: str,
+    queries: int,
+    move_blocks: int,
+    ann_blocks: int,
+    embedder: str,
+    data_dir: Path | None,
+    as_json: bool,
+) -> None:
     """The store through a Citus coordinator against one plain server, side by side (searches and adds
-    alternating), and a user's shard isolated and moved under four writers (memlane.bench.citus).
+    alternating), a large user with its approximate index, and a user's shard isolated and moved under four
+    writers (memlane.bench.citus).
 
     \b
     Example:
@@ -79,9 +107,11 @@ def citus_bench_cmd(plain_url: str, citus_url: str, sizes: str, queries: int, mo
     from memlane.bench.citus import CitusBenchSettings, format_citus_report, run_citus_bench
 
     cfg = CitusBenchSettings(
-        sizes=tuple(int(x) for x in sizes.split(",") if x.strip()), queries=queries, move_blocks=move_blocks
-    )
-    figures = run_citus_bench(plain_url, citus_url, cfg, progress=lambda m: click.echo(m, err=True))
+        sizes=tuple(int(x) for x in sizes.split(",") if x.strip()), queries=queries, move_blocks=move_blocks,
+        ann_blocks=ann_blocks, data_dir=data_dir or cli_settings().data, cache_dir=bench_cache_from_env(),
+    )  # fmt: skip
+    emb = make_embedder(embedder, cli_settings().embedder_config()) if ann_blocks else None
+    figures = run_citus_bench(plain_url, citus_url, cfg, progress=lambda m: click.echo(m, err=True), embedder=emb)
     click.echo(json.dumps(figures) if as_json else format_citus_report(figures))
 
 

@@ -17,17 +17,21 @@ NOW = "extract(epoch FROM now())"
 EPOCH = "(SELECT epoch FROM deletion_epoch WHERE id = 1)"
 
 
+# The epoch of the name's last deletion (if its tombstone is kept) and the highest pruned one: check_write's
+# inputs.
+DELETED_SINCE = (
+    "SELECT (SELECT epoch FROM user_deletions WHERE name_sha256 = %(name_sha256)s), pruned_upto FROM deletion_epoch "
+    "WHERE id = 1"
+)
+
+
 def check_not_deleted(conn: Conn, user: str, since: int | None) -> None:
     """Refuse a write for ``user`` begun at epoch ``since`` if the user was deleted after it. Run once the
     write holds the user's row (or created it): a statement sees every commit before it starts, so a
     deletion the write waited for is seen here."""
     if since is None:
         return
-    row = conn.execute(
-        "SELECT (SELECT epoch FROM user_deletions WHERE name_sha256 = %s), pruned_upto FROM deletion_epoch "
-        "WHERE id = 1",
-        (name_sha256(user),),
-    ).fetchone()
+    row = conn.execute(DELETED_SINCE, {"name_sha256": name_sha256(user)}).fetchone()
     assert row is not None
     check_write(user, since, None if row[0] is None else int(row[0]), int(row[1]))
 

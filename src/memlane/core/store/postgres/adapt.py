@@ -12,6 +12,7 @@ import struct
 import numpy as np
 from psycopg import adapt, pq
 from psycopg.abc import AdaptContext, Buffer
+from psycopg.types import TypeInfo
 
 from memlane.core.embedding.protocol import Vectors
 
@@ -48,6 +49,8 @@ def vector_dumper(oid: int) -> type[adapt.Dumper]:
     return type("VectorDumper", (_VectorDumper,), {"oid": oid})
 
 
-def register_vector(context: AdaptContext, oid: int) -> None:
-    """Make ``PgVector`` values (and COPY columns typed ``oid``) dump as binary vectors on ``context``."""
+def register_vector(context: AdaptContext, oid: int, array_oid: int) -> None:
+    """Make ``PgVector`` values (and COPY columns typed ``oid``) dump as binary vectors on ``context``, and
+    lists of them as arrays (``vector[]``, of OID ``array_oid``) sent in binary (``%b``)."""
     context.adapters.register_dumper(PgVector, vector_dumper(oid))
+    TypeInfo("vector", oid, array_oid).register(context)

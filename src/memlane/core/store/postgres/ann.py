@@ -15,6 +15,12 @@ no watermark to keep: a search sees exactly the committed keys. The index is mad
 ``CREATE INDEX CONCURRENTLY`` (writers of every user go on meanwhile; an index still being made is not
 valid and the planner does not use it), and dropped in the user's deletion (:func:`drop_user`).
 
+On Citus (docs/scaling.md, "Large users' indexes on Citus") the index is on the one shard of ``key_vectors``
+that holds the user, made through a connection to that shard's worker and named with the shard
+(``key_vectors_ann_u<id>_<shard>``), so it exists only where the user's rows are, and a search there
+(:mod:`memlane.core.store.postgres.delegated`) finds it by that name. A shard moved or split is made anew
+without it: the next search finds none and starts a build on the new shard, searching exactly meanwhile.
+
 A build runs on a thread of its own (``AnnSettings.background``), started by a search that finds the index
 missing (``AnnSettings.build``), or in the caller's thread (:meth:`AnnBuilder.build_now`, ``memlane index
 build``). Closing the store, or the interpreter's exit, cancels the ``CREATE INDEX`` running on the server
@@ -31,6 +37,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
@@ -42,36 +49,47 @@ from memlane.core.store.postgres.keys import Conn
 log = logging.getLogger(__name__)
 
 MAX_EF_SEARCH = 1000  # pgvector's limit
+SCAN_TUPLES = 20_000  # keys an unfiltered search's iterative scan may walk (pgvector's default)
 
 
 def index_name(user_id: int) -> str:
     return f"key_vectors_ann_u{user_id}"
 
 
-def index_state(conn: Conn, user_id: int) -> str:
+@dataclass(frozen=True)
+class Place:
+    """Where a user's index is made and read: a connection to that server in autocommit mode (``connect``),
+    the table it indexes and its name. On one server: the store's own connection, ``key_vectors``,
+    :func:`index_name`; on Citus, the shard of ``key_vectors`` that holds the user, on its worker
+    (:func:`memlane.core.store.postgres.citus.ann_place`)."""
+
+    connect: Callable[[], AbstractContextManager[Conn]]
+    table: sql.Composable
+    index: str
+
+
+def index_state(conn: Conn, name: str) -> str:
     """``valid`` (the planner uses it), ``building`` (made concurrently right now, or left invalid by an
-    interrupted build) or ``none``."""
-    row = conn.execute(
-        "SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s)", (index_name(user_id),)
-    ).fetchone()
+    interrupted build) or ``none``, of the index ``name``."""
+    row = conn.execute("SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s)", (name,)).fetchone()
     if row is None:
         return "none"
     return "valid" if row[0] else "building"
 
 
-def being_made(conn: Conn, user_id: int) -> bool:
-    """Whether a ``CREATE INDEX`` of the user's index runs right now (in any process)."""
+def being_made(conn: Conn, name: str) -> bool:
+    """Whether a ``CREATE INDEX`` of the index ``name`` runs right now (in any process)."""
     live = conn.execute(
-        "SELECT 1 FROM pg_stat_progress_create_index WHERE index_relid = to_regclass(%s)", (index_name(user_id),)
+        "SELECT 1 FROM pg_stat_progress_create_index WHERE index_relid = to_regclass(%s)", (name,)
     ).fetchone()
     return live is not None
 
 
-def status(conn: Conn, settings: AnnSettings, user_id: int, user: str, keys: int) -> IndexStatus:
-    """Where the user's index stands (``memlane index status``): ``ready``, ``building``, ``invalid`` (left
-    by an interrupted build; the next build drops it and makes it again) or ``none``."""
-    state = index_state(conn, user_id)
-    if state == "building" and not being_made(conn, user_id):
+def status(conn: Conn, settings: AnnSettings, name: str, user: str, keys: int) -> IndexStatus:
+    """Where the user's index ``name`` stands (``memlane index status``): ``ready``, ``building``,
+    ``invalid`` (left by an interrupted build; the next build drops it and makes it again) or ``none``."""
+    state = index_state(conn, name)
+    if state == "building" and not being_made(conn, name):
         state = "invalid"
     shown = {"valid": "ready"}.get(state, state)
     return IndexStatus(user, keys, settings.applies(keys), shown, keys if shown == "ready" else 0)
@@ -89,7 +107,7 @@ def search_config(settings: AnnSettings, want: int, max_scan: int | None = None)
     Sorts are off: with statistics from before the user grew (or none yet), the planner costed an exact
     sort of "3 rows" below the index scan."""
     ef = min(MAX_EF_SEARCH, max(settings.ef_search, want))
-    scan = 20_000 if max_scan is None else max(1, max_scan)
+    scan = SCAN_TUPLES if max_scan is None else max(1, max_scan)
     return (
         f"set_config('hnsw.ef_search', '{int(ef)}', true), set_config('hnsw.iterative_scan', 'strict_order', true), "
         f"set_config('enable_sort', 'off', true), set_config('hnsw.max_scan_tuples', '{int(scan)}', true)"
@@ -106,9 +124,9 @@ class AnnBuilder:
     """Makes users' indexes, on a thread of its own per user (or inline: ``settings.background=False``;
     never from a search: ``settings.build=False``)."""
 
-    def __init__(self, settings: AnnSettings, autocommit: Callable[[], AbstractContextManager[Conn]]) -> None:
+    def __init__(self, settings: AnnSettings, place: Callable[[int], Place]) -> None:
         self.settings = settings
-        self._autocommit = autocommit
+        self._place = place
         self._busy: set[int] = set()
         self._threads: dict[int, threading.Thread] = {}
         self._running: dict[int, Conn] = {}  # user id -> the connection its CREATE INDEX runs on
@@ -175,34 +193,37 @@ class AnnBuilder:
         self.build(user_id)
 
     def build(self, user_id: int) -> None:
-        """``CREATE INDEX CONCURRENTLY`` of the user's partial index (an invalid leftover of an interrupted
-        build is dropped first); dropped again if the user was deleted meanwhile, or if :meth:`close`
-        cancelled it."""
-        name = sql.Identifier(index_name(user_id))
-        with self._autocommit() as conn:
+        """``CREATE INDEX CONCURRENTLY`` of the user's partial index where it belongs (:class:`Place`; an
+        invalid leftover of an interrupted build is dropped first); dropped again if the user was deleted
+        meanwhile, or if :meth:`close` cancelled it."""
+        place = self._place(user_id)
+        name = sql.Identifier(place.index)
+        with place.connect() as conn:
             if self._stop.is_set():
                 raise StoreError("the store was closed: no index is built")
-            state = index_state(conn, user_id)
+            state = index_state(conn, place.index)
             if state == "valid":
                 return
             if state == "building":
                 # Being made by another process (left alone), or the leftover of an interrupted build
                 # (invalid for good: dropped, then made again).
-                if being_made(conn, user_id):
+                if being_made(conn, place.index):
                     return
                 conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(name))
             dims = conn.execute(
-                "SELECT vector_dims(embedding) FROM key_vectors WHERE user_id = %s LIMIT 1", (user_id,)
+                sql.SQL("SELECT vector_dims(embedding) FROM {} WHERE user_id = %s LIMIT 1").format(place.table),
+                (user_id,),
             ).fetchone()
             if dims is None:
                 return  # no keys (any more)
             # The column has no fixed width (the embedder is chosen at run time), which HNSW needs: the
             # index is on the column cast to the user's width, and searches order by the same expression.
             create = sql.SQL(
-                "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON key_vectors USING hnsw "
+                "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON {} USING hnsw "
                 "((embedding::vector({})) vector_ip_ops) WITH (m = {}, ef_construction = {}) WHERE user_id = {}"
             ).format(
                 name,
+                place.table,
                 sql.Literal(int(dims[0])),
                 sql.Literal(self.settings.m),
                 sql.Literal(self.settings.ef_construction),

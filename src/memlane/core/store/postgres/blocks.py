@@ -44,7 +44,7 @@ INTEGRITY_CHECKS = {
 }
 
 # The blocks' people's words (the generated column ``words``) summed per session into ``session_terms``.
-_ADD_SESSION_TERMS = """
+ADD_SESSION_TERMS = """
 INSERT INTO session_terms (user_id, lexeme, session_id, tf)
 SELECT b.user_id, l.lexeme, b.session_id, sum(array_length(l.positions, 1))
 FROM blocks b, unnest(b.words) l WHERE b.user_id = %(user_id)s AND b.pk = ANY(%(pks)s)
@@ -63,7 +63,7 @@ RETURNING s.lexeme, s.session_id, s.tf
 """
 
 
-_ADD_SESSION_LENGTHS = """
+ADD_SESSION_LENGTHS = """
 INSERT INTO session_lengths (user_id, session_id, words)
 SELECT user_id, session_id, sum(words_len) FROM blocks WHERE user_id = %(user_id)s AND pk = ANY(%(pks)s)
 GROUP BY user_id, session_id HAVING sum(words_len) > 0
@@ -84,8 +84,8 @@ def add_session_terms(conn: Conn, user_id: int, pks: Sequence[int]) -> None:
     """Count the people's words of these (just written) blocks into their sessions' term frequencies and
     lengths."""
     params = {"user_id": user_id, "pks": list(pks)}
-    conn.execute(_ADD_SESSION_TERMS, params)
-    conn.execute(_ADD_SESSION_LENGTHS, params)
+    conn.execute(ADD_SESSION_TERMS, params)
+    conn.execute(ADD_SESSION_LENGTHS, params)
 
 
 def take_session_terms(conn: Conn, user_id: int, pks: Sequence[int]) -> None:

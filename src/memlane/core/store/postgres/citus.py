@@ -14,14 +14,21 @@ Where users live and how they move (:func:`placements`, :func:`isolate_user`, :f
 
 from __future__ import annotations
 
+import logging
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memlane.core.errors import ConfigError, StoreError, ValidationError
+from memlane.core.store.check import StoreCheck
+from memlane.core.store.postgres import ann, delegated
 from memlane.core.store.postgres.keys import Conn
 from memlane.core.store.postgres.schema import MIGRATION_LOCK
 from memlane.core.store.postgres.tenant import user_key
@@ -30,6 +37,7 @@ if TYPE_CHECKING:
     from memlane.core.store.postgres.store import PostgresStore
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 # Co-located with ``users`` (distributed by ``id``), each by its ``user_id``; in an order where every table a
 # foreign key points to is distributed before the table that points to it.
@@ -81,6 +89,7 @@ def distribute_on_first_use(conn: Conn, *, with_data: bool = False) -> tuple[boo
     with conn.transaction():
         conn.execute(MIGRATION_LOCK)
         if is_distributed(conn):
+            delegated.install(conn)  # a store distributed by a release before its functions gets them
             return True, None
         held = conn.execute("SELECT EXISTS (SELECT 1 FROM users)").fetchone()
         if held and held[0] and not with_data:
@@ -88,7 +97,9 @@ def distribute_on_first_use(conn: Conn, *, with_data: bool = False) -> tuple[boo
                 "this store holds data on a Citus coordinator but is not distributed yet: run "
                 "`memlane shards distribute` to distribute it in place (docs/scaling.md)"
             )
-        return True, distribute(conn)
+        done = distribute(conn)
+        delegated.install(conn)
+        return True, done
 
 
 def is_distributed(conn: Conn) -> bool:
@@ -308,6 +319,111 @@ def shard_relations(conn: Conn, tables: Sequence[str]) -> list[str]:
         (list(tables),),
     ).fetchall()
     return [str(r[0]) for r in rows]
+
+
+# -- large users' approximate indexes, on the shard that holds each of them --------------------------------
+
+
+@contextmanager
+def worker(store: PostgresStore, node: str) -> Iterator[Conn]:
+    """A connection (autocommit) to the worker ``node`` (host:port, as the coordinator's metadata names it)
+    with the store's credentials and search path, seeing the shards (which Citus hides from other clients'
+    catalog reads). What an index on one shard is made and read through."""
+    host, port = _host_port(node)
+    params = conninfo_to_dict(store.url)
+    params.pop("hostaddr", None)
+    params.update(host=host, port=str(port))
+    try:
+        with psycopg.connect(make_conninfo("", **params), autocommit=True, connect_timeout=30) as conn:
+            if store.search_path:
+                conn.execute(f"SET search_path TO {store.search_path}")
+            conn.execute("SET citus.override_table_visibility TO off")
+            yield conn
+    except psycopg.Error as exc:
+        raise StoreError(f"database operation failed on the worker {node}: {exc}") from exc
+
+
+def ann_place(store: PostgresStore, user_id: int) -> ann.Place:
+    """Where the user's approximate index belongs: the shard of ``key_vectors`` that holds the user now, on
+    its worker, the index named with the shard (what the search function looks for)."""
+    with store.single() as conn:
+        row = conn.execute(
+            "SELECT s.shardid, shard_name(s.logicalrelid, s.shardid), n.nodename || ':' || n.nodeport "
+            "FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid) "
+            "JOIN pg_dist_node n ON n.groupid = p.groupid "
+            "WHERE s.shardid = get_shard_id_for_distribution_column('key_vectors', %s::bigint)",
+            (user_id,),
+        ).fetchone()
+    assert row is not None
+    shard, table, node = int(row[0]), str(row[1]), str(row[2])
+    return ann.Place(lambda: worker(store, node), sql.SQL(table), ann_index(user_id, shard))
+
+
+def ann_index(user_id: int, shard: int) -> str:
+    """The name of the user's index on the shard ``shard`` of ``key_vectors``."""
+    return f"{ann.index_name(user_id)}_{shard}"
+
+
+_ANN_INDEX = re.compile(rf"^{ann.index_name(0).removesuffix('0')}(\d+)_(\d+)$")
+
+
+def ann_report(store: PostgresStore) -> StoreCheck:
+    """The large users' indexes across the workers (``memlane check``). A user at or past the threshold whose
+    shard has no usable index (the shard was moved or split since the index was made, or it is not made yet)
+    is a note: searched exactly until the next search makes it. An index whose user is gone, or that is not
+    on its user's shard, is a problem (it keeps a copy of the vectors it was made from), unless its shard is
+    one Citus left behind a move or a split and is about to drop."""
+    with store.single() as conn:
+        users = {int(i): (str(name), int(n)) for i, name, n in conn.execute("SELECT id, name, n_keys FROM users")}
+        shards = {
+            int(i): (int(s), str(node))
+            for i, s, node in conn.execute(
+                "SELECT u.id, s.shardid, n.nodename || ':' || n.nodeport FROM users u "
+                "JOIN pg_dist_shard s ON s.shardid = get_shard_id_for_distribution_column('key_vectors', u.id) "
+                "JOIN pg_dist_placement p ON p.shardid = s.shardid JOIN pg_dist_node n ON n.groupid = p.groupid"
+            )
+        }
+        leaving = {str(r[0]).rsplit(".", 1)[-1] for r in conn.execute("SELECT object_name FROM pg_dist_cleanup")}
+    usable: set[int] = set()
+    problems: list[str] = []
+    for node in Cluster(store).nodes():
+        with worker(store, node) as conn:
+            rows = conn.execute(
+                "SELECT c.relname, t.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "JOIN pg_class t ON t.oid = i.indrelid "
+                "WHERE c.relnamespace = current_schema()::regnamespace AND starts_with(c.relname, %s)",
+                (ann.index_name(0).removesuffix("0"),),
+            ).fetchall()
+        for name, table, valid in rows:
+            m = _ANN_INDEX.match(str(name))
+            if m is None or str(table) in leaving:
+                continue
+            user_id, shard = int(m.group(1)), int(m.group(2))
+            if user_id not in users:
+                problems.append(f"index {name} on {node}: its user was deleted (drop it: it holds their vectors)")
+            elif shards[user_id] != (shard, node):
+                problems.append(f"index {name} on {node}: not on its user's shard (drop it)")
+            elif valid:
+                usable.add(user_id)
+    notes = [
+        f"user {name!r} ({n} keys) has no usable approximate index on its shard: searched exactly until the next "
+        "search (or `memlane index build`) makes it"
+        for user_id, (name, n) in sorted(users.items(), key=lambda kv: kv[1][0])
+        if store.ann_settings.applies(n) and user_id not in usable
+    ]
+    return StoreCheck(("the large users' approximate indexes, on their shards",), tuple(problems), tuple(notes))
+
+
+def drop_ann(store: PostgresStore, user_id: int) -> None:
+    """After the user's deletion: drop their index from the shard that held them (on one server the deletion
+    drops it in its own transaction; a worker's index is out of its reach). A failure is logged; ``memlane
+    check`` reports an index left so."""
+    place = ann_place(store, user_id)
+    try:
+        with place.connect() as conn:
+            conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(place.index)))
+    except StoreError as exc:
+        log.warning("the approximate index of a deleted user was not dropped: %s", exc)
 
 
 # How Citus copies a shard: ``auto`` (logical replication where every table has a replica identity, which

@@ -22,14 +22,15 @@ Conn = psycopg.Connection[TupleRow]
 KeyRow = tuple[int, str, str, str, float]
 
 # dl counts token positions, which is what FTS5's bm25() calls the document length (no stopwords here).
-_INSERT_KEYS = f"""
+INSERT_KEYS = f"""
 WITH ins AS (
     INSERT INTO search_keys (user_id, pk, block_pk, kind, text, content_hash, event_ts, dl, tsv)
-    SELECT %s, x.pk, x.block_pk, x.kind, x.text, x.hash, x.ts,
+    SELECT %(user_id)s, x.pk, x.block_pk, x.kind, x.text, x.hash, x.ts,
            (SELECT coalesce(sum(array_length(l.positions, 1)), 0) FROM unnest(x.tsv) l), x.tsv
     FROM (
         SELECT v.*, to_tsvector('{TEXT_CONFIG}', v.text) AS tsv
-        FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::float8[])
+        FROM unnest(%(key_pks)s::bigint[], %(block_pks)s::bigint[], %(key_kinds)s::text[], %(texts)s::text[],
+                    %(hashes)s::text[], %(times)s::float8[])
             AS v(pk, block_pk, kind, text, hash, ts)
     ) x
     RETURNING dl
@@ -54,16 +55,16 @@ def insert_keys(conn: Conn, vector_oid: int, user_id: int, rows: Sequence[KeyRow
         return 0, 0
     pks = next_ids(conn, "search_keys_pk_seq", len(rows))
     res = conn.execute(
-        _INSERT_KEYS,
-        (
-            user_id,
-            pks,
-            [r[0] for r in rows],
-            [r[1] for r in rows],
-            [r[2] for r in rows],
-            [r[3] for r in rows],
-            [r[4] for r in rows],
-        ),
+        INSERT_KEYS,
+        {
+            "user_id": user_id,
+            "key_pks": pks,
+            "block_pks": [r[0] for r in rows],
+            "key_kinds": [r[1] for r in rows],
+            "texts": [r[2] for r in rows],
+            "hashes": [r[3] for r in rows],
+            "times": [r[4] for r in rows],
+        },
     ).fetchone()
     assert res is not None
     with conn.cursor() as cur, cur.copy(_COPY_VECTORS) as copy:
@@ -92,9 +93,12 @@ def delete_block_keys(conn: Conn, user_id: int, block_pks: Sequence[int], *, kee
     return int(res[0]), int(res[1])
 
 
+BUMP_USER = (
+    "UPDATE users SET version = version + 1, n_keys = n_keys + %(keys)s, total_len = total_len + %(tokens)s "
+    "WHERE id = %(user_id)s"
+)
+
+
 def bump_user(conn: Conn, user_id: int, keys: int = 0, tokens: int = 0) -> None:
     """Record a change of the user's keys: the version and the BM25 statistics."""
-    conn.execute(
-        "UPDATE users SET version = version + 1, n_keys = n_keys + %s, total_len = total_len + %s WHERE id = %s",
-        (keys, tokens, user_id),
-    )
+    conn.execute(BUMP_USER, {"keys": keys, "tokens": tokens, "user_id": user_id})

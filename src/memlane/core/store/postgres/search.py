@@ -89,22 +89,21 @@ def vector_top_blocks(
     comes up short, the pool scored exactly instead."""
     now = now_epoch(now)
     filtered = restricts(filters)
-    # A filtered search leaves expired blocks out of its pool instead of by reference (no _GONE), and its
+    # A filtered search leaves expired blocks out of its pool instead of by reference (no GONE_SQL), and its
     # pool is read with index reads costed as the cached reads they are (_POOL_PAGE_COST).
     # Whether the user's index is ready, read from the catalog only where a user can have one (a catalog is a
     # local table, which a distributed store cannot join with its users).
     index_ready = (
         "NULL"
         if ann.threshold is None
-        else "(SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s || id))"
+        else "(SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%(prefix)s || id))"
     )
-    prefix = [] if ann.threshold is None else [index_name(0).removesuffix("0")]
     key = user_key(user)
     row = conn.execute(
         f"SELECT id, n_keys, set_config('enable_seqscan', 'off', true), {index_ready}, "
-        + (f"set_config('random_page_cost', '{_POOL_PAGE_COST}', true)" if filtered else f"({_GONE})")
-        + " FROM users WHERE id = %s AND name = %s",
-        (*prefix, key, user) if filtered else (*prefix, key, now, key, user),
+        + (f"set_config('random_page_cost', '{_POOL_PAGE_COST}', true)" if filtered else f"({GONE_SQL})")
+        + " FROM users WHERE id = %(user_id)s AND name = %(user)s",
+        {"prefix": index_name(0).removesuffix("0"), "user_id": key, "now": now, "user": user},
     ).fetchone()
     if k <= 0 or row is None:
         return []
@@ -240,7 +239,7 @@ def _walk(conn: Conn, statement: str, params: dict[str, object], k: int) -> list
 
 # The user's blocks expired at ``now`` and not swept yet: what an unfiltered search leaves out (from the
 # partial index blocks_user_expiry, which a user without TTLs has no entry in).
-_GONE = "SELECT array_agg(b.pk) FROM blocks b WHERE b.user_id = %s AND b.expires_ts <= %s"
+GONE_SQL = "SELECT array_agg(b.pk) FROM blocks b WHERE b.user_id = %(user_id)s AND b.expires_ts <= %(now)s"
 
 
 def exact_pool(n_keys: int, approximate: bool, k: int) -> int:
@@ -309,7 +308,7 @@ def _best(rows: Sequence[tuple[Any, ...]], k: int) -> dict[int, float]:
     return best
 
 
-_BM25 = f"""
+BM25 = f"""
 WITH u AS (
     SELECT id, n_keys::float8 AS n, greatest(total_len::float8 / greatest(n_keys, 1), 1.0) AS avgdl
     FROM users WHERE id = %(user_id)s::bigint
@@ -355,7 +354,10 @@ def bm25_top_blocks(
     terms = query_terms(text)
     now = now_epoch(now)
     key = user_key(user)
-    row = conn.execute(f"SELECT id, ({_GONE}) FROM users WHERE id = %s AND name = %s", (key, now, key, user)).fetchone()
+    row = conn.execute(
+        f"SELECT id, ({GONE_SQL}) FROM users WHERE id = %(user_id)s AND name = %(user)s",
+        {"user_id": key, "now": now, "user": user},
+    ).fetchone()
     if not terms or k <= 0 or row is None:
         return []
     user_id, gone = int(row[0]), list(row[1] or [])
@@ -384,7 +386,7 @@ def bm25_top_blocks(
     elif gone:
         rules += " AND m.block_pk <> ALL(%(gone)s::bigint[])"
         params["gone"] = gone
-    rows = conn.execute(_BM25.replace("{filters}", rules), params).fetchall()
+    rows = conn.execute(BM25.replace("{filters}", rules), params).fetchall()
     return [(int(pk), float(score)) for pk, score in rows]
 
 
@@ -396,8 +398,8 @@ def bm25_top_blocks(
 # (430 ms for a 10k-block user), unnesting the words of every matching block cost 45-70 ms at 10k blocks, and
 # summing the lengths of every block from an index 13.5 ms until a VACUUM had set the visibility map
 # (migration 3 replaced it).
-_SESSION_LENGTHS = "SELECT session_id, words FROM session_lengths WHERE user_id = %(user_id)s::bigint"
-_SESSION_TFS = f"""
+SESSION_LENGTHS = "SELECT session_id, words FROM session_lengths WHERE user_id = %(user_id)s::bigint"
+SESSION_TFS = f"""
 SELECT session_id, lexeme, tf FROM session_terms
 WHERE user_id = %(user_id)s::bigint
   AND lexeme = ANY(ARRAY(SELECT x.lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', %(text)s)) x))
@@ -413,10 +415,18 @@ def session_word_counts(conn: Conn, user: str, text: str, sessions: Sequence[str
     if not terms or not sessions or user_id is None:
         return None
     params: dict[str, object] = {"user_id": user_id, "text": " ".join(terms)}
-    tfs = conn.execute(_SESSION_TFS, params).fetchall()
+    tfs = conn.execute(SESSION_TFS, params).fetchall()
     if not tfs:  # no session holds a query word: the lengths are not needed
         return None
-    lengths = {str(s): float(n) for s, n in conn.execute(_SESSION_LENGTHS, params).fetchall()}
+    return word_counts(tfs, conn.execute(SESSION_LENGTHS, params).fetchall(), sessions)
+
+
+def word_counts(
+    tfs: Sequence[tuple[Any, ...]], session_lengths: Sequence[tuple[Any, ...]], sessions: Sequence[str]
+) -> SessionWordCounts:
+    """The counts from the rows of :data:`SESSION_TFS` (at least one) and :data:`SESSION_LENGTHS`, with the
+    rows of the asked ``sessions``."""
+    lengths = {str(s): float(n) for s, n in session_lengths}
     rows: dict[str, int] = {}
     columns: dict[str, int] = {}
     cells = [(rows.setdefault(str(s), len(rows)), columns.setdefault(str(x), len(columns)), n) for s, x, n in tfs]

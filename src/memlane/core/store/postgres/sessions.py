@@ -268,25 +268,38 @@ def end_session(conn: Conn, user: str, user_id: int | None, session_id: str, at:
     return get_session(conn, user, user_id, session_id, now)
 
 
+ENSURE_SESSIONS = (
+    "INSERT INTO sessions(user_id, conversation_id, session_id, started_at, created_at) "
+    "SELECT %(user_id)s, c, s, t, %(now)s "
+    "FROM unnest(%(sessions)s::text[], %(conversations)s::text[], %(starts)s::float8[]) AS x(s, c, t) "
+    "ON CONFLICT (user_id, session_id) DO NOTHING"
+)
+
+
+def session_starts(blocks: Sequence[MemoryBlock]) -> tuple[list[str], list[str], list[float]]:
+    """The sessions of these blocks, sorted (two adds making the same sessions take their locks in one
+    order), each with the conversation of its first block and the earliest event time of its blocks."""
+    first: dict[str, tuple[str, float]] = {}
+    for b in blocks:
+        ts = b.event_time.timestamp()
+        conv, start = first.get(b.session_id, (b.conversation_id, ts))
+        first[b.session_id] = (conv, min(start, ts))
+    ids = sorted(first)
+    return ids, [first[s][0] for s in ids], [first[s][1] for s in ids]
+
+
 def ensure_sessions(
     conn: Conn, user: str, user_id: int, blocks: Sequence[MemoryBlock], now: float
 ) -> dict[str, int | None]:
     """Create the sessions of these blocks that are missing (started at the earliest event time of their
     blocks, in the conversation of the first), and return every one's default TTL; SessionEndedError if
     one has ended (the caller's transaction then writes nothing)."""
-    first: dict[str, tuple[str, float]] = {}
-    for b in blocks:
-        ts = b.event_time.timestamp()
-        conv, start = first.get(b.session_id, (b.conversation_id, ts))
-        first[b.session_id] = (conv, min(start, ts))
-    if not first:
+    ids, conversations, starts = session_starts(blocks)
+    if not ids:
         return {}
-    ids = sorted(first)  # sorted: two adds creating the same sessions take their locks in one order
     conn.execute(
-        "INSERT INTO sessions(user_id, conversation_id, session_id, started_at, created_at) "
-        "SELECT %s, c, s, t, %s FROM unnest(%s::text[], %s::text[], %s::float8[]) AS x(s, c, t) "
-        "ON CONFLICT (user_id, session_id) DO NOTHING",
-        (user_id, now, ids, [first[s][0] for s in ids], [first[s][1] for s in ids]),
+        ENSURE_SESSIONS,
+        {"user_id": user_id, "now": now, "sessions": ids, "conversations": conversations, "starts": starts},
     )
     rows = conn.execute(
         "SELECT session_id, ended_at, default_ttl_s FROM sessions WHERE user_id = %s AND session_id = ANY(%s::text[])",

@@ -15,11 +15,11 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import psycopg
+from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from memlane.core.embedding.protocol import Vectors
@@ -41,13 +41,15 @@ from memlane.core.model import (
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.retention import Expired, Policies, RetentionPolicy
-from memlane.core.store.annsettings import AnnSettings, IndexStatus
+from memlane.core.store.annsettings import EXACT, AnnSettings, IndexStatus
 from memlane.core.store.check import StoreCheck
-from memlane.core.store.postgres import accounts, ann, citus, expiry, prompts, search, sessions
+from memlane.core.store.deletions import name_sha256
+from memlane.core.store.gather import Gather, Gathered, gather_stepwise
+from memlane.core.store.postgres import accounts, ann, citus, delegated, expiry, prompts, search, sessions
 from memlane.core.store.postgres import check as pg_check
 from memlane.core.store.postgres.adapt import register_vector
 from memlane.core.store.postgres.ann import AnnBuilder
-from memlane.core.store.postgres.blockrows import COLUMNS, LIVE, filter_sql, now_epoch, sides_json, to_block
+from memlane.core.store.postgres.blockrows import COLUMNS, LIVE, filter_sql, now_epoch, restricts, sides_json, to_block
 from memlane.core.store.postgres.blocks import (
     INTEGRITY_CHECKS,
     add_session_terms,
@@ -55,12 +57,13 @@ from memlane.core.store.postgres.blocks import (
     last_exchange,
     take_session_terms,
 )
+from memlane.core.store.postgres.cachewrites import CacheWriter
 from memlane.core.store.postgres.calllog import StoreCallLog
 from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys, next_ids
 from memlane.core.store.postgres.probe import postgres_reason, probe_write
 from memlane.core.store.postgres.queue import PostgresJobQueue
 from memlane.core.store.postgres.schema import migrate, prepare_database, store_exists
-from memlane.core.store.postgres.tenant import user_key
+from memlane.core.store.postgres.tenant import held_by, user_key
 from memlane.core.store.postgres.url import redact
 from memlane.core.store.rows import continue_sessions
 from memlane.core.timefmt import now_utc, to_epoch
@@ -111,23 +114,18 @@ class PostgresStore:
         self.durability = durability
         self._where = redact(url) + (f" (schema {schema})" if schema else "")
         self.ann_settings = ann or AnnSettings()
-        self.ann = AnnBuilder(self.ann_settings, self.autocommit)
+        self.ann = AnnBuilder(self.ann_settings, self._ann_place)
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=int(timeout_s)) as conn:
                 if not create and not store_exists(conn, schema):
                     raise StoreNotFoundError(f"no store at {self._where} (no memlane tables there)")
-                self._search_path = prepare_database(conn, schema)
+                self.search_path = prepare_database(conn, schema)
                 conn.autocommit = False
                 migrate(conn)
                 self.citus, self.distributed = citus.distribute_on_first_use(conn, with_data=distribute)
-                if self.citus:
-                    # A per-user partial index would be made on every shard of every node: large users are
-                    # searched exactly on a distributed store (docs/scaling.md).
-                    self.ann_settings = replace(self.ann_settings, threshold=None)
-                    self.ann = AnnBuilder(self.ann_settings, self.autocommit)
-                row = conn.execute("SELECT 'vector'::regtype::oid").fetchone()
+                row = conn.execute("SELECT 'vector'::regtype::oid, 'vector[]'::regtype::oid").fetchone()
                 assert row is not None
-                self.vector_oid = int(row[0])
+                self.vector_oid, self._vector_array_oid = int(row[0]), int(row[1])
         except psycopg.Error as exc:
             raise StoreError(f"cannot open the store at {self._where}: {exc}") from exc
         self._pool: ConnectionPool[Conn] = ConnectionPool(
@@ -142,6 +140,7 @@ class PostgresStore:
             reconnect_timeout=RECONNECT_S,
             name="memlane",
         )
+        self._cache_writer = CacheWriter(self.put_vectors)
         try:
             self._pool.open(wait=True, timeout=timeout_s)
         except psycopg.Error as exc:
@@ -151,13 +150,13 @@ class PostgresStore:
     # -- connections and transactions -------------------------------------------------------------------
 
     def _configure(self, conn: Conn) -> None:
-        register_vector(conn, self.vector_oid)
+        register_vector(conn, self.vector_oid, self._vector_array_oid)
         conn.autocommit = True
         # Statements psycopg prepares would otherwise switch to a generic plan after five runs, one planned
         # for an average user: a seq scan of every user's rows where a small user needs an index scan.
         conn.execute("SET plan_cache_mode TO force_custom_plan")
-        if self._search_path:
-            conn.execute(f"SET search_path TO {self._search_path}")
+        if self.search_path:
+            conn.execute(f"SET search_path TO {self.search_path}")
         if self.durability == "normal":
             conn.execute("SET synchronous_commit TO off")
         conn.autocommit = False
@@ -196,16 +195,37 @@ class PostgresStore:
             reason = postgres_reason(exc, default="database error")
             raise StoreError(f"database operation failed on {self._where}: {exc}", reason=reason) from exc
 
+    @contextmanager
+    def single(self) -> Iterator[Conn]:
+        """A pooled connection for one statement: in autocommit mode on Citus, where a statement outside a
+        transaction block goes to its worker alone (no remote BEGIN and COMMIT: two round trips fewer, and a
+        call of a distributed function is handed to the user's node whole); in a transaction on one server."""
+        with self.autocommit() if self.citus else self.transaction() as conn:
+            yield conn
+
     def query(self, statement: str, params: Sequence[object] | dict[str, object] = ()) -> list[tuple[Any, ...]]:
-        """A read in its own transaction, for the store's own modules and tests."""
-        with self.transaction() as conn:
+        """A read of one statement (:meth:`single`), for the store's own modules and tests."""
+        with self.single() as conn:
             return conn.execute(statement, params).fetchall()
 
     def close(self) -> None:
-        """Cancel and wait for the index builds this store runs, then close the pool and every connection
-        in it."""
+        """Cancel and wait for the index builds this store runs, write the cache entries handed over, then
+        close the pool and every connection in it."""
         self.ann.close()
+        self._cache_writer.close()
         self._pool.close()
+
+    def _ann_place(self, user_id: int) -> ann.Place:
+        """Where the user's approximate index is: ``key_vectors`` here, or on Citus the shard holding the user,
+        on its worker (:func:`memlane.core.store.postgres.citus.ann_place`)."""
+        if self.citus:
+            return citus.ann_place(self, user_id)
+        return ann.Place(self.autocommit, sql.Identifier("key_vectors"), ann.index_name(user_id))
+
+    def _settle_cache(self) -> None:
+        """Before a deletion drops cached vectors: the cache entries this process has handed over are
+        written, so that none lands after it (:mod:`memlane.core.store.postgres.cachewrites`)."""
+        self._cache_writer.flush()
 
     # -- settings bound to the database ------------------------------------------------------------------
 
@@ -366,6 +386,7 @@ class PostgresStore:
     def delete_session(self, user: str, session_id: str) -> list[MemoryBlock]:
         """The session and its blocks (expired ones too), deleted as completely as by delete_block, in one
         transaction; the blocks as they were."""
+        self._settle_cache()
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             if user_id is None or sessions.session_row(conn, user_id, session_id) is None:
@@ -403,6 +424,7 @@ class PostgresStore:
         keys (message, summary, facts) go with their vectors (and so their ANN entries: the index follows
         the table in the same transaction), tsvectors, keyword statistics and the sessions' people's words,
         and the new message key comes in."""
+        self._settle_cache()
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             row = None
@@ -540,6 +562,7 @@ class PostgresStore:
     def delete_ttl_expired(
         self, user: str, *, now: float, limit: int | None, dry_run: bool = False
     ) -> list[MemoryBlock]:
+        self._settle_cache()
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             if user_id is None:
@@ -642,6 +665,18 @@ class PostgresStore:
         UserDeletedError (nothing written) if the user was deleted since."""
         if len(blocks) != len(vectors):
             raise StoreError(f"{len(blocks)} blocks but {len(vectors)} vectors")
+        if self.citus:
+            try:
+                with self.autocommit() as conn:
+                    job_ids = delegated.write(
+                        conn, user, user_key(user), blocks, vectors, since=epoch, name_sha256=name_sha256(user),
+                        now=to_epoch(now_utc()), attempts=enqueue_attempts, default_ttl_s=default_ttl_s,
+                    )  # fmt: skip
+            except delegated.Elsewhere:
+                pass  # the user's shard moved as the call went out: written through the coordinator instead
+            else:
+                self.cache_within(None, cache_entries)()
+                return job_ids
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=True)
             assert user_id is not None
@@ -681,6 +716,7 @@ class PostgresStore:
     def delete_block(self, user: str, block_id: str) -> MemoryBlock:
         """Delete one block with its keys, vectors and jobs, and return it as it was; NotFoundError if it is
         not the user's."""
+        self._settle_cache()
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             row = conn.execute(
@@ -710,6 +746,7 @@ class PostgresStore:
         ``limit`` of them, decided and (unless ``dry_run``) deleted in one transaction that holds the user's
         row lock: an add of the same user commits before (and is counted among the newest) or after (and
         was not seen); an unknown user has none."""
+        self._settle_cache()
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             if user_id is None:
@@ -725,6 +762,7 @@ class PostgresStore:
         """Remove the user and everything of theirs (blocks, search keys, vectors, tsvectors, jobs, cached
         vectors no other user shares, API keys), and record the deletion so that no add in flight brings
         them back. NotFoundError if unknown."""
+        self._settle_cache()
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             if user_id is None:
@@ -740,14 +778,16 @@ class PostgresStore:
             keys = conn.execute("DELETE FROM api_keys WHERE user_id = %s", (user_id,)).rowcount
             conn.execute("DELETE FROM retention_policies WHERE user_id = %s", (user_id,))
             conn.execute("DELETE FROM llm_calls WHERE user_id = %s", (user_id,))
-            conn.execute("DELETE FROM users WHERE id = %s", (user_id,))
+            row = conn.execute("DELETE FROM users WHERE id = %s RETURNING n_keys", (user_id,)).fetchone()
             ann.drop_user(conn, user_id)
             accounts.record_deletion(conn, user)
+        if self.citus and row is not None and self.ann_settings.applies(int(row[0])):
+            citus.drop_ann(self, user_id)  # a worker's index is out of the deletion's reach
         return DeletedUser(blocks=int(n), keys=int(keys))
 
     def deletion_epoch(self) -> int:
         """The store's deletion epoch: what an add reads before its slow part (core/store/deletions.py)."""
-        with self.transaction() as conn:
+        with self.single() as conn:
             return accounts.deletion_epoch(conn)
 
     def own_call_log(self) -> StoreCallLog:
@@ -873,12 +913,20 @@ class PostgresStore:
     ) -> list[tuple[int, float]]:
         """Cosine top-k blocks of ``user`` (block reference, similarity), computed in the database: an exact
         scan, or past the threshold the user's HNSW index (:mod:`memlane.core.store.postgres.ann`); filters
-        and expiry as :func:`memlane.core.store.postgres.search.vector_top_blocks` applies them."""
+        and expiry as :func:`memlane.core.store.postgres.search.vector_top_blocks` applies them. On Citus a
+        search without filters runs on the user's node (:meth:`gather`), through the index on the user's
+        shard; a filtered one is routed statement by statement, and scans exactly."""
+        if self.citus and not restricts(filters):
+            ask = Gather("", query, False, k, kinds, after, before, BM25_K1, BM25_B, now=now)
+            read = self._on_users_node(user, ask)
+            if read is not None:
+                return read.rankings["vector"]
         unindexed: list[int] = []
         with self.transaction() as conn:
             found = search.vector_top_blocks(
-                conn, user, query, k, kinds=kinds, after=after, before=before, ann=self.ann_settings,
-                build_index=unindexed.append, filters=filters, now=now,
+                conn, user, query, k, kinds=kinds, after=after, before=before,
+                ann=EXACT if self.citus else self.ann_settings, build_index=unindexed.append, filters=filters,
+                now=now,
             )  # fmt: skip
         # After the search's transaction: CREATE INDEX CONCURRENTLY waits for every older transaction.
         for user_id in unindexed:
@@ -900,8 +948,14 @@ class PostgresStore:
         else:
             rows = [(int(i), int(n), str(name)) for i, n, name in self.query(
                 "SELECT id, n_keys, name FROM users ORDER BY name")]  # fmt: skip
-        with self.transaction() as conn:
-            return [ann.status(conn, self.ann_settings, i, name, n) for i, n, name in rows]
+        return [self._index_status(i, name, n) for i, n, name in rows]
+
+    def _index_status(self, user_id: int, user: str, keys: int) -> IndexStatus:
+        if self.citus and not self.ann_settings.applies(keys):  # below the threshold: its worker is not asked
+            return IndexStatus(user, keys, False, "none")
+        place = self._ann_place(user_id)
+        with place.connect() as conn:
+            return ann.status(conn, self.ann_settings, place.index, user, keys)
 
     def _index_user(self, user: str) -> tuple[int, int]:
         rows = self.query("SELECT id, n_keys FROM users WHERE id = %s AND name = %s", (user_key(user), user))
@@ -929,6 +983,28 @@ class PostgresStore:
                 conn, user, query, k, kinds=kinds, after=after, before=before, k1=k1, b=b, filters=filters, now=now
             )
 
+    def gather(self, user: str, ask: Gather) -> Gathered:
+        """A search's reads: on Citus, without filters, in one call of a function the coordinator hands to the
+        user's node (:mod:`memlane.core.store.postgres.delegated`); otherwise one method each."""
+        if self.citus and not restricts(ask.filters):
+            found = self._on_users_node(user, ask)
+            if found is not None:
+                return found
+        return gather_stepwise(self, user, ask)
+
+    def _on_users_node(self, user: str, ask: Gather) -> Gathered | None:
+        """``ask`` read by the function on the user's node; None if the user's shard moved as the call went
+        out (the caller reads through the coordinator). A user past the threshold with no index gets one."""
+        user_id = user_key(user)
+        try:
+            with self.autocommit() as conn:
+                found, unindexed = delegated.gather(conn, user, user_id, ask, self.ann_settings, now_epoch(ask.now))
+        except delegated.Elsewhere:
+            return None
+        if unindexed:
+            self.ann.ensure(user_id)
+        return found
+
     def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:
         """The query terms' counts in the user's sessions' people's words
         (:func:`memlane.core.store.postgres.search.session_word_counts`); None when nothing can match."""
@@ -945,6 +1021,7 @@ class PostgresStore:
         must not stop another's add."""
         if not hashes:
             return {}
+        self._settle_cache()  # what this process cached a moment ago is found
         try:
             rows = self.query(
                 "SELECT hash, vector FROM embed_cache WHERE model_id = %s AND hash = ANY(%s)", (model_id, list(hashes))
@@ -956,30 +1033,37 @@ class PostgresStore:
             return {}
         return {str(h): np.frombuffer(bytes(v), dtype=np.float32) for h, v in rows}
 
-    def cache_within(self, conn: Conn, cache_entries: tuple[str, dict[str, Vectors]] | None) -> Callable[[], None]:
+    def cache_within(
+        self, conn: Conn | None, cache_entries: tuple[str, dict[str, Vectors]] | None
+    ) -> Callable[[], None]:
         """Cache an add's (or a completion's) embeddings: on one server inside the caller's transaction; on
-        Citus after it commits (what this returns does it; it does nothing otherwise), in a transaction of
-        their own whose failure only loses cache entries. The cache is distributed by content hash, so inside
-        the add it would make every add a transaction across nodes, and a down worker would stop the adds of
-        users whose rows are elsewhere."""
+        Citus once it has committed (what this returns hands them over; it does nothing otherwise), written
+        soon after on a thread of the store's (:mod:`memlane.core.store.postgres.cachewrites`). The cache is
+        distributed by content hash, so inside the add it would make every add a transaction across nodes,
+        and a down worker would stop the adds of users whose rows are elsewhere."""
         if not cache_entries or not cache_entries[1]:
             return lambda: None
         if not self.citus:
+            assert conn is not None
             self.put_vectors_in(conn, *cache_entries)
             return lambda: None
-
-        def after() -> None:
-            try:
-                self.put_vectors(*cache_entries)
-            except StoreError as exc:
-                log.warning("embeddings not cached: %s", exc)
-
-        return after
+        return lambda: self._cache_writer.submit(*cache_entries)
 
     def put_vectors(self, model_id: str, items: dict[str, Vectors]) -> None:
-        """Cache embeddings by content hash, in a transaction of their own."""
-        with self.transaction() as conn:
-            self.put_vectors_in(conn, model_id, items)
+        """Cache embeddings by content hash, in a transaction of their own (on Citus one statement of rows,
+        which goes to the shard of each hash: for one text one shard, committed there alone)."""
+        if not self.citus:
+            with self.transaction() as conn:
+                self.put_vectors_in(conn, model_id, items)
+            return
+        ordered = sorted(items)
+        rows = sql.SQL(", ").join(sql.SQL("(%s, %s, %s)") for _ in ordered)
+        insert = sql.SQL("INSERT INTO embed_cache(model_id, hash, vector) VALUES {} ON CONFLICT DO NOTHING")
+        with self.single() as conn:
+            conn.execute(
+                insert.format(rows),
+                [x for h in ordered for x in (model_id, h, np.asarray(items[h], dtype=np.float32).tobytes())],
+            )
 
     @staticmethod
     def put_vectors_in(conn: Conn, model_id: str, items: dict[str, Vectors]) -> None:
@@ -1023,9 +1107,9 @@ class PostgresStore:
             )
         }
         out["users"] = len(rows)
-        out["ann_index"] = int(
-            self.query("SELECT count(*) FROM pg_class WHERE oid = to_regclass(%s)", (ann.index_name(uid),))[0][0]
-        )
+        place = self._ann_place(uid)
+        with place.connect() as conn:
+            out["ann_index"] = int(ann.index_state(conn, place.index) != "none")
         return out
 
     def integrity_check(self) -> list[str]:
@@ -1042,7 +1126,8 @@ class PostgresStore:
         """With ``quick``, the pages that failed their checksum; otherwise memlane's cross-table checks and
         amcheck's, where installed (:mod:`memlane.core.store.postgres.check`)."""
         with self.autocommit() as conn:
-            return pg_check.quick_check(conn) if quick else pg_check.full_check(conn)
+            found = pg_check.quick_check(conn) if quick else pg_check.full_check(conn)
+        return found + citus.ann_report(self) if self.citus and not quick else found
 
 
 def _block_filter(user: str, conversation_id: str | None, session_id: str | None) -> tuple[str, list[object]]:
@@ -1064,4 +1149,4 @@ def _refuse_collision(conn: Conn, user_id: int, user: str) -> None:
     names with one hash, :mod:`memlane.core.store.postgres.tenant`); a row of this very name is fine."""
     row = conn.execute("SELECT name FROM users WHERE id = %s", (user_id,)).fetchone()
     if row is not None and str(row[0]) != user:
-        raise StoreError(f"user {user!r} cannot be created: its id {user_id} is held by user {str(row[0])!r}")
+        raise held_by(user, user_id, str(row[0]))

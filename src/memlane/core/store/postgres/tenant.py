@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 
+from memlane.core.errors import StoreError
+
 # The same function in SQL (migration 9 computed existing users' ids with it); ``{}`` is the name.
 USER_KEY_SQL = "((('x' || left(encode(sha256(convert_to({}, 'UTF8')), 'hex'), 16))::bit(64) >> 1)::bigint)"
 
@@ -22,3 +24,8 @@ USER_KEY_SQL = "((('x' || left(encode(sha256(convert_to({}, 'UTF8')), 'hex'), 16
 def user_key(name: str) -> int:
     """The user id of ``name``."""
     return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "big") >> 1
+
+
+def held_by(user: str, user_id: int, holder: str) -> StoreError:
+    """What refuses creating ``user`` when its id is held by another name, ``holder``."""
+    return StoreError(f"user {user!r} cannot be created: its id {user_id} is held by user {holder!r}")

@@ -49,6 +49,7 @@ from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.cache import UserCache
 from memlane.core.store.check import StoreCheck
+from memlane.core.store.gather import Gather, Gathered, gather_stepwise
 from memlane.core.store.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
 from memlane.core.store.rows import continue_sessions, row_to_block
 from memlane.core.store.sqlite import accounts, expiry
@@ -733,6 +734,10 @@ class SqliteStore:
         return bm25_top_blocks(
             index, weights, avgdl, k, kinds=codes, after=after, before=before, k1=k1, b=b, blocks=blocks
         )
+
+    def gather(self, user: str, ask: Gather) -> Gathered:
+        """A search's reads, one method each: every read is in process here."""
+        return gather_stepwise(self, user, ask)
 
     def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:
         """The query terms' counts in the user's sessions' people's words

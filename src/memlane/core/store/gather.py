@@ -1,0 +1,117 @@
+"""What one search asks of a store (:class:`Gather`) and what it gets back (:class:`Gathered`), in one call.
+
+A search reads each retriever's candidates, then, for context rescoring, the candidates' places and their
+sessions' counts of the query's words (:func:`memlane.core.retrieval.pipeline.collect`). A store whose
+every read is a round trip to another machine (PostgreSQL on Citus, where each one crosses the coordinator)
+answers the whole of it at once (``Store.gather``); a store that reads in process answers it step by step,
+with the same methods a caller can use one at a time (:func:`gather_stepwise`). Either way the answer is
+the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from memlane.core.embedding.protocol import Vectors
+from memlane.core.model import Filters
+from memlane.core.ranking.session_words import SessionWordCounts
+
+Ranked = list[tuple[int, float]]
+
+
+@dataclass(frozen=True)
+class Gather:
+    """One search's reads: the vector retriever's top ``k`` blocks for ``vector`` (None: no vector
+    retriever), the keyword retriever's for ``query`` (``keyword``), with the key ``kinds`` (None: all),
+    event times in [``after``, ``before``), BM25's ``k1`` and ``b``, among the blocks ``filters`` keep, as
+    of ``now``; with ``context`` the places of every candidate, and with ``words`` too, their sessions'
+    counts of the query's words."""
+
+    query: str
+    vector: Vectors | None
+    keyword: bool
+    k: int
+    kinds: frozenset[str] | None
+    after: float | None
+    before: float | None
+    k1: float
+    b: float
+    filters: Filters | None = None
+    context: bool = False
+    words: bool = False
+    now: float | None = None
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """What a :class:`Gather` found: each retriever's (block reference, score) list, best first
+    (``vector`` first, then ``keyword``, each only if asked), the candidates' (session, exchange index,
+    event time) when ``context`` was asked, and their sessions' word counts when ``words`` was (None: no
+    session holds a query word)."""
+
+    rankings: dict[str, Ranked]
+    positions: dict[int, tuple[str, int, float]]
+    word_counts: SessionWordCounts | None
+
+
+class StepwiseStore(Protocol):
+    """The reads :func:`gather_stepwise` makes, one call each (``memlane.core.store.protocol.Store``'s)."""
+
+    def vector_candidates(
+        self,
+        user: str,
+        query: Vectors,
+        k: int,
+        *,
+        kinds: frozenset[str] | None = None,
+        after: float | None = None,
+        before: float | None = None,
+        filters: Filters | None = None,
+        now: float | None = None,
+    ) -> Ranked: ...
+
+    def keyword_candidates(
+        self,
+        user: str,
+        query: str,
+        k: int,
+        *,
+        kinds: frozenset[str] | None = None,
+        after: float | None = None,
+        before: float | None = None,
+        k1: float = ...,
+        b: float = ...,
+        filters: Filters | None = None,
+        now: float | None = None,
+    ) -> Ranked: ...
+
+    def block_positions(self, user: str, refs: Sequence[int]) -> dict[int, tuple[str, int, float]]: ...
+
+    def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None: ...
+
+
+def gather_stepwise(store: StepwiseStore, user: str, ask: Gather) -> Gathered:
+    """``ask`` answered by one call per read: each retriever, then the candidates' places, then their
+    sessions' word counts."""
+    rankings: dict[str, Ranked] = {}
+    if ask.vector is not None:
+        rankings["vector"] = store.vector_candidates(
+            user, ask.vector, ask.k, kinds=ask.kinds, after=ask.after, before=ask.before, filters=ask.filters,
+            now=ask.now,
+        )  # fmt: skip
+    if ask.keyword:
+        rankings["keyword"] = store.keyword_candidates(
+            user, ask.query, ask.k, kinds=ask.kinds, after=ask.after, before=ask.before, k1=ask.k1, b=ask.b,
+            filters=ask.filters, now=ask.now,
+        )  # fmt: skip
+    positions: dict[int, tuple[str, int, float]] = {}
+    if ask.context:
+        # Context reads every candidate's session and place, not its text.
+        refs = list(dict.fromkeys(ref for ranked in rankings.values() for ref, _ in ranked))
+        positions = store.block_positions(user, refs) if refs else {}
+    counts = None
+    if ask.words and positions:
+        counts = store.session_word_counts(user, ask.query, sorted({p[0] for p in positions.values()}))
+    return Gathered(rankings, positions, counts)
