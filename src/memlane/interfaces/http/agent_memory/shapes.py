@@ -37,6 +37,10 @@ def iso(at: datetime) -> str:
 
 
 class PageFields(BaseModel):
+    """A page's counts. A page's answer lists its items first and these after: a page model names its
+    list in a class of its own and inherits ``(PageFields, ThatList)``, since pydantic orders fields from
+    the last base to the first."""
+
     count: int = Field(description="How many items this answer holds.")
     total: int = Field(description="How many items match, on every page.")
     limit: int
@@ -54,8 +58,12 @@ class UserOut(BaseModel):
     sessions: list[str] | None = Field(default=None, description="Its session ids, newest first (one user only).")
 
 
-class UserPage(PageFields):
+class UserList(BaseModel):
     users: list[UserOut]
+
+
+class UserPage(PageFields, UserList):
+    pass
 
 
 def user_out(info: UserInfo, sessions: Sequence[str] | None = None) -> UserOut:
@@ -76,8 +84,12 @@ class SessionOut(BaseModel):
     blocks_ttl: int | None = Field(default=None, description="The default TTL of its blocks, in seconds (0: never).")
 
 
-class SessionPage(PageFields):
+class SessionList(BaseModel):
     sessions: list[SessionOut]
+
+
+class SessionPage(PageFields, SessionList):
+    pass
 
 
 def session_out(s: Session) -> SessionOut:
@@ -161,13 +173,16 @@ def hit_out(hit: Hit) -> BlockOut:
     return block_out(hit.block, rel_score=round(float(hit.score), 6))
 
 
-class BlocksFound(BaseModel):
+class BlockList(BaseModel):
     memory_blocks: list[BlockOut]
+
+
+class BlocksFound(BlockList):
     count: int
 
 
-class BlockPage(PageFields):
-    memory_blocks: list[BlockOut]
+class BlockPage(PageFields, BlockList):
+    pass
 
 
 class RejectedOut(BaseModel):
@@ -227,12 +242,20 @@ class VersionOut(BaseModel):
     is_current: bool
 
 
-class PromptPage(PageFields):
+class PromptList(BaseModel):
     prompts: list[PromptOut]
 
 
-class VersionPage(PageFields):
+class PromptPage(PageFields, PromptList):
+    pass
+
+
+class VersionList(BaseModel):
     versions: list[VersionOut]
+
+
+class VersionPage(PageFields, VersionList):
+    pass
 
 
 def prompt_out(p: Prompt) -> PromptOut:
