@@ -230,37 +230,49 @@ def main() -> None:
 
 
 def register_all() -> None:
-    from memlane.interfaces.cli.bench_cmds import register as register_bench
     from memlane.interfaces.cli.block_cmds import register as register_blocks
     from memlane.interfaces.cli.check_cmds import register as register_check
     from memlane.interfaces.cli.config_cmds import register as register_config
-    from memlane.interfaces.cli.dataset_cmds import register as register_datasets
     from memlane.interfaces.cli.extract_cmds import register as register_extract
+    from memlane.interfaces.cli.extras import missing, needs_extra
     from memlane.interfaces.cli.index_cmds import register as register_index
     from memlane.interfaces.cli.key_cmds import register as register_keys
     from memlane.interfaces.cli.memory_cmds import register as register_memory
     from memlane.interfaces.cli.prompt_cmds import register as register_prompts
-    from memlane.interfaces.cli.qa_cmds import register as register_qa
     from memlane.interfaces.cli.retention_cmds import register as register_retention
-    from memlane.interfaces.cli.serve_cmds import register as register_serve
     from memlane.interfaces.cli.session_cmds import register as register_sessions
     from memlane.interfaces.cli.shards_cmds import register as register_shards
     from memlane.interfaces.cli.user_cmds import register as register_users
 
-    if "add" not in cli.commands:
-        register_memory(cli)
-        register_blocks(cli)
-        register_sessions(cli)
-        register_prompts(cli)
-        register_users(cli)
-        register_keys(cli)
-        register_extract(cli)
+    if "add" in cli.commands:
+        return
+    register_memory(cli)
+    register_blocks(cli)
+    register_sessions(cli)
+    register_prompts(cli)
+    register_users(cli)
+    register_keys(cli)
+    register_extract(cli)
+    if absent := missing("bench"):
+        for name in ("bench", "datasets"):
+            cli.add_command(needs_extra(name, "bench", absent))
+    else:
+        from memlane.interfaces.cli.bench_cmds import register as register_bench
+        from memlane.interfaces.cli.dataset_cmds import register as register_datasets
+        from memlane.interfaces.cli.qa_cmds import register as register_qa
+
         register_bench(cli)
         register_datasets(cli)
         register_qa(cli)
+    if absent := missing("server"):
+        for name in ("serve", "mcp"):
+            cli.add_command(needs_extra(name, "server", absent))
+    else:
+        from memlane.interfaces.cli.serve_cmds import register as register_serve
+
         register_serve(cli)
-        register_retention(cli)
-        register_config(cli)
-        register_shards(cli)
-        register_check(cli)
-        register_index(cli)
+    register_retention(cli)
+    register_config(cli)
+    register_shards(cli)
+    register_check(cli)
+    register_index(cli)
