@@ -6,6 +6,7 @@ import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from importlib import import_module
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -229,6 +230,14 @@ def main() -> None:
     cli()
 
 
+# The commands of an optional extra: the extra, the commands it brings, the modules that register them (they
+# are imported only when the extra is installed; without it each command says which extra to install).
+OPTIONAL_COMMANDS = (
+    ("bench", ("bench", "datasets"), ("bench_cmds", "dataset_cmds", "qa_cmds")),
+    ("server", ("serve", "mcp"), ("serve_cmds",)),
+)
+
+
 def register_all() -> None:
     from memlane.interfaces.cli.block_cmds import register as register_blocks
     from memlane.interfaces.cli.check_cmds import register as register_check
@@ -253,24 +262,13 @@ def register_all() -> None:
     register_users(cli)
     register_keys(cli)
     register_extract(cli)
-    if absent := missing("bench"):
-        for name in ("bench", "datasets"):
-            cli.add_command(needs_extra(name, "bench", absent))
-    else:
-        from memlane.interfaces.cli.bench_cmds import register as register_bench
-        from memlane.interfaces.cli.dataset_cmds import register as register_datasets
-        from memlane.interfaces.cli.qa_cmds import register as register_qa
-
-        register_bench(cli)
-        register_datasets(cli)
-        register_qa(cli)
-    if absent := missing("server"):
-        for name in ("serve", "mcp"):
-            cli.add_command(needs_extra(name, "server", absent))
-    else:
-        from memlane.interfaces.cli.serve_cmds import register as register_serve
-
-        register_serve(cli)
+    for extra, names, modules in OPTIONAL_COMMANDS:
+        if absent := missing(extra):
+            for name in names:
+                cli.add_command(needs_extra(name, extra, absent))
+        else:
+            for module in modules:
+                import_module(f"memlane.interfaces.cli.{module}").register(cli)
     register_retention(cli)
     register_config(cli)
     register_shards(cli)
