@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A stranger's install: build memlane's wheel, install it into a fresh virtual environment (its dependencies
-# come from PyPI), then run the README's Python and CLI quickstarts with the default embedder and no network
-# at all (a network namespace of their own, where the machine allows one).
+# come from PyPI) without extras, then run the README's Python and CLI quickstarts with the default embedder
+# and no network at all (a network namespace of their own, where the machine allows one); then check that
+# the server and bench commands name their extra, install both and run the console and the data sets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -43,6 +44,18 @@ echo "wheel.sh: Python quickstart" >&2
 "${offline[@]}" "$work/venv/bin/python" "$work/quickstart.py"
 echo "wheel.sh: CLI quickstart" >&2
 "${offline[@]}" env PATH="$work/venv/bin:$PATH" bash -euo pipefail "$work/quickstart.sh"
+echo "wheel.sh: without the server and bench extras, their commands name the extra" >&2
+for cmd in serve bench; do
+    set +e
+    out=$("$work/venv/bin/memlane" "$cmd" 2>&1)
+    rc=$?
+    set -e
+    if [ "$rc" != 2 ] || ! grep -q "pip install 'memlane\[" <<<"$out" || grep -q Traceback <<<"$out"; then
+        echo "wheel.sh: memlane $cmd without its extra: exit $rc, $out" >&2
+        exit 1
+    fi
+done
+"$work/venv/bin/python" -m pip install -q "$wheel[server,bench]" >&2
 echo "wheel.sh: the memory console from the installed wheel" >&2
 MEMLANE_STORE="$work/run/console.db" "$work/venv/bin/python" - "$work/venv/bin/memlane" <<'PY'
 import re, subprocess, sys, urllib.request

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 import pytest
 from console_support import ADMIN_KEY, FAILING_TEXT, Console, Tab
 
-import memlane.core.memory as memory_module
+import memlane.core.ingest as ingest_module
 from memlane.core.names import check_stored_name
 
 PHONE = {"width": 390, "height": 844}
@@ -34,7 +34,7 @@ def test_an_id_no_url_can_carry_is_refused_and_a_stored_one_says_how_to_reach_it
     tab: Tab, console: Console, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as patch:  # stored by a memlane that let a "/" in
-        patch.setattr(memory_module, "check_name", check_stored_name)
+        patch.setattr(ingest_module, "check_name", check_stored_name)
         console.memory.add("acme/bob", [{"role": "user", "content": "I keep bees."}])
     tab.sign_in(ADMIN_KEY)
     row = tab.page.locator("[data-user='acme/bob']")

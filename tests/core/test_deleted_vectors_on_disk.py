@@ -20,6 +20,7 @@ from vector_scan import DIM, files_with_vector
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.memory import Memory
+from memlane.core.model import Filters
 from memlane.core.retention import RetentionPolicy
 from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.sqlite import SqliteStore, ann, annscrub
@@ -65,6 +66,15 @@ def test_several_deleted_blocks(memory: Memory, tmp_path: Path) -> None:
         memory.delete("erin", block_id)
     assert files_with_vector(tmp_path, SECRET) == []
     assert files_with_vector(tmp_path, "Second secret: the safe opens with nine nine two.") == []
+
+
+def test_blocks_deleted_by_filters_in_one_call(memory: Memory, tmp_path: Path) -> None:
+    second = "Second secret: the safe opens with nine nine two."
+    ids = indexed(memory, "erin", [SECRET, second, *OTHERS])
+    assert memory.delete_blocks("erin", Filters(block_ids=tuple(ids[:2]))) == ids[:2]
+    assert files_with_vector(tmp_path, SECRET) == []
+    assert files_with_vector(tmp_path, second) == []
+    assert [h.block.message for h in memory.search("erin", OTHERS[3], k=1, mode="vector")] == [OTHERS[3]]
 
 
 def test_a_deleted_session(memory: Memory, tmp_path: Path) -> None:
@@ -184,6 +194,7 @@ KILLED = """
 import os, sys
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.memory import Memory
+from memlane.core.model import Filters
 from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.sqlite import annscrub
 mem = Memory.open(sys.argv[1], embedder=HashingEmbedder({dim}), ann=AnnSettings(threshold=0, background=False))

@@ -15,6 +15,7 @@ import pytest
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.llm import CallLog, ChatMessage, ScriptedLLM
 from memlane.core.memory import Memory
+from memlane.core.model import Filters
 from memlane.core.retention import RetentionPolicy
 from memlane.core.store.sqlite import SqliteStore
 
@@ -57,6 +58,14 @@ def test_a_deleted_block_is_in_no_file(memory: Memory, tmp_path: Path) -> None:
     res = memory.add("erin", chat(f"My {MARKER} plays the oboe."), extract="sync", perspective="single")
     memory.add("erin", chat("Erin drinks tea."), extract="sync")
     memory.delete("erin", res.block_ids[0])
+    assert files_holding(tmp_path, MARKER) == []
+
+
+def test_blocks_deleted_by_filters_are_in_no_file(memory: Memory, tmp_path: Path) -> None:
+    memory.add("erin", chat(f"My {MARKER} plays the oboe."), extract="sync", session_id="music")
+    memory.add("erin", chat(f"The {MARKER} also sings."), extract="sync", session_id="music")
+    memory.add("erin", chat("Erin drinks tea."), extract="sync")
+    assert len(memory.delete_blocks("erin", Filters(sessions=("music",)))) == 4
     assert files_holding(tmp_path, MARKER) == []
 
 
@@ -104,6 +113,7 @@ def test_an_updated_exchanges_old_side_and_annotation_are_in_no_file(memory: Mem
 KILLED_AFTER_UPDATE = """
 import sys
 from memlane.core.memory import Memory
+from memlane.core.model import Filters
 mem = Memory.open(sys.argv[1], embedder="hashing")
 block = mem.add_facts("erin", [sys.argv[2]]).block_ids[0]
 mem.add_facts("erin", ["Erin drinks tea."])

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from redteam_support import assert_clean_refusal, run_cli, store_content
 
-import memlane.core.memory as memory_module
+import memlane.core.ingest as ingest_module
 from mcp import Client
 from memlane.core.errors import ValidationError
 from memlane.core.memory import Memory
@@ -148,7 +148,7 @@ LEGACY = ["bob\u202egnp.exe", "bob ", "carol\x7f", "Jose\u0301"]
 def written_under_the_old_rule(path: Path, monkeypatch: pytest.MonkeyPatch, write: Callable[[Memory], object]) -> Path:
     """A store at ``path`` that ``write`` filled under the old rule (non-empty, no C0 control characters)."""
     with monkeypatch.context() as patch:
-        patch.setattr(memory_module, "check_name", check_stored_name)
+        patch.setattr(ingest_module, "check_name", check_stored_name)
         mem = Memory.open(path, embedder="hashing")
         try:
             write(mem)

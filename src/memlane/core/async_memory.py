@@ -275,6 +275,10 @@ class AsyncMemory(OffLoop):
         """See :meth:`Memory.delete`."""
         await self._run(self.memory.delete, user, block_id)
 
+    async def delete_blocks(self, user: str, filters: Filters) -> builtins.list[str]:
+        """See :meth:`Memory.delete_blocks`."""
+        return await self._run(self.memory.delete_blocks, user, filters)
+
     async def delete_user(self, user: str) -> int:
         """See :meth:`Memory.delete_user`."""
         return await self._run(self.memory.delete_user, user)
@@ -419,6 +423,8 @@ class AsyncMemory(OffLoop):
         prompt: tuple[str, int | None] | str | None = None,
         extract: ExtractMode | None = None,
         sync_timeout_s: float | None = None,
+        max_tokens: int | None = None,
+        max_queued: int | None = None,
     ) -> AddResult:
         """See :meth:`Memory.add_facts`."""
         return await self._run(
@@ -433,6 +439,8 @@ class AsyncMemory(OffLoop):
             prompt=prompt,
             extract=extract,
             sync_timeout_s=sync_timeout_s,
+            max_tokens=max_tokens,
+            max_queued=max_queued,
         )
 
     async def add_exchanges(
@@ -448,6 +456,8 @@ class AsyncMemory(OffLoop):
         prompt: tuple[str, int | None] | str | None = None,
         extract: ExtractMode | None = None,
         sync_timeout_s: float | None = None,
+        max_tokens: int | None = None,
+        max_queued: int | None = None,
     ) -> AddResult:
         """See :meth:`Memory.add_exchanges`."""
         return await self._run(
@@ -462,6 +472,8 @@ class AsyncMemory(OffLoop):
             prompt=prompt,
             extract=extract,
             sync_timeout_s=sync_timeout_s,
+            max_tokens=max_tokens,
+            max_queued=max_queued,
         )
 
     async def update(

@@ -12,6 +12,7 @@ MemlaneError
 │   ├── AlreadyExistsError creating a user, session or prompt whose id is taken
 │   ├── SessionEndedError  a write or update into an ended session; ending a session twice
 │   └── PromptArchivedError using or updating an archived prompt
+├── QueueFullError         an add would queue more extraction jobs than its limit allows; nothing was written
 ├── StoreError             the storage engine failed (disk, lock, corruption)
 ├── EmbedderError          the embedding model could not be loaded or run
 ├── LLMError               a language-model call failed after its retries
@@ -89,6 +90,15 @@ class PromptArchivedError(ConflictError):
         self.version = version
         at = "" if version is None else f" version {version}"
         super().__init__(f"prompt {prompt_id!r}{at} is archived")
+
+
+class QueueFullError(MemlaneError):
+    """An add that would queue more extraction jobs than its ``max_queued`` allows; nothing was written."""
+
+    def __init__(self, queued: int, limit: int) -> None:
+        super().__init__(f"the extraction queue is full ({queued} of {limit} blocks waiting); retry later")
+        self.queued = queued
+        self.limit = limit
 
 
 class StoreError(MemlaneError):

@@ -11,48 +11,26 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-import secrets
-import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memlane.core.bounds import (
-    MAX_CONCURRENCY,
-    MAX_PAGE,
-    MAX_PERIOD_S,
-    MAX_ROW_ID,
-    MIN_WAIT_S,
-    check_int,
-    check_seconds,
-)
-from memlane.core.calls import (
-    CallLogs,
-    default_call_log_of,
-    default_call_log_path,
-    forget_block_ids,
-    forget_blocks,
-    forget_user,
-    own_call_log,
-)
+from memlane.core.calls import CallLogs, default_call_log_of, default_call_log_path, own_call_log
 from memlane.core.embedding.protocol import CachedEmbedder, Embedder, EmbedderConfig, EmbeddingCache, make_embedder
-from memlane.core.errors import ConfigError, LLMError, NotFoundError, ValidationError
-from memlane.core.exchanges import BlockDraft, draft_blocks, parse_messages, parse_mode
-from memlane.core.extraction.extractor import ExtractionPrompt, Extractor
-from memlane.core.extraction.sync import run_now
-from memlane.core.extraction.worker import Worker, retry_delay
-from memlane.core.jobs import DEFAULT_LEASE_S, DEFAULT_MAX_ATTEMPTS, JobQueue, JobStatus, QueueStatus, Requeued
+from memlane.core.erase import Eraser
+from memlane.core.errors import ValidationError
+from memlane.core.extraction.extractor import ExtractionPrompt
+from memlane.core.extraction.service import Extraction
+from memlane.core.ingest import DEFAULT_CONVERSATION, DEFAULT_SESSION, AddRequest, Ingest, new_block_id
+from memlane.core.jobs import DEFAULT_MAX_ATTEMPTS, JobQueue
 from memlane.core.llm.calllog import CallLog
 from memlane.core.llm.protocol import LLM
-from memlane.core.memory_model import ModelMethods
-from memlane.core.memory_retention import RetentionMethods
+from memlane.core.memory_model import Blocks, PromptRegistry, Sessions, Users
+from memlane.core.memory_retention import Retention
 from memlane.core.model import (
     AddResult,
-    DeletedUser,
-    ExtractionStatus,
     ExtractMode,
     Filters,
     Hit,
@@ -61,10 +39,9 @@ from memlane.core.model import (
     PerspectiveMode,
     SearchMode,
     UserInfo,
-    content_hash,
 )
 from memlane.core.model_checks import check_filters, check_page, check_ttl
-from memlane.core.names import check_name, check_stored_name, check_text
+from memlane.core.names import check_stored_name, check_text
 from memlane.core.retrieval import (
     SearchSettings,
     check_k,
@@ -78,51 +55,15 @@ from memlane.core.retrieval import (
     with_candidates,
     with_supersedes,
 )
+from memlane.core.services import Settings, Via
 from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.protocol import Store
-from memlane.core.timefmt import annotate, coerce_time, coerce_time_of_day, now_utc, to_epoch
+from memlane.core.timefmt import coerce_time, now_utc, to_epoch
 
-DEFAULT_CONVERSATION = "default"
-DEFAULT_SESSION = "default"
-
-
-@dataclass(frozen=True, slots=True)
-class AddRequest:
-    """One ``add`` call as a value, for :meth:`Memory.add_many`."""
-
-    user: str
-    messages: Sequence[Mapping[str, Any] | Message]
-    conversation_id: str = DEFAULT_CONVERSATION
-    session_id: str = DEFAULT_SESSION
-    time: datetime | str | float | None = None
-    perspective: str | PerspectiveMode = PerspectiveMode.DUAL
-    # Free string annotations kept on every block of the add (integrations keep their metadata here).
-    annotations: Mapping[str, str] | None = None
-    # The blocks' own TTL in seconds (None: the session's default, else the server's; 0: never).
-    ttl_s: int | None = None
-    # The registry prompt (id, version or None for its current one) that extracts the blocks.
-    prompt: tuple[str, int | None] | str | None = None
+__all__ = ["DEFAULT_CONVERSATION", "DEFAULT_SESSION", "AddRequest", "Memory", "new_block_id"]
 
 
-def new_block_id() -> str:
-    """Time-ordered, unguessable: 12 hex digits of milliseconds, then 10 random hex digits."""
-    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(5)}"
-
-
-def _check_annotations(value: Mapping[str, str] | None, where: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValidationError("must be a mapping of strings to strings", where=where)
-    for key, text in value.items():
-        if not isinstance(key, str) or not isinstance(text, str):
-            raise ValidationError(f"keys and values must be strings, not {key!r}: {text!r}", where=where)
-        check_text(key, where)
-        check_text(text, where)
-    return dict(value)
-
-
-class Memory(ModelMethods, RetentionMethods):
+class Memory:
     """Per-user memory: add conversation turns, search them back.
 
     Every call is scoped to exactly one user; the store enforces the namespace in its queries.
@@ -157,17 +98,52 @@ class Memory(ModelMethods, RetentionMethods):
         ``default_ttl_s``: the server's default TTL of blocks whose add and session give none (0: never;
         docs/design/007-memory-model.md)."""
         self.store = store
-        self._shared_cache = embedding_cache is not None
         self.embedder = CachedEmbedder(embedder, embedding_cache or store)
         store.bind_embedder(embedder.model_id, embedder.dim)
         self.queue: JobQueue = store.job_queue()
-        self.llm = llm
-        self.prompt = prompt or ExtractionPrompt.load()
+        ttl = check_ttl(default_ttl_s, "default_ttl_s") or 0
+        self._settings = Settings(llm, prompt or ExtractionPrompt.load(), max_attempts, ttl)
         if call_log is None and call_log_path is None:
             call_log = own_call_log(store)  # a PostgreSQL store's table: deletes reach it from any process
         self._calls = CallLogs(call_log, call_log_path, close=close_call_log)
-        self.max_attempts = max_attempts
-        self.default_ttl_s = check_ttl(default_ttl_s, "default_ttl_s") or 0
+        # The services (memlane.core.services): each method below that is ``Via(...)`` is one of theirs.
+        self._eraser = Eraser(store, self._calls, lambda: self._settings.llm)
+        self._retention = Retention(store, self._eraser.forget)
+        queue, embedder_, settings = self.queue, self.embedder, self._settings
+        self._extraction = Extraction(store, queue, embedder_, settings, self._retention.apply_retention)
+        shared = embedding_cache is not None
+        self._ingest = Ingest(store, queue, embedder_, settings, self._extraction.run_jobs, shared_cache=shared)
+        self._users = Users(store)
+        self._sessions = Sessions(store)
+        self._blocks = Blocks(store, embedder_, settings, self._eraser.forget)
+
+    @property
+    def llm(self) -> LLM | None:
+        """The LLM that extracts (None: extraction is queued only); may be replaced on a live memory."""
+        return self._settings.llm
+
+    @llm.setter
+    def llm(self, value: LLM | None) -> None:
+        self._settings.llm = value
+
+    @property
+    def prompt(self) -> ExtractionPrompt:
+        """memlane's extraction prompt (a registry prompt, when a block names one, adds to it)."""
+        return self._settings.prompt
+
+    @property
+    def max_attempts(self) -> int:
+        """How many attempts an extraction job is allowed."""
+        return self._settings.max_attempts
+
+    @max_attempts.setter
+    def max_attempts(self, value: int) -> None:
+        self._settings.max_attempts = value
+
+    @property
+    def default_ttl_s(self) -> int:
+        """The server's default TTL of blocks whose add and session give none (0: never)."""
+        return self._settings.default_ttl_s
 
     @classmethod
     def open(
@@ -270,7 +246,7 @@ class Memory(ModelMethods, RetentionMethods):
 
     def _call_logs(self) -> builtins.list[CallLog]:
         """The LLM call logs a delete cleans (:class:`memlane.core.calls.CallLogs`)."""
-        return self._calls.all(self.llm)
+        return self._eraser.call_logs()
 
     # -- ingest ------------------------------------------------------------------------------------------
 
@@ -309,209 +285,17 @@ class Memory(ModelMethods, RetentionMethods):
         req = AddRequest(user, messages, conversation_id, session_id, time, perspective, annotations, ttl_s, prompt)
         return self.add_many([req], extract=extract, epoch=epoch)[0]
 
-    def add_many(
-        self, requests: Sequence[AddRequest], *, extract: ExtractMode = "off", epoch: int | None = None
-    ) -> list[AddResult]:
-        """Several adds with one batched embedding pass: the bulk-ingest path.
-
-        All requests are validated before anything is written; each request is then written in its own
-        transaction, so a crash keeps whole adds only. A request whose user was deleted after ``epoch``
-        (by default: after this call began) raises UserDeletedError; the requests before it are stored.
-        """
-        # Read before the slow part (validation, embedding): a deletion after this point refuses the write.
-        since = self.store.deletion_epoch() if epoch is None else check_int(epoch, "epoch", 0, MAX_ROW_ID)
-        if extract not in ("off", "async", "sync"):
-            raise ValidationError(f"extract must be off, async or sync, not {extract!r}", where="extract")
-        if extract == "sync" and self.llm is None:
-            raise ConfigError("extract='sync' needs an LLM (Memory(..., llm=...) or --llm)")
-        status = ExtractionStatus.OFF if extract == "off" else ExtractionStatus.QUEUED
-        prepared = [self._prepare(i, r, status) for i, r in enumerate(requests)]
-        texts = [b.message for _, blocks, _ in prepared for b in blocks]
-        vectors, new_cache = self.embedder.embed_deferred(texts)
-        if self._shared_cache and new_cache:
-            self.embedder.cache.put_vectors(self.embedder.model_id, new_cache)
-            new_cache = {}
-        results: list[AddResult] = []
-        offset = 0
-        for req, blocks, (exchanges, skipped) in prepared:
-            # The embedding-cache entries ride along with the first write: one commit, not two.
-            cache_entries, new_cache = new_cache, {}
-            job_ids = self.store.write_blocks(
-                req.user,
-                blocks,
-                vectors[offset : offset + len(blocks)],
-                (self.embedder.model_id, cache_entries),
-                enqueue_attempts=0 if extract == "off" else self.max_attempts,
-                epoch=since,
-                default_ttl_s=self.default_ttl_s,
-            )
-            outcome = self.run_jobs(job_ids) if extract == "sync" else {}
-            offset += len(blocks)
-            results.append(
-                AddResult(
-                    user=req.user,
-                    conversation_id=req.conversation_id,
-                    session_id=req.session_id,
-                    block_ids=tuple(b.id for b in blocks),
-                    exchanges=exchanges,
-                    skipped_system_messages=skipped,
-                    jobs_enqueued=len(job_ids),
-                    jobs_done=sum(s is JobStatus.DONE for s in outcome.values()),
-                    jobs_failed=sum(s is JobStatus.DEAD for s in outcome.values()),
-                )
-            )
-        return results
-
-    def _prepare(
-        self, i: int, req: AddRequest, status: ExtractionStatus
-    ) -> tuple[AddRequest, list[MemoryBlock], tuple[int, int]]:
-        where = f"requests[{i}]" if i else None
-
-        def at(field: str) -> str:
-            return f"{where}.{field}" if where else field
-
-        check_name(req.user, at("user"))
-        check_name(req.conversation_id, at("conversation_id"))
-        check_name(req.session_id, at("session_id"))
-        mode = parse_mode(req.perspective)
-        messages = parse_messages(req.messages, where=at("messages"))
-        ingest_time = now_utc()
-        given, time_of_day = coerce_time_of_day(req.time, where=at("time"))
-        drafts, exchanges, skipped = draft_blocks(messages, mode, given or ingest_time, session_time_of_day=time_of_day)
-        annotations = _check_annotations(req.annotations, at("annotations"))
-        ttl = check_ttl(req.ttl_s, at("ttl_s"))
-        prompt = self._resolve_prompt(req.prompt, at("prompt"))
-        blocks = [
-            dataclasses.replace(
-                self._block(req, mode, d, ingest_time, status, annotations),
-                ttl_s=ttl,
-                prompt_id=prompt[0],
-                prompt_version=prompt[1],
-            )
-            for d in drafts
-        ]
-        return req, blocks, (exchanges, skipped)
-
-    @staticmethod
-    def _block(
-        req: AddRequest,
-        mode: PerspectiveMode,
-        d: BlockDraft,
-        ingest_time: datetime,
-        status: ExtractionStatus,
-        annotations: dict[str, str],
-    ) -> MemoryBlock:
-        text = d.exchange.text()
-        return MemoryBlock(
-            id=new_block_id(),
-            user=req.user,
-            conversation_id=req.conversation_id,
-            session_id=req.session_id,
-            exchange_index=d.exchange.index,
-            perspective=d.perspective,
-            mode=mode,
-            message=text,
-            event_time=d.event_time,
-            ingest_time=ingest_time,
-            time_annotation=annotate(d.event_time, time_of_day=d.time_of_day),
-            content_hash=content_hash(text),
-            message_ids=d.exchange.message_ids,
-            extraction_status=status,
-            annotations=dict(annotations),
-        )
+    add_many = Via("_ingest", Ingest.add_many)
+    add_facts = Via("_ingest", Ingest.add_facts)
+    add_exchanges = Via("_ingest", Ingest.add_exchanges)
 
     # -- extraction --------------------------------------------------------------------------------------
 
-    def extractor(self) -> Extractor:
-        if self.llm is None:
-            raise ConfigError("extraction needs an LLM (Memory(..., llm=...) or --llm)")
-        return Extractor(self.llm, self.prompt, prompts=self.store.get_prompt_version)
-
-    def run_jobs(
-        self,
-        job_ids: Sequence[int],
-        *,
-        retry_pause_s: float = 0.5,
-        timeout_s: float | None = None,
-        on_error: Callable[[LLMError], None] | None = None,
-    ) -> dict[int, JobStatus]:
-        """Run the given jobs now, in this thread, with the same code as the workers (synchronous mode).
-
-        A job whose reply was unusable is retried here at once, up to its attempts, and ends ``dead`` with
-        its error kept. A server that cannot be reached (the LLM client has already retried it with backoff)
-        ends the run: that job (its attempt given back) and the ones not run yet stay ``queued`` for a
-        worker, and are left out of the returned outcome. A job a worker claimed first is waited for until it
-        is done or dead; a job deleted with its user meanwhile is left out too. ``timeout_s``: return within
-        this long, the LLM client's retries and waits included; the jobs not finished by then stay
-        ``queued`` for a worker. ``on_error`` sees each LLM error."""
-        ids = [check_int(j, f"job_ids[{i}]", 1, MAX_ROW_ID, "a job id") for i, j in enumerate(job_ids)]
-        pause = check_seconds(retry_pause_s, "retry_pause_s", 0, MAX_PERIOD_S)
-        deadline = None
-        if timeout_s is not None:
-            deadline = time.monotonic() + check_seconds(timeout_s, "timeout_s", 0, MAX_PERIOD_S)
-        return run_now(
-            self.queue,
-            self.extractor(),
-            self.embedder,
-            ids,
-            retry_pause_s=pause,
-            deadline=deadline,
-            on_error=on_error,
-        )
-
-    def worker(
-        self,
-        *,
-        concurrency: int = 4,
-        lease_s: float = DEFAULT_LEASE_S,
-        poll_s: float = 1.0,
-        retry_in: Callable[[int], float] = retry_delay,
-        retention_every_s: float | None = None,
-    ) -> Worker:
-        """A worker draining this store's queue with this memory's LLM and embedder. ``retry_in(attempts)``
-        is the pause before a failed job is tried again (default: exponential backoff with jitter).
-        ``retention_every_s``: also run :meth:`apply_retention` when the worker starts and then at this
-        interval (None or 0: never)."""
-        every = retention_every_s
-        if every is not None:
-            every = check_seconds(every, "retention_every_s", 0, MAX_PERIOD_S)
-        return Worker(
-            self.queue,
-            self.extractor(),
-            self.embedder,
-            concurrency=check_int(concurrency, "concurrency", 1, MAX_CONCURRENCY),
-            lease_s=check_seconds(lease_s, "lease_s", MIN_WAIT_S, MAX_PERIOD_S),
-            poll_s=check_seconds(poll_s, "poll_s", MIN_WAIT_S, MAX_PERIOD_S),
-            retry_in=retry_in,
-            sweep=self.apply_retention,
-            sweep_every_s=every or None,
-        )
-
-    def queue_status(self, *, recent_errors: int = 5) -> QueueStatus:
-        return self.queue.status(recent_errors=check_int(recent_errors, "recent_errors", 0, MAX_PAGE))
-
-    def requeue(
-        self,
-        *,
-        user: str | None = None,
-        since: datetime | str | float | None = None,
-        block_ids: Sequence[str] | None = None,
-        dead_only: bool = True,
-    ) -> Requeued:
-        """Queue the dead extraction jobs again, attempts reset and their blocks back to ``queued``; unless
-        ``dead_only``, also run now the jobs that wait out a backoff after a failure (an unreachable LLM, an
-        unusable reply). Only ``user``'s (NotFoundError for an unknown user), only the jobs of ``block_ids``,
-        only those that failed or died at or after ``since``, when given. Idempotent: a second call finds
-        nothing to do. Running and done jobs are never touched."""
-        if user is not None:
-            self._require_user(check_stored_name(user, "user"))
-        at = coerce_time(since, where="since")
-        if isinstance(block_ids, str):
-            raise ValidationError("must be a list of block ids, not one string", where="block_ids")
-        ids = None if block_ids is None else [check_text(b, f"block_ids[{i}]") for i, b in enumerate(block_ids)]
-        return self.queue.requeue(
-            user=user, since=None if at is None else to_epoch(at), block_ids=ids, dead_only=dead_only
-        )
+    extractor = Via("_extraction", Extraction.extractor)
+    run_jobs = Via("_extraction", Extraction.run_jobs)
+    worker = Via("_extraction", Extraction.worker)
+    queue_status = Via("_extraction", Extraction.queue_status)
+    requeue = Via("_extraction", Extraction.requeue)
 
     def probe_write(self, timeout_s: float = 5.0) -> None:
         """Raise StoreError (with a ``reason``) unless the store can take a write now: one small real
@@ -647,23 +431,10 @@ class Memory(ModelMethods, RetentionMethods):
             session_id=None if session_id is None else check_stored_name(session_id, "session_id"),
         )
 
-    def delete(self, user: str, block_id: str) -> None:
-        """Delete one block of ``user`` with everything that refers to it: its keys, vectors, jobs, and its
-        extraction's LLM calls (:meth:`_call_logs`). NotFoundError if it is not the user's; calls carrying
-        the block's id are deleted even then, so a delete that failed halfway can be repeated."""
-        user = check_stored_name(user, "user")
-        logs = self._call_logs()  # opened first: a call log that cannot be opened stops the delete before it starts
-        try:
-            block = self.store.delete_block(user, check_text(block_id, "block_id"))
-        except NotFoundError:
-            forget_block_ids(logs, user, [block_id])
-            raise
-        forget_blocks(logs, [block])
-
-    def _forget_calls(self, blocks: Sequence[MemoryBlock]) -> int:
-        """Delete the LLM calls of ``blocks`` from every call log this memory knows (:meth:`_call_logs`):
-        what every path that deletes blocks calls once the blocks are gone. Returns how many rows went."""
-        return forget_blocks(self._call_logs(), blocks) if blocks else 0
+    delete = Via("_eraser", Eraser.delete)
+    delete_blocks = Via("_eraser", Eraser.delete_blocks)
+    delete_session = Via("_eraser", Eraser.delete_session)
+    delete_user_counts = Via("_eraser", Eraser.delete_user_counts)
 
     def delete_user(self, user: str) -> int:
         """Delete the user and everything of theirs (blocks, search keys, vectors, jobs, API keys, and their
@@ -672,26 +443,42 @@ class Memory(ModelMethods, RetentionMethods):
         after this returns starts the user afresh."""
         return self.delete_user_counts(user).blocks
 
-    def delete_user_counts(self, user: str) -> DeletedUser:
-        """:meth:`delete_user`, answering how many blocks and API keys went. NotFoundError for an unknown
-        user, after deleting any LLM calls still logged under the name (what a delete that failed halfway
-        left), so that deleting again finishes the job."""
-        user = check_stored_name(user, "user")
-        logs = self._call_logs()  # opened first: a call log that cannot be opened stops the delete before it starts
-        try:
-            deleted = self.store.delete_user(user)
-        except NotFoundError:
-            forget_user(logs, user)
-            raise
-        forget_user(logs, user)
-        return deleted
-
     def deletion_epoch(self) -> int:
         """The store's deletion epoch (see :meth:`add`)."""
         return self.store.deletion_epoch()
 
     def users(self) -> builtins.list[UserInfo]:
+        """Every user with how many blocks they hold."""
         return self.store.list_users()
+
+    # -- the memory model (memlane.core.memory_model) -----------------------------------------------------
+
+    create_user = Via("_users", Users.create_user)
+    get_user = Via("_users", Users.get_user)
+    update_user = Via("_users", Users.update_user)
+    list_users = Via("_users", Users.list_users)
+    create_session = Via("_sessions", Sessions.create_session)
+    get_session = Via("_sessions", Sessions.get_session)
+    list_sessions = Via("_sessions", Sessions.list_sessions)
+    update_session = Via("_sessions", Sessions.update_session)
+    end_session = Via("_sessions", Sessions.end_session)
+    exchange = Via("_blocks", Blocks.exchange)
+    update = Via("_blocks", Blocks.update)
+    set_ttl = Via("_blocks", Blocks.set_ttl)
+    requeue_block = Via("_blocks", Blocks.requeue_block)
+    browse = Via("_blocks", Blocks.browse)
+
+    @property
+    def prompts(self) -> PromptRegistry:
+        """The registry of named extraction prompts (one per store)."""
+        return PromptRegistry(self.store)
+
+    # -- retention (memlane.core.memory_retention) --------------------------------------------------------
+
+    set_retention = Via("_retention", Retention.set_retention)
+    retention = Via("_retention", Retention.retention)
+    retention_policies = Via("_retention", Retention.retention_policies)
+    apply_retention = Via("_retention", Retention.apply_retention)
 
 
 def _default_log(path: str | Path | Store, store: Store) -> Path | None:

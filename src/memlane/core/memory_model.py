@@ -1,7 +1,7 @@
-"""The memory model through the Memory facade (docs/design/007-memory-model.md): users with names and
-metadata, first-class sessions, fact and exchange blocks, updates in place, per-block TTL, the query-less
-browse and the extraction prompt registry. A part of :class:`memlane.core.memory.Memory`, kept apart for
-size."""
+"""The memory model's services of :class:`memlane.core.memory.Memory` (docs/design/007-memory-model.md):
+users with names and metadata (:class:`Users`), first-class sessions (:class:`Sessions`), blocks changed in
+place, their TTLs and the query-less browse (:class:`Blocks`), and the extraction prompt registry
+(:class:`PromptRegistry`). Facts and exchanges are added by the one add path, ``memlane.core.ingest``."""
 
 from __future__ import annotations
 
@@ -9,24 +9,20 @@ import builtins
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from time import monotonic
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memlane.core.bounds import MAX_PERIOD_S, check_seconds
-from memlane.core.errors import ConfigError, LLMError, ValidationError
-from memlane.core.exchanges import EXCHANGE_PERSPECTIVE
-from memlane.core.jobs import JobStatus
+from memlane.core.embedding.protocol import CachedEmbedder
+from memlane.core.errors import AlreadyExistsError, ValidationError
+from memlane.core.ingest import DEFAULT_CONVERSATION, check_extract, check_side_pair, exchange_text, resolve_prompt
 from memlane.core.model import (
     ASSISTANT_ROLE,
     USER_ROLE,
-    AddResult,
     BlockKind,
     ExtractionStatus,
     ExtractMode,
     Filters,
     MemoryBlock,
     Page,
-    PerspectiveMode,
     Prompt,
     PromptVersion,
     Session,
@@ -41,22 +37,16 @@ from memlane.core.model_checks import (
     check_metadata,
     check_page,
     check_prompt_id,
-    check_prompt_ref,
     check_prompt_text,
     check_ttl,
     check_version,
 )
 from memlane.core.names import check_name, check_stored_name, check_text
+from memlane.core.services import Settings
 from memlane.core.store.protocol import Store
-from memlane.core.timefmt import annotate, coerce_time_of_day, now_utc, to_epoch
+from memlane.core.timefmt import coerce_time_of_day, now_utc, to_epoch
 
-if TYPE_CHECKING:
-    from memlane.core.embedding.protocol import CachedEmbedder
-    from memlane.core.llm.protocol import LLM
-
-FACT_PERSPECTIVE = "fact"
-DEFAULT_CONVERSATION = "default"
-DEFAULT_SESSION = "default"
+__all__ = ["KEEP", "Blocks", "PromptRegistry", "Sessions", "Users", "exchange_text"]
 
 
 class _Keep:
@@ -73,56 +63,11 @@ def _now() -> float:
     return to_epoch(now_utc())
 
 
-def _extract_mode(extract: ExtractMode | None) -> ExtractMode:
-    mode = "off" if extract is None else extract
-    if mode not in ("off", "async", "sync"):
-        raise ValidationError(f"extract must be off, async or sync, not {extract!r}", where="extract")
-    return mode
+class Users:
+    """Users (namespaces) with a display name and metadata."""
 
-
-def exchange_text(user_content: str, assistant_content: str) -> str:
-    """An exchange's display text from its two sides (a side that is empty is left out)."""
-    lines = [f"{USER_ROLE}: {user_content}"] if user_content else []
-    if assistant_content:
-        lines.append(f"{ASSISTANT_ROLE}: {assistant_content}")
-    return "\n".join(lines)
-
-
-def _check_side_pair(pair: object, where: str) -> tuple[str, str]:
-    if not isinstance(pair, tuple | list) or len(pair) != 2:
-        raise ValidationError("must be a (user_content, assistant_content) pair", where=where)
-    user_content, assistant_content = pair
-    if not isinstance(user_content, str) or not isinstance(assistant_content, str):
-        raise ValidationError("both sides are strings ('' for a missing side)", where=where)
-    if not user_content.strip() and not assistant_content.strip():
-        raise ValidationError("at least one side must have content", where=where)
-    return check_text(user_content, f"{where}[0]"), check_text(assistant_content, f"{where}[1]")
-
-
-class ModelMethods:
-    """The memory model's methods of :class:`memlane.core.memory.Memory`."""
-
-    store: Store
-    embedder: CachedEmbedder
-    max_attempts: int
-    default_ttl_s: int
-    llm: LLM | None
-    _shared_cache: bool
-
-    def _forget_calls(self, blocks: Sequence[MemoryBlock]) -> int:
-        raise NotImplementedError  # Memory's
-
-    def run_jobs(
-        self,
-        job_ids: Sequence[int],
-        *,
-        retry_pause_s: float = 0.5,
-        timeout_s: float | None = None,
-        on_error: Callable[[LLMError], None] | None = None,
-    ) -> dict[int, JobStatus]:
-        raise NotImplementedError  # Memory's
-
-    # -- users -------------------------------------------------------------------------------------------
+    def __init__(self, store: Store) -> None:
+        self.store = store
 
     def create_user(
         self,
@@ -134,8 +79,6 @@ class ModelMethods:
     ) -> bool:
         """Create a user (namespace) with a display name and metadata (a JSON object). Returns False if it
         existed (nothing changed), or with ``exist_ok=False`` raises AlreadyExistsError."""
-        from memlane.core.errors import AlreadyExistsError
-
         check_name(user, "user")
         name = None if display_name is None else check_text(self._display_name(display_name), "display_name")
         meta = check_metadata(metadata, "metadata")
@@ -159,12 +102,6 @@ class ModelMethods:
         if len(value) > 256:
             raise ValidationError("longer than 256 characters", where="contains")
         return check_text(value, "contains")
-
-    def exchange(self, user: str, block_id: str) -> builtins.list[MemoryBlock]:
-        """The block and the other perspectives of its exchange (``dual`` and ``speakers`` modes store one
-        block per perspective): the block first, then the others by perspective. NotFoundError if the block
-        does not exist or belongs to someone else."""
-        return self.store.exchange_blocks(check_stored_name(user, "user"), check_text(block_id, "block_id"))
 
     def get_user(self, user: str) -> UserInfo:
         """The user with display name, metadata, live block and session counts, last activity."""
@@ -215,7 +152,12 @@ class ModelMethods:
             metadata_text=texts,
         )
 
-    # -- sessions ----------------------------------------------------------------------------------------
+
+class Sessions:
+    """Sessions of a user, first-class: created, read, changed, ended (deleted by the Eraser)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
 
     def create_session(
         self,
@@ -290,201 +232,29 @@ class ModelMethods:
             now=now,
         )
 
-    def delete_session(self, user: str, session_id: str) -> int:
-        """Delete the session and its blocks as completely as :meth:`delete_user` deletes (keys, vectors,
-        keyword statistics, jobs, ANN entries, cached vectors and LLM calls); returns how many blocks went."""
-        user = check_stored_name(user, "user")
-        blocks = self.store.delete_session(user, check_stored_name(session_id, "session_id"))
-        self._forget_calls(blocks)
-        return len(blocks)
 
-    # -- fact and exchange blocks ------------------------------------------------------------------------
+class Blocks:
+    """A user's blocks as the memory model reads and changes them: an exchange's perspectives, updates in
+    place, TTLs, requeuing a failed extraction, the query-less browse. ``forget`` deletes the LLM calls of
+    replaced text (:meth:`memlane.core.erase.Eraser.forget`)."""
 
-    def add_facts(
+    def __init__(
         self,
-        user: str,
-        facts: Sequence[str],
-        *,
-        session_id: str = DEFAULT_SESSION,
-        conversation_id: str = DEFAULT_CONVERSATION,
-        time: datetime | str | float | None = None,
-        annotations: Mapping[str, str] | None = None,
-        ttl_s: int | None = None,
-        prompt: tuple[str, int | None] | str | None = None,
-        extract: ExtractMode | None = None,
-        sync_timeout_s: float | None = None,
-    ) -> AddResult:
-        """One FACT block per fact, in one transaction (``time``: their event time, default now).
-        ``sync_timeout_s``: how long ``extract="sync"`` may take, from the call, the LLM client's retries and
-        waits included; the jobs not finished by then stay queued for a worker (:class:`AddResult` says
-        so: ``jobs_done``, ``extraction_error``)."""
-        if isinstance(facts, str) or not isinstance(facts, Sequence):
-            raise ValidationError("must be a list of facts, not one string", where="facts")
-        if not facts:
-            raise ValidationError("no facts given", where="facts")
-        texts: builtins.list[str] = []
-        for i, fact in enumerate(facts):
-            if not isinstance(fact, str) or not fact.strip():
-                raise ValidationError("a fact is non-empty text", where=f"facts[{i}]")
-            texts.append(check_text(fact, f"facts[{i}]"))
-        items = [(FACT_PERSPECTIVE, t, ()) for t in texts]
-        return self._add_model_blocks(
-            user,
-            BlockKind.FACT,
-            items,
-            session_id,
-            conversation_id,
-            time,
-            annotations,
-            ttl_s,
-            prompt,
-            extract,
-            sync_timeout_s,
-        )
+        store: Store,
+        embedder: CachedEmbedder,
+        settings: Settings,
+        forget: Callable[[Sequence[MemoryBlock]], int],
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self.forget = forget
 
-    def add_exchanges(
-        self,
-        user: str,
-        pairs: Sequence[tuple[str, str]],
-        *,
-        session_id: str = DEFAULT_SESSION,
-        conversation_id: str = DEFAULT_CONVERSATION,
-        time: datetime | str | float | None = None,
-        annotations: Mapping[str, str] | None = None,
-        ttl_s: int | None = None,
-        prompt: tuple[str, int | None] | str | None = None,
-        extract: ExtractMode | None = None,
-        sync_timeout_s: float | None = None,
-    ) -> AddResult:
-        """One EXCHANGE block per (user_content, assistant_content) pair, its two sides kept as given
-        (either may be "" but not both); one perspective per exchange (single mode). ``sync_timeout_s``: as
-        :meth:`add_facts`'s."""
-        if isinstance(pairs, str) or not isinstance(pairs, Sequence):
-            raise ValidationError("must be a list of (user_content, assistant_content) pairs", where="pairs")
-        if not pairs:
-            raise ValidationError("no exchanges given", where="pairs")
-        items = []
-        for i, pair in enumerate(pairs):
-            u, a = _check_side_pair(pair, f"pairs[{i}]")
-            items.append((EXCHANGE_PERSPECTIVE, exchange_text(u, a), ((USER_ROLE, u), (ASSISTANT_ROLE, a))))
-        return self._add_model_blocks(
-            user,
-            BlockKind.EXCHANGE,
-            items,
-            session_id,
-            conversation_id,
-            time,
-            annotations,
-            ttl_s,
-            prompt,
-            extract,
-            sync_timeout_s,
-        )
-
-    def _resolve_prompt(self, prompt: object, where: str = "prompt") -> tuple[str | None, int | None]:
-        """The registry prompt an add or update names, as (id, version): NotFoundError for an unknown
-        one, PromptArchivedError for an archived one."""
-        from memlane.core.errors import PromptArchivedError
-
-        ref = check_prompt_ref(prompt, where)
-        if ref is None:
-            return None, None
-        found = self.store.get_prompt_version(*ref)
-        if found.archived:
-            raise PromptArchivedError(found.prompt_id, found.version)
-        return found.prompt_id, found.version
-
-    def _add_model_blocks(
-        self,
-        user: str,
-        kind: BlockKind,
-        items: Sequence[tuple[str, str, tuple[tuple[str, str], ...]]],
-        session_id: str,
-        conversation_id: str,
-        time: datetime | str | float | None,
-        annotations: Mapping[str, str] | None,
-        ttl_s: int | None,
-        prompt: object,
-        extract: ExtractMode | None,
-        sync_timeout_s: float | None = None,
-    ) -> AddResult:
-        from memlane.core.memory import new_block_id
-
-        # The synchronous extraction's time counts from here: the embedding and the write come out of it.
-        started = monotonic()
-        if sync_timeout_s is not None:
-            sync_timeout_s = check_seconds(sync_timeout_s, "sync_timeout_s", 0, MAX_PERIOD_S)
-        check_name(user, "user")
-        check_name(session_id, "session_id")
-        check_name(conversation_id, "conversation_id")
-        mode = _extract_mode(extract)
-        if mode == "sync" and self.llm is None:
-            raise ConfigError("extract='sync' needs an LLM (Memory(..., llm=...) or --llm)")
-        labels = check_annotations(annotations, "annotations") or {}
-        ttl = check_ttl(ttl_s, "ttl_s")
-        since = self.store.deletion_epoch()
-        prompt_id, prompt_version = self._resolve_prompt(prompt)
-        ingest = now_utc()
-        given, time_of_day = coerce_time_of_day(time, where="time")
-        event = given or ingest
-        status = ExtractionStatus.OFF if mode == "off" else ExtractionStatus.QUEUED
-        blocks = [
-            MemoryBlock(
-                id=new_block_id(),
-                user=user,
-                conversation_id=conversation_id,
-                session_id=session_id,
-                exchange_index=i,
-                perspective=perspective,
-                mode=PerspectiveMode.SINGLE,
-                message=text,
-                event_time=event,
-                ingest_time=ingest,
-                time_annotation=annotate(event, time_of_day=time_of_day),
-                content_hash=content_hash(text),
-                extraction_status=status,
-                annotations=dict(labels),
-                kind=kind,
-                sides=sides,
-                ttl_s=ttl,
-                prompt_id=prompt_id,
-                prompt_version=prompt_version,
-            )
-            for i, (perspective, text, sides) in enumerate(items)
-        ]
-        vectors, new_cache = self.embedder.embed_deferred([b.message for b in blocks])
-        if self._shared_cache and new_cache:
-            self.embedder.cache.put_vectors(self.embedder.model_id, new_cache)
-            new_cache = {}
-        job_ids = self.store.write_blocks(
-            user,
-            blocks,
-            vectors,
-            (self.embedder.model_id, new_cache),
-            enqueue_attempts=0 if mode == "off" else self.max_attempts,
-            epoch=since,
-            default_ttl_s=self.default_ttl_s,
-        )
-        errors: builtins.list[LLMError] = []
-        outcome: dict[int, JobStatus] = {}
-        if mode == "sync":
-            left = None if sync_timeout_s is None else max(0.0, sync_timeout_s - (monotonic() - started))
-            outcome = self.run_jobs(job_ids, timeout_s=left, on_error=errors.append)
-        done = sum(s is JobStatus.DONE for s in outcome.values())
-        return AddResult(
-            user=user,
-            conversation_id=conversation_id,
-            session_id=session_id,
-            block_ids=tuple(b.id for b in blocks),
-            exchanges=len(blocks),
-            skipped_system_messages=0,
-            jobs_enqueued=len(job_ids),
-            jobs_done=done,
-            jobs_failed=sum(s is JobStatus.DEAD for s in outcome.values()),
-            extraction_error=str(errors[-1]) if errors and done < len(job_ids) else None,
-        )
-
-    # -- updates, TTL, status ----------------------------------------------------------------------------
+    def exchange(self, user: str, block_id: str) -> builtins.list[MemoryBlock]:
+        """The block and the other perspectives of its exchange (``dual`` and ``speakers`` modes store one
+        block per perspective): the block first, then the others by perspective. NotFoundError if the block
+        does not exist or belongs to someone else."""
+        return self.store.exchange_blocks(check_stored_name(user, "user"), check_text(block_id, "block_id"))
 
     def update(
         self,
@@ -510,7 +280,7 @@ class ModelMethods:
         block_id = check_text(block_id, "block_id")
         if extract == "sync":
             raise ValidationError("an update queues extraction (off or async); a worker runs it", where="extract")
-        mode = None if extract is None else _extract_mode(extract)
+        mode = None if extract is None else check_extract(extract, self.settings.llm)
         labels = check_annotations(annotations, "annotations")
         ttl = check_ttl(ttl_s, "ttl_s")
         if content is not None and sides is not None:
@@ -527,12 +297,12 @@ class ModelMethods:
         if sides is not None:
             if block.kind is not BlockKind.EXCHANGE:
                 raise ValidationError("a fact block takes content, not sides", where="sides")
-            u, a = _check_side_pair(sides, "sides")
+            u, a = check_side_pair(sides, "sides")
             text = exchange_text(u, a)
             new_sides = ((USER_ROLE, u), (ASSISTANT_ROLE, a))
         prompt_id, prompt_version = block.prompt_id, block.prompt_version
         if prompt is not KEEP:
-            prompt_id, prompt_version = self._resolve_prompt(prompt)
+            prompt_id, prompt_version = resolve_prompt(self.store, prompt)
         changed = text != block.message
         steer = (prompt_id, prompt_version) != (block.prompt_id, block.prompt_version)
         had = block.extraction_status is not ExtractionStatus.OFF
@@ -564,12 +334,12 @@ class ModelMethods:
             updated,
             vectors,
             reset_ttl=ttl is not None,
-            default_ttl_s=self.default_ttl_s,
-            enqueue_attempts=self.max_attempts if requeue else 0,
+            default_ttl_s=self.settings.default_ttl_s,
+            enqueue_attempts=self.settings.max_attempts if requeue else 0,
             now=_now(),
         )
         if changed:
-            self._forget_calls([block])  # the old text's extraction calls
+            self.forget([block])  # the old text's extraction calls
         return stored
 
     def set_ttl(
@@ -601,9 +371,7 @@ class ModelMethods:
         unless its extraction failed."""
         user = check_stored_name(user, "user")
         block_id = check_text(block_id, "block_id")
-        return self.store.requeue_block(user, block_id, max_attempts=self.max_attempts, now=_now())
-
-    # -- browse ------------------------------------------------------------------------------------------
+        return self.store.requeue_block(user, block_id, max_attempts=self.settings.max_attempts, now=_now())
 
     def browse(
         self,
@@ -634,13 +402,6 @@ class ModelMethods:
             before=None if b is None else to_epoch(b),
             now=_now(),
         )
-
-    # -- prompts -----------------------------------------------------------------------------------------
-
-    @property
-    def prompts(self) -> PromptRegistry:
-        """The registry of named extraction prompts (one per store)."""
-        return PromptRegistry(self.store)
 
 
 class PromptRegistry:

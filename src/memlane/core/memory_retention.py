@@ -1,26 +1,28 @@
-"""Retention through the Memory facade: policies and sweeps (memlane.core.retention has the rules)."""
+"""Retention as a service of :class:`memlane.core.memory.Memory`: policies and sweeps (memlane.core.retention
+has the rules)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from memlane.core.errors import NotFoundError, ValidationError
-from memlane.core.model import MemoryBlock, UserInfo
+from memlane.core.errors import ValidationError
+from memlane.core.extraction.service import known_user
+from memlane.core.model import MemoryBlock
 from memlane.core.names import check_stored_name
 from memlane.core.retention import SWEEP_BATCH, Policies, RetentionPolicy, RetentionReport, sweep_user
 from memlane.core.store.protocol import Store
 from memlane.core.timefmt import coerce_time, now_utc, to_epoch
 
 
-class RetentionMethods:
-    """The retention methods of :class:`memlane.core.memory.Memory` (a part of it, kept apart for size)."""
+class Retention:
+    """Retention policies of one memory's store, and their sweeps. ``forget`` deletes the LLM calls of the
+    blocks a sweep deleted (:meth:`memlane.core.erase.Eraser.forget`)."""
 
-    store: Store
-
-    def _forget_calls(self, blocks: Sequence[MemoryBlock]) -> int:
-        raise NotImplementedError  # Memory's: the LLM calls of deleted blocks
+    def __init__(self, store: Store, forget: Callable[[Sequence[MemoryBlock]], int]) -> None:
+        self.store = store
+        self.forget = forget
 
     def set_retention(self, user: str | None, policy: RetentionPolicy | None) -> None:
         """Set the retention policy of ``user``, or with ``user`` None the default of every user without one
@@ -37,18 +39,12 @@ class RetentionMethods:
         policies = self.store.retention_policies()
         if user is None:
             return policies.default, "default" if policies.default is not None else "none"
-        self._require_user(check_stored_name(user, "user"))
+        known_user(self.store, check_stored_name(user, "user"))
         return policies.effective(user)
 
     def retention_policies(self) -> Policies:
         """The default policy and every user's own."""
         return self.store.retention_policies()
-
-    def _require_user(self, user: str) -> UserInfo:
-        for info in self.store.list_users():
-            if info.name == user:
-                return info
-        raise NotFoundError(f"user {user!r} not found")
 
     def apply_retention(
         self, *, now: datetime | str | float | None = None, user: str | None = None, dry_run: bool = False
@@ -63,10 +59,8 @@ class RetentionMethods:
         skipped. NotFoundError for an unknown ``user``."""
         at = coerce_time(now, where="now") or now_utc()
         policies = self.store.retention_policies()
-        infos = [self._require_user(check_stored_name(user, "user"))] if user is not None else self.store.list_users()
-        results = [
-            sweep_user(self.store, info, policies, at, dry_run=dry_run, forget=self._forget_calls) for info in infos
-        ]
+        infos = self.store.list_users() if user is None else [known_user(self.store, check_stored_name(user, "user"))]
+        results = [sweep_user(self.store, info, policies, at, dry_run=dry_run, forget=self.forget) for info in infos]
         # Blocks whose TTL has run out: already invisible to every read; deleted here, as completely.
         ttl_users = set(self.store.expired_users(to_epoch(at)))
         swept = []
@@ -77,7 +71,7 @@ class RetentionMethods:
                     result.user, now=to_epoch(at), limit=None if dry_run else SWEEP_BATCH, dry_run=dry_run
                 )
                 if not dry_run:
-                    self._forget_calls(gone)
+                    self.forget(gone)
                 n += len(gone)
                 if dry_run or len(gone) < SWEEP_BATCH:
                     break

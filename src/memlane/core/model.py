@@ -234,6 +234,16 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
+class Rejected:
+    """An item of an add left out because it is over the per-block token limit (``max_tokens``): its index
+    in the list given, its estimated tokens (about four bytes of UTF-8 each) and the limit."""
+
+    index: int
+    tokens: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
 class AddResult:
     """What :meth:`Memory.add` stored."""
 
@@ -249,6 +259,8 @@ class AddResult:
     jobs_done: int = 0
     jobs_failed: int = 0
     extraction_error: str | None = None
+    # The items left out for being over ``max_tokens`` (facts and exchanges only), in input order.
+    rejected: tuple[Rejected, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

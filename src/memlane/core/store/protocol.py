@@ -301,6 +301,12 @@ class Store(Protocol):
         (whose LLM calls the caller then deletes); NotFoundError if it is not the user's."""
         ...
 
+    def delete_blocks(self, user: str, filters: Filters) -> list[MemoryBlock]:
+        """Delete every block of ``user`` that passes ``filters`` (every rule, annotations included; expired
+        blocks too) as completely as delete_block deletes one, in one transaction, and return them as they
+        were (whose LLM calls the caller then deletes); an unknown user has none."""
+        ...
+
     def retention_policies(self) -> Policies:
         """The default retention policy and every user's own (memlane.core.retention)."""
         ...

@@ -6,6 +6,7 @@ import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from importlib import import_module
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -229,38 +230,47 @@ def main() -> None:
     cli()
 
 
+# The commands of an optional extra: the extra, the commands it brings, the modules that register them (they
+# are imported only when the extra is installed; without it each command says which extra to install).
+OPTIONAL_COMMANDS = (
+    ("bench", ("bench", "datasets"), ("bench_cmds", "dataset_cmds", "qa_cmds")),
+    ("server", ("serve", "mcp"), ("serve_cmds",)),
+)
+
+
 def register_all() -> None:
-    from memlane.interfaces.cli.bench_cmds import register as register_bench
     from memlane.interfaces.cli.block_cmds import register as register_blocks
     from memlane.interfaces.cli.check_cmds import register as register_check
     from memlane.interfaces.cli.config_cmds import register as register_config
-    from memlane.interfaces.cli.dataset_cmds import register as register_datasets
     from memlane.interfaces.cli.extract_cmds import register as register_extract
+    from memlane.interfaces.cli.extras import missing, needs_extra
     from memlane.interfaces.cli.index_cmds import register as register_index
     from memlane.interfaces.cli.key_cmds import register as register_keys
     from memlane.interfaces.cli.memory_cmds import register as register_memory
     from memlane.interfaces.cli.prompt_cmds import register as register_prompts
-    from memlane.interfaces.cli.qa_cmds import register as register_qa
     from memlane.interfaces.cli.retention_cmds import register as register_retention
-    from memlane.interfaces.cli.serve_cmds import register as register_serve
     from memlane.interfaces.cli.session_cmds import register as register_sessions
     from memlane.interfaces.cli.shards_cmds import register as register_shards
     from memlane.interfaces.cli.user_cmds import register as register_users
 
-    if "add" not in cli.commands:
-        register_memory(cli)
-        register_blocks(cli)
-        register_sessions(cli)
-        register_prompts(cli)
-        register_users(cli)
-        register_keys(cli)
-        register_extract(cli)
-        register_bench(cli)
-        register_datasets(cli)
-        register_qa(cli)
-        register_serve(cli)
-        register_retention(cli)
-        register_config(cli)
-        register_shards(cli)
-        register_check(cli)
-        register_index(cli)
+    if "add" in cli.commands:
+        return
+    register_memory(cli)
+    register_blocks(cli)
+    register_sessions(cli)
+    register_prompts(cli)
+    register_users(cli)
+    register_keys(cli)
+    register_extract(cli)
+    for extra, names, modules in OPTIONAL_COMMANDS:
+        if absent := missing(extra):
+            for name in names:
+                cli.add_command(needs_extra(name, extra, absent))
+        else:
+            for module in modules:
+                import_module(f"memlane.interfaces.cli.{module}").register(cli)
+    register_retention(cli)
+    register_config(cli)
+    register_shards(cli)
+    register_check(cli)
+    register_index(cli)

@@ -402,6 +402,20 @@ class PostgresStore:
             conn.execute("DELETE FROM sessions WHERE user_id = %s AND session_id = %s", (user_id, session_id))
         return blocks
 
+    def delete_blocks(self, user: str, filters: Filters) -> list[MemoryBlock]:
+        """The user's blocks that pass ``filters``, deleted as completely as by delete_block in one
+        transaction that holds the user's row lock; the blocks as they were."""
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            if user_id is None:
+                return []
+            params: dict[str, object] = {"u": user_id}
+            where = f"b.user_id = %(u)s{filter_sql(filters, params)}"
+            pks = [int(r[0]) for r in conn.execute(f"SELECT b.pk FROM blocks b WHERE {where}", params).fetchall()]
+            blocks = expiry.blocks_by_pk(conn, user_id, pks)
+            expiry.delete_blocks(conn, user_id, pks)
+        return blocks
+
     @staticmethod
     def _user_row(conn: Conn, user: str) -> int | None:
         row = conn.execute("SELECT id FROM users WHERE id = %s AND name = %s", (user_key(user), user)).fetchone()

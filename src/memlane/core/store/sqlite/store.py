@@ -449,6 +449,24 @@ class SqliteStore:
         self.checkpoint()
         return block
 
+    def delete_blocks(self, user: str, filters: Filters) -> list[MemoryBlock]:
+        """Delete the user's blocks that pass ``filters`` in one write transaction, through the path every
+        delete takes (:func:`memlane.core.store.sqlite.expiry.delete_blocks`), and return them as they were."""
+        where, params = mm.filter_sql(filters)
+        with self._write() as conn:
+            row = conn.execute("SELECT id FROM users WHERE name = ?", (user,)).fetchone()
+            if row is None:
+                return []
+            user_id = int(row[0])
+            found = conn.execute(f"SELECT b.pk FROM blocks b WHERE b.user_id = ? AND {where}", (user_id, *params))
+            pks = [int(r[0]) for r in found]
+            blocks = expiry.blocks_by_pk(conn, pks)
+            expiry.delete_blocks(conn, user_id, pks)
+        if pks:
+            self.cache_drop(user_id)
+            self.checkpoint()
+        return blocks
+
     # -- retention (memlane.core.retention) ----------------------------------------------------------------
 
     def retention_policies(self) -> Policies:

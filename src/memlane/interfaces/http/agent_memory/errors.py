@@ -53,6 +53,7 @@ from memlane.core.errors import (
     LLMError,
     MemlaneError,
     NotFoundError,
+    QueueFullError,
     StoreError,
     ValidationError,
 )
@@ -117,6 +118,9 @@ def error_response(err: ApiError, request: Request) -> JSONResponse:
         headers["X-Request-ID"] = rid
     return JSONResponse(envelope(err.code, err.message, err.details, rid), status_code=err.status, headers=headers)
 
+
+# How long a client is told to wait when the extraction queue is full.
+QUEUE_FULL_RETRY_AFTER_S = 5
 
 # What a core NotFoundError names first ("session 's1' not found for user 'alice'"): its code here.
 _NOT_FOUND_CODES = {"user": "USER_NOT_FOUND", "session": "SESSION_NOT_FOUND", "block": "BLOCK_NOT_FOUND"}
@@ -184,6 +188,15 @@ def core_error(exc: MemlaneError, request: Request) -> ApiError:
         return ApiError(409, code if isinstance(code, str) and code.isupper() else "CONFLICT", str(exc))
     if isinstance(exc, ConfigError):
         return ApiError(400, "CONFIG_ERROR", str(exc))
+    if isinstance(exc, QueueFullError):
+        wait = {"Retry-After": str(QUEUE_FULL_RETRY_AFTER_S)}
+        return ApiError(
+            429,
+            "QUEUE_FULL",
+            str(exc),
+            {"retry_after_seconds": QUEUE_FULL_RETRY_AFTER_S, "queue_size": exc.queued},
+            wait,
+        )
     rid = request_id_of(request)
     log.error("request %s: %s %s: %s: %s", rid, request.method, request.url.path, type(exc).__name__, exc)
     if is_corrupt(exc):

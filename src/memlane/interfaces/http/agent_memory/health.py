@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime
+from typing import Any, Literal
 
-from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Request, Response
+from pydantic import BaseModel, Field
 
 import memlane
 from memlane.core.errors import MemlaneError
@@ -31,56 +32,142 @@ from memlane.interfaces.wire.requestid import request_id_of
 router = APIRouter(tags=["agent memory: health"], route_class=FlatErrorRoute)
 log = logging.getLogger("memlane.http")
 _STARTED = time.monotonic()
+Word = Literal["healthy", "unhealthy"]
+QueueWord = Literal["healthy", "degraded", "unhealthy", "not_initialized"]
 
 
-def _word(ok: bool) -> str:
+class HealthOut(BaseModel):
+    status: Word
+    version: str
+    uptime_seconds: float
+
+
+class DatabaseHealthOut(BaseModel):
+    status: Word
+    service: Literal["database"]
+    backend: str = Field(description="The store's class: SqliteStore or PostgresStore.")
+    details: dict[str, Any] = Field(description="What the probe found: writable, how long it took, the integrity.")
+
+
+class EmbeddingHealthOut(BaseModel):
+    status: Word
+    model: str
+
+
+class LlmHealthOut(BaseModel):
+    status: Literal["healthy", "unhealthy", "not_configured"]
+    model: str | None
+
+
+class ModelsHealthOut(BaseModel):
+    status: Literal["healthy", "degraded", "unhealthy"]
+    embedding: EmbeddingHealthOut
+    llm: LlmHealthOut
+
+
+class QueueOut(BaseModel):
+    size: int
+    queued_ids: int = Field(description="How many block ids are queued (never the ids).")
+    processing: int
+    max_size: int
+
+
+class BatchProcessorOut(BaseModel):
+    status: QueueWord
+    message: str
+    queue: QueueOut
+    loop_running: bool
+    dispatcher_alive: bool
+
+
+class RateBudgetOut(BaseModel):
+    available_requests: int
+    available_tokens: int
+    max_requests_per_minute: int
+    max_tokens_per_minute: int
+    per_request_token_limit: int = Field(description="The per-block token limit of adds.")
+
+
+class StatisticsOut(BaseModel):
+    total_enqueued: int
+    total_recovered: int
+    total_dispatched: int
+    total_completed: int
+    total_failed: int
+    queue_full: int = Field(description="Adds refused (429) because the extraction queue was full.")
+    queue_duplicates: int
+    queue_oversized: int
+    recovery_duplicates: int
+    active_tasks: int
+    loop_running: bool
+    dispatcher_alive: bool
+
+
+class BatchProcessorStatsOut(BatchProcessorOut):
+    rate_budget: RateBudgetOut
+    statistics: StatisticsOut
+
+
+class MemoryMonitorOut(BaseModel):
+    status: Literal["not_initialized"]
+    message: str
+    accepting_requests: bool
+    usage_percent: float | None
+    threshold_percent: float | None
+    last_check: str | None
+
+
+def _word(ok: bool) -> Word:
     return "healthy" if ok else "unhealthy"
 
 
-@router.get("/health")
-def health(request: Request) -> JSONResponse:
+@router.get("/health", responses={503: {"model": HealthOut, "description": "The store was found corrupt."}})
+def health(request: Request, response: Response) -> HealthOut:
     """Whether the service runs: ``healthy``, or ``unhealthy`` (503) once its store was found corrupt. No key."""
     corrupt = services(request).integrity.state().corrupt
-    body = {
-        "status": _word(not corrupt),
-        "version": memlane.__version__,
-        "uptime_seconds": round(time.monotonic() - _STARTED, 3),
-    }
-    return JSONResponse(body, status_code=503 if corrupt else 200)
+    if corrupt:
+        response.status_code = 503
+    return HealthOut(
+        status=_word(not corrupt), version=memlane.__version__, uptime_seconds=round(time.monotonic() - _STARTED, 3)
+    )
 
 
-@router.get("/health/couchbase")
-def database(request: Request) -> JSONResponse:
+@router.get("/health/couchbase", responses={503: {"model": DatabaseHealthOut, "description": "The probe failed."}})
+def database(request: Request, response: Response) -> DatabaseHealthOut:
     """The store, probed with a real write (named for that API's database; memlane's is SQLite or
     PostgreSQL). 503 with ``details`` when it fails."""
     caller(request)
     svc = services(request)
     probe = store_health(svc.memory, svc.integrity, svc.settings.health_write_timeout_s, request_id_of(request))
+    if not probe.ok:
+        response.status_code = 503
     backend = type(svc.memory.store).__name__
-    body = {"status": _word(probe.ok), "service": "database", "backend": backend, "details": probe.detail}
-    return JSONResponse(body, status_code=200 if probe.ok else 503)
+    return DatabaseHealthOut(status=_word(probe.ok), service="database", backend=backend, details=probe.detail)
 
 
 @router.get("/health/models")
-def models(request: Request) -> JSONResponse:
+def models(request: Request) -> ModelsHealthOut:
     """The embedder (probed) and the LLM: ``not_configured`` without one, ``unhealthy`` while the queue
     reports it unreachable, else ``healthy`` (configured and not failing; no call is spent on a probe)."""
     caller(request)
     svc = services(request)
     rid = request_id_of(request)
     embed = embedder_health(svc.memory, rid)
-    embedding = {"status": _word(embed.ok), "model": svc.memory.embedder.model_id}
+    embedding = EmbeddingHealthOut(status=_word(embed.ok), model=svc.memory.embedder.model_id)
     llm_model = svc.memory.llm
     if llm_model is None:
-        llm: dict[str, object] = {"status": "not_configured", "model": None}
+        llm = LlmHealthOut(status="not_configured", model=None)
     else:
         outage = svc.memory.queue_status(recent_errors=0).llm_outage
-        llm = {"status": _word(outage is None), "model": getattr(llm_model, "model", None) or type(llm_model).__name__}
-    overall = "healthy" if embed.ok and llm["status"] == "healthy" else ("degraded" if embed.ok else "unhealthy")
-    return JSONResponse({"status": overall, "embedding": embedding, "llm": llm})
+        name = getattr(llm_model, "model", None) or type(llm_model).__name__
+        llm = LlmHealthOut(status=_word(outage is None), model=str(name))
+    overall: Literal["healthy", "degraded", "unhealthy"] = "unhealthy"
+    if embed.ok:
+        overall = "healthy" if llm.status == "healthy" else "degraded"
+    return ModelsHealthOut(status=overall, embedding=embedding, llm=llm)
 
 
-def _batch_processor(request: Request) -> tuple[dict[str, object], tuple[int, int, int, int]]:
+def _batch_processor(request: Request) -> tuple[BatchProcessorOut, tuple[int, int, int, int]]:
     """That API's batch-processor answer, and the queue's counts (queued, running, done, dead): ``healthy``;
     ``degraded`` while jobs wait for an LLM that cannot be reached or the queue is full (the message says
     which, since when, and the last error, without addresses); ``unhealthy`` when the queue cannot be read;
@@ -89,6 +176,7 @@ def _batch_processor(request: Request) -> tuple[dict[str, object], tuple[int, in
     svc = services(request)
     llm = svc.memory.llm is not None
     capacity = svc.settings.agent_queue_max
+    status: QueueWord
     try:
         st = svc.memory.queue_status(recent_errors=0)
     except MemlaneError as exc:
@@ -102,16 +190,16 @@ def _batch_processor(request: Request) -> tuple[dict[str, object], tuple[int, in
     if not llm and status != "unhealthy":
         status, problems = "not_initialized", ["no LLM is configured: blocks are stored ready, without extraction"]
     queued, running = counts[0], counts[1]
-    body: dict[str, object] = {
-        "status": status,
-        "message": "; ".join(problems) or "extraction queue",
+    answer = BatchProcessorOut(
+        status=status,
+        message="; ".join(problems) or "extraction queue",
         # ``queued_ids`` is how many ids are queued (that API's type), never the ids: they are users' block ids,
         # and this route answers any key.
-        "queue": {"size": queued, "queued_ids": queued, "processing": running, "max_size": capacity},
-        "loop_running": llm,
-        "dispatcher_alive": llm,
-    }
-    return body, counts
+        queue=QueueOut(size=queued, queued_ids=queued, processing=running, max_size=capacity),
+        loop_running=llm,
+        dispatcher_alive=llm,
+    )
+    return answer, counts
 
 
 def _queue_problems(st: QueueStatus, capacity: int) -> list[str]:
@@ -131,53 +219,52 @@ def _queue_problems(st: QueueStatus, capacity: int) -> list[str]:
 
 
 @router.get("/health/async-batch-processor")
-def batch_processor(request: Request) -> JSONResponse:
+def batch_processor(request: Request) -> BatchProcessorOut:
     """The extraction queue: its size and how many jobs run (``not_initialized`` without an LLM)."""
-    return JSONResponse(_batch_processor(request)[0])
+    return _batch_processor(request)[0]
 
 
 @router.get("/health/async-batch-processor-stats")
-def batch_processor_stats(request: Request) -> JSONResponse:
+def batch_processor_stats(request: Request) -> BatchProcessorStatsOut:
     """The same, with the queue's totals as that API's statistics. memlane has no model rate budget of its
     own: its fields are 0, and ``per_request_token_limit`` is the per-block token limit of adds."""
-    body, (queued, running, done, dead) = _batch_processor(request)
-    total = queued + running + done + dead
+    answer, (queued, running, done, dead) = _batch_processor(request)
     svc = services(request)
-    body["rate_budget"] = {
-        "available_requests": 0,
-        "available_tokens": 0,
-        "max_requests_per_minute": 0,
-        "max_tokens_per_minute": 0,
-        "per_request_token_limit": svc.settings.agent_block_tokens,
-    }
-    body["statistics"] = {
-        "total_enqueued": total,
-        "total_recovered": 0,
-        "total_dispatched": running + done + dead,
-        "total_completed": done,
-        "total_failed": dead,
-        "queue_full": svc.agent_queue_full.value,
-        "queue_duplicates": 0,
-        "queue_oversized": 0,
-        "recovery_duplicates": 0,
-        "active_tasks": running,
-        "loop_running": body["loop_running"],
-        "dispatcher_alive": body["dispatcher_alive"],
-    }
-    return JSONResponse(body)
+    return BatchProcessorStatsOut(
+        **answer.model_dump(),
+        rate_budget=RateBudgetOut(
+            available_requests=0,
+            available_tokens=0,
+            max_requests_per_minute=0,
+            max_tokens_per_minute=0,
+            per_request_token_limit=svc.settings.agent_block_tokens,
+        ),
+        statistics=StatisticsOut(
+            total_enqueued=queued + running + done + dead,
+            total_recovered=0,
+            total_dispatched=running + done + dead,
+            total_completed=done,
+            total_failed=dead,
+            queue_full=svc.agent_queue_full.value,
+            queue_duplicates=0,
+            queue_oversized=0,
+            recovery_duplicates=0,
+            active_tasks=running,
+            loop_running=answer.loop_running,
+            dispatcher_alive=answer.dispatcher_alive,
+        ),
+    )
 
 
 @router.get("/health/memory")
-def memory_monitor(request: Request) -> JSONResponse:
+def memory_monitor(request: Request) -> MemoryMonitorOut:
     """memlane has no memory-pressure monitor: ``not_initialized``, and requests are accepted."""
     caller(request)
-    return JSONResponse(
-        {
-            "status": "not_initialized",
-            "message": "memlane has no memory monitor; ingestion is never refused for memory pressure",
-            "accepting_requests": True,
-            "usage_percent": None,
-            "threshold_percent": None,
-            "last_check": None,
-        }
+    return MemoryMonitorOut(
+        status="not_initialized",
+        message="memlane has no memory monitor; ingestion is never refused for memory pressure",
+        accepting_requests=True,
+        usage_percent=None,
+        threshold_percent=None,
+        last_check=None,
     )

@@ -12,16 +12,12 @@ extraction queue is a 429 with ``Retry-After``.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-from contextlib import suppress
 from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
 
-from memlane.core.errors import NotFoundError
+from memlane.core.errors import QueueFullError
 from memlane.core.memory import Memory
 from memlane.core.model import AddResult, BlockKind, Filters, MemoryBlock
 from memlane.core.model_checks import check_version
@@ -39,17 +35,24 @@ from memlane.interfaces.http.agent_memory.schemas import (
     DeleteIn,
     FiltersIn,
 )
-from memlane.interfaces.http.agent_memory.shapes import block_out, hit_out, page_fields
+from memlane.interfaces.http.agent_memory.shapes import (
+    ANSWER,
+    AddedOut,
+    BlockPage,
+    BlocksFound,
+    DeletedOut,
+    UpdatedOut,
+    block_out,
+    hit_out,
+    page_fields,
+    rejected_out,
+)
 from memlane.interfaces.http.agent_memory.users import clamp, memory_of
-from memlane.interfaces.http.services import Services, services
+from memlane.interfaces.http.services import services
 from memlane.interfaces.wire.errors import scrub_addresses
 
 router = APIRouter(tags=["agent memory: memory"], route_class=FlatErrorRoute)
 SESSION_PATH = "/users/{user_id}/sessions/{session_id}/memory"
-# How long a client is told to wait when the extraction queue is full.
-QUEUE_FULL_RETRY_AFTER_S = 5
-BYTES_PER_TOKEN = 4
-DELETE_PAGE = 1000
 
 
 # The core's names of this API's fields: a block's TTL, its prompt, an exchange's sides.
@@ -70,11 +73,6 @@ UPDATE_FIELDS: Renames = (
 
 def _invalid(message: str, field: str, code: str = "INVALID_REQUEST") -> ApiError:
     return ApiError(400, code, message, {"field": field})
-
-
-def tokens_of(text: str) -> int:
-    """An estimate of a text's tokens (about four bytes of UTF-8 each), for the per-block limit."""
-    return math.ceil(len(text.encode("utf-8", "replace")) / BYTES_PER_TOKEN)
 
 
 def extract_mode(memory: Memory, async_processing: bool, context_required: bool | None) -> str:
@@ -112,27 +110,12 @@ def update_mode(memory: Memory, body: AgentUpdateIn, block: MemoryBlock) -> str 
     return None
 
 
-def _check_queue(svc: Services, mode: str, adding: int) -> None:
-    if mode != "async":
-        return
-    queued = svc.memory.queue_status(recent_errors=0).queued
-    if queued + adding > svc.settings.agent_queue_max:
-        svc.agent_queue_full.add()
-        raise ApiError(
-            429,
-            "QUEUE_FULL",
-            f"the extraction queue is full ({queued} of {svc.settings.agent_queue_max} blocks waiting); retry later",
-            {"retry_after_seconds": QUEUE_FULL_RETRY_AFTER_S, "queue_size": queued},
-            {"Retry-After": str(QUEUE_FULL_RETRY_AFTER_S)},
-        )
-
-
 def _time(value: str | None, field: str) -> datetime | None:
     return None if value is None else coerce_time(value, where=field)
 
 
-@router.post(SESSION_PATH, status_code=201)
-def add_memory(user_id: str, session_id: str, body: AgentAddIn, request: Request) -> JSONResponse:
+@router.post(SESSION_PATH, status_code=201, **ANSWER)
+def add_memory(user_id: str, session_id: str, body: AgentAddIn, request: Request) -> AddedOut:
     """Store each message (one exchange) or each fact as a block of the session: 201 with the block ids in
     input order, and the items over the per-block token limit in ``rejected_details``."""
     for_user(request, user_id, write=True)
@@ -144,18 +127,6 @@ def add_memory(user_id: str, session_id: str, body: AgentAddIn, request: Request
     mode = extract_mode(memory, body.async_processing, body.context_required)
     prompt = _prompt(body.prompt_id, body.prompt_vid, body.context_required)
     session = memory.get_session(user_id, session_id)
-    texts = (
-        [f"{m.user_content}\n{m.assistant_content}" for m in body.messages]
-        if body.messages is not None
-        else list(body.facts or [])
-    )
-    limit = svc.settings.agent_block_tokens
-    rejected = [
-        {"input_index": i, "actual_tokens": n, "per_request_token_limit": limit, "reason": "token_limit_exceeded"}
-        for i, n in enumerate(tokens_of(t) for t in texts)
-        if n > limit
-    ]
-    dropped = {r["input_index"] for r in rejected}
     common: dict[str, Any] = {
         "session_id": session_id,
         "conversation_id": session.conversation_id,
@@ -165,28 +136,29 @@ def add_memory(user_id: str, session_id: str, body: AgentAddIn, request: Request
         "prompt": prompt,
         "extract": mode,
         "sync_timeout_s": svc.settings.agent_sync_timeout_s,
+        "max_tokens": svc.settings.agent_block_tokens,
+        "max_queued": svc.settings.agent_queue_max,
     }
-    block_ids: Sequence[str] = ()
-    if len(dropped) < len(texts):
-        _check_queue(svc, mode, len(texts) - len(dropped))
+    try:
         with api_fields(ADD_FIELDS):
             if body.messages is not None:
-                pairs = [(m.user_content, m.assistant_content) for i, m in enumerate(body.messages) if i not in dropped]
+                pairs = [(m.user_content, m.assistant_content) for m in body.messages]
                 added = memory.add_exchanges(user_id, pairs, **common)
             else:
-                facts = [f for i, f in enumerate(body.facts or []) if i not in dropped]
-                added = memory.add_facts(user_id, facts, **common)
-        if mode == "sync" and added.jobs_done < added.jobs_enqueued:
-            raise _unfinished(memory, added, svc.settings.agent_sync_timeout_s)
-        block_ids = added.block_ids
-    answer = {
-        "message": f"{len(block_ids)} memory blocks stored" + (f", {len(rejected)} rejected" if rejected else ""),
-        "accepted_count": len(block_ids),
-        "block_ids": list(block_ids),
-        "rejected_count": len(rejected),
-        "rejected_details": rejected,
-    }
-    return JSONResponse(answer, status_code=201)
+                added = memory.add_facts(user_id, body.facts or [], **common)
+    except QueueFullError:
+        svc.agent_queue_full.add()  # counted in the batch processor's statistics
+        raise
+    if mode == "sync" and added.jobs_done < added.jobs_enqueued:
+        raise _unfinished(memory, added, svc.settings.agent_sync_timeout_s)
+    stored, rejected = len(added.block_ids), len(added.rejected)
+    return AddedOut(
+        message=f"{stored} memory blocks stored" + (f", {rejected} rejected" if rejected else ""),
+        accepted_count=stored,
+        block_ids=list(added.block_ids),
+        rejected_count=rejected,
+        rejected_details=[rejected_out(r) for r in added.rejected],
+    )
 
 
 def _unfinished(memory: Memory, added: AddResult, timeout_s: float) -> ApiError:
@@ -224,8 +196,8 @@ def _owned(memory: Memory, user_id: str, session_id: str, block_id: str) -> Memo
     return block
 
 
-@router.put(SESSION_PATH + "/{block_id}")
-def update_memory(user_id: str, session_id: str, block_id: str, body: AgentUpdateIn, request: Request) -> JSONResponse:
+@router.put(SESSION_PATH + "/{block_id}", **ANSWER)
+def update_memory(user_id: str, session_id: str, block_id: str, body: AgentUpdateIn, request: Request) -> UpdatedOut:
     """Replace a block's content (a fact's ``fact``, an exchange's ``message``), annotations, TTL or prompt,
     keeping its id: re-embedded, and extracted again when its content or prompt changed."""
     for_user(request, user_id, write=True)
@@ -258,54 +230,36 @@ def update_memory(user_id: str, session_id: str, block_id: str, body: AgentUpdat
     changes["extract"] = update_mode(memory, body, block)
     with api_fields(UPDATE_FIELDS):
         block = memory.update(user_id, block_id, **changes)
-    return JSONResponse({"message": "memory block updated", "block": block_out(block)})
+    return UpdatedOut(message="memory block updated", block=block_out(block))
 
 
-@router.delete(SESSION_PATH)
-def delete_memory(user_id: str, session_id: str, body: DeleteIn, request: Request) -> JSONResponse:
-    """Delete the listed blocks of the session, or ``"all"`` of them. A block already absent counts as
-    deleted (a retry is safe); a block of another session is not deleted and is reported in
+@router.delete(SESSION_PATH, **ANSWER)
+def delete_memory(user_id: str, session_id: str, body: DeleteIn, request: Request) -> DeletedOut:
+    """Delete the listed blocks of the session, or ``"all"`` of them, in one transaction. A block already
+    absent counts as deleted (a retry is safe); a block of another session is not deleted and is reported in
     ``failed_block_ids``; 404 only if nothing could be deleted."""
     for_user(request, user_id, write=True)
     check_id(session_id, "session_id")
     memory = memory_of(request)
     memory.get_session(user_id, session_id)
     if body.block_ids == "all":
-        count = _delete_all(memory, user_id, session_id)
-        return JSONResponse({"deleted_count": count, "failed_count": 0, "failed_block_ids": []})
+        count = len(memory.delete_blocks(user_id, Filters(sessions=(session_id,))))
+        return DeletedOut(deleted_count=count, failed_count=0, failed_block_ids=[])
     ids = [body.block_ids] if isinstance(body.block_ids, str) else list(body.block_ids)
     if not ids:
         raise _invalid("block_ids must name at least one block, or be 'all'", "block_ids")
     for block_id in ids:  # every id checked before anything is deleted
         check_id(block_id, "block_ids")
-    deleted, failed = 0, []
-    for block_id in ids:
-        try:
-            _owned(memory, user_id, session_id, block_id)
-            memory.delete(user_id, block_id)
-        except NotFoundError:
-            pass  # absent: deleted already
-        except ApiError:
-            failed.append(block_id)
-            continue
-        deleted += 1
-    if not deleted:
+    gone = set(memory.delete_blocks(user_id, Filters(sessions=(session_id,), block_ids=tuple(ids))))
+    rest = tuple(dict.fromkeys(i for i in ids if i not in gone))
+    # A listed block that is still there is another session's (an absent one was deleted already).
+    elsewhere = (
+        {b.id for b in memory.browse(user_id, Filters(block_ids=rest), limit=len(rest)).items} if rest else set()
+    )
+    failed = [i for i in ids if i in elsewhere]
+    if len(failed) == len(ids):
         raise ApiError(404, "BLOCK_NOT_FOUND", "no listed block is the session's", {"failed_block_ids": failed})
-    return JSONResponse({"deleted_count": deleted, "failed_count": len(failed), "failed_block_ids": failed})
-
-
-def _delete_all(memory: Memory, user_id: str, session_id: str) -> int:
-    """Delete every block of the session, a page at a time; how many went."""
-    deleted: set[str] = set()
-    while True:
-        page = memory.browse(user_id, Filters(sessions=(session_id,)), limit=DELETE_PAGE)
-        fresh = [b.id for b in page.items if b.id not in deleted]
-        if not fresh:
-            return len(deleted)
-        for block_id in fresh:
-            with suppress(NotFoundError):  # deleted meanwhile
-                memory.delete(user_id, block_id)
-            deleted.add(block_id)
+    return DeletedOut(deleted_count=len(ids) - len(failed), failed_count=len(failed), failed_block_ids=failed)
 
 
 def _sessions(value: list[str] | str | None, path_session: str) -> tuple[str, ...] | None:
@@ -336,8 +290,8 @@ def filters_of(f: FiltersIn, sessions: tuple[str, ...] | None) -> Filters:
     )
 
 
-@router.post(SESSION_PATH + "/search")
-def search_memory(user_id: str, session_id: str, request: Request, body: AgentSearchIn | None = None) -> JSONResponse:
+@router.post(SESSION_PATH + "/search", **ANSWER)
+def search_memory(user_id: str, session_id: str, request: Request, body: AgentSearchIn | None = None) -> BlocksFound:
     """With a query: at most ``relevant_k`` blocks, best first, each with its ``rel_score``. Without one:
     every matching block (at most 10,000), newest first by ``order_by``. The path's session by default;
     ``session_ids`` widens it (a list, or ``"all"``)."""
@@ -359,10 +313,10 @@ def search_memory(user_id: str, session_id: str, request: Request, body: AgentSe
         order = "event" if f.order_by == "created_at" else "ingested"
         page = memory.browse(user_id, filters, order=order, limit=MAX_BROWSE, before=before, after=after)
         blocks = [block_out(b) for b in page.items]
-    return JSONResponse({"memory_blocks": blocks, "count": len(blocks)})
+    return BlocksFound(memory_blocks=blocks, count=len(blocks))
 
 
-@router.get("/users/{user_id}/memory")
+@router.get("/users/{user_id}/memory", **ANSWER)
 def list_memories(
     user_id: str,
     request: Request,
@@ -370,7 +324,7 @@ def list_memories(
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     order_by: Annotated[str, Query(pattern="^(ingested_at|created_at)$")] = "ingested_at",
     session_ids: Annotated[str | None, Query(max_length=MAX_ITEMS * 256)] = None,
-) -> JSONResponse:
+) -> BlockPage:
     """The user's blocks, newest first by ``order_by``, a page at a time (``limit`` at most 200): all
     sessions, or ``session_ids`` (comma-separated, or ``all``)."""
     for_user(request, user_id, write=False)
@@ -382,4 +336,4 @@ def list_memories(
         user_id, Filters(sessions=sessions), order=order, limit=clamp(limit, 20, MAX_MEMORY_LIMIT), offset=offset
     )
     blocks = [block_out(b) for b in page.items]
-    return JSONResponse({"memory_blocks": blocks, **page_fields(page, len(blocks))})
+    return BlockPage(memory_blocks=blocks, **page_fields(page, len(blocks)))

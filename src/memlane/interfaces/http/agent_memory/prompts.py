@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.responses import JSONResponse
 
 from memlane.core.errors import PromptArchivedError
 from memlane.core.model_checks import check_version
@@ -21,7 +20,16 @@ from memlane.interfaces.http.agent_memory.schemas import (
     AgentPromptIn,
     AgentPromptUpdateIn,
 )
-from memlane.interfaces.http.agent_memory.shapes import page_fields, prompt_out, version_out
+from memlane.interfaces.http.agent_memory.shapes import (
+    ANSWER,
+    PromptOut,
+    PromptPage,
+    VersionOut,
+    VersionPage,
+    page_fields,
+    prompt_out,
+    version_out,
+)
 from memlane.interfaces.http.agent_memory.users import clamp, memory_of
 
 router = APIRouter(tags=["agent memory: prompts"], route_class=FlatErrorRoute)
@@ -48,8 +56,8 @@ def _vid(value: str | None, *, required: bool) -> int | None:
     return check_version(int(value), "vid")
 
 
-@router.post("/prompts", status_code=201)
-def create_prompt(body: AgentPromptIn, request: Request) -> JSONResponse:
+@router.post("/prompts", status_code=201, **ANSWER)
+def create_prompt(body: AgentPromptIn, request: Request) -> PromptOut:
     """A new prompt at version 0: 201; 409 if the id exists or is archived (reserved until purged)."""
     registry(request, write=True)
     check_id(body.prompt_id, "prompt_id")
@@ -60,32 +68,32 @@ def create_prompt(body: AgentPromptIn, request: Request) -> JSONResponse:
         prompt = memory_of(request).prompts.create(
             body.prompt_id, body.prompt, description=body.description, annotations=body.annotations
         )
-    return JSONResponse(prompt_out(prompt), status_code=201)
+    return prompt_out(prompt)
 
 
-@router.get("/prompts")
-def list_prompts(request: Request, limit: Limit = 100, offset: Offset = 0) -> JSONResponse:
+@router.get("/prompts", **ANSWER)
+def list_prompts(request: Request, limit: Limit = 100, offset: Offset = 0) -> PromptPage:
     """The prompts, a page at a time (``limit`` at most 1000)."""
     registry(request, write=False)
     page = memory_of(request).prompts.list(limit=clamp(limit, 100, MAX_PROMPTS_LIMIT), offset=offset)
     prompts = [prompt_out(p) for p in page.items]
-    return JSONResponse({"prompts": prompts, **page_fields(page, len(prompts))})
+    return PromptPage(prompts=prompts, **page_fields(page, len(prompts)))
 
 
-@router.get("/prompts/{prompt_id}")
-def get_prompt(prompt_id: str, request: Request, vid: str | None = None) -> JSONResponse:
+@router.get("/prompts/{prompt_id}", **ANSWER)
+def get_prompt(prompt_id: str, request: Request, vid: str | None = None) -> PromptOut | VersionOut:
     """The prompt's head, or with ``vid`` that version; 404 if there is none."""
     registry(request, write=False)
     check_id(prompt_id, "prompt_id")
     prompts = memory_of(request).prompts
     version = _vid(vid, required=False)
     if version is None:
-        return JSONResponse(prompt_out(prompts.get(prompt_id)))
-    return JSONResponse(version_out(prompts.version(prompt_id, version)))
+        return prompt_out(prompts.get(prompt_id))
+    return version_out(prompts.version(prompt_id, version))
 
 
-@router.put("/prompts/{prompt_id}")
-def update_prompt(prompt_id: str, request: Request, body: AgentPromptUpdateIn | None = None) -> JSONResponse:
+@router.put("/prompts/{prompt_id}", **ANSWER)
+def update_prompt(prompt_id: str, request: Request, body: AgentPromptUpdateIn | None = None) -> PromptOut:
     """New text makes a new version, which becomes current; description and annotations belong to the head.
     404 if there is no such prompt, 409 if it is archived."""
     registry(request, write=True)
@@ -100,7 +108,7 @@ def update_prompt(prompt_id: str, request: Request, body: AgentPromptUpdateIn | 
         prompt = memory_of(request).prompts.update(
             prompt_id, text=body.prompt, description=body.description, annotations=body.annotations
         )
-    return JSONResponse(prompt_out(prompt))
+    return prompt_out(prompt)
 
 
 @router.delete("/prompts/{prompt_id}", status_code=204)
@@ -113,14 +121,14 @@ def purge_prompt(prompt_id: str, request: Request, vid: str | None = None) -> Re
     return Response(status_code=204)
 
 
-@router.get("/prompts/{prompt_id}/versions")
-def list_versions(prompt_id: str, request: Request, limit: Limit = 100, offset: Offset = 0) -> JSONResponse:
+@router.get("/prompts/{prompt_id}/versions", **ANSWER)
+def list_versions(prompt_id: str, request: Request, limit: Limit = 100, offset: Offset = 0) -> VersionPage:
     """The prompt's versions, a page at a time (``limit`` at most 1000)."""
     registry(request, write=False)
     check_id(prompt_id, "prompt_id")
     page = memory_of(request).prompts.versions(prompt_id, limit=clamp(limit, 100, MAX_PROMPTS_LIMIT), offset=offset)
     versions = [version_out(v) for v in page.items]
-    return JSONResponse({"versions": versions, **page_fields(page, len(versions))})
+    return VersionPage(versions=versions, **page_fields(page, len(versions)))
 
 
 @router.put("/prompts/{prompt_id}/archive", status_code=204)

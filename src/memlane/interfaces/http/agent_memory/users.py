@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.responses import JSONResponse
 
 from memlane.core.memory import Memory
 from memlane.core.model import Filters
@@ -19,7 +18,7 @@ from memlane.interfaces.http.agent_memory.schemas import (
     AgentUserIn,
     AgentUserUpdateIn,
 )
-from memlane.interfaces.http.agent_memory.shapes import page_fields, user_out
+from memlane.interfaces.http.agent_memory.shapes import ANSWER, TtlSetOut, UserOut, UserPage, page_fields, user_out
 from memlane.interfaces.http.services import services
 
 router = APIRouter(tags=["agent memory: users"], route_class=FlatErrorRoute)
@@ -45,8 +44,8 @@ def _invalid(message: str, field: str) -> ApiError:
     return ApiError(400, "INVALID_REQUEST", message, {"field": field})
 
 
-@router.post("/users", status_code=201)
-def create_user(body: AgentUserIn, request: Request) -> JSONResponse:
+@router.post("/users", status_code=201, **ANSWER)
+def create_user(body: AgentUserIn, request: Request) -> UserOut:
     """Create a user with a display name and metadata: 201, or 409 if the id is taken. The admin key creates
     any user; a user's key or OIDC token only its own id (a key's user exists already: that 409)."""
     for_user(request, check_id(body.user_id, "user_id"), write=True)
@@ -55,17 +54,17 @@ def create_user(body: AgentUserIn, request: Request) -> JSONResponse:
     memory = memory_of(request)
     with api_fields(USER_FIELDS):
         memory.create_user(body.user_id, display_name=body.name, metadata=body.metadata or {}, exist_ok=False)
-    return JSONResponse(user_out(memory.get_user(body.user_id), []), status_code=201)
+    return user_out(memory.get_user(body.user_id), [])
 
 
-@router.get("/users")
+@router.get("/users", **ANSWER)
 def list_users(
     request: Request,
     limit: Annotated[int, Query(ge=1)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     name: Annotated[str | None, Query()] = None,
     metadata: Annotated[list[str] | None, Query()] = None,
-) -> JSONResponse:
+) -> UserPage:
     """Users by exact display name and metadata ``key=value`` pairs (repeated; all must hold), a page at a
     time (``limit`` at most 500). Admin key."""
     admin_key(request)
@@ -82,20 +81,20 @@ def list_users(
         name=name, metadata_text=pairs or None, limit=clamp(limit, 50, MAX_USERS_LIMIT), offset=offset
     )
     users = [user_out(u) for u in page.items]
-    return JSONResponse({"users": users, **page_fields(page, len(users))})
+    return UserPage(users=users, **page_fields(page, len(users)))
 
 
-@router.get("/users/{user_id}")
-def get_user(user_id: str, request: Request) -> JSONResponse:
+@router.get("/users/{user_id}", **ANSWER)
+def get_user(user_id: str, request: Request) -> UserOut:
     """One user with its session ids; 404 if there is none. The admin key, or the user's own key."""
     for_user(request, user_id, write=False)
     memory = memory_of(request)
     info = memory.get_user(user_id)
-    return JSONResponse(user_out(info, session_ids(memory, user_id)))
+    return user_out(info, session_ids(memory, user_id))
 
 
-@router.put("/users/{user_id}")
-def update_user(user_id: str, request: Request, body: AgentUserUpdateIn | None = None) -> JSONResponse:
+@router.put("/users/{user_id}", **ANSWER)
+def update_user(user_id: str, request: Request, body: AgentUserUpdateIn | None = None) -> UserOut:
     """Change the display name or the metadata (what is omitted is kept)."""
     for_user(request, user_id, write=True)
     if body is None or (body.name is None and body.metadata is None):
@@ -110,7 +109,7 @@ def update_user(user_id: str, request: Request, body: AgentUserUpdateIn | None =
     memory = memory_of(request)
     with api_fields(USER_FIELDS):
         info = memory.update_user(user_id, **changes)
-    return JSONResponse(user_out(info, session_ids(memory, user_id)))
+    return user_out(info, session_ids(memory, user_id))
 
 
 @router.delete("/users/{user_id}", status_code=204)
@@ -123,8 +122,8 @@ def delete_user(user_id: str, request: Request) -> Response:
     return Response(status_code=204)
 
 
-@router.put("/users/{user_id}/ttl")
-def modify_ttl(user_id: str, body: AgentTtlIn, request: Request) -> JSONResponse:
+@router.put("/users/{user_id}/ttl", **ANSWER)
+def modify_ttl(user_id: str, body: AgentTtlIn, request: Request) -> TtlSetOut:
     """Give the user's blocks (or one session's, or the listed ones of that session) a new TTL in seconds
     from now (0: never expire)."""
     for_user(request, user_id, write=True)
@@ -143,4 +142,4 @@ def modify_ttl(user_id: str, body: AgentTtlIn, request: Request) -> JSONResponse
             owned = Filters(sessions=(body.session_id,), block_ids=tuple(body.block_ids))
             ids = [b.id for b in memory.browse(user_id, owned, limit=len(body.block_ids)).items]
             changed = memory.set_ttl(user_id, body.new_ttl, block_ids=ids) if ids else 0
-    return JSONResponse({"message": f"TTL set on {changed} memory blocks", "updated_count": changed})
+    return TtlSetOut(message=f"TTL set on {changed} memory blocks", updated_count=changed)
