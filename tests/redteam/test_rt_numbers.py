@@ -595,6 +595,11 @@ PYTHON: dict[str, Callable[[Memory, dict[str, str], Any], object] | str] = {
     "add_exchanges.sync_timeout_s": (
         lambda m, ids, v: m.add_exchanges("alice", [("x", "y")], extract="sync", sync_timeout_s=v)
     ),
+    "add_facts.max_tokens": lambda m, ids, v: m.add_facts("alice", ["x"], max_tokens=v),
+    "add_facts.max_queued": lambda m, ids, v: m.add_facts("alice", ["x"], max_queued=v),
+    "add_exchanges.max_tokens": lambda m, ids, v: m.add_exchanges("alice", [("q", "a")], max_tokens=v),
+    "add_exchanges.max_queued": lambda m, ids, v: m.add_exchanges("alice", [("q", "a")], max_queued=v),
+    "delete_blocks.filters": lambda m, ids, v: m.delete_blocks("alice", Filters(prompt_id="p", prompt_version=v)),
     "worker.concurrency": lambda m, ids, v: m.worker(concurrency=v),
     "worker.lease_s": lambda m, ids, v: m.worker(lease_s=v),
     "worker.poll_s": lambda m, ids, v: m.worker(poll_s=v),
