@@ -559,10 +559,20 @@ def _statement(sentences: Sequence[Sentence], speaker: str, subject: frozenset[s
         return None
     # A question about one of the people talking ("how many dogs does Andrew have?") is answered by what
     # that person says, not by what the others say to them.
-    people = frozenset(stem(p) for s in sentences[:1] for p in s.people)
-    if subject & people and not subject & {stem(w) for w in _WORD.findall(speaker.lower())}:
+    if subject & _stems(sentences[0].people) and not subject & _speaker_stems(speaker):
         return None
     return Statement(frozenset().union(*(h for h, _ in best)), frozenset().union(*(v for _, v in best)))
+
+
+# The same few people and speakers are read at every search: their stems are kept.
+@functools.lru_cache(maxsize=1024)
+def _stems(words: frozenset[str]) -> frozenset[str]:
+    return frozenset(stem(w) for w in words)
+
+
+@functools.lru_cache(maxsize=1024)
+def _speaker_stems(speaker: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in _WORD.findall(speaker.lower()))
 
 
 def replaces(was: Statement | None, now: Statement | None) -> bool:
@@ -744,7 +754,7 @@ def supersede(
         told = {of_session[o] for o in olds if o in of_session}
         return [*olds, *(x for x in place if x != new and of_session.get(x) in told and place[x] < place[new])]
 
-    moving = newer
+    moving: dict[int, list[int]] = newer
     if settings.supersede_once:
         # One newer version per older block moves, the best-ranked, and none when one already ranks above
         # what it would pass (with ``supersede_sessions``: when a block of its session does, the newer
@@ -756,19 +766,21 @@ def supersede(
             first = min(place[x] for x in place if x == best_new or (told is not None and of_session.get(x) == told))
             if first > min(place[x] for x in passed([old], best_new)):
                 moving[old] = [best_new]
-    # Each block's place key: a newer version takes the place of the best older one it supersedes, just
-    # above it; oldest first, so a chain of versions ends newest first.
-    key: dict[int, tuple[float, int]] = {ref: (float(place[ref]), 0) for ref in place}
-    older_of: dict[int, list[int]] = {}
-    for old, news in moving.items():
-        for new in news:
-            older_of.setdefault(new, []).append(old)
-    for ref in sorted(older_of, key=lambda r: versions[r].time):
-        best = min(key[o] for o in passed(older_of[ref], ref))
-        if best < key[ref]:
-            key[ref] = (best[0], best[1] - 1)
-    reordered = sorted(top, key=lambda h: (key[h[0]], place[h[0]]))
-    after = {ref: i for i, (ref, _, _) in enumerate(reordered)}
+    reordered, after = top, place  # what nothing moving leaves (the newer telling often ranks first already)
+    if moving:
+        # Each block's place key: a newer version takes the place of the best older one it supersedes, just
+        # above it; oldest first, so a chain of versions ends newest first.
+        key: dict[int, tuple[float, int]] = {ref: (float(place[ref]), 0) for ref in place}
+        older_of: dict[int, list[int]] = {}
+        for old, news in moving.items():
+            for new in news:
+                older_of.setdefault(new, []).append(old)
+        for ref in sorted(older_of, key=lambda r: versions[r].time):
+            best = min(key[o] for o in passed(older_of[ref], ref))
+            if best < key[ref]:
+                key[ref] = (best[0], best[1] - 1)
+        reordered = sorted(top, key=lambda h: (key[h[0]], place[h[0]]))
+        after = {ref: i for i, (ref, _, _) in enumerate(reordered)}
     # Every newer version that ranks above the older one it restates, newest first (with every version
     # moved, that is every one).
     by_time = {
