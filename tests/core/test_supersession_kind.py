@@ -111,6 +111,20 @@ def test_names_for_a_place_and_numbers_for_a_count() -> None:
     assert values("We moved to Porto with 2 cats.", "How many cats do I have?") == {"2"}
 
 
+def test_a_sentence_kept_between_searches_reads_the_same_for_every_question() -> None:
+    # A block's sentences, and what each states, are kept between searches: what one question read of a
+    # sentence (here with Porto as its subject, so not a value) changes neither what the next reads nor what
+    # the sentence equals.
+    text = "We moved to Porto with 2 cats."
+    kept = Sentence.of(text)
+    for query in ("How many times have I been to Porto?", "Where do I live now?", "How many cats do I have?"):
+        subject, kind = subject_of(frozenset(query_terms(query))), asked_kind(query)
+        assert kind_values(kept, subject, kind) == kind_values(Sentence.of(text), subject, kind)
+    assert kind_values(kept, subject_of(frozenset(query_terms("Where do I live now?"))), PLACE) == {"porto"}
+    assert kept == Sentence.of(text)
+    assert hash(kept) == hash(Sentence.of(text))
+
+
 def test_a_question_states_nothing_but_a_statement_with_a_question_after_it_does() -> None:
     assert Sentence.of("Which one do you think has better food?").asks
     assert Sentence.of("Can you recommend a good food delivery service?").asks

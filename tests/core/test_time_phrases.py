@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -76,6 +76,18 @@ def test_phrases_name_windows(text: str, expected: list[tuple[float, float, str]
 )
 def test_no_window_without_a_phrase_or_when_the_question_asks_the_distance(text: str) -> None:
     assert time_windows(text, AT) == ()
+
+
+def test_one_instant_asked_in_two_time_zones_reads_each_ones_day() -> None:
+    # Sunday 23:00 in UTC is Monday 01:00 two hours east: "last weekend" is a week back for the first, and
+    # the one just gone for the second, though both are one instant (the windows of a query are kept).
+    sunday = datetime(2023, 5, 28, 23, 0, tzinfo=UTC)
+    monday = sunday.astimezone(timezone(timedelta(hours=2)))
+    assert sunday == monday
+    (w_sunday,) = time_windows("last weekend", sunday, tolerance=0.0, min_days=0.5)
+    (w_monday,) = time_windows("last weekend", monday, tolerance=0.0, min_days=0.5)
+    assert w_monday.holds((monday - timedelta(days=1)).timestamp())
+    assert not w_sunday.holds((sunday - timedelta(days=1)).timestamp())
 
 
 def test_last_weekend_depends_on_the_day_asked() -> None:

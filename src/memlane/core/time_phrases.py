@@ -28,10 +28,11 @@ should I cook today?" asks for no memory of today).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 
 from memlane.core.timefmt import to_epoch
 
@@ -107,6 +108,16 @@ def time_windows(text: str, at: datetime, *, tolerance: float = 0.5, min_days: f
     the text has no time phrase or asks how long ago something was."""
     if tolerance < 0 or min_days < 0:
         raise ValueError("tolerance and min_days must not be negative")
+    return _windows(text, at, at.tzinfo, tolerance, min_days)
+
+
+# A search reads its query's windows more than once (to rank, and to see whether supersession applies), each
+# time against the same ``at``: kept for the last few. ``at`` is read in its own time zone (its weekday,
+# day and hour), so the zone is part of the key as well as the instant.
+@functools.lru_cache(maxsize=32)
+def _windows(
+    text: str, at: datetime, _zone: tzinfo | None, tolerance: float, min_days: float
+) -> tuple[TimeWindow, ...]:
     if _ASKS_DISTANCE.search(text):
         return ()
     now = to_epoch(at)

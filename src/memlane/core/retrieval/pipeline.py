@@ -256,7 +256,7 @@ def supersede_ranked(
     read = cache_reader(cache, model_id)
     sessions = {ref: b.session_id for ref, b in blocks.items()}
     reordered, newer = supersede(
-        ranked, versions, query, settings, asked=asked, until=until, read=read, sessions=sessions
+        ranked, versions, query, settings, asked=asked, until=until, read=read, sessions=sessions, checked=True
     )
     ids = {old: tuple(blocks[n].id for n in news) for old, news in newer.items()}
     return reordered, ids, blocks

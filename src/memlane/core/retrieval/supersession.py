@@ -46,7 +46,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
@@ -190,6 +190,7 @@ class Sentence:
     people: frozenset[str] = frozenset()
     tokens: tuple[str, ...] = ()  # its words and numbers in order
     token_stems: tuple[str, ...] = ()  # the same without plural and possessive endings (stem)
+    _stated: tuple[tuple[int, str, bool], ...] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, text: str, people: frozenset[str] = frozenset()) -> Sentence:
@@ -201,6 +202,22 @@ class Sentence:
     def values(self) -> frozenset[str]:
         """The values it states (:func:`values_of`; read only for the sentences that match a query)."""
         return values_of(self.text) - self.people
+
+    @property
+    def stated(self) -> tuple[tuple[int, str, bool], ...]:
+        """The tokens that state a value whatever the question (:func:`_value`; not a person talking, nor an
+        ordinal in words): each one's place, its value and whether that is a number. Read when first asked
+        for and kept: a sentence is read again at every search that meets its block (:func:`sentences_of`)."""
+        if self._stated is None:
+            stems = self.token_stems
+            found = tuple(
+                (i, v[0], v[1])
+                for i, token in enumerate(self.tokens)
+                if (v := _value(i, token)) is not None and v[0] not in self.people and stems[i] not in _ORDINALS
+            )
+            object.__setattr__(self, "_stated", found)  # a cache of what the fields say, not a change of them
+            return found
+        return self._stated
 
     @property
     def asks(self) -> bool:
@@ -341,6 +358,13 @@ def with_sentences(version: Version) -> Version:
     if version.sentences is not None or version.block is None:
         return version
     return replace(version, sentences=sentences_of(version.block))
+
+
+def _said(version: Version) -> tuple[Sentence, ...]:
+    """What :func:`with_sentences` would give a version's sentences, without making another version."""
+    if version.sentences is not None:
+        return version.sentences
+    return () if version.block is None else sentences_of(version.block)
 
 
 def matching(version: Version, terms: frozenset[str]) -> list[Sentence]:
@@ -486,15 +510,14 @@ def kind_values(sentence: Sentence, subject: frozenset[str], kind: str) -> froze
     The subject's own words, the people talking and ordinals in words are not values."""
     stems = sentence.token_stems
     out: set[str] = set()
-    for i, token in enumerate(sentence.tokens):
-        value = _value(i, token)
-        if value is None or stems[i] in subject or value[0] in sentence.people or stems[i] in _ORDINALS:
+    for i, value, number in sentence.stated:
+        if stems[i] in subject:
             continue
-        if value[1] and kind in _NUMERIC and not _fits(kind, stems, i, subject):
+        if number and kind in _NUMERIC and not _fits(kind, stems, i, subject):
             continue
-        if (kind in _NUMERIC and not value[1]) or (kind in (NAME, PLACE) and value[1]):
+        if (kind in _NUMERIC and not number) or (kind in (NAME, PLACE) and number):
             continue
-        out.add(value[0])
+        out.add(value)
     if kind == PLACE:
         out.update(_places(sentence, subject))
     if kind in (FREQUENCY, ANY):
@@ -517,12 +540,10 @@ def statement(version: Version, subject: frozenset[str], kind: str) -> Statement
     """What ``version`` states about ``subject``: of its sentences that are statements (not questions) and
     give a value of ``kind`` about the subject (:func:`kind_values`), those that hold the most subject
     words; None when no sentence does."""
-    sentences = with_sentences(version).sentences or ()
-    # A question about one of the people talking ("how many dogs does Andrew have?") is answered by what
-    # that person says, not by what the others say to them.
-    people = frozenset(stem(p) for s in sentences[:1] for p in s.people)
-    if subject & people and not subject & {stem(w) for w in _WORD.findall(version.speaker.lower())}:
-        return None
+    return _statement(_said(version), version.speaker, subject, kind)
+
+
+def _statement(sentences: Sequence[Sentence], speaker: str, subject: frozenset[str], kind: str) -> Statement | None:
     best: list[tuple[frozenset[str], frozenset[str]]] = []
     top = 0
     for s in sentences:
@@ -534,9 +555,24 @@ def statement(version: Version, subject: frozenset[str], kind: str) -> Statement
             if len(held) > top:
                 best, top = [], len(held)
             best.append((held, values))
-    if not best:
+    if not best:  # most candidates hold no value of the subject: the people test below is not reached
+        return None
+    # A question about one of the people talking ("how many dogs does Andrew have?") is answered by what
+    # that person says, not by what the others say to them.
+    if subject & _stems(sentences[0].people) and not subject & _speaker_stems(speaker):
         return None
     return Statement(frozenset().union(*(h for h, _ in best)), frozenset().union(*(v for _, v in best)))
+
+
+# The same few people and speakers are read at every search: their stems are kept.
+@functools.lru_cache(maxsize=1024)
+def _stems(words: frozenset[str]) -> frozenset[str]:
+    return frozenset(stem(w) for w in words)
+
+
+@functools.lru_cache(maxsize=1024)
+def _speaker_stems(speaker: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in _WORD.findall(speaker.lower()))
 
 
 def replaces(was: Statement | None, now: Statement | None) -> bool:
@@ -645,6 +681,7 @@ def supersede(
     until: float | None = None,
     read: VectorReader | None = None,
     sessions: Mapping[int, str] | None = None,
+    checked: bool = False,
 ) -> tuple[Scored, dict[int, tuple[int, ...]]]:
     """``ranked`` with each newer version of a fact moved just above the older versions it supersedes,
     and, for every superseded reference, its newer versions' references (newest first). Only the first
@@ -653,55 +690,48 @@ def supersede(
     asked about (epoch seconds): a block told after it supersedes nothing. ``read``: where to read the
     vectors of versions that lack them, only for the pairs that passed every other test. ``sessions``:
     each reference's session, read with ``settings.supersede_sessions`` (the newer version then ranks above
-    every block of the older one's session that ranked above it). See the module doc for the rule; the
+    every block of the older one's session that ranked above it). ``checked``: the caller has found that
+    supersession :func:`applies` to the query (it is not read again). See the module doc for the rule; the
     scores are left as they were (the order says who supersedes whom)."""
     depth = min(settings.supersede_depth, len(ranked))
-    if not applies(query, settings, asked) or depth < 2:
+    if depth < 2 or not (checked or applies(query, settings, asked)):
         return ranked, {}
     top = ranked[:depth]
-    terms = frozenset(query_terms(query))
     place = {ref: i for i, (ref, _, _) in enumerate(top)}
     score = {ref: s for ref, s, _ in top}
-    matched = {ref: terms & v.words for ref in place if (v := versions.get(ref)) is not None}
+    # The tests on time, speaker and score first, on what is at hand: a search whose candidates hold no two
+    # tellings by one speaker, an hour apart and close in score, ends here, before any sentence is read.
     ratio = settings.supersede_ratio
-    values = settings.supersede_values
-    numbers = values == "numbers"
-    kind, subject = (asked_kind(query), subject_of(terms)) if values == "kind" else (ANY, frozenset())
-    read_once: dict[int, Version] = {}
-    stated: dict[int, Statement | None] = {}
-
-    def said(ref: int) -> Version:  # sentences are read only for the pairs that get that far, once
-        if ref not in read_once:
-            read_once[ref] = with_sentences(versions[ref])
-        return read_once[ref]
-
-    def states(ref: int) -> Statement | None:  # what a block states about the subject, read once
-        if ref not in stated:
-            stated[ref] = statement(said(ref), subject, kind)
-        return stated[ref]
-
-    def restated(old: int, new: int) -> bool:
-        if values == "kind":
-            return replaces(states(old), states(new))
-        return values == "off" or restates(said(old), said(new), terms, values="numbers" if numbers else "all")
-
+    tellings = [
+        (ref, v.time, v.speaker, place[ref], score[ref]) for ref in place if (v := versions.get(ref)) is not None
+    ]
     pairs: list[tuple[int, int]] = []  # (old, new) that pass every test but the vectors'
-    for old in matched:
-        vo = versions[old]
-        for new in matched:
-            vn = versions[new]
-            if vn.time < vo.time + MIN_GAP_S or vn.speaker != vo.speaker:
+    for old, old_time, old_speaker, old_place, old_score in tellings:
+        later = old_time + MIN_GAP_S
+        for new, new_time, new_speaker, new_place, new_score in tellings:
+            if new_time < later or new_speaker != old_speaker or (until is not None and new_time > until):
                 continue
-            if until is not None and vn.time > until:
-                continue
-            high, low = (old, new) if place[old] < place[new] else (new, old)
-            if score[high] <= 0 or score[low] < ratio * score[high]:
-                continue
-            if _shared(matched[old], matched[new]) < settings.supersede_terms:
-                continue
-            if not restated(old, new):
+            high, low = (old_score, new_score) if old_place < new_place else (new_score, old_score)
+            if high <= 0 or low < ratio * high:
                 continue
             pairs.append((old, new))
+    if not pairs:
+        return ranked, {}
+    terms = frozenset(query_terms(query))
+    if settings.supersede_terms > 0:  # at 0 every pair passes (a share is never below 0)
+        matched = {ref: terms & versions[ref].words for ref in dict.fromkeys(r for pair in pairs for r in pair)}
+        pairs = [(o, n) for o, n in pairs if _shared(matched[o], matched[n]) >= settings.supersede_terms]
+    values = settings.supersede_values
+    kind, subject = (asked_kind(query), subject_of(terms)) if values == "kind" else (ANY, frozenset())
+    # Sentences are read only for the blocks of the pairs that get this far, once each.
+    compared = dict.fromkeys(ref for pair in pairs for ref in pair)
+    if values == "kind":
+        stated = {ref: _statement(_said(v := versions[ref]), v.speaker, subject, kind) for ref in compared}
+        pairs = [(old, new) for old, new in pairs if replaces(stated[old], stated[new])]
+    elif values != "off":
+        said = {ref: with_sentences(versions[ref]) for ref in compared}
+        numbers = "numbers" if values == "numbers" else "all"
+        pairs = [(old, new) for old, new in pairs if restates(said[old], said[new], terms, values=numbers)]
     if not pairs:
         return ranked, {}
     newer: dict[int, list[int]] = {}
@@ -724,7 +754,7 @@ def supersede(
         told = {of_session[o] for o in olds if o in of_session}
         return [*olds, *(x for x in place if x != new and of_session.get(x) in told and place[x] < place[new])]
 
-    moving = newer
+    moving: dict[int, list[int]] = newer
     if settings.supersede_once:
         # One newer version per older block moves, the best-ranked, and none when one already ranks above
         # what it would pass (with ``supersede_sessions``: when a block of its session does, the newer
@@ -736,19 +766,21 @@ def supersede(
             first = min(place[x] for x in place if x == best_new or (told is not None and of_session.get(x) == told))
             if first > min(place[x] for x in passed([old], best_new)):
                 moving[old] = [best_new]
-    # Each block's place key: a newer version takes the place of the best older one it supersedes, just
-    # above it; oldest first, so a chain of versions ends newest first.
-    key: dict[int, tuple[float, int]] = {ref: (float(place[ref]), 0) for ref in place}
-    older_of: dict[int, list[int]] = {}
-    for old, news in moving.items():
-        for new in news:
-            older_of.setdefault(new, []).append(old)
-    for ref in sorted(older_of, key=lambda r: versions[r].time):
-        best = min(key[o] for o in passed(older_of[ref], ref))
-        if best < key[ref]:
-            key[ref] = (best[0], best[1] - 1)
-    reordered = sorted(top, key=lambda h: (key[h[0]], place[h[0]]))
-    after = {ref: i for i, (ref, _, _) in enumerate(reordered)}
+    reordered, after = top, place  # what nothing moving leaves (the newer telling often ranks first already)
+    if moving:
+        # Each block's place key: a newer version takes the place of the best older one it supersedes, just
+        # above it; oldest first, so a chain of versions ends newest first.
+        key: dict[int, tuple[float, int]] = {ref: (float(place[ref]), 0) for ref in place}
+        older_of: dict[int, list[int]] = {}
+        for old, news in moving.items():
+            for new in news:
+                older_of.setdefault(new, []).append(old)
+        for ref in sorted(older_of, key=lambda r: versions[r].time):
+            best = min(key[o] for o in passed(older_of[ref], ref))
+            if best < key[ref]:
+                key[ref] = (best[0], best[1] - 1)
+        reordered = sorted(top, key=lambda h: (key[h[0]], place[h[0]]))
+        after = {ref: i for i, (ref, _, _) in enumerate(reordered)}
     # Every newer version that ranks above the older one it restates, newest first (with every version
     # moved, that is every one).
     by_time = {
