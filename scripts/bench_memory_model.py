@@ -23,8 +23,8 @@ from pathlib import Path
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.memory import Memory
+from memlane.core.store.candidates import sqlite as candidates_sqlite
 from memlane.core.store.sqlite import SqliteStore
-from memlane.core.store.sqlite import model as sqlite_model
 
 WORDS = "apple river stone cloud piano tiger lamp ocean maple violin garden coffee train winter summer city book"
 
@@ -63,7 +63,7 @@ def measure(blocks: int, pairs: int, seed: int) -> None:
             queries = [" ".join(rng.sample(words, 3)) for _ in range(pairs)]
             for q in queries[:20]:
                 mem.search("u", q, k=10)
-            real = sqlite_model.expired_block_pks
+            real = candidates_sqlite.expired_block_pks
 
             def none(*_: object) -> list[int]:
                 return []
@@ -72,12 +72,12 @@ def measure(blocks: int, pairs: int, seed: int) -> None:
             try:
                 for i, q in enumerate(queries):
                     for check in (real, none) if i % 2 else (none, real):
-                        sqlite_model.expired_block_pks = check  # type: ignore[assignment]
+                        candidates_sqlite.expired_block_pks = check  # type: ignore[assignment]
                         t0 = time.perf_counter()
                         mem.search("u", q, k=10)
                         timed[check].append(time.perf_counter() - t0)
             finally:
-                sqlite_model.expired_block_pks = real
+                candidates_sqlite.expired_block_pks = real
             with_check, without = p50_ms(timed[real]), p50_ms(timed[none])
             print(
                 f"{blocks} blocks: hybrid search p50 {with_check:.2f} ms with the TTL check, {without:.2f} ms "

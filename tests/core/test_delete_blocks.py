@@ -34,10 +34,10 @@ def live_ids(memory: Memory, user: str) -> set[str]:
 
 
 def store_module_expiry(memory: Memory) -> ModuleType:
-    """The ``expiry`` module the store's class deletes blocks through (one per backend)."""
-    expiry = sys.modules[type(memory.store).__module__].expiry
-    assert isinstance(expiry, ModuleType)
-    return expiry
+    """The module whose ``delete_blocks`` the store's ``delete_blocks`` deletes rows through (one per backend)."""
+    module = sys.modules[type(memory.store).delete_blocks.__module__]
+    assert callable(module.delete_blocks)
+    return module
 
 
 def test_the_session_s_listed_blocks_go_and_nothing_else(memory: Memory) -> None:

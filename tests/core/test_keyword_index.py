@@ -18,7 +18,7 @@ from memlane.core.errors import StoreError
 from memlane.core.memory import Memory
 from memlane.core.store.sqlite import SqliteStore
 from memlane.core.store.sqlite import terms as terms_module
-from memlane.core.store.sqlite.store import PAGE_SIZE
+from memlane.core.store.sqlite.base import PAGE_SIZE
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 WORDS = [
@@ -318,7 +318,7 @@ def test_a_term_deleted_by_another_process_is_not_reused_from_a_stale_memo(tmp_p
 def test_a_search_looks_its_query_up_once_and_any_write_makes_it_look_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memlane.core.store.sqlite import store as store_module
+    from memlane.core.store.candidates import sqlite as store_module
 
     calls: list[str] = []
     real = store_module.query_weights

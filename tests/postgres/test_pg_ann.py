@@ -12,7 +12,8 @@ import pytest
 
 from memlane.core.model import Filters
 from memlane.core.store.annsettings import EXACT, AnnSettings
-from memlane.core.store.postgres import ann, search
+from memlane.core.store.candidates.postgres_search import exact_pool, vector_top_blocks
+from memlane.core.store.postgres import ann
 from memlane.core.store.postgres.adapt import PgVector
 from memlane.core.store.postgres.store import PostgresStore
 
@@ -91,7 +92,7 @@ def test_a_wide_filter_walks_the_index_and_finds_the_exact_filtered_answer(new_s
     (alice,) = store.query("SELECT id FROM users WHERE name = 'alice'")[0]
     sessions = [f"s{i}" for i in range(100)]  # ten blocks each
     wide, narrow = Filters(sessions=tuple(sessions[::3])), Filters(sessions=tuple(sessions[:5]))
-    assert 50 <= search.exact_pool(1000, True, 10) < 340
+    assert 50 <= exact_pool(1000, True, 10) < 340
 
     (version,) = store.query("SELECT current_setting('server_version_num')::int")[0]
     if version < 150000:
@@ -109,7 +110,7 @@ def test_a_wide_filter_walks_the_index_and_finds_the_exact_filtered_answer(new_s
         for f, walks in ((wide, True), (narrow, False)):
             before = index_scans()
             with store.transaction() as conn:
-                got = search.vector_top_blocks(conn, "alice", q, 10, ann=store.ann_settings, filters=f)
+                got = vector_top_blocks(conn, "alice", q, 10, ann=store.ann_settings, filters=f)
                 conn.execute("SELECT pg_stat_force_next_flush()")  # counted once the session is idle
             want = exact.vector_candidates("alice", q, 10, filters=f)
             assert (index_scans() > before) == walks

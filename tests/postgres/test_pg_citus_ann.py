@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from memlane.core.store.annsettings import EXACT, AnnSettings
-from memlane.core.store.postgres import citus, search
+from memlane.core.store.candidates.postgres_search import vector_top_blocks
+from memlane.core.store.postgres import citus
 from memlane.core.store.postgres.schema import drop_schema
 from memlane.core.store.postgres.store import PostgresStore
 from memlane.core.store.postgres.tenant import user_key
@@ -58,7 +59,7 @@ def index_scans(store: PostgresStore, node: str, index: str) -> int:
 def exact_top(store: PostgresStore, user: str, q: object, k: int = 10) -> list[tuple[int, float]]:
     """The exact top k, through the coordinator (no index)."""
     with store.transaction() as conn:
-        return search.vector_top_blocks(conn, user, q, k, ann=EXACT)  # type: ignore[arg-type]
+        return vector_top_blocks(conn, user, q, k, ann=EXACT)  # type: ignore[arg-type]
 
 
 def test_a_large_users_index_is_on_its_shard_alone_and_its_searches_read_it(new_citus_store: NewStore) -> None:

@@ -30,7 +30,7 @@ from memlane.core.ranking.session_words import session_word_ranks
 from memlane.core.store.gather import Gather, gather_stepwise
 from memlane.core.store.postgres import citus, delegated
 from memlane.core.store.postgres.adapt import register_vector
-from memlane.core.store.postgres.keys import Conn
+from memlane.core.store.postgres.dialect import Conn
 from memlane.core.store.postgres.schema import drop_schema
 from memlane.core.store.postgres.store import PostgresStore
 from memlane.core.store.postgres.tenant import user_key

@@ -21,7 +21,8 @@ from memlane.core.llm import ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.model import BlockKind, Filters, MemoryBlock, content_hash
 from memlane.core.store.annsettings import AnnSettings
-from memlane.core.store.postgres import search
+from memlane.core.store.candidates import postgres as search
+from memlane.core.store.candidates.postgres_search import vector_top_blocks
 from memlane.core.store.postgres.store import PostgresStore
 from memlane.core.timefmt import to_epoch
 
@@ -318,7 +319,7 @@ def test_blocks_of_several_equal_keys_are_read_on_through_a_cursor(
         by_ref = store.fetch_blocks("cur", [r for r, _ in full])
         want = [(r, s) for r, s in full if f.admits(by_ref[r])][:10]
         with store.transaction() as conn:
-            got = search.vector_top_blocks(conn, "cur", qv, 10, ann=store.ann_settings, filters=f)
+            got = vector_top_blocks(conn, "cur", qv, 10, ann=store.ann_settings, filters=f)
             (cursors,) = conn.execute(walks).fetchone()
         assert cursors == 1
         assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)

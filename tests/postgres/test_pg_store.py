@@ -23,7 +23,7 @@ from memlane.core.ranking.session_words import people_words, session_word_ranks
 from memlane.core.retention import RetentionPolicy
 from memlane.core.retrieval import PRESETS
 from memlane.core.store.postgres import is_postgres_url, redact
-from memlane.core.store.postgres.keys import Conn
+from memlane.core.store.postgres.dialect import Conn
 from memlane.core.store.postgres.schema import MIGRATIONS, prepare_database
 from memlane.core.store.postgres.store import PostgresStore
 from memlane.core.store.postgres.tenant import user_key
@@ -290,14 +290,14 @@ def test_migration_9_gives_existing_users_the_ids_of_their_names(new_store: NewS
 def test_two_names_with_one_id_cannot_both_exist(new_store: NewStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """A user's id is the hash of the name: a second name with the same hash (forced here) is refused, naming
     the first, and the first user's rows are untouched."""
-    from memlane.core.store.postgres import sessions
-    from memlane.core.store.postgres import store as store_module
+    from memlane.core.store.postgres import base
+    from memlane.core.store.users import postgres as users
 
     store = new_store()
     mem = Memory(store, HashingEmbedder())
     mem.add("ann", chat("ann's note", "ok"))
     same = user_key("ann")
-    for module in (store_module, sessions):
+    for module in (base, users):
         monkeypatch.setattr(module, "user_key", lambda name: same)
     with pytest.raises(StoreError, match="held by user 'ann'"):
         mem.add("bo", chat("bo's note", "ok"))

@@ -27,7 +27,7 @@ from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import StoreError
 from memlane.core.memory import Memory
 from memlane.core.store.sqlite import SqliteStore
-from memlane.core.store.sqlite import store as sqlite_store
+from memlane.core.store.sqlite import base as sqlite_store
 from memlane.interfaces.cli.app import cli, register_all
 from memlane.interfaces.http import create_app
 from memlane.interfaces.http.settings import HttpSettings

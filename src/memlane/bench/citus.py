@@ -41,7 +41,8 @@ from memlane.core.embedding.protocol import CachedEmbedder, Embedder
 from memlane.core.errors import ConfigError, StoreError
 from memlane.core.memory import AddRequest, Memory
 from memlane.core.store.annsettings import DEFAULT_THRESHOLD, EXACT, AnnSettings
-from memlane.core.store.postgres import citus, search
+from memlane.core.store.candidates.postgres_search import vector_top_blocks
+from memlane.core.store.postgres import citus
 from memlane.core.store.postgres.schema import drop_schema
 from memlane.core.store.postgres.store import PostgresStore
 from memlane.core.store.postgres.tenant import user_key
@@ -183,7 +184,7 @@ def _large_user(
         for q in queries:
             got = store.vector_candidates("large", q, 10)
             with store.transaction() as conn:
-                want = search.vector_top_blocks(conn, "large", q, 10, ann=EXACT)
+                want = vector_top_blocks(conn, "large", q, 10, ann=EXACT)
             recall.append(tie_aware_recall(got, want))
         out[f"ann_recall_at_10_{name}"] = statistics.mean(recall)
 

@@ -1,4 +1,4 @@
-"""Exact vector search over per-user matrices held in memory (cached by :mod:`memlane.core.store.cache`).
+"""Exact vector search over per-user matrices held in memory (cached by :mod:`memlane.core.store.candidates.usercache`).
 
 Measured on this machine kind (research note on storage): numpy over a cached per-user matrix answers a
 top-10 in 4 ms at 10k vectors and 12 ms at 100k, against 8 and 42-63 ms for sqlite-vec's vec0 scan, and it

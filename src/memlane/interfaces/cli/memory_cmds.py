@@ -437,7 +437,8 @@ def compact_cmd(store: str) -> None:
       memlane compact --store memlane.db
     """
     from memlane.core.store.postgres import is_postgres_url
-    from memlane.core.store.sqlite.store import PAGE_SIZE, SqliteStore
+    from memlane.core.store.sqlite.base import PAGE_SIZE
+    from memlane.core.store.sqlite.store import SqliteStore
 
     if is_postgres_url(store):
         raise ConfigError("compact is for the SQLite store; on PostgreSQL, VACUUM and CLUSTER do this")

@@ -44,7 +44,7 @@ from psycopg import sql
 
 from memlane.core.errors import StoreError
 from memlane.core.store.annsettings import AnnSettings, IndexStatus
-from memlane.core.store.postgres.keys import Conn
+from memlane.core.store.postgres.dialect import Conn
 
 log = logging.getLogger(__name__)
 

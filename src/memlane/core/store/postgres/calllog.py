@@ -23,7 +23,7 @@ from memlane.core.store.check import StoreCheck
 from memlane.core.store.postgres.tenant import user_key
 
 if TYPE_CHECKING:
-    from memlane.core.store.postgres.store import PostgresStore
+    from memlane.core.store.postgres.base import PostgresBase
 
 _SELECT = f"SELECT {', '.join(ENTRY_COLUMNS)}, id, created_at FROM llm_calls"
 
@@ -32,7 +32,7 @@ class StoreCallLog(CallLog):
     """The call log in a PostgreSQL store's ``llm_calls`` table, on the store's connection pool (closing it
     leaves the store open)."""
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: PostgresBase) -> None:
         # Not the file's set-up: the table is the store's, made by its migrations.
         self.store = store
         self.path = None

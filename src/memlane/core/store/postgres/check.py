@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import psycopg
 
+from memlane.core.store.blocks.postgres_rows import INTEGRITY_CHECKS
 from memlane.core.store.check import StoreCheck
-from memlane.core.store.postgres.blocks import INTEGRITY_CHECKS
-from memlane.core.store.postgres.keys import Conn
+from memlane.core.store.postgres.dialect import Conn
 
 AMCHECK = "amcheck"
 _INDEXES = """

@@ -29,12 +29,12 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from memlane.core.errors import ConfigError, StoreError, ValidationError
 from memlane.core.store.check import StoreCheck
 from memlane.core.store.postgres import ann, delegated
-from memlane.core.store.postgres.keys import Conn
+from memlane.core.store.postgres.dialect import Conn
 from memlane.core.store.postgres.schema import MIGRATION_LOCK
 from memlane.core.store.postgres.tenant import user_key
 
 if TYPE_CHECKING:
-    from memlane.core.store.postgres.store import PostgresStore
+    from memlane.core.store.postgres.base import PostgresBase
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -325,7 +325,7 @@ def shard_relations(conn: Conn, tables: Sequence[str]) -> list[str]:
 
 
 @contextmanager
-def worker(store: PostgresStore, node: str) -> Iterator[Conn]:
+def worker(store: PostgresBase, node: str) -> Iterator[Conn]:
     """A connection (autocommit) to the worker ``node`` (host:port, as the coordinator's metadata names it)
     with the store's credentials and search path, seeing the shards (which Citus hides from other clients'
     catalog reads). What an index on one shard is made and read through."""
@@ -343,7 +343,7 @@ def worker(store: PostgresStore, node: str) -> Iterator[Conn]:
         raise StoreError(f"database operation failed on the worker {node}: {exc}") from exc
 
 
-def ann_place(store: PostgresStore, user_id: int) -> ann.Place:
+def ann_place(store: PostgresBase, user_id: int) -> ann.Place:
     """Where the user's approximate index belongs: the shard of ``key_vectors`` that holds the user now, on
     its worker, the index named with the shard (what the search function looks for)."""
     with store.single() as conn:
@@ -367,7 +367,7 @@ def ann_index(user_id: int, shard: int) -> str:
 _ANN_INDEX = re.compile(rf"^{ann.index_name(0).removesuffix('0')}(\d+)_(\d+)$")
 
 
-def ann_report(store: PostgresStore) -> StoreCheck:
+def ann_report(store: PostgresBase) -> StoreCheck:
     """The large users' indexes across the workers (``memlane check``). A user at or past the threshold whose
     shard has no usable index (the shard was moved or split since the index was made, or it is not made yet)
     is a note: searched exactly until the next search makes it. An index whose user is gone, or that is not
@@ -414,7 +414,7 @@ def ann_report(store: PostgresStore) -> StoreCheck:
     return StoreCheck(("the large users' approximate indexes, on their shards",), tuple(problems), tuple(notes))
 
 
-def drop_ann(store: PostgresStore, user_id: int) -> None:
+def drop_ann(store: PostgresBase, user_id: int) -> None:
     """After the user's deletion: drop their index from the shard that held them (on one server the deletion
     drops it in its own transaction; a worker's index is out of its reach). A failure is logged; ``memlane
     check`` reports an index left so."""
@@ -437,7 +437,7 @@ TRANSFER_MODES = ("auto", "force_logical", "block_writes")
 ISOLATE_MODE = "block_writes"
 
 
-def _retried(operation: Callable[[], T], store: PostgresStore, *, tries: int = 10, wait_s: float = 1.0) -> T:
+def _retried(operation: Callable[[], T], store: PostgresBase, *, tries: int = 10, wait_s: float = 1.0) -> T:
     """``operation``, tried again while Citus cannot take the lock it needs to split or move a shard right now
     (autovacuum of a shard, under writers, holds the same lock for a moment); after a failure, what the
     failed attempt left (replication slots, publications, half-made shards) is cleaned up."""
@@ -456,7 +456,7 @@ def _retried(operation: Callable[[], T], store: PostgresStore, *, tries: int = 1
 class Cluster:
     """The Citus operations of ``memlane shards``, on an open store (a coordinator's)."""
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: PostgresBase) -> None:
         if not store.citus:
             raise ConfigError(
                 "this store is not on Citus: memlane shards works on a Citus coordinator's database "

@@ -49,18 +49,23 @@ from memlane.core.errors import SessionEndedError, StoreError
 from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import MemoryBlock
 from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.blocks.postgres_rows import (
+    ADD_SESSION_LENGTHS,
+    ADD_SESSION_TERMS,
+    ENSURE_SESSIONS,
+    session_starts,
+    sides_json,
+)
+from memlane.core.store.candidates.postgres_search import BM25, GONE_SQL, SESSION_LENGTHS, SESSION_TFS, word_counts
 from memlane.core.store.deletions import deleted_in_flight
 from memlane.core.store.gather import Gather, Gathered
 from memlane.core.store.keyword import query_terms
-from memlane.core.store.postgres import search
-from memlane.core.store.postgres.accounts import DELETED_SINCE
 from memlane.core.store.postgres.adapt import PgVector
 from memlane.core.store.postgres.ann import MAX_EF_SEARCH, SCAN_TUPLES, index_name
-from memlane.core.store.postgres.blockrows import sides_json
-from memlane.core.store.postgres.blocks import ADD_SESSION_LENGTHS, ADD_SESSION_TERMS
-from memlane.core.store.postgres.keys import BUMP_USER, INSERT_KEYS, Conn
-from memlane.core.store.postgres.sessions import ENSURE_SESSIONS, session_starts
+from memlane.core.store.postgres.dialect import Conn
+from memlane.core.store.postgres.keys import BUMP_USER, INSERT_KEYS
 from memlane.core.store.postgres.tenant import held_by
+from memlane.core.store.users.postgres_rows import DELETED_SINCE
 from memlane.core.store.vectors import KIND_CODES
 from memlane.core.timefmt import to_epoch
 
@@ -126,7 +131,7 @@ _SHARDS = f"""
 _READ_SHARDS = _SHARDS.replace("__LOCK__\n", "")
 _WRITE_SHARDS = _SHARDS.replace("__LOCK__", "PERFORM lock_shard_metadata(5, ARRAY[p_shard]);")
 
-# The exact vector scan of search.vector_top_blocks; every optional rule is written so that a rule not asked
+# The exact vector scan of vector_top_blocks; every optional rule is written so that a rule not asked
 # for (its parameter NULL, no block gone) folds away when the statement is planned with its values.
 _VECTOR = """
 SELECT v.block_pk, v.embedding <#> %(q)s AS d FROM key_vectors v
@@ -148,17 +153,14 @@ _POSITIONS = (
     "WHERE b.user_id = %(user_id)s::bigint AND b.pk = ANY(%(refs)s::bigint[]) "
     "AND (b.expires_ts IS NULL OR b.expires_ts > %(now)s)"
 )
-_TFS = (
-    "SELECT 3::smallint, NULL::bigint, NULL::float8, t.session_id, t.lexeme, t.tf::bigint "
-    f"FROM ({search.SESSION_TFS}) t"
-)
+_TFS = f"SELECT 3::smallint, NULL::bigint, NULL::float8, t.session_id, t.lexeme, t.tf::bigint FROM ({SESSION_TFS}) t"
 _LENGTHS = (
     "SELECT 4::smallint, NULL::bigint, NULL::float8, l.session_id, NULL::text, l.words::bigint "
-    f"FROM ({search.SESSION_LENGTHS}) l"
+    f"FROM ({SESSION_LENGTHS}) l"
 )
 _VECTOR_ANN_ON_SHARDS = on_shards(_VECTOR_ANN, extra=" || vector_dims(p_q)::text").replace("__DIMS__", "%11$s")
-_USER = "SELECT u.n_keys, (" + search.GONE_SQL + ") FROM users u WHERE u.id = %(user_id)s AND u.name = %(user)s"
-# The best block of each key row in distance order, k of them (search._best).
+_USER = "SELECT u.n_keys, (" + GONE_SQL + ") FROM users u WHERE u.id = %(user_id)s AND u.name = %(user)s"
+# The best block of each key row in distance order, k of them (_best).
 _BEST = """
                     p_rows := p_rows + 1;
                     IF NOT r.block_pk = ANY(p_vpks) THEN
@@ -234,7 +236,7 @@ BEGIN
             FROM unnest(p_vpks, p_vscores) WITH ORDINALITY AS x(pk, score, i);
     END IF;
     IF p_keyword AND p_text IS NOT NULL THEN
-        FOR r IN {on_shards(search.BM25.replace("{filters}", _BM25_RULES))} LOOP
+        FOR r IN {on_shards(BM25.replace("{filters}", _BM25_RULES))} LOOP
             p_kpks := p_kpks || r.block_pk;
             p_kscores := p_kscores || r.best;
         END LOOP;
@@ -467,7 +469,7 @@ def gather(conn: Conn, user: str, user_id: int, ask: Gather, ann: AnnSettings, n
     if 3 in parts:
         tfs = [(session, lexeme, n) for _, _, session, lexeme, n in parts[3]]
         lengths = [(session, n) for _, _, session, _, n in parts.get(4, [])]
-        counts = search.word_counts(tfs, lengths, sorted({p[0] for p in positions.values()}))
+        counts = word_counts(tfs, lengths, sorted({p[0] for p in positions.values()}))
     return Gathered(rankings, positions, counts), 5 in parts
 
 

@@ -8,15 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import psycopg
-from psycopg.rows import TupleRow
-
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.store.postgres.adapt import vector_bytes
+from memlane.core.store.postgres.dialect import Conn
 from memlane.core.store.postgres.schema import TEXT_CONFIG
 from memlane.core.store.vectors import KIND_CODES
-
-Conn = psycopg.Connection[TupleRow]
 
 # (block pk, kind, text, content hash, event time as epoch seconds)
 KeyRow = tuple[int, str, str, str, float]

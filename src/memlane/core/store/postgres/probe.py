@@ -7,7 +7,7 @@ import time
 
 import psycopg
 
-from memlane.core.store.postgres.keys import Conn
+from memlane.core.store.postgres.dialect import Conn
 
 PROBE_SQL = (
     "INSERT INTO meta(key, value) VALUES ('health_probe', %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value"

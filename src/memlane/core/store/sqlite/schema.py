@@ -6,9 +6,23 @@ import sqlite3
 from collections.abc import Callable
 
 from memlane.core.errors import StoreError
-from memlane.core.store.sqlite.accounts import move_interface_keys
 from memlane.core.store.sqlite.segments import add_words, from_rows, quantize_segments
 from memlane.core.store.sqlite.terms import backfill
+
+
+def move_interface_keys(conn: sqlite3.Connection) -> None:
+    """Migration 7: the keys an earlier HTTP service kept in its own table (``http_api_keys``, by user
+    name) move into ``api_keys``. Keys of names with no user left are those of users deleted outside the
+    service, which the old table kept by mistake: they are dropped, not moved."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'http_api_keys'").fetchone() is None:
+        return
+    conn.execute(
+        "INSERT OR IGNORE INTO api_keys(key_id, user_id, secret_sha256, label, created_at) "
+        "SELECT k.key_id, u.id, k.secret_sha256, k.label, k.created_at FROM http_api_keys k "
+        "JOIN users u ON u.name = k.user"
+    )
+    conn.execute("DROP TABLE http_api_keys")
+
 
 # A migration is SQL, or SQL followed by a Python step run in the same transaction.
 Migration = str | tuple[str, Callable[[sqlite3.Connection], None], str]

@@ -12,12 +12,30 @@ import sqlite3
 from collections.abc import Sequence
 
 from memlane.core.embedding.protocol import Vectors
-from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, LLMOutage, QueueStatus, Requeued
-from memlane.core.model import ExtractionStatus, content_hash
+from memlane.core.errors import (
+    NotFoundError,
+    ValidationError,
+)
+from memlane.core.jobs import (
+    EXTRACT_KIND,
+    ClaimedJob,
+    ExtractionResult,
+    JobError,
+    JobStatus,
+    LLMOutage,
+    QueueStatus,
+    Requeued,
+)
+from memlane.core.model import (
+    ExtractionStatus,
+    MemoryBlock,
+    content_hash,
+)
+from memlane.core.store.blocks.sqlite_rows import LIVE, blocks_by_pk
 from memlane.core.store.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
 from memlane.core.store.rows import row_to_block
+from memlane.core.store.sqlite.base import SqliteBase
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys
-from memlane.core.store.sqlite.store import SqliteStore
 from memlane.core.timefmt import now_utc, to_epoch
 
 # A job row is the claimed job only while its block is still the claimed block: SQLite hands out the ids of
@@ -32,9 +50,9 @@ def _now() -> float:
 
 
 class SqliteJobQueue:
-    """:class:`~memlane.core.jobs.JobQueue` over a :class:`SqliteStore`."""
+    """:class:`~memlane.core.jobs.JobQueue` over a :class:`SqliteBase`."""
 
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: SqliteBase) -> None:
         self.store = store
 
     def claim(self, owner: str, n: int, lease_s: float, *, job_ids: Sequence[int] | None = None) -> list[ClaimedJob]:
@@ -334,3 +352,36 @@ def _outage(row: Sequence[object], now: float) -> LLMOutage | None:
         next_try_in_s=max(0.0, float(str(next_at)) - now),
         last_error=str(error),
     )
+
+
+class SqliteQueue(SqliteBase):
+    """TODO SqliteQueue"""
+
+    def job_queue(self) -> SqliteJobQueue:
+        """The extraction queue kept in this store's file."""
+        return SqliteJobQueue(self)
+
+    def requeue_block(self, user: str, block_id: str, *, max_attempts: int, now: float) -> MemoryBlock:
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT b.pk, u.id, b.extraction_status FROM blocks b JOIN users u ON u.id = b.user_id "
+                f"WHERE b.id = ? AND u.name = ? AND {LIVE}",
+                (block_id, user, now),
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
+            pk, user_id, status = int(row[0]), int(row[1]), str(row[2])
+            if status != ExtractionStatus.FAILED.value:
+                raise ValidationError(f"the block's extraction has not failed (it is {status})", where="block_id")
+            conn.execute("DELETE FROM jobs WHERE block_pk = ? AND +user_id = ?", (pk, user_id))
+            conn.execute(
+                "INSERT INTO jobs(kind, user_id, block_pk, status, run_after, max_attempts, created_at, "
+                "updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
+                (EXTRACT_KIND, user_id, pk, now, max_attempts, now, now),
+            )
+            conn.execute(
+                "UPDATE blocks SET extraction_status = ?, last_queued_ts = ? WHERE pk = ?",
+                (ExtractionStatus.QUEUED.value, now, pk),
+            )
+            (stored,) = blocks_by_pk(conn, [pk])
+        return stored

@@ -14,22 +14,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memlane.core.embedding.protocol import Vectors
+from memlane.core.errors import NotFoundError, ValidationError
 from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, LLMOutage, QueueStatus, Requeued
 from memlane.core.model import ExtractionStatus, MemoryBlock, content_hash
-from memlane.core.store.postgres.blockrows import COLUMNS, to_block
-from memlane.core.store.postgres.keys import Conn, bump_user, delete_block_keys, insert_keys
+from memlane.core.store.blocks.postgres_rows import COLUMNS, LIVE, blocks_by_pk, to_block
+from memlane.core.store.postgres.base import PostgresBase
+from memlane.core.store.postgres.dialect import NOW, Conn
+from memlane.core.store.postgres.keys import bump_user, delete_block_keys, insert_keys
 from memlane.core.store.postgres.tenant import user_key
 from memlane.core.timefmt import to_epoch
 
-if TYPE_CHECKING:
-    from memlane.core.store.postgres.store import PostgresStore
-
 # Never inside CASE or COALESCE: a distributed store (Citus) evaluates the clock once, before it sends a
 # statement to a node, and refuses it where it would be evaluated conditionally (hence ``NOW * CASE ... 1``).
-NOW = "extract(epoch FROM now())"
+
 
 _REAP = f"""
 WITH r AS (
@@ -45,6 +45,7 @@ FROM r WHERE j.user_id = r.user_id AND j.id = r.id
 RETURNING j.user_id, j.block_pk, j.status
 """
 
+
 _CLAIM = f"""
 WITH c AS (
     SELECT user_id, id FROM jobs WHERE status = 'queued' AND run_after <= {NOW} {{only}}
@@ -58,9 +59,9 @@ RETURNING j.id, j.user_id, j.block_pk, j.attempts, j.max_attempts, j.llm_failure
 
 
 class PostgresJobQueue:
-    """:class:`~memlane.core.jobs.JobQueue` over a :class:`PostgresStore`."""
+    """:class:`~memlane.core.jobs.JobQueue` over a :class:`PostgresBase`."""
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: PostgresBase) -> None:
         self.store = store
 
     def claim(self, owner: str, n: int, lease_s: float, *, job_ids: Sequence[int] | None = None) -> list[ClaimedJob]:
@@ -354,3 +355,32 @@ def _outage(row: tuple[object, ...] | None) -> LLMOutage | None:
     return LLMOutage(
         jobs=int(str(jobs)), since=float(str(since)), next_try_in_s=float(str(next_in)), last_error=str(error)
     )
+
+
+class PostgresQueue(PostgresBase):
+    """TODO PostgresQueue"""
+
+    def requeue_block(self, user: str, block_id: str, *, max_attempts: int, now: float) -> MemoryBlock:
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            row = None
+            if user_id is not None:
+                row = conn.execute(
+                    "SELECT b.pk, b.extraction_status FROM blocks b "
+                    f"WHERE b.user_id = %(u)s AND b.id = %(id)s AND {LIVE}",
+                    {"u": user_id, "id": block_id, "now": now},
+                ).fetchone()
+            if user_id is None or row is None:
+                raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
+            if row[1] != ExtractionStatus.FAILED.value:
+                raise ValidationError(
+                    f"block {block_id!r} is {row[1]}: only a block whose extraction failed is queued again",
+                    where="block_id",
+                )
+            self._enqueue(conn, user_id, int(row[0]), max_attempts)
+            (block,) = blocks_by_pk(conn, user_id, [int(row[0])])
+        return block
+
+    def job_queue(self) -> PostgresJobQueue:
+        """The extraction queue kept in this store's database."""
+        return PostgresJobQueue(self)

@@ -1,23 +1,19 @@
-"""Deleting blocks and retention in the SQLite store: the one path that deletes a user's blocks by
-reference (one block, or a sweep's expired ones), and the retention policies, each inside the caller's
-write transaction.
-
-:func:`delete_blocks` is the hook every index of blocks follows: whatever holds a block reference (the
-keys, their vectors and term bags in the segments, the queue, the embedding cache) is cleaned here, in the
-transaction that deletes the blocks.
-"""
+"""TODO"""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 
-from memlane.core.errors import NotFoundError
-from memlane.core.model import MemoryBlock
-from memlane.core.retention import Policies, RetentionPolicy
+from memlane.core.model import (
+    Filters,
+    MemoryBlock,
+)
 from memlane.core.store.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
 from memlane.core.store.rows import row_to_block
 from memlane.core.store.sqlite.keys import delete_keys, purge_dead
+from memlane.core.timefmt import to_epoch
 
 # The models the embedding cache holds vectors of, one primary-key seek each (usually one model).
 CACHED_MODELS = (
@@ -25,6 +21,8 @@ CACHED_MODELS = (
     "SELECT (SELECT min(model_id) FROM embed_cache WHERE model_id > m.id) FROM m WHERE m.id IS NOT NULL) "
     "SELECT id FROM m WHERE id IS NOT NULL"
 )
+
+
 # SQLite's bound on parameters per statement is 32,766 in current builds and 999 in old ones.
 _CHUNK = 500
 
@@ -104,49 +102,78 @@ def count_blocks(conn: sqlite3.Connection, user_id: int) -> int:
     return int(conn.execute("SELECT count(*) FROM blocks WHERE user_id = ?", (user_id,)).fetchone()[0])
 
 
-# -- policies ------------------------------------------------------------------------------------------
+# A block of alias ``b`` that has not expired at the parameter's time.
+LIVE = "(b.expires_ts IS NULL OR b.expires_ts > ?)"
 
 
-def _policy(row: Sequence[object]) -> RetentionPolicy:
-    age, blocks = row
-    return RetentionPolicy(
-        max_age_days=None if age is None else int(str(age)), max_blocks=None if blocks is None else int(str(blocks))
+def live_count(where: str) -> str:
+    """SQL counting the live blocks (alias ``b``) that ``where`` keeps: all of them, counted on an index,
+    less the expired ones, counted on the partial expiry index (a count that read every block's expiry
+    would scan a large user's rows). It takes ``where``'s parameters twice, then one more: now."""
+    return (
+        f"((SELECT count(*) FROM blocks b WHERE {where}) - "
+        f"(SELECT count(*) FROM blocks b WHERE {where} AND b.expires_ts IS NOT NULL AND b.expires_ts <= ?))"
     )
 
 
-def read_policies(conn: sqlite3.Connection) -> Policies:
-    default = conn.execute("SELECT max_age_days, max_blocks FROM retention_default WHERE id = 1").fetchone()
+def json_path(key: str) -> str:
+    """The JSON path of a top-level key, quoted (keys are free text in metadata)."""
+    return "$." + json.dumps(key)
+
+
+def filter_sql(
+    filters: Filters | None, *, annotations: bool = True, after: float | None = None, before: float | None = None
+) -> tuple[str, list[object]]:
+    """The SQL condition (on blocks ``b``) and parameters of ``filters`` (its annotation pairs only with
+    ``annotations``) and the event-time window [after, before)."""
+    where: list[str] = []
+    params: list[object] = []
+    if after is not None:
+        where.append("b.event_ts >= ?")
+        params.append(after)
+    if before is not None:
+        where.append("b.event_ts < ?")
+        params.append(before)
+    if filters is not None:
+        if filters.sessions is not None:
+            where.append(f"b.session_id IN ({','.join('?' * len(filters.sessions))})" if filters.sessions else "0")
+            params += list(filters.sessions)
+        if filters.block_ids is not None:
+            where.append(f"b.id IN ({','.join('?' * len(filters.block_ids))})" if filters.block_ids else "0")
+            params += list(filters.block_ids)
+        if annotations:
+            for key, value in sorted(filters.annotations.items()):
+                where.append("json_extract(b.annotations, ?) = ?")
+                params += [json_path(key), value]
+        if filters.kinds is not None:
+            kinds = sorted(k.value for k in filters.kinds)
+            where.append(f"b.kind IN ({','.join('?' * len(kinds))})" if kinds else "0")
+            params += kinds
+        if filters.ingested_after is not None:
+            where.append("b.ingest_ts >= ?")
+            params.append(to_epoch(filters.ingested_after))
+        if filters.ingested_before is not None:
+            where.append("b.ingest_ts < ?")
+            params.append(to_epoch(filters.ingested_before))
+        if filters.prompt_id is not None:
+            where.append("b.prompt_id = ?")
+            params.append(filters.prompt_id)
+            if filters.prompt_version is not None:
+                where.append("b.prompt_version = ?")
+                params.append(filters.prompt_version)
+    return (" AND ".join(where) or "1 = 1"), params
+
+
+def expired_block_pks(conn: sqlite3.Connection, user_id: int, now: float) -> list[int]:
+    """The user's blocks whose TTL has run out (one seek in the partial expiry index; usually none)."""
     rows = conn.execute(
-        "SELECT u.name, r.max_age_days, r.max_blocks FROM retention_policies r JOIN users u ON u.id = r.user_id"
+        "SELECT pk FROM blocks WHERE user_id = ? AND expires_ts IS NOT NULL AND expires_ts <= ?", (user_id, now)
     ).fetchall()
-    return Policies(
-        default=None if default is None else _policy(default), users={str(r[0]): _policy(r[1:]) for r in rows}
-    )
+    return [int(r[0]) for r in rows]
 
 
-def write_policy(conn: sqlite3.Connection, user: str | None, policy: RetentionPolicy | None, now: float) -> None:
-    """Set (or with ``policy`` None remove) the default policy (``user`` None) or a user's own;
-    NotFoundError for a user that does not exist."""
-    if user is None:
-        if policy is None:
-            conn.execute("DELETE FROM retention_default")
-            return
-        conn.execute(
-            "INSERT INTO retention_default(id, max_age_days, max_blocks, updated_at) VALUES (1, ?, ?, ?) "
-            "ON CONFLICT(id) DO UPDATE SET max_age_days = excluded.max_age_days, "
-            "max_blocks = excluded.max_blocks, updated_at = excluded.updated_at",
-            (policy.max_age_days, policy.max_blocks, now),
-        )
-        return
-    row = conn.execute("SELECT id FROM users WHERE name = ?", (user,)).fetchone()
-    if row is None:
-        raise NotFoundError(f"user {user!r} not found")
-    if policy is None:
-        conn.execute("DELETE FROM retention_policies WHERE user_id = ?", (int(row[0]),))
-        return
-    conn.execute(
-        "INSERT INTO retention_policies(user_id, max_age_days, max_blocks, updated_at) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT(user_id) DO UPDATE SET max_age_days = excluded.max_age_days, "
-        "max_blocks = excluded.max_blocks, updated_at = excluded.updated_at",
-        (int(row[0]), policy.max_age_days, policy.max_blocks, now),
-    )
+def filtered_block_pks(conn: sqlite3.Connection, user_id: int, filters: Filters) -> list[int]:
+    """The user's blocks (live or not: the caller leaves out the expired) that pass ``filters``."""
+    where, params = filter_sql(filters)
+    rows = conn.execute(f"SELECT b.pk FROM blocks b WHERE b.user_id = ? AND {where}", (user_id, *params)).fetchall()
+    return [int(r[0]) for r in rows]

@@ -1,7 +1,8 @@
 """The extraction prompt registry in the PostgreSQL store: two small tables shared by every user
 (``prompts``, ``prompt_versions``: reference tables on a distributed PostgreSQL). Versions are immutable,
 numbered from 0 and never reused (``prompts.next_version``); an archived prompt keeps its id reserved, a
-purged one frees it. Each function runs inside the caller's transaction."""
+purged one frees it. Each function runs inside the caller's transaction.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +10,19 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from memlane.core.errors import AlreadyExistsError, ConflictError, NotFoundError, PromptArchivedError
-from memlane.core.model import Page, Prompt, PromptVersion
-from memlane.core.store.postgres.keys import Conn
+from memlane.core.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    NotFoundError,
+    PromptArchivedError,
+)
+from memlane.core.model import (
+    Page,
+    Prompt,
+    PromptVersion,
+)
+from memlane.core.store.postgres.base import PostgresBase
+from memlane.core.store.postgres.dialect import Conn
 from memlane.core.timefmt import from_epoch
 
 # A join and a grouping, not subqueries correlated with a shared table (docs/scaling.md: distributable).
@@ -20,6 +31,8 @@ _HEAD = (
     "p.updated_at, max(v.text) FILTER (WHERE v.version = p.current_version), p.created_at "
     "FROM prompts p LEFT JOIN prompt_versions v ON v.prompt_id = p.prompt_id {where} GROUP BY p.prompt_id"
 )
+
+
 _VERSION = (
     "SELECT v.prompt_id, v.version, v.text, v.created_at, v.archived OR p.archived, v.version = p.current_version "
     "FROM prompt_versions v JOIN prompts p USING (prompt_id)"
@@ -52,7 +65,7 @@ def _version(r: tuple[Any, ...]) -> PromptVersion:
     )
 
 
-def get(conn: Conn, prompt_id: str, *, lock: bool = False) -> Prompt:
+def head_row(conn: Conn, prompt_id: str, *, lock: bool = False) -> Prompt:
     if lock:
         conn.execute("SELECT 1 FROM prompts WHERE prompt_id = %s FOR UPDATE", (prompt_id,))
     row = conn.execute(_HEAD.format(where="WHERE p.prompt_id = %s"), (prompt_id,)).fetchone()
@@ -61,7 +74,7 @@ def get(conn: Conn, prompt_id: str, *, lock: bool = False) -> Prompt:
     return _head(row)
 
 
-def create(
+def insert_head(
     conn: Conn, prompt_id: str, text: str, *, description: str, annotations: Mapping[str, str], now: float
 ) -> Prompt:
     row = conn.execute(
@@ -75,11 +88,11 @@ def create(
         "INSERT INTO prompt_versions(prompt_id, version, text, created_at) VALUES (%s, 0, %s, %s)",
         (prompt_id, text, now),
     )
-    return get(conn, prompt_id)
+    return head_row(conn, prompt_id)
 
 
-def version(conn: Conn, prompt_id: str, number: int | None) -> PromptVersion:
-    get(conn, prompt_id)
+def version_row(conn: Conn, prompt_id: str, number: int | None) -> PromptVersion:
+    head_row(conn, prompt_id)
     where = "v.version = p.current_version" if number is None else "v.version = %s"
     params: tuple[Any, ...] = (prompt_id,) if number is None else (prompt_id, number)
     row = conn.execute(f"{_VERSION} WHERE v.prompt_id = %s AND {where}", params).fetchone()
@@ -98,14 +111,14 @@ def list_heads(conn: Conn, *, limit: int, offset: int, include_archived: bool) -
 
 
 def list_versions(conn: Conn, prompt_id: str, *, limit: int, offset: int) -> Page[PromptVersion]:
-    head = get(conn, prompt_id)
+    head = head_row(conn, prompt_id)
     rows = conn.execute(
         f"{_VERSION} WHERE v.prompt_id = %s ORDER BY v.version DESC LIMIT %s OFFSET %s", (prompt_id, limit, offset)
     ).fetchall()
     return Page([_version(r) for r in rows], head.version_count, limit, offset)
 
 
-def update(
+def update_head(
     conn: Conn,
     prompt_id: str,
     *,
@@ -114,7 +127,7 @@ def update(
     annotations: Mapping[str, str] | None,
     now: float,
 ) -> Prompt:
-    head = get(conn, prompt_id, lock=True)
+    head = head_row(conn, prompt_id, lock=True)
     if head.archived:
         raise PromptArchivedError(prompt_id)
     if text is not None and text != head.text:
@@ -136,29 +149,29 @@ def update(
             (json.dumps(dict(annotations)), prompt_id),
         )
     conn.execute("UPDATE prompts SET updated_at = %s WHERE prompt_id = %s", (now, prompt_id))
-    return get(conn, prompt_id)
+    return head_row(conn, prompt_id)
 
 
-def archive(conn: Conn, prompt_id: str, number: int | None, now: float) -> Prompt:
-    get(conn, prompt_id, lock=True)
+def archive_rows(conn: Conn, prompt_id: str, number: int | None, now: float) -> Prompt:
+    head_row(conn, prompt_id, lock=True)
     if number is None:
         conn.execute("UPDATE prompts SET archived = true, updated_at = %s WHERE prompt_id = %s", (now, prompt_id))
     else:
-        version(conn, prompt_id, number)
+        version_row(conn, prompt_id, number)
         conn.execute(
             "UPDATE prompt_versions SET archived = true WHERE prompt_id = %s AND version = %s", (prompt_id, number)
         )
         conn.execute("UPDATE prompts SET updated_at = %s WHERE prompt_id = %s", (now, prompt_id))
-    return get(conn, prompt_id)
+    return head_row(conn, prompt_id)
 
 
-def purge(conn: Conn, prompt_id: str, number: int | None) -> int:
-    head = get(conn, prompt_id, lock=True)
+def purge_rows(conn: Conn, prompt_id: str, number: int | None) -> int:
+    head = head_row(conn, prompt_id, lock=True)
     if number is None:
         n = conn.execute("DELETE FROM prompt_versions WHERE prompt_id = %s", (prompt_id,)).rowcount
         conn.execute("DELETE FROM prompts WHERE prompt_id = %s", (prompt_id,))
         return int(n)
-    version(conn, prompt_id, number)
+    version_row(conn, prompt_id, number)
     if number == head.current_version:
         if head.version_count > 1:
             raise ConflictError(
@@ -169,3 +182,49 @@ def purge(conn: Conn, prompt_id: str, number: int | None) -> int:
         return 1
     conn.execute("DELETE FROM prompt_versions WHERE prompt_id = %s AND version = %s", (prompt_id, number))
     return 1
+
+
+class PostgresPrompts(PostgresBase):
+    """TODO PostgresPrompts"""
+
+    def create_prompt(
+        self, prompt_id: str, text: str, *, description: str, annotations: Mapping[str, str], now: float
+    ) -> Prompt:
+        with self.transaction() as conn:
+            return insert_head(conn, prompt_id, text, description=description, annotations=annotations, now=now)
+
+    def get_prompt(self, prompt_id: str) -> Prompt:
+        with self.transaction() as conn:
+            return head_row(conn, prompt_id)
+
+    def get_prompt_version(self, prompt_id: str, version: int | None = None) -> PromptVersion:
+        with self.transaction() as conn:
+            return version_row(conn, prompt_id, version)
+
+    def list_prompts(self, *, limit: int, offset: int, include_archived: bool = False) -> Page[Prompt]:
+        with self.transaction() as conn:
+            return list_heads(conn, limit=limit, offset=offset, include_archived=include_archived)
+
+    def list_prompt_versions(self, prompt_id: str, *, limit: int, offset: int) -> Page[PromptVersion]:
+        with self.transaction() as conn:
+            return list_versions(conn, prompt_id, limit=limit, offset=offset)
+
+    def update_prompt(
+        self,
+        prompt_id: str,
+        *,
+        text: str | None = None,
+        description: str | None = None,
+        annotations: Mapping[str, str] | None = None,
+        now: float,
+    ) -> Prompt:
+        with self.transaction() as conn:
+            return update_head(conn, prompt_id, text=text, description=description, annotations=annotations, now=now)
+
+    def archive_prompt(self, prompt_id: str, version: int | None = None, *, now: float) -> Prompt:
+        with self.transaction() as conn:
+            return archive_rows(conn, prompt_id, version, now)
+
+    def purge_prompt(self, prompt_id: str, version: int | None = None) -> int:
+        with self.transaction() as conn:
+            return purge_rows(conn, prompt_id, version)

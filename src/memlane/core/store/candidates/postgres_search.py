@@ -1,18 +1,4 @@
-"""Both retrievers as SQL, inside one user's namespace.
-
-Vectors: an exact scan of the user's rows of the narrow ``key_vectors`` table (found through its
-``(user_id, key_pk)`` primary key), ordered by inner product (the vectors are L2-normalised, so this is the
-cosine similarity the SQLite store computes, without pgvector's norm computations). No global ANN index:
-the storage research measured a global HNSW index with a per-user filter returning almost nothing.
-
-Keywords: the ``tsvector`` GIN index finds the user's matching keys; BM25 is then computed in SQL with
-the formula of :mod:`memlane.core.ranking.bm25` (FTS5's idf; k1 and b come from the search settings,
-FTS5's 1.2 and 0.75 by default), written there as SQL too, because core
-PostgreSQL's ``ts_rank`` has no IDF. Term frequencies come from the matched tsvectors' positions; document
-frequencies are counted over the user's matching keys (every key holding a query term matches, so the
-count is exact); N and the average length are per-user counters kept by every write. Statistics are per
-user (FTS5's are per file): a user's ranking never depends on other users' text.
-"""
+"""TODO"""
 
 from __future__ import annotations
 
@@ -24,15 +10,17 @@ from typing import Any
 import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
-from memlane.core.model import Filters
+from memlane.core.model import (
+    Filters,
+)
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1, sql_idf, sql_term_score
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.store.annsettings import EXACT, AnnSettings
+from memlane.core.store.blocks.postgres_rows import LIVE, filter_sql, now_epoch, restricts
 from memlane.core.store.keyword import query_terms
 from memlane.core.store.postgres.adapt import PgVector
 from memlane.core.store.postgres.ann import index_name, search_config, set_search
-from memlane.core.store.postgres.blockrows import LIVE, filter_sql, now_epoch, restricts
-from memlane.core.store.postgres.keys import Conn
+from memlane.core.store.postgres.dialect import Conn
 from memlane.core.store.postgres.schema import TEXT_CONFIG
 from memlane.core.store.postgres.tenant import user_key
 from memlane.core.store.vectors import KIND_CODES
@@ -202,6 +190,8 @@ NEAR_KEYS = 8
 
 
 _WALKS = itertools.count()
+
+
 # random_page_cost of a filtered search's transaction. With the default 4 (a disk's random read), the
 # planner read the first 503 blocks of a filter keeping 50% through the bitmap of the annotation index's
 # every match (of every user; 0.83 ms at 20k blocks) instead of the user's primary key (0.50 ms, measured):
@@ -255,6 +245,8 @@ def exact_pool(n_keys: int, approximate: bool, k: int) -> int:
 
 
 EXACT_POOL_FACTOR = 1.25
+
+
 # How far a filtered walk of the HNSW index goes before the filtered pool is scored exactly instead:
 # SCAN_BUDGET times the keys a filter keeping just more than the exact pool's bound needs for the keys a
 # search asks for (the walk is taken only for wider filters, so it gives up only where the graph fails it).
@@ -399,6 +391,8 @@ def bm25_top_blocks(
 # summing the lengths of every block from an index 13.5 ms until a VACUUM had set the visibility map
 # (migration 3 replaced it).
 SESSION_LENGTHS = "SELECT session_id, words FROM session_lengths WHERE user_id = %(user_id)s::bigint"
+
+
 SESSION_TFS = f"""
 SELECT session_id, lexeme, tf FROM session_terms
 WHERE user_id = %(user_id)s::bigint

@@ -12,121 +12,26 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memlane.core.errors import AlreadyExistsError, NotFoundError, SessionEndedError
-from memlane.core.model import MemoryBlock, Page, Session, UserInfo
-from memlane.core.store.like import contains_pattern
-from memlane.core.store.postgres.keys import Conn
-from memlane.core.store.postgres.tenant import user_key
+from memlane.core.errors import (
+    AlreadyExistsError,
+    NotFoundError,
+    SessionEndedError,
+)
+from memlane.core.model import (
+    MemoryBlock,
+    Page,
+    Session,
+)
+from memlane.core.store.blocks.postgres_rows import ENSURE_SESSIONS, blocks_by_pk, delete_blocks, session_starts
+from memlane.core.store.postgres.base import PostgresBase
+from memlane.core.store.postgres.dialect import Conn
+from memlane.core.store.users.postgres import json_object
 from memlane.core.timefmt import from_epoch
 
 _SESSION_COLUMNS = (
     "s.session_id, s.conversation_id, s.started_at, s.ended_at, s.annotations, s.metadata, s.default_ttl_s, "
     "s.created_at"
 )
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    return dict(json.loads(value) if isinstance(value, str | bytes) else value or {})
-
-
-# -- users -------------------------------------------------------------------------------------------------
-
-
-def user_infos(conn: Conn, rows: Sequence[tuple[Any, ...]], now: float) -> list[UserInfo]:
-    """Users from rows of (id, name, created_at, display_name, metadata), with their live block count,
-    session count and last activity (the ingest time of their newest block): one grouped statement per
-    table for all of them, keyed by the users' ids."""
-    ids = [int(r[0]) for r in rows]
-    blocks: dict[int, tuple[int, float | None]] = {}
-    sessions: dict[int, int] = {}
-    if ids:
-        blocks = {
-            int(u): (int(n), None if last is None else float(last))
-            for u, n, last in conn.execute(
-                "SELECT user_id, count(*) FILTER (WHERE expires_ts IS NULL OR expires_ts > %s), max(ingest_ts) "
-                "FROM blocks WHERE user_id = ANY(%s::bigint[]) GROUP BY user_id",
-                (now, ids),
-            ).fetchall()
-        }
-        sessions = {
-            int(u): int(n)
-            for u, n in conn.execute(
-                "SELECT user_id, count(*) FROM sessions WHERE user_id = ANY(%s::bigint[]) GROUP BY user_id", (ids,)
-            ).fetchall()
-        }
-    out = []
-    for uid, name, created, display, metadata in rows:
-        n, last = blocks.get(int(uid), (0, None))
-        out.append(
-            UserInfo(
-                name=str(name),
-                blocks=n,
-                created_at=from_epoch(float(created)),
-                display_name=None if display is None else str(display),
-                metadata=_obj(metadata),
-                sessions=sessions.get(int(uid), 0),
-                last_activity=None if last is None else from_epoch(last),
-            )
-        )
-    return out
-
-
-_USER_ROW = "SELECT id, name, created_at, display_name, metadata FROM users"
-
-
-def get_user(conn: Conn, user: str, now: float) -> UserInfo:
-    rows = conn.execute(f"{_USER_ROW} WHERE id = %s AND name = %s", (user_key(user), user)).fetchall()
-    if not rows:
-        raise NotFoundError(f"user {user!r} not found")
-    return user_infos(conn, rows, now)[0]
-
-
-def update_user(conn: Conn, user_id: int, *, display_name: str | None, metadata: Mapping[str, Any] | None) -> None:
-    if display_name is not None:
-        conn.execute(
-            "UPDATE users SET display_name = %s WHERE id = %s", (display_name if display_name != "" else None, user_id)
-        )
-    if metadata is not None:
-        conn.execute("UPDATE users SET metadata = %s::jsonb WHERE id = %s", (json.dumps(dict(metadata)), user_id))
-
-
-def find_users(
-    conn: Conn,
-    *,
-    name: str | None,
-    metadata: Mapping[str, Any] | None,
-    limit: int,
-    offset: int,
-    now: float,
-    contains: str | None = None,
-    metadata_text: Mapping[str, str] | None = None,
-) -> Page[UserInfo]:
-    where: list[str] = ["true"]
-    params: list[object] = []
-    if name is not None:
-        where.append("display_name = %s")
-        params.append(name)
-    if contains:
-        # ILIKE folds case as the database's locale does; the text's own % and _ are escaped.
-        where.append("(name ILIKE %s ESCAPE '\\' OR display_name ILIKE %s ESCAPE '\\')")
-        params += [contains_pattern(contains)] * 2
-    for key, value in (metadata or {}).items():
-        # a JSON value compared as JSON (equal, not contained): "1" and 1 differ, [1] is not [1, 2]
-        where.append("metadata -> %s = %s::jsonb")
-        params += [key, json.dumps(value)]
-    for key, text in (metadata_text or {}).items():
-        # read as text: a string as itself, a number or a boolean as its JSON text; never a list, an object or null
-        where.append("jsonb_typeof(metadata -> %s) IN ('string', 'number', 'boolean') AND metadata ->> %s = %s")
-        params += [key, key, text]
-    clause = " AND ".join(where)
-    total = conn.execute(f"SELECT count(*) FROM users WHERE {clause}", params).fetchone()
-    rows = conn.execute(
-        f"{_USER_ROW} WHERE {clause} ORDER BY name LIMIT %s OFFSET %s", [*params, limit, offset]
-    ).fetchall()
-    return Page(user_infos(conn, rows, now), int(total[0]) if total else 0, limit, offset)
-
-
-# -- sessions ----------------------------------------------------------------------------------------------
 
 
 def _sessions(conn: Conn, user: str, user_id: int, rows: Sequence[tuple[Any, ...]], now: float) -> list[Session]:
@@ -148,8 +53,8 @@ def _sessions(conn: Conn, user: str, user_id: int, rows: Sequence[tuple[Any, ...
             conversation_id=str(conv),
             started_at=from_epoch(float(started)),
             ended_at=None if ended is None else from_epoch(float(ended)),
-            annotations={str(k): str(v) for k, v in _obj(annotations).items()},
-            metadata=_obj(metadata),
+            annotations={str(k): str(v) for k, v in json_object(annotations).items()},
+            metadata=json_object(metadata),
             default_ttl_s=None if ttl is None else int(ttl),
             created_at=from_epoch(float(created)),
             blocks=counts.get(str(sid), 0),
@@ -268,26 +173,6 @@ def end_session(conn: Conn, user: str, user_id: int | None, session_id: str, at:
     return get_session(conn, user, user_id, session_id, now)
 
 
-ENSURE_SESSIONS = (
-    "INSERT INTO sessions(user_id, conversation_id, session_id, started_at, created_at) "
-    "SELECT %(user_id)s, c, s, t, %(now)s "
-    "FROM unnest(%(sessions)s::text[], %(conversations)s::text[], %(starts)s::float8[]) AS x(s, c, t) "
-    "ON CONFLICT (user_id, session_id) DO NOTHING"
-)
-
-
-def session_starts(blocks: Sequence[MemoryBlock]) -> tuple[list[str], list[str], list[float]]:
-    """The sessions of these blocks, sorted (two adds making the same sessions take their locks in one
-    order), each with the conversation of its first block and the earliest event time of its blocks."""
-    first: dict[str, tuple[str, float]] = {}
-    for b in blocks:
-        ts = b.event_time.timestamp()
-        conv, start = first.get(b.session_id, (b.conversation_id, ts))
-        first[b.session_id] = (conv, min(start, ts))
-    ids = sorted(first)
-    return ids, [first[s][0] for s in ids], [first[s][1] for s in ids]
-
-
 def ensure_sessions(
     conn: Conn, user: str, user_id: int, blocks: Sequence[MemoryBlock], now: float
 ) -> dict[str, int | None]:
@@ -316,3 +201,78 @@ def expiry(ingest: float, ttl_s: int | None, session_ttl_s: int | None, default_
     (or nothing) is never."""
     ttl = ttl_s if ttl_s is not None else session_ttl_s if session_ttl_s is not None else default_ttl_s
     return None if not ttl else ingest + ttl
+
+
+class PostgresSessions(PostgresBase):
+    """TODO PostgresSessions"""
+
+    def create_session(
+        self,
+        user: str,
+        session_id: str,
+        *,
+        conversation_id: str,
+        started_at: float,
+        annotations: Mapping[str, str],
+        metadata: Mapping[str, Any],
+        default_ttl_s: int | None,
+        exist_ok: bool = False,
+        now: float,
+    ) -> Session:
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            if user_id is None:
+                raise NotFoundError(f"user {user!r} not found")
+            return create_session(
+                conn, user, user_id, session_id, conversation_id=conversation_id, started_at=started_at,
+                annotations=annotations, metadata=metadata, default_ttl_s=default_ttl_s, exist_ok=exist_ok, now=now,
+            )  # fmt: skip
+
+    def get_session(self, user: str, session_id: str, *, now: float) -> Session:
+        with self.transaction() as conn:
+            return get_session(conn, user, self._user_row(conn, user), session_id, now)
+
+    def list_sessions(self, user: str, *, limit: int, offset: int, now: float) -> Page[Session]:
+        with self.transaction() as conn:
+            return list_sessions(conn, user, self._user_row(conn, user), limit, offset, now)
+
+    def update_session(
+        self,
+        user: str,
+        session_id: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        default_ttl_s: int | None = None,
+        now: float,
+    ) -> Session:
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            return update_session(
+                conn, user, user_id, session_id, annotations=annotations, metadata=metadata,
+                default_ttl_s=default_ttl_s, now=now,
+            )  # fmt: skip
+
+    def end_session(self, user: str, session_id: str, *, at: float, now: float) -> Session:
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            return end_session(conn, user, user_id, session_id, at, now)
+
+    def delete_session(self, user: str, session_id: str) -> list[MemoryBlock]:
+        """The session and its blocks (expired ones too), deleted as completely as by delete_block, in one
+        transaction; the blocks as they were."""
+        self._settle_cache()
+        with self.transaction() as conn:
+            user_id = self._lock_user(conn, user, create=False)
+            if user_id is None or session_row(conn, user_id, session_id) is None:
+                raise NotFoundError(f"session {session_id!r} not found for user {user!r}")
+            pks = [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT pk FROM blocks WHERE user_id = %s AND session_id = %s", (user_id, session_id)
+                ).fetchall()
+            ]
+            blocks = blocks_by_pk(conn, user_id, pks)
+            delete_blocks(conn, user_id, pks)
+            conn.execute("DELETE FROM sessions WHERE user_id = %s AND session_id = %s", (user_id, session_id))
+        return blocks

@@ -1,0 +1,163 @@
+"""Both retrievers as SQL, inside one user's namespace.
+
+Vectors: an exact scan of the user's rows of the narrow ``key_vectors`` table (found through its
+``(user_id, key_pk)`` primary key), ordered by inner product (the vectors are L2-normalised, so this is the
+cosine similarity the SQLite store computes, without pgvector's norm computations). No global ANN index:
+the storage research measured a global HNSW index with a per-user filter returning almost nothing.
+
+Keywords: the ``tsvector`` GIN index finds the user's matching keys; BM25 is then computed in SQL with
+the formula of :mod:`memlane.core.ranking.bm25` (FTS5's idf; k1 and b come from the search settings,
+FTS5's 1.2 and 0.75 by default), written there as SQL too, because core
+PostgreSQL's ``ts_rank`` has no IDF. Term frequencies come from the matched tsvectors' positions; document
+frequencies are counted over the user's matching keys (every key holding a query term matches, so the
+count is exact); N and the average length are per-user counters kept by every write. Statistics are per
+user (FTS5's are per file): a user's ranking never depends on other users' text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memlane.core.embedding.protocol import Vectors
+from memlane.core.errors import NotFoundError
+from memlane.core.model import (
+    Filters,
+)
+from memlane.core.ranking.bm25 import BM25_B, BM25_K1
+from memlane.core.ranking.session_words import SessionWordCounts
+from memlane.core.store.annsettings import EXACT, IndexStatus
+from memlane.core.store.blocks.postgres_rows import LIVE, now_epoch, restricts
+from memlane.core.store.candidates.postgres_search import bm25_top_blocks, session_word_counts, vector_top_blocks
+from memlane.core.store.gather import Gather, Gathered, gather_stepwise
+from memlane.core.store.postgres import ann, delegated
+from memlane.core.store.postgres.base import PostgresBase
+from memlane.core.store.postgres.tenant import user_key
+
+
+class PostgresCandidates(PostgresBase):
+    """TODO PostgresCandidates"""
+
+    def vector_candidates(
+        self,
+        user: str,
+        query: Vectors,
+        k: int,
+        *,
+        kinds: frozenset[str] | None = None,
+        after: float | None = None,
+        before: float | None = None,
+        filters: Filters | None = None,
+        now: float | None = None,
+    ) -> list[tuple[int, float]]:
+        """Cosine top-k blocks of ``user`` (block reference, similarity), computed in the database: an exact
+        scan, or past the threshold the user's HNSW index (:mod:`memlane.core.store.postgres.ann`); filters
+        and expiry as :func:`memlane.core.store.postgres.search.vector_top_blocks` applies them. On Citus a
+        search without filters runs on the user's node (:meth:`gather`), through the index on the user's
+        shard; a filtered one is routed statement by statement, and scans exactly."""
+        if self.citus and not restricts(filters):
+            ask = Gather("", query, False, k, kinds, after, before, BM25_K1, BM25_B, now=now)
+            read = self._on_users_node(user, ask)
+            if read is not None:
+                return read.rankings["vector"]
+        unindexed: list[int] = []
+        with self.transaction() as conn:
+            found = vector_top_blocks(
+                conn, user, query, k, kinds=kinds, after=after, before=before,
+                ann=EXACT if self.citus else self.ann_settings, build_index=unindexed.append, filters=filters,
+                now=now,
+            )  # fmt: skip
+        # After the search's transaction: CREATE INDEX CONCURRENTLY waits for every older transaction.
+        for user_id in unindexed:
+            self.ann.ensure(user_id)
+        return found
+
+    def build_index(self, user: str) -> IndexStatus:
+        """Make the user's approximate index now, if the user is at or past the threshold and has none
+        (:mod:`memlane.core.store.postgres.ann`)."""
+        user_id, keys = self._index_user(user)
+        if self.ann_settings.applies(keys):
+            self.ann.build_now(user_id)
+        return self.index_status(user)[0]
+
+    def index_status(self, user: str | None = None) -> list[IndexStatus]:
+        """Where the approximate index of ``user`` (default: of every user, by name) stands."""
+        if user is not None:
+            rows = [(*self._index_user(user), user)]
+        else:
+            rows = [(int(i), int(n), str(name)) for i, n, name in self.query(
+                "SELECT id, n_keys, name FROM users ORDER BY name")]  # fmt: skip
+        return [self._index_status(i, name, n) for i, n, name in rows]
+
+    def _index_status(self, user_id: int, user: str, keys: int) -> IndexStatus:
+        if self.citus and not self.ann_settings.applies(keys):  # below the threshold: its worker is not asked
+            return IndexStatus(user, keys, False, "none")
+        place = self._ann_place(user_id)
+        with place.connect() as conn:
+            return ann.status(conn, self.ann_settings, place.index, user, keys)
+
+    def _index_user(self, user: str) -> tuple[int, int]:
+        rows = self.query("SELECT id, n_keys FROM users WHERE id = %s AND name = %s", (user_key(user), user))
+        if not rows:
+            raise NotFoundError(f"user {user!r} not found")
+        return int(rows[0][0]), int(rows[0][1])
+
+    def keyword_candidates(
+        self,
+        user: str,
+        query: str,
+        k: int,
+        *,
+        kinds: frozenset[str] | None = None,
+        after: float | None = None,
+        before: float | None = None,
+        k1: float = BM25_K1,
+        b: float = BM25_B,
+        filters: Filters | None = None,
+        now: float | None = None,
+    ) -> list[tuple[int, float]]:
+        """BM25 top-k blocks of ``user`` (block reference, BM25 score, higher is better)."""
+        with self.transaction() as conn:
+            return bm25_top_blocks(
+                conn, user, query, k, kinds=kinds, after=after, before=before, k1=k1, b=b, filters=filters, now=now
+            )
+
+    def gather(self, user: str, ask: Gather) -> Gathered:
+        """A search's reads: on Citus, without filters, in one call of a function the coordinator hands to the
+        user's node (:mod:`memlane.core.store.postgres.delegated`); otherwise one method each."""
+        if self.citus and not restricts(ask.filters):
+            found = self._on_users_node(user, ask)
+            if found is not None:
+                return found
+        return gather_stepwise(self, user, ask)
+
+    def _on_users_node(self, user: str, ask: Gather) -> Gathered | None:
+        """``ask`` read by the function on the user's node; None if the user's shard moved as the call went
+        out (the caller reads through the coordinator). A user past the threshold with no index gets one."""
+        user_id = user_key(user)
+        try:
+            with self.autocommit() as conn:
+                found, unindexed = delegated.gather(conn, user, user_id, ask, self.ann_settings, now_epoch(ask.now))
+        except delegated.Elsewhere:
+            return None
+        if unindexed:
+            self.ann.ensure(user_id)
+        return found
+
+    def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:
+        """The query terms' counts in the user's sessions' people's words
+        (:func:`memlane.core.store.postgres.search.session_word_counts`); None when nothing can match."""
+        if not sessions:
+            return None
+        with self.transaction() as conn:
+            return session_word_counts(conn, user, query, sessions)
+
+    def block_positions(self, user: str, refs: Sequence[int]) -> dict[int, tuple[str, int, float]]:
+        """(session id, exchange index, event time) of the user's blocks by reference, without their text."""
+        if not refs:
+            return {}
+        rows = self.query(
+            "SELECT b.pk, b.session_id, b.exchange_index, b.event_ts FROM blocks b JOIN users u ON u.id = b.user_id "
+            f"WHERE u.id = %(uid)s AND b.user_id = %(uid)s AND u.name = %(user)s AND b.pk = ANY(%(refs)s) AND {LIVE}",
+            {"user": user, "uid": user_key(user), "refs": list(refs), "now": now_epoch()},
+        )
+        return {int(pk): (str(session), int(exchange), float(ts)) for pk, session, exchange, ts in rows}

@@ -1,0 +1,222 @@
+"""The embedded system of record: one SQLite file (WAL) holding blocks, keys, vectors and the keyword index.
+
+Every read and write names a user, and the queries themselves carry the namespace: callers cannot forget
+to filter. One transaction writes a whole ``add`` (blocks, keys, vectors, term rows and statistics), so an
+acknowledged add survives kill -9 and never leaves the indexes out of step.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from memlane.core.embedding.protocol import Vectors
+from memlane.core.errors import (
+    NotFoundError,
+)
+from memlane.core.model import (
+    Filters,
+)
+from memlane.core.ranking.bm25 import BM25_B, BM25_K1
+from memlane.core.ranking.session_words import SessionWordCounts
+from memlane.core.store.annsettings import IndexStatus
+from memlane.core.store.blocks.sqlite_rows import expired_block_pks, filtered_block_pks
+from memlane.core.store.gather import Gather, Gathered, gather_stepwise
+from memlane.core.store.sqlite.ann import status as ann_status
+from memlane.core.store.sqlite.base import SqliteBase, time_now
+from memlane.core.store.sqlite.keys import load_user_index
+from memlane.core.store.sqlite.probe import store_error
+from memlane.core.store.sqlite.terms import query_weights
+from memlane.core.store.terms import UserTerms, bm25_top_blocks, session_word_counts
+from memlane.core.store.vectors import KIND_CODES, BlockSet, UserMatrix, top_blocks
+
+# A filter that keeps fewer blocks than this share of a user's keys is searched exactly over what it keeps,
+# not through the approximate index (docs/design/007-memory-model.md, "Filters").
+ANN_MIN_SHARE = 0.05
+
+
+# (query, data_version, total_changes) and the query's weights then: see SqliteStore._query_weights
+_QueryMemo = tuple[tuple[str, int, int], tuple[list[tuple[int, float]], float]]
+
+
+def _too_narrow(blocks: BlockSet | None, matrix: UserMatrix) -> bool:
+    """Whether a filter keeps so few blocks that scoring their keys exactly beats the approximate index
+    (which would have to be asked for ever more proposals to find k that pass)."""
+    return blocks is not None and blocks.allow and blocks.pks.size < ANN_MIN_SHARE * matrix.n
+
+
+class SqliteCandidates(SqliteBase):
+    """TODO SqliteCandidates"""
+
+    def vector_candidates(
+        self,
+        user: str,
+        query: Vectors,
+        k: int,
+        *,
+        kinds: frozenset[str] | None = None,
+        after: float | None = None,
+        before: float | None = None,
+        filters: Filters | None = None,
+        now: float | None = None,
+    ) -> list[tuple[int, float]]:
+        """Cosine top-k blocks of ``user`` (block reference, similarity): an exact scan, or for a user past
+        the approximate index's threshold the index's candidates and the keys added since it was saved,
+        scored exactly (:mod:`memlane.core.store.sqlite.ann`). Filters and expiry as the protocol says: a
+        filter that keeps few keys is scored exactly over what it keeps."""
+        row = self._user_row(user)
+        if row is None:
+            return []
+        matrix = self._matrix(*row)
+        blocks = self._block_set(*row, filters, now)
+        codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
+        if self.ann_settings.applies(matrix.n) and not _too_narrow(blocks, matrix):
+            found = self.ann.top_blocks(
+                row[0], matrix, query, k, kinds=codes, after=after, before=before, blocks=blocks
+            )
+            if found is not None:
+                return found
+        return top_blocks(matrix, query.reshape(-1), k, kinds=codes, after=after, before=before, blocks=blocks)
+
+    def _block_set(self, user_id: int, version: int, filters: Filters | None, now: float | None) -> BlockSet | None:
+        """What filters and expiry leave of the user's blocks: the allowed blocks when a pre-cut rule is
+        given, else the expired blocks to leave out (None when there are none: the unfiltered search). The
+        blocks a filter keeps are remembered for the user's version (any write moves it on); the expired
+        ones are asked for each time (one seek in the partial expiry index)."""
+        at = time_now() if now is None else now
+        conn = self._conn()
+        try:
+            expired = expired_block_pks(conn, user_id, at)
+            if filters is None or filters.pre.empty:
+                return BlockSet.of(expired, allow=False) if expired else None
+            pre = filters.pre
+            allowed = self._filtered.get(user_id, version, pre)
+            if allowed is None:
+                allowed = BlockSet.of(filtered_block_pks(conn, user_id, pre), allow=True)
+                self._filtered.put(user_id, version, pre, allowed)
+        except sqlite3.Error as exc:
+            raise store_error(f"read failed on {self.path}", exc, default="read failed") from exc
+        return allowed.without(expired) if expired else allowed
+
+    def build_index(self, user: str) -> IndexStatus:
+        """Build the user's approximate index now, or bring it up to date (every key added since it was
+        saved), and save it, if the user is at or past the threshold (:mod:`memlane.core.store.sqlite.ann`)."""
+        row = self._user_row(user)
+        if row is None:
+            raise NotFoundError(f"user {user!r} not found")
+        matrix = self._matrix(*row)
+        if matrix.n and self.ann_settings.applies(matrix.n):
+            self.ann.build_now(row[0], matrix)
+        return ann_status(self._conn(), self.path, self.ann_settings, row[0], user)
+
+    def index_status(self, user: str | None = None) -> list[IndexStatus]:
+        """Where the approximate index of ``user`` (default: of every user, by name) stands."""
+        rows = self._read("SELECT id, name FROM users" + (" WHERE name = ?" if user is not None else " ORDER BY name"),
+                          () if user is None else (user,))  # fmt: skip
+        if user is not None and not rows:
+            raise NotFoundError(f"user {user!r} not found")
+        return [ann_status(self._conn(), self.path, self.ann_settings, int(r[0]), str(r[1])) for r in rows]
+
+    def _matrix(self, user_id: int, version: int) -> UserMatrix:
+        cached = self._cache.get(user_id, version)
+        return cached if cached is not None else self._load(user_id)[0]
+
+    def _user_terms(self, user_id: int, version: int) -> UserTerms:
+        cached = self._terms.get(user_id, version)
+        return cached if cached is not None else self._load(user_id)[1]
+
+    def _load(self, user_id: int) -> tuple[UserMatrix, UserTerms]:
+        """Read the user's version and both indexes (one read of the user's segments) in one snapshot, so
+        the cache entries are exactly that version; cache both."""
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN")
+            (version,) = conn.execute("SELECT version FROM users WHERE id = ?", (user_id,)).fetchone()
+            matrix, terms = load_user_index(conn, user_id, int(version))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise store_error(f"read failed on {self.path}", exc, default="read failed") from exc
+        self._cache.put(user_id, matrix)
+        self._terms.put(user_id, terms)
+        return matrix, terms
+
+    def keyword_candidates(
+        self,
+        user: str,
+        query: str,
+        k: int,
+        *,
+        kinds: frozenset[str] | None = None,
+        after: float | None = None,
+        before: float | None = None,
+        k1: float = BM25_K1,
+        b: float = BM25_B,
+        filters: Filters | None = None,
+        now: float | None = None,
+    ) -> list[tuple[int, float]]:
+        """BM25 top-k blocks of ``user`` (block reference, BM25 score, higher is better); filters and
+        expiry narrow the ranked keys, not the statistics."""
+        row = self._user_row(user)
+        if row is None:
+            return []
+        weights, avgdl = self._query_weights(query)
+        if not weights:
+            return []
+        index = self._user_terms(*row)
+        blocks = self._block_set(*row, filters, now)
+        codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
+        return bm25_top_blocks(
+            index, weights, avgdl, k, kinds=codes, after=after, before=before, k1=k1, b=b, blocks=blocks
+        )
+
+    def gather(self, user: str, ask: Gather) -> Gathered:
+        """A search's reads, one method each: every read is in process here."""
+        return gather_stepwise(self, user, ask)
+
+    def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:
+        """The query terms' counts in the user's sessions' people's words
+        (:func:`memlane.core.store.terms.session_word_counts`); None when nothing can match."""
+        row = self._user_row(user)
+        if row is None or not sessions:
+            return None
+        weights, _ = self._query_weights(query)
+        if not weights:
+            return None
+        return session_word_counts(self._user_terms(*row), [term for term, _ in weights], sessions)
+
+    def _query_weights(self, query: str) -> tuple[list[tuple[int, float]], float]:
+        """:func:`query_weights`, remembered for this thread's last query while the database is unchanged:
+        a search asks for the same query's terms twice (its keyword candidates, then the session-words
+        ranking), and their lookup costs 0.2-0.8 ms on an x500 user. Unchanged means no commit by another
+        connection (``PRAGMA data_version``) and no row changed by this one (``total_changes``)."""
+        conn = self._conn()
+        try:
+            (data_version,) = conn.execute("PRAGMA data_version").fetchone()
+            memo: _QueryMemo | None = getattr(self._local, "query_memo", None)
+            if memo is not None and memo[0] == (query, int(data_version), conn.total_changes):
+                weights, avgdl = memo[1]
+                return weights, avgdl
+            result = query_weights(conn, query)
+        except sqlite3.Error as exc:
+            raise store_error(f"read failed on {self.path}", exc, default="read failed") from exc
+        # Changes counted after the lookup: tokenizing writes a scratch table of this connection. The data
+        # version read before it: a commit elsewhere during the lookup makes the memo miss next time.
+        self._local.query_memo = ((query, int(data_version), conn.total_changes), result)
+        return result
+
+    def block_positions(self, user: str, refs: Sequence[int]) -> dict[int, tuple[str, int, float]]:
+        """(session id, exchange index, event time) of the user's blocks by reference, without their text."""
+        row = self._user_row(user)
+        if row is None:
+            return {}
+        out: dict[int, tuple[str, int, float]] = {}
+        for start in range(0, len(refs), 500):
+            chunk = list(refs[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self._read(
+                f"SELECT pk, session_id, exchange_index, event_ts FROM blocks WHERE pk IN ({marks}) AND +user_id = ?",
+                [*chunk, row[0]],
+            )
+            out.update({int(pk): (str(session), int(exchange), float(ts)) for pk, session, exchange, ts in rows})
+        return out
