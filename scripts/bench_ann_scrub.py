@@ -34,7 +34,7 @@ import numpy as np
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.memory import Memory, new_block_id
 from memlane.core.model import BlockKind, ExtractionStatus, MemoryBlock, PerspectiveMode, content_hash
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.sqlite import SqliteStore, annscrub, keys
 from memlane.core.timefmt import annotate
 

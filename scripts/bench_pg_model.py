@@ -24,7 +24,7 @@ from memlane.bench.perf import _OBJECTS, _SUBJECTS, _VERBS, sentence
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.memory import Memory
 from memlane.core.model import Filters
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.postgres.schema import drop_schema
 from memlane.core.store.postgres.store import PostgresStore
 

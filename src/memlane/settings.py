@@ -27,7 +27,7 @@ from memlane.core.embedding.protocol import EmbedderConfig
 from memlane.core.errors import ConfigError
 from memlane.core.jobs import DEFAULT_MAX_ATTEMPTS
 from memlane.core.llm.settings import DEFAULT_BASE_URL, LLMSettings
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.candidates.annsettings import AnnSettings
 
 ENV_PREFIX = "MEMLANE_"
 DEFAULT_STORE = "memlane.db"

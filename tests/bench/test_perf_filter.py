@@ -24,7 +24,7 @@ from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.memory import Memory
 from memlane.core.model import Filters
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.sqlite import SqliteStore
 from memlane.interfaces.cli.app import cli, register_all
 

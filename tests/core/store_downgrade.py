@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
+from memlane.core.store.candidates.vectors import KIND_CODES
 from memlane.core.store.sqlite.schema import MIGRATIONS
 from memlane.core.store.sqlite.segments import COLUMNS, Segment
-from memlane.core.store.vectors import KIND_CODES
 
 KIND_NAMES = {code: name for name, code in KIND_CODES.items()}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from memlane.core.store.columns import extended
-from memlane.core.store.vectors import UserMatrix
+from memlane.core.store.candidates.columns import extended
+from memlane.core.store.candidates.vectors import UserMatrix
 
 
 def matrix(start: int, n: int, version: int) -> UserMatrix:

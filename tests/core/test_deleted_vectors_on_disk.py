@@ -22,7 +22,7 @@ from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.memory import Memory
 from memlane.core.model import Filters
 from memlane.core.retention import RetentionPolicy
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.sqlite import SqliteStore, ann, annscrub
 from memlane.core.store.sqlite.ann import folder
 
@@ -195,7 +195,7 @@ import os, sys
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.memory import Memory
 from memlane.core.model import Filters
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.sqlite import annscrub
 mem = Memory.open(sys.argv[1], embedder=HashingEmbedder({dim}), ann=AnnSettings(threshold=0, background=False))
 block = mem.add_facts("erin", [sys.argv[2]]).block_ids[0]

@@ -17,13 +17,13 @@ from word_corpus import QUERIES, WORDS
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.memory import Memory
 from memlane.core.ranking.session_words import people_words, session_word_ranks
+from memlane.core.store.candidates.terms import session_code
+from memlane.core.store.candidates.vectors import KIND_CODES
 from memlane.core.store.sqlite import SqliteStore, segments
 from memlane.core.store.sqlite.keys import load_user_index
 from memlane.core.store.sqlite.schema import MIGRATIONS
 from memlane.core.store.sqlite.segments import COLUMNS, Segment, quantize, tier
 from memlane.core.store.sqlite.tokenizer import tokenize
-from memlane.core.store.terms import session_code
-from memlane.core.store.vectors import KIND_CODES
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 

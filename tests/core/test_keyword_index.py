@@ -91,7 +91,7 @@ def fts5_bm25(store: SqliteStore, user: str, query: str, k: int) -> list[tuple[i
     mine = {int(pk): int(b) for pk, b in store.query(
         "SELECT k.pk, k.block_pk FROM search_keys k JOIN users u ON u.id = k.user_id WHERE u.name = ?", (user,)
     )}  # fmt: skip
-    from memlane.core.store.keyword import query_terms
+    from memlane.core.store.candidates.keyword import query_terms
 
     match = " OR ".join(f'"{w}"' for w in query_terms(query))
     best: dict[int, float] = {}
@@ -129,7 +129,7 @@ def reference_bm25(store: SqliteStore, user: str, query: str, k1: float, b: floa
         tf[int(doc)][str(term)] += 1
     n = len(store.query("SELECT pk FROM search_keys"))
     avgdl = sum(sum(c.values()) for c in tf.values()) / n
-    from memlane.core.store.keyword import query_terms
+    from memlane.core.store.candidates.keyword import query_terms
     from memlane.core.store.sqlite.terms import tokenize
 
     stems = tokenize(conn, [" ".join(query_terms(query))])[0]

@@ -14,7 +14,7 @@ from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import SessionEndedError
 from memlane.core.memory import Memory
 from memlane.core.model import BlockKind, Filters
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.sqlite import SqliteStore
 from memlane.core.store.sqlite.schema import MIGRATIONS
 

@@ -8,8 +8,8 @@ import numpy.typing as npt
 import pytest
 
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1, term_scores
-from memlane.core.store.terms import Postings, UserTerms, bm25_top_blocks, session_code, session_word_counts
-from memlane.core.store.vectors import KIND_CODES
+from memlane.core.store.candidates.terms import Postings, UserTerms, bm25_top_blocks, session_code, session_word_counts
+from memlane.core.store.candidates.vectors import KIND_CODES
 
 VOCAB = 300
 

@@ -24,7 +24,7 @@ from memlane.core.model import PerspectiveMode
 from memlane.core.ranking.bm25 import WORDS_B, WORDS_K1
 from memlane.core.ranking.session_words import people_words, ranks_of, session_word_ranks
 from memlane.core.retrieval import PRESETS, Position, SearchSettings, rescore
-from memlane.core.store.keyword import query_terms
+from memlane.core.store.candidates.keyword import query_terms
 from memlane.core.store.sqlite import SqliteStore, segments
 from memlane.core.store.sqlite.schema import MIGRATIONS
 from memlane.core.store.sqlite.tokenizer import tokenize
@@ -246,7 +246,7 @@ def test_a_session_the_user_talked_about_rises_in_search(tmp_path: Path) -> None
 
 
 def test_session_codes_are_stable_64_bit_values() -> None:
-    from memlane.core.store.terms import session_code
+    from memlane.core.store.candidates.terms import session_code
 
     codes = [session_code(f"s{i}") for i in range(1000)]
     assert len(set(codes)) == 1000 and all(-(2**63) <= c < 2**63 for c in codes)

@@ -12,7 +12,7 @@ import pytest
 from memlane.core.errors import ConfigError, NotFoundError
 from memlane.core.memory import new_block_id
 from memlane.core.model import ExtractionStatus, MemoryBlock, PerspectiveMode, content_hash
-from memlane.core.store.annsettings import EXACT, AnnSettings
+from memlane.core.store.candidates.annsettings import EXACT, AnnSettings
 from memlane.core.store.sqlite import SqliteStore
 from memlane.core.store.sqlite.ann import folder
 from memlane.core.timefmt import annotate, to_epoch

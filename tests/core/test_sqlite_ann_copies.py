@@ -13,12 +13,12 @@ import pytest
 
 from memlane.core.memory import new_block_id
 from memlane.core.model import ExtractionStatus, Filters, MemoryBlock, PerspectiveMode, content_hash
-from memlane.core.store.annsettings import EXACT, AnnSettings
+from memlane.core.store.candidates.annsettings import EXACT, AnnSettings
+from memlane.core.store.candidates.vectors import UserMatrix
 from memlane.core.store.sqlite import SqliteStore, ann
 from memlane.core.store.sqlite.ann import folder
 from memlane.core.store.sqlite.annnodes import KeyMap, first_copies, map_path
 from memlane.core.store.sqlite.annscrub import labels_path
-from memlane.core.store.vectors import UserMatrix
 from memlane.core.timefmt import annotate, to_epoch
 
 DIM = 32

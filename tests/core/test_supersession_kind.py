@@ -32,7 +32,7 @@ from memlane.core.retrieval.supersession import (
     subject_of,
     version_of,
 )
-from memlane.core.store.keyword import query_terms
+from memlane.core.store.candidates.keyword import query_terms
 from memlane.core.time_phrases import time_windows
 
 ASKED = datetime(2024, 7, 1, tzinfo=UTC)

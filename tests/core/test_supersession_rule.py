@@ -19,7 +19,7 @@ from memlane.core.retrieval.supersession import (
     values_of,
     version_of,
 )
-from memlane.core.store.keyword import query_terms
+from memlane.core.store.candidates.keyword import query_terms
 
 CURRENT = (
     "How many bikes do I currently own?",

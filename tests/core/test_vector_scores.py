@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memlane.core.store import vectors
+from memlane.core.store.candidates import vectors
+from memlane.core.store.candidates.vectors import UserMatrix, key_scores, top_blocks
 from memlane.core.store.sqlite.segments import quantize
-from memlane.core.store.vectors import UserMatrix, key_scores, top_blocks
 
 
 def matrix_of(floats: np.ndarray, block_pks: np.ndarray | None = None) -> UserMatrix:

@@ -63,7 +63,7 @@ def test_a_cli_search_past_the_threshold_never_aborts(large_user: Path) -> None:
 SCRIPT = """
 import sys
 from memlane.core.memory import Memory
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.candidates.annsettings import AnnSettings
 mem = Memory.open(sys.argv[1], create=False, ann=AnnSettings(threshold=50))
 print(len(mem.search("annu", "topic 5", k=3)))
 """

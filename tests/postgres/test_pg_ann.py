@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memlane.core.model import Filters
-from memlane.core.store.annsettings import EXACT, AnnSettings
+from memlane.core.store.candidates.annsettings import EXACT, AnnSettings
 from memlane.core.store.candidates.postgres_search import exact_pool, vector_top_blocks
 from memlane.core.store.postgres import ann
 from memlane.core.store.postgres.adapt import PgVector

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memlane.core.store.annsettings import EXACT, AnnSettings
+from memlane.core.store.candidates.annsettings import EXACT, AnnSettings
 from memlane.core.store.candidates.postgres_search import vector_top_blocks
 from memlane.core.store.postgres import citus
 from memlane.core.store.postgres.schema import drop_schema

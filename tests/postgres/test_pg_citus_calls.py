@@ -27,7 +27,7 @@ from memlane.core.llm import ChatMessage, ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import session_word_ranks
-from memlane.core.store.gather import Gather, gather_stepwise
+from memlane.core.store.candidates.gather import Gather, gather_stepwise
 from memlane.core.store.postgres import citus, delegated
 from memlane.core.store.postgres.adapt import register_vector
 from memlane.core.store.postgres.dialect import Conn

@@ -19,7 +19,7 @@ from vector_scan import DIM, files_with_vector
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.llm import CallLog
 from memlane.core.memory import Memory
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.sqlite import SqliteStore
 from memlane.interfaces.http import create_app
 from memlane.interfaces.http.settings import HttpSettings

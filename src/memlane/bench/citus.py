@@ -40,7 +40,7 @@ from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.embedding.protocol import CachedEmbedder, Embedder
 from memlane.core.errors import ConfigError, StoreError
 from memlane.core.memory import AddRequest, Memory
-from memlane.core.store.annsettings import DEFAULT_THRESHOLD, EXACT, AnnSettings
+from memlane.core.store.candidates.annsettings import DEFAULT_THRESHOLD, EXACT, AnnSettings
 from memlane.core.store.candidates.postgres_search import vector_top_blocks
 from memlane.core.store.postgres import citus
 from memlane.core.store.postgres.schema import drop_schema

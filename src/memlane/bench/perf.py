@@ -71,7 +71,7 @@ from memlane.bench.retrieval.runlog import calibrate
 from memlane.core.embedding.protocol import Embedder
 from memlane.core.memory import AddRequest, Memory
 from memlane.core.model import PerspectiveMode
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.protocol import Store
 from memlane.core.store.sqlite import SqliteStore
 

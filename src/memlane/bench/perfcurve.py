@@ -26,7 +26,7 @@ import numpy as np
 
 from memlane.core.memory import Memory
 from memlane.core.model import PerspectiveMode
-from memlane.core.store.annsettings import EXACT
+from memlane.core.store.candidates.annsettings import EXACT
 from memlane.core.store.protocol import Store
 
 CANDIDATES = 50  # what a default search (k = 10) asks each retriever for

@@ -56,7 +56,7 @@ from memlane.core.retrieval import (
     with_supersedes,
 )
 from memlane.core.services import Settings, Via
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.protocol import Store
 from memlane.core.timefmt import coerce_time, now_utc, to_epoch
 
@@ -180,7 +180,8 @@ class Memory:
         them at the edge and passes them here. ``path`` may also be a store opened with :meth:`open_store`
         (a caller that must know the store exists before it makes anything else, such as an LLM call log).
         ``ann``: from how many keys a user is searched through a per-user approximate index, and its
-        parameters (:class:`memlane.core.store.annsettings.AnnSettings`; default: its defaults; docs/scaling.md)."""
+        parameters (:class:`memlane.core.store.candidates.annsettings.AnnSettings`; default: its defaults;
+        docs/scaling.md)."""
 
         def open_store() -> Store:
             if not isinstance(path, str | Path):

@@ -35,7 +35,7 @@ from memlane.core.embedding.protocol import Embedder
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.memory import Memory
 from memlane.core.model import PerspectiveMode
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.sqlite import SqliteStore
 from memlane.core.timefmt import now_utc
 from memlane.settings import bench_cache_from_env

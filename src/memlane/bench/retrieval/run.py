@@ -58,7 +58,7 @@ from memlane.core.embedding.protocol import make_embedder
 from memlane.core.errors import ConfigError, MemlaneError, ValidationError
 from memlane.core.memory import Memory
 from memlane.core.retrieval import MAX_K, resolve_settings
-from memlane.core.store.annsettings import AnnSettings
+from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.settings import embedder_config_from_env
 
 DEFAULT_MODES: tuple[str, ...] = ("vector", "keyword", "hybrid")

@@ -5,7 +5,7 @@ avgdl))`` (:func:`term_scores`), where ``weight`` is the term's idf (times how o
 where it counts repeats) and ``dl`` the document's length. They differ in their documents and statistics:
 
 * the keyword retriever: documents are a user's search keys, statistics the store's (SQLite:
-  :mod:`memlane.core.store.terms`; PostgreSQL computes the same expression in SQL,
+  :mod:`memlane.core.store.candidates.terms`; PostgreSQL computes the same expression in SQL,
   :func:`sql_term_score`);
 * the session-words ranking: documents are a user's sessions, statistics the user's
   (:mod:`memlane.core.ranking.session_words`);

@@ -31,7 +31,7 @@ from memlane.core.retrieval.context import Context, Position, rescore
 from memlane.core.retrieval.fusion import Scored, fuse, retriever_gains, summed
 from memlane.core.retrieval.settings import ScoreKind, SearchSettings
 from memlane.core.retrieval.supersession import applies, cache_reader, supersede, version_of
-from memlane.core.store.gather import Gather
+from memlane.core.store.candidates.gather import Gather
 from memlane.core.store.protocol import Store
 from memlane.core.time_phrases import TimeWindow, time_windows
 

@@ -55,7 +55,7 @@ from memlane.core.embedding.protocol import EmbeddingCache, Vectors
 from memlane.core.model import MemoryBlock, content_hash
 from memlane.core.retrieval.fusion import Scored
 from memlane.core.retrieval.settings import SearchSettings
-from memlane.core.store.keyword import STOPWORDS, query_terms
+from memlane.core.store.candidates.keyword import STOPWORDS, query_terms
 from memlane.core.time_phrases import time_windows
 from memlane.core.timefmt import to_epoch
 

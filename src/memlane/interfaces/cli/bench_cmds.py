@@ -23,7 +23,7 @@ from memlane.bench.systems import SYSTEMS, SystemSpec, parse_system_spec
 from memlane.core.embedding.protocol import make_embedder
 from memlane.core.errors import ValidationError
 from memlane.core.retrieval import PRESETS
-from memlane.core.store.annsettings import DEFAULT_THRESHOLD, AnnSettings
+from memlane.core.store.candidates.annsettings import DEFAULT_THRESHOLD, AnnSettings
 from memlane.core.store.postgres import is_postgres_url
 from memlane.interfaces.cli.dataset_cmds import data_dir_option
 from memlane.interfaces.cli.options import (

@@ -15,7 +15,7 @@ import click
 from memlane.core.errors import ValidationError
 from memlane.core.memory import Memory
 from memlane.core.names import shown
-from memlane.core.store.annsettings import AnnSettings, IndexStatus
+from memlane.core.store.candidates.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.protocol import Store
 from memlane.interfaces.cli.options import cli_settings, store_path_option
 

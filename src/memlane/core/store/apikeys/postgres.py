@@ -1,10 +1,5 @@
-"""Users' lifecycle in the PostgreSQL store: deletion epochs and tombstones (:mod:`memlane.core.store.deletions`)
-and API keys, each a statement or two inside the caller's transaction.
-
-Only ``delete_user`` writes the one ``deletion_epoch`` row, after it has locked the user's row (the lock
-order users, then the epoch), so deletions of different users queue there for the length of a commit and
-nothing else waits on it: an add only reads it, before its transaction.
-"""
+"""API keys in the PostgreSQL store, each a statement or two inside the caller's transaction.
+:class:`PostgresApiKeys` is the store's :class:`memlane.core.store.apikeys.ApiKeys`."""
 
 from __future__ import annotations
 
@@ -77,7 +72,7 @@ def revoke_key(conn: Conn, user: str, key_id: str) -> bool:
 
 
 class PostgresApiKeys(PostgresBase):
-    """TODO PostgresApiKeys"""
+    """API keys in a PostgreSQL store."""
 
     def add_api_key(
         self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float, role: str = "read-write"

@@ -1,6 +1,5 @@
-"""Users' lifecycle in the SQLite store: deletion epochs and tombstones (:mod:`memlane.core.store.deletions`)
-and API keys, each a statement or two inside the caller's transaction.
-"""
+"""API keys in the SQLite store, each a statement or two inside the caller's transaction. :class:`SqliteApiKeys` is
+the store's :class:`memlane.core.store.apikeys.ApiKeys`."""
 
 from __future__ import annotations
 
@@ -74,7 +73,7 @@ def revoke_key(conn: sqlite3.Connection, user: str, key_id: str) -> bool:
 
 
 class SqliteApiKeys(SqliteBase):
-    """TODO SqliteApiKeys"""
+    """API keys in a SQLite store."""
 
     def add_api_key(
         self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float, role: str = "read-write"

@@ -1,4 +1,5 @@
-"""TODO"""
+"""The blocks recent filters kept, by user, user version and filters, whatever the dialect: a search repeated with
+the same filter skips the SQL that finds them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections import OrderedDict
 from memlane.core.model import (
     Filters,
 )
-from memlane.core.store.vectors import BlockSet
+from memlane.core.store.candidates.vectors import BlockSet
 
 # How many filters' kept blocks the store remembers (FilterCache).
 FILTER_CACHE_ENTRIES = 32

@@ -1,9 +1,7 @@
-"""The PostgreSQL store's block rows with the memory model's columns (migration 7), the liveness rule every
-read applies (a block whose TTL ran out is gone for reads at once, before any sweep), and the block filters
-of a search or a browse (:class:`memlane.core.model.Filters`) as SQL over the ``blocks`` row ``b``.
-
-Block rows: writing a batch with COPY and reading rows back as :class:`MemoryBlock` values.
-"""
+"""Blocks in the PostgreSQL store: the one transaction of an add (blocks, keys, tsvectors, vectors, jobs; on Citus
+one call of a function on the user's node), reads by id, listing and browsing with filters, updates and deletes.
+:class:`PostgresBlocks` is the store's :class:`memlane.core.store.blocks.Blocks`; the statements other rooms
+share are in :mod:`memlane.core.store.blocks.postgres_rows`."""
 
 from __future__ import annotations
 
@@ -33,14 +31,14 @@ from memlane.core.store.blocks.postgres_rows import (
     take_session_terms,
     to_block,
 )
-from memlane.core.store.deletions import name_sha256
+from memlane.core.store.blocks.rows import continue_sessions
 from memlane.core.store.postgres import delegated
 from memlane.core.store.postgres.base import PostgresBase
 from memlane.core.store.postgres.dialect import NOW
 from memlane.core.store.postgres.keys import bump_user, delete_block_keys, insert_keys, next_ids
 from memlane.core.store.postgres.tenant import user_key
-from memlane.core.store.rows import continue_sessions
 from memlane.core.store.sessions.postgres import ensure_sessions, expiry, open_session
+from memlane.core.store.users.deletions import name_sha256
 from memlane.core.store.users.postgres_rows import check_not_deleted
 from memlane.core.timefmt import now_utc, to_epoch
 
@@ -60,7 +58,7 @@ def _block_filter(user: str, conversation_id: str | None, session_id: str | None
 
 
 class PostgresBlocks(PostgresBase):
-    """TODO PostgresBlocks"""
+    """Blocks in a PostgreSQL store."""
 
     def delete_blocks(self, user: str, filters: Filters) -> list[MemoryBlock]:
         """The user's blocks that pass ``filters``, deleted as completely as by delete_block in one

@@ -1,4 +1,12 @@
-"""TODO"""
+"""Block statements the PostgreSQL store's rooms share: writing a batch with COPY, reading rows back as
+:class:`MemoryBlock` values, the liveness rule every read applies (a block whose TTL ran out is gone for reads
+at once, before any sweep), the block filters of a search or a browse (:class:`memlane.core.model.Filters`) as
+SQL over the ``blocks`` row ``b``, the sessions' word counts, and the one path that deletes a user's blocks by
+reference.
+
+:func:`delete_blocks` is the hook every index of blocks follows: whatever holds a block reference (jobs, keys
+and their vectors, the sessions' term counts, the embedding cache) is cleaned here, inside the caller's
+transaction, which holds the user's row lock (the lock order users, jobs, blocks, keys)."""
 
 from __future__ import annotations
 
@@ -10,9 +18,9 @@ from memlane.core.model import (
     Filters,
     MemoryBlock,
 )
+from memlane.core.store.blocks.rows import FULL_BLOCK_COLUMNS, row_to_block
 from memlane.core.store.postgres.dialect import Conn
 from memlane.core.store.postgres.keys import bump_user, delete_block_keys
-from memlane.core.store.rows import FULL_BLOCK_COLUMNS, row_to_block
 from memlane.core.timefmt import now_utc, to_epoch
 
 ENSURE_SESSIONS = (

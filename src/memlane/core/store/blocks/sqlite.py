@@ -1,10 +1,7 @@
-"""The memory model in the SQLite store (docs/design/007-memory-model.md): users' names and metadata,
-sessions, TTLs, filters and the prompt registry, each a few statements inside the caller's transaction.
-
-Expiry is decided against the caller's clock: a block is live while ``expires_ts`` is NULL or after
-``now``. Every read of blocks carries :data:`LIVE` (or its pk list of expired blocks, for the in-memory
-indexes), so a block is gone from every read the moment it expires, before any sweep deletes it.
-"""
+"""Blocks in the SQLite store: the one transaction of an add (blocks, keys, vectors, terms, jobs), reads by id,
+listing and browsing with filters, updates and deletes. :class:`SqliteBlocks` is the store's
+:class:`memlane.core.store.blocks.Blocks`; the statements other rooms share are in
+:mod:`memlane.core.store.blocks.sqlite_rows`."""
 
 from __future__ import annotations
 
@@ -27,6 +24,8 @@ from memlane.core.model import (
     Page,
 )
 from memlane.core.ranking.session_words import people_words
+from memlane.core.store.blocks.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
+from memlane.core.store.blocks.rows import continue_sessions, row_to_block
 from memlane.core.store.blocks.sqlite_rows import (
     CACHED_MODELS,
     LIVE,
@@ -35,14 +34,12 @@ from memlane.core.store.blocks.sqlite_rows import (
     filter_sql,
     live_count,
 )
-from memlane.core.store.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
-from memlane.core.store.rows import continue_sessions, row_to_block
+from memlane.core.store.candidates.terms import UserTerms
+from memlane.core.store.candidates.vectors import UserMatrix
 from memlane.core.store.sessions.sqlite import effective_ttl, expiry, open_sessions, require_open
 from memlane.core.store.sqlite.base import SqliteBase, dt_of, time_now, ts_of
 from memlane.core.store.sqlite.keys import insert_keys, retire_keys
-from memlane.core.store.terms import UserTerms
 from memlane.core.store.users.sqlite import ensure_user
-from memlane.core.store.vectors import UserMatrix
 from memlane.core.timefmt import now_utc, to_epoch
 
 
@@ -62,7 +59,7 @@ def _block_filter(
 
 
 class SqliteBlocks(SqliteBase):
-    """TODO SqliteBlocks"""
+    """Blocks in a SQLite store."""
 
     def write_blocks(
         self,
@@ -110,7 +107,7 @@ class SqliteBlocks(SqliteBase):
     ) -> tuple[tuple[UserMatrix, UserTerms], list[int]]:
         """Insert blocks and their message keys; with ``enqueue`` > 0, one extraction job per block (at most
         ``enqueue`` attempts) in the same transaction: the outbox. Exchange indexes continue the session's
-        (:func:`memlane.core.store.rows.continue_sessions`)."""
+        (:func:`memlane.core.store.blocks.rows.continue_sessions`)."""
         block_pks: list[int] = []
         now = to_epoch(now_utc())
 

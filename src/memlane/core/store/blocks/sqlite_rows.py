@@ -1,4 +1,13 @@
-"""TODO"""
+"""Block statements the SQLite store's rooms share, each inside the caller's transaction: the liveness rule every
+read applies, the block filters as SQL, and the one path that deletes a user's blocks by reference.
+
+Expiry is decided against the caller's clock: a block is live while ``expires_ts`` is NULL or after ``now``.
+Every read of blocks carries :data:`LIVE` (or its pk list of expired blocks, for the in-memory indexes), so a
+block is gone from every read the moment it expires, before any sweep deletes it.
+
+:func:`delete_blocks` is the hook every index of blocks follows: whatever holds a block reference (the keys,
+their vectors and term bags in the segments, the queue, the embedding cache) is cleaned here, in the transaction
+that deletes the blocks."""
 
 from __future__ import annotations
 
@@ -10,8 +19,8 @@ from memlane.core.model import (
     Filters,
     MemoryBlock,
 )
-from memlane.core.store.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
-from memlane.core.store.rows import row_to_block
+from memlane.core.store.blocks.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
+from memlane.core.store.blocks.rows import row_to_block
 from memlane.core.store.sqlite.keys import delete_keys, purge_dead
 from memlane.core.timefmt import to_epoch
 

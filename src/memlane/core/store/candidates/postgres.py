@@ -1,18 +1,7 @@
-"""Both retrievers as SQL, inside one user's namespace.
-
-Vectors: an exact scan of the user's rows of the narrow ``key_vectors`` table (found through its
-``(user_id, key_pk)`` primary key), ordered by inner product (the vectors are L2-normalised, so this is the
-cosine similarity the SQLite store computes, without pgvector's norm computations). No global ANN index:
-the storage research measured a global HNSW index with a per-user filter returning almost nothing.
-
-Keywords: the ``tsvector`` GIN index finds the user's matching keys; BM25 is then computed in SQL with
-the formula of :mod:`memlane.core.ranking.bm25` (FTS5's idf; k1 and b come from the search settings,
-FTS5's 1.2 and 0.75 by default), written there as SQL too, because core
-PostgreSQL's ``ts_rank`` has no IDF. Term frequencies come from the matched tsvectors' positions; document
-frequencies are counted over the user's matching keys (every key holding a query term matches, so the
-count is exact); N and the average length are per-user counters kept by every write. Statistics are per
-user (FTS5's are per file): a user's ranking never depends on other users' text.
-"""
+"""What a search reads from the PostgreSQL store: each retriever's candidates as SQL
+(:mod:`memlane.core.store.candidates.postgres_search`), in one call on the user's node on Citus, the session-
+words counts and the blocks' positions. :class:`PostgresCandidates` is the store's
+:class:`memlane.core.store.candidates.Candidates`."""
 
 from __future__ import annotations
 
@@ -25,17 +14,17 @@ from memlane.core.model import (
 )
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
-from memlane.core.store.annsettings import EXACT, IndexStatus
 from memlane.core.store.blocks.postgres_rows import LIVE, now_epoch, restricts
+from memlane.core.store.candidates.annsettings import EXACT, IndexStatus
+from memlane.core.store.candidates.gather import Gather, Gathered, gather_stepwise
 from memlane.core.store.candidates.postgres_search import bm25_top_blocks, session_word_counts, vector_top_blocks
-from memlane.core.store.gather import Gather, Gathered, gather_stepwise
 from memlane.core.store.postgres import ann, delegated
 from memlane.core.store.postgres.base import PostgresBase
 from memlane.core.store.postgres.tenant import user_key
 
 
 class PostgresCandidates(PostgresBase):
-    """TODO PostgresCandidates"""
+    """What a search reads from a PostgreSQL store."""
 
     def vector_candidates(
         self,

@@ -1,4 +1,18 @@
-"""TODO"""
+"""Both retrievers as SQL, inside one user's namespace.
+
+Vectors: an exact scan of the user's rows of the narrow ``key_vectors`` table (found through its
+``(user_id, key_pk)`` primary key), ordered by inner product (the vectors are L2-normalised, so this is the
+cosine similarity the SQLite store computes, without pgvector's norm computations). No global ANN index:
+the storage research measured a global HNSW index with a per-user filter returning almost nothing.
+
+Keywords: the ``tsvector`` GIN index finds the user's matching keys; BM25 is then computed in SQL with
+the formula of :mod:`memlane.core.ranking.bm25` (FTS5's idf; k1 and b come from the search settings,
+FTS5's 1.2 and 0.75 by default), written there as SQL too, because core
+PostgreSQL's ``ts_rank`` has no IDF. Term frequencies come from the matched tsvectors' positions; document
+frequencies are counted over the user's matching keys (every key holding a query term matches, so the
+count is exact); N and the average length are per-user counters kept by every write. Statistics are per
+user (FTS5's are per file): a user's ranking never depends on other users' text.
+"""
 
 from __future__ import annotations
 
@@ -15,15 +29,15 @@ from memlane.core.model import (
 )
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1, sql_idf, sql_term_score
 from memlane.core.ranking.session_words import SessionWordCounts
-from memlane.core.store.annsettings import EXACT, AnnSettings
 from memlane.core.store.blocks.postgres_rows import LIVE, filter_sql, now_epoch, restricts
-from memlane.core.store.keyword import query_terms
+from memlane.core.store.candidates.annsettings import EXACT, AnnSettings
+from memlane.core.store.candidates.keyword import query_terms
+from memlane.core.store.candidates.vectors import KIND_CODES
 from memlane.core.store.postgres.adapt import PgVector
 from memlane.core.store.postgres.ann import index_name, search_config, set_search
 from memlane.core.store.postgres.dialect import Conn
 from memlane.core.store.postgres.schema import TEXT_CONFIG
 from memlane.core.store.postgres.tenant import user_key
-from memlane.core.store.vectors import KIND_CODES
 
 
 def _user_id(conn: Conn, user: str, *, index_only: bool = False) -> int | None:

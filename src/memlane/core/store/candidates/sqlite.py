@@ -1,9 +1,6 @@
-"""The embedded system of record: one SQLite file (WAL) holding blocks, keys, vectors and the keyword index.
-
-Every read and write names a user, and the queries themselves carry the namespace: callers cannot forget
-to filter. One transaction writes a whole ``add`` (blocks, keys, vectors, term rows and statistics), so an
-acknowledged add survives kill -9 and never leaves the indexes out of step.
-"""
+"""What a search reads from the SQLite store: each retriever's candidates over the user's cached indexes (exact
+vectors or the approximate index, BM25 over the term bags), the session-words counts and the blocks' positions.
+:class:`SqliteCandidates` is the store's :class:`memlane.core.store.candidates.Candidates`."""
 
 from __future__ import annotations
 
@@ -19,16 +16,16 @@ from memlane.core.model import (
 )
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
-from memlane.core.store.annsettings import IndexStatus
 from memlane.core.store.blocks.sqlite_rows import expired_block_pks, filtered_block_pks
-from memlane.core.store.gather import Gather, Gathered, gather_stepwise
+from memlane.core.store.candidates.annsettings import IndexStatus
+from memlane.core.store.candidates.gather import Gather, Gathered, gather_stepwise
+from memlane.core.store.candidates.terms import UserTerms, bm25_top_blocks, session_word_counts
+from memlane.core.store.candidates.vectors import KIND_CODES, BlockSet, UserMatrix, top_blocks
 from memlane.core.store.sqlite.ann import status as ann_status
 from memlane.core.store.sqlite.base import SqliteBase, time_now
 from memlane.core.store.sqlite.keys import load_user_index
 from memlane.core.store.sqlite.probe import store_error
 from memlane.core.store.sqlite.terms import query_weights
-from memlane.core.store.terms import UserTerms, bm25_top_blocks, session_word_counts
-from memlane.core.store.vectors import KIND_CODES, BlockSet, UserMatrix, top_blocks
 
 # A filter that keeps fewer blocks than this share of a user's keys is searched exactly over what it keeps,
 # not through the approximate index (docs/design/007-memory-model.md, "Filters").
@@ -46,7 +43,7 @@ def _too_narrow(blocks: BlockSet | None, matrix: UserMatrix) -> bool:
 
 
 class SqliteCandidates(SqliteBase):
-    """TODO SqliteCandidates"""
+    """What a search reads from a SQLite store."""
 
     def vector_candidates(
         self,
@@ -176,7 +173,7 @@ class SqliteCandidates(SqliteBase):
 
     def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:
         """The query terms' counts in the user's sessions' people's words
-        (:func:`memlane.core.store.terms.session_word_counts`); None when nothing can match."""
+        (:func:`memlane.core.store.candidates.terms.session_word_counts`); None when nothing can match."""
         row = self._user_row(user)
         if row is None or not sessions:
             return None

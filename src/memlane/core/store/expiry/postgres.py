@@ -1,10 +1,6 @@
-"""Deleting blocks and retention in the PostgreSQL store: the one path that deletes a user's blocks by
-reference (one block, or a sweep's expired ones), and the retention policies, each inside the caller's
-transaction, which holds the user's row lock (the lock order users, jobs, blocks, keys).
-
-:func:`delete_blocks` is the hook every index of blocks follows: whatever holds a block reference (jobs,
-keys and their vectors, the sessions' term counts, the embedding cache) is cleaned here.
-"""
+"""What makes blocks go by themselves in the PostgreSQL store: TTLs (set, and the sweep of expired blocks) and
+retention policies (by age or count), each inside a transaction that holds the user's row lock.
+:class:`PostgresExpiry` is the store's :class:`memlane.core.store.expiry.Expiry`."""
 
 from __future__ import annotations
 
@@ -65,7 +61,7 @@ def write_policy(conn: Conn, user_id: int | None, user: str | None, policy: Rete
 
 
 class PostgresExpiry(PostgresBase):
-    """TODO PostgresExpiry"""
+    """TTLs and retention in a PostgreSQL store."""
 
     def set_ttl(
         self,

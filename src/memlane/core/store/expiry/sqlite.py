@@ -1,18 +1,6 @@
-"""The memory model in the SQLite store (docs/design/007-memory-model.md): users' names and metadata,
-sessions, TTLs, filters and the prompt registry, each a few statements inside the caller's transaction.
-
-Expiry is decided against the caller's clock: a block is live while ``expires_ts`` is NULL or after
-``now``. Every read of blocks carries :data:`LIVE` (or its pk list of expired blocks, for the in-memory
-indexes), so a block is gone from every read the moment it expires, before any sweep deletes it.
-
-Deleting blocks and retention in the SQLite store: the one path that deletes a user's blocks by
-reference (one block, or a sweep's expired ones), and the retention policies, each inside the caller's
-write transaction.
-
-:func:`delete_blocks` is the hook every index of blocks follows: whatever holds a block reference (the
-keys, their vectors and term bags in the segments, the queue, the embedding cache) is cleaned here, in the
-transaction that deletes the blocks.
-"""
+"""What makes blocks go by themselves in the SQLite store: TTLs (set, and the sweep of expired blocks) and
+retention policies (by age or count). :class:`SqliteExpiry` is the store's
+:class:`memlane.core.store.expiry.Expiry`."""
 
 from __future__ import annotations
 
@@ -114,7 +102,7 @@ def write_policy(conn: sqlite3.Connection, user: str | None, policy: RetentionPo
 
 
 class SqliteExpiry(SqliteBase):
-    """TODO SqliteExpiry"""
+    """TTLs and retention in a SQLite store."""
 
     def retention_policies(self) -> Policies:
         try:

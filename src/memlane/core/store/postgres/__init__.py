@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from memlane.core.store.postgres.url import is_postgres_url, redact, refuse_url_list
 
 if TYPE_CHECKING:
-    from memlane.core.store.annsettings import AnnSettings
+    from memlane.core.store.candidates.annsettings import AnnSettings
     from memlane.core.store.postgres.store import PostgresStore
 
 __all__ = ["PostgresStore", "is_postgres_url", "open_postgres", "redact"]

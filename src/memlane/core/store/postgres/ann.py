@@ -43,7 +43,7 @@ import psycopg
 from psycopg import sql
 
 from memlane.core.errors import StoreError
-from memlane.core.store.annsettings import AnnSettings, IndexStatus
+from memlane.core.store.candidates.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.postgres.dialect import Conn
 
 log = logging.getLogger(__name__)

@@ -32,8 +32,8 @@ from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import (
     ExtractionStatus,
 )
-from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.blocks.postgres_rows import INTEGRITY_CHECKS
+from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.check import StoreCheck
 from memlane.core.store.postgres import ann, citus
 from memlane.core.store.postgres import check as pg_check
@@ -68,13 +68,9 @@ RECONNECT_S = 10.0
 
 
 class PostgresBase:
-    """PostgreSQL store (``postgresql://user:password@host:port/db``). Thread-safe: a pool lends each
-    operation its own connection.
-
-    ``schema`` keeps the store in its own PostgreSQL schema (created if missing), so one database can hold
-    several stores; by default the tables go where the connection's ``search_path`` points.
-    ``durability="normal"`` turns off ``synchronous_commit``: faster commits, but a server crash may lose
-    the last acknowledged ones (never corrupt anything)."""
+    """What every room of the PostgreSQL store stands on: the connection pool and its transactions, the user's
+    row lock (created on a first write), the Citus placement of the approximate indexes, the embedding cache and
+    its background writes, and the store's upkeep (its embedder, checks, probes)."""
 
     def __init__(
         self,
@@ -91,7 +87,7 @@ class PostgresBase:
     ) -> None:
         """``create=False`` opens only an existing store (its tables made by an earlier open):
         StoreNotFoundError, creating nothing, if there is none. ``ann``: when large users are searched
-        through a per-user HNSW index (:class:`memlane.core.store.annsettings.AnnSettings`; by default from
+        through a per-user HNSW index (:class:`memlane.core.store.candidates.annsettings.AnnSettings`; by default from
         20,000 keys).
 
         On a Citus coordinator a new store is distributed when it is first opened

@@ -19,7 +19,7 @@ placement on this node. A shard that has moved away meanwhile (the coordinator r
 the switch) is not here: the function raises :data:`ELSEWHERE` having done nothing, and the store does the
 same through the coordinator, statement by statement.
 
-* :data:`GATHER` (``memlane_gather_*``): what :func:`memlane.core.store.gather.gather_stepwise` reads through
+* :data:`GATHER` (``memlane_gather_*``): what :func:`memlane.core.store.candidates.gather.gather_stepwise` reads through
   the store's methods (both retrievers' candidates, their places, their sessions' word counts), for searches
   without filters, with the same statements (:mod:`memlane.core.store.postgres.search`'s) and the same answer;
 * :data:`WRITE` (``memlane_write_*``): ``PostgresStore.write_blocks`` (the user's row locked or made, the
@@ -48,7 +48,6 @@ from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import SessionEndedError, StoreError
 from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import MemoryBlock
-from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.blocks.postgres_rows import (
     ADD_SESSION_LENGTHS,
     ADD_SESSION_TERMS,
@@ -56,17 +55,18 @@ from memlane.core.store.blocks.postgres_rows import (
     session_starts,
     sides_json,
 )
+from memlane.core.store.candidates.annsettings import AnnSettings
+from memlane.core.store.candidates.gather import Gather, Gathered
+from memlane.core.store.candidates.keyword import query_terms
 from memlane.core.store.candidates.postgres_search import BM25, GONE_SQL, SESSION_LENGTHS, SESSION_TFS, word_counts
-from memlane.core.store.deletions import deleted_in_flight
-from memlane.core.store.gather import Gather, Gathered
-from memlane.core.store.keyword import query_terms
+from memlane.core.store.candidates.vectors import KIND_CODES
 from memlane.core.store.postgres.adapt import PgVector
 from memlane.core.store.postgres.ann import MAX_EF_SEARCH, SCAN_TUPLES, index_name
 from memlane.core.store.postgres.dialect import Conn
 from memlane.core.store.postgres.keys import BUMP_USER, INSERT_KEYS
 from memlane.core.store.postgres.tenant import held_by
+from memlane.core.store.users.deletions import deleted_in_flight
 from memlane.core.store.users.postgres_rows import DELETED_SINCE
-from memlane.core.store.vectors import KIND_CODES
 from memlane.core.timefmt import to_epoch
 
 # Errors the functions raise, by SQLSTATE (class ML: memlane's own), turned back into memlane's errors.

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memlane.core.embedding.protocol import Vectors
+from memlane.core.store.candidates.vectors import KIND_CODES
 from memlane.core.store.postgres.adapt import vector_bytes
 from memlane.core.store.postgres.dialect import Conn
 from memlane.core.store.postgres.schema import TEXT_CONFIG
-from memlane.core.store.vectors import KIND_CODES
 
 # (block pk, kind, text, content hash, event time as epoch seconds)
 KeyRow = tuple[int, str, str, str, float]

@@ -96,7 +96,7 @@ MIGRATIONS: list[str] = [
         user_id bigint NOT NULL,
         key_pk bigint NOT NULL,
         block_pk bigint NOT NULL,
-        kind smallint NOT NULL,           -- memlane.core.store.vectors.KIND_CODES
+        kind smallint NOT NULL,           -- memlane.core.store.candidates.vectors.KIND_CODES
         event_ts double precision NOT NULL,
         embedding vector NOT NULL,
         PRIMARY KEY (user_id, key_pk)
@@ -171,7 +171,7 @@ MIGRATIONS: list[str] = [
     """,
     # 4: API keys in the store (by user id, deleted with the user in one transaction; they were in a SQLite
     #    file of the HTTP service), and the deletion epoch with the tombstones of deleted names, which keep
-    #    an add in flight from recreating a user deleted meanwhile (memlane.core.store.deletions). Small
+    #    an add in flight from recreating a user deleted meanwhile (memlane.core.store.users.deletions). Small
     #    tables shared by all users, like users itself.
     """
     CREATE TABLE api_keys(

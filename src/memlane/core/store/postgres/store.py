@@ -1,4 +1,5 @@
-"""TODO"""
+"""The scale-out store: PostgreSQL + pgvector (or a Citus cluster), as one implementation of each concept's
+protocol on the PostgreSQL connection plumbing (:mod:`memlane.core.store.postgres.base`)."""
 
 from __future__ import annotations
 

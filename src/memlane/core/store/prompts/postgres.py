@@ -185,7 +185,7 @@ def purge_rows(conn: Conn, prompt_id: str, number: int | None) -> int:
 
 
 class PostgresPrompts(PostgresBase):
-    """TODO PostgresPrompts"""
+    """The prompt registry of a PostgreSQL store."""
 
     def create_prompt(
         self, prompt_id: str, text: str, *, description: str, annotations: Mapping[str, str], now: float

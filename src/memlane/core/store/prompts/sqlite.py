@@ -1,10 +1,6 @@
-"""The memory model in the SQLite store (docs/design/007-memory-model.md): users' names and metadata,
-sessions, TTLs, filters and the prompt registry, each a few statements inside the caller's transaction.
-
-Expiry is decided against the caller's clock: a block is live while ``expires_ts`` is NULL or after
-``now``. Every read of blocks carries :data:`LIVE` (or its pk list of expired blocks, for the in-memory
-indexes), so a block is gone from every read the moment it expires, before any sweep deletes it.
-"""
+"""The extraction prompt registry in the SQLite store: versions are immutable, numbered from 0 and never reused; an
+archived prompt keeps its id reserved, a purged one frees it. :class:`SqlitePrompts` is the store's
+:class:`memlane.core.store.prompts.Prompts`."""
 
 from __future__ import annotations
 
@@ -188,7 +184,7 @@ def usable_version(conn: sqlite3.Connection, prompt_id: str, version: int | None
 
 
 class SqlitePrompts(SqliteBase):
-    """TODO SqlitePrompts"""
+    """The prompt registry of a SQLite store."""
 
     def create_prompt(
         self, prompt_id: str, text: str, *, description: str, annotations: Mapping[str, str], now: float

@@ -358,7 +358,7 @@ def _outage(row: tuple[object, ...] | None) -> LLMOutage | None:
 
 
 class PostgresQueue(PostgresBase):
-    """TODO PostgresQueue"""
+    """The extraction queue of a PostgreSQL store, and requeueing a block whose extraction failed."""
 
     def requeue_block(self, user: str, block_id: str, *, max_attempts: int, now: float) -> MemoryBlock:
         with self.transaction() as conn:

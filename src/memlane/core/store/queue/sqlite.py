@@ -31,9 +31,9 @@ from memlane.core.model import (
     MemoryBlock,
     content_hash,
 )
+from memlane.core.store.blocks.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
+from memlane.core.store.blocks.rows import row_to_block
 from memlane.core.store.blocks.sqlite_rows import LIVE, blocks_by_pk
-from memlane.core.store.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
-from memlane.core.store.rows import row_to_block
 from memlane.core.store.sqlite.base import SqliteBase
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys
 from memlane.core.timefmt import now_utc, to_epoch
@@ -355,7 +355,7 @@ def _outage(row: Sequence[object], now: float) -> LLMOutage | None:
 
 
 class SqliteQueue(SqliteBase):
-    """TODO SqliteQueue"""
+    """The extraction queue of a SQLite store, and requeueing a block whose extraction failed."""
 
     def job_queue(self) -> SqliteJobQueue:
         """The extraction queue kept in this store's file."""

@@ -1,10 +1,9 @@
-"""Users' display names and metadata, and first-class sessions, in the PostgreSQL store (migration 7).
+"""Sessions in the PostgreSQL store (migration 7): creating, reading, updating and ending them, the default TTL a
+session gives its blocks, and deleting a session with its blocks.
 
-Every statement names one user's id (``sessions`` distributes by user, its key leads with ``user_id``);
-counts over a user's blocks are separate uncorrelated statements, never subqueries correlated with the
-shared ``users`` table (which a distributed PostgreSQL cannot plan: docs/scaling.md). Writes run inside the
-caller's transaction, which holds the user's row lock (the store's lock order: users, jobs, blocks, keys).
-"""
+Every statement names one user's id (``sessions`` distributes by user, its key leads with ``user_id``). Writes
+run inside the caller's transaction, which holds the user's row lock (the store's lock order: users, jobs,
+blocks, keys). :class:`PostgresSessions` is the store's :class:`memlane.core.store.sessions.Sessions`."""
 
 from __future__ import annotations
 
@@ -204,7 +203,7 @@ def expiry(ingest: float, ttl_s: int | None, session_ttl_s: int | None, default_
 
 
 class PostgresSessions(PostgresBase):
-    """TODO PostgresSessions"""
+    """Sessions in a PostgreSQL store."""
 
     def create_session(
         self,

@@ -1,10 +1,6 @@
-"""The memory model in the SQLite store (docs/design/007-memory-model.md): users' names and metadata,
-sessions, TTLs, filters and the prompt registry, each a few statements inside the caller's transaction.
-
-Expiry is decided against the caller's clock: a block is live while ``expires_ts`` is NULL or after
-``now``. Every read of blocks carries :data:`LIVE` (or its pk list of expired blocks, for the in-memory
-indexes), so a block is gone from every read the moment it expires, before any sweep deletes it.
-"""
+"""Sessions in the SQLite store (docs/design/007-memory-model.md): creating, reading, updating and ending them, the
+default TTL a session gives its blocks, and deleting a session with its blocks. :class:`SqliteSessions` is the
+store's :class:`memlane.core.store.sessions.Sessions`."""
 
 from __future__ import annotations
 
@@ -213,7 +209,7 @@ def end_session(conn: sqlite3.Connection, user: str, user_id: int, session_id: s
 
 
 class SqliteSessions(SqliteBase):
-    """TODO SqliteSessions"""
+    """Sessions in a SQLite store."""
 
     def create_session(
         self,

@@ -1,7 +1,7 @@
 """Approximate vector search for large users of the SQLite store: one HNSW index (hnswlib) per user, kept
 as derived data in files beside the database (``<db>.ann/u<user id>-<token>.hnsw``).
 
-The store's per-user matrix (:class:`memlane.core.store.vectors.UserMatrix`, read in one snapshot at the
+The store's per-user matrix (:class:`memlane.core.store.candidates.vectors.UserMatrix`, read in one snapshot at the
 user's version) stays the truth. The index only proposes keys, by pk; a search then
 
 * keeps the proposed keys the matrix still holds (a key deleted since the index was saved is never
@@ -52,11 +52,11 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.core.errors import StoreError
-from memlane.core.store.annsettings import AnnSettings, IndexStatus
+from memlane.core.store.candidates.annsettings import AnnSettings, IndexStatus
+from memlane.core.store.candidates.vectors import BlockSet, UserMatrix, top_blocks_of_rows
 from memlane.core.store.sqlite import annscrub
 from memlane.core.store.sqlite.annnodes import KeyMap, first_copies, load_map, map_path, save_map
 from memlane.core.store.sqlite.annscrub import live_keys
-from memlane.core.store.vectors import BlockSet, UserMatrix, top_blocks_of_rows
 
 if TYPE_CHECKING:
     import hnswlib

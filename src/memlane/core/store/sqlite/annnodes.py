@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from memlane.core.store.vectors import UserMatrix
+from memlane.core.store.candidates.vectors import UserMatrix
 
 _CHUNK = 4096  # rows compared at a time when checking copies
 

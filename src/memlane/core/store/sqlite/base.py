@@ -25,9 +25,11 @@ from memlane.core.errors import (
     NotFoundError,
     StoreNotFoundError,
 )
-from memlane.core.store.annsettings import AnnSettings
 from memlane.core.store.blocks.filtercache import FilterCache
+from memlane.core.store.candidates.annsettings import AnnSettings
+from memlane.core.store.candidates.terms import UserTerms
 from memlane.core.store.candidates.usercache import UserCache
+from memlane.core.store.candidates.vectors import UserMatrix
 from memlane.core.store.check import StoreCheck
 from memlane.core.store.sqlite.ann import AnnIndexes
 from memlane.core.store.sqlite.annscrub import take_journalled
@@ -35,8 +37,6 @@ from memlane.core.store.sqlite.maintenance import sqlite_check, truncate_wal, us
 from memlane.core.store.sqlite.probe import open_error, probe_write, store_error
 from memlane.core.store.sqlite.schema import migrate
 from memlane.core.store.sqlite.terms import TermIds, corpus_problems
-from memlane.core.store.terms import UserTerms
-from memlane.core.store.vectors import UserMatrix
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
 
@@ -97,10 +97,9 @@ def dt_of(value: float | None) -> datetime | None:
 
 
 class SqliteBase:
-    """SQLite store. Thread-safe: each thread gets its own connection; SQLite serialises the writers.
-
-    ``durability="full"`` fsyncs every commit (an acknowledged write survives power loss);
-    ``"normal"`` survives process crashes (kill -9) but may lose the last commits on power loss."""
+    """What every room of the SQLite store stands on: the file, one connection per thread, write transactions
+    (``BEGIN IMMEDIATE``, with the deleted vectors scrubbed from the index files after the commit), the caches
+    of the users' indexes, the embedding cache, and the store's upkeep (its embedder, checks, compaction)."""
 
     def __init__(
         self,
@@ -114,7 +113,7 @@ class SqliteBase:
         """``cache_bytes`` bounds each of the two per-user index caches (key vectors, key terms).
         ``create=False`` opens only an existing store: StoreNotFoundError (creating nothing) if there is
         none at ``path``. ``ann``: when large users are searched through an approximate index
-        (:class:`memlane.core.store.annsettings.AnnSettings`; the default indexes users from 20,000 keys)."""
+        (:class:`memlane.core.store.candidates.annsettings.AnnSettings`; the default indexes users from 20,000 keys)."""
         if durability not in ("full", "normal"):
             raise ConfigError(f"durability must be 'full' or 'normal', not {durability!r}")
         self.path = Path(path)

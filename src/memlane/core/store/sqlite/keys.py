@@ -9,11 +9,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from memlane.core.embedding.protocol import Vectors
+from memlane.core.store.candidates.terms import UserTerms, session_code
+from memlane.core.store.candidates.vectors import KIND_CODES, UserMatrix
 from memlane.core.store.sqlite.ann import forget_keys
 from memlane.core.store.sqlite.segments import Segment, blank_keys, insert_segment, load_user, quantize, remove_keys
 from memlane.core.store.sqlite.terms import TermIds, index_texts, unindex, unindex_texts, word_bags
-from memlane.core.store.terms import UserTerms, session_code
-from memlane.core.store.vectors import KIND_CODES, UserMatrix
 
 # (block pk, kind, text, content hash, event time as epoch seconds, session id, the block's people's words:
 # memlane.core.ranking.session_words.people_words, "" for keys other than the message)

@@ -121,7 +121,7 @@ MIGRATIONS: list[Migration] = [
     ALTER TABLE blocks ADD COLUMN extraction_writes INTEGER NOT NULL DEFAULT 0;
     """,
     # 3: the keyword index moves from FTS5 to term tables with document frequencies kept by every write
-    # (core/store/terms.py says why); existing keys are indexed, then the FTS5 table is dropped.
+    # (core/store/candidates/terms.py says why); existing keys are indexed, then the FTS5 table is dropped.
     (
         """
         CREATE TABLE terms(
@@ -208,7 +208,7 @@ MIGRATIONS: list[Migration] = [
         "DROP TABLE key_segments_v4;",
     ),
     # 6: each key's session and the people's words of its block (message keys), for the session-words
-    # ranking (core/ranking/session_words.py, counted by core/store/terms.py); existing segments get them
+    # ranking (core/ranking/session_words.py, counted by core/store/candidates/terms.py); existing segments get them
     # from their blocks.
     (
         """
@@ -223,7 +223,7 @@ MIGRATIONS: list[Migration] = [
     ),
     # 7: API keys move into the store (by user id, deleted with the user in one transaction), from the HTTP
     # service's own table where there is one; the deletion epoch and the tombstones of deleted names, which
-    # keep an add in flight from recreating a user deleted meanwhile (core/store/deletions.py says how).
+    # keep an add in flight from recreating a user deleted meanwhile (core/store/users/deletions.py says how).
     (
         """
         CREATE TABLE api_keys(

@@ -22,7 +22,7 @@ zeros, so the old text's vector is in no page of the store once the update's che
 The keys of a user's segments are disjoint; their pk ranges may interleave (a merge of small segments can
 span a large segment written between them), so loads sort the keys by pk when they come out of order.
 
-Vectors are stored (and cached, :class:`memlane.core.store.vectors.UserMatrix`) as int8 with one float32
+Vectors are stored (and cached, :class:`memlane.core.store.candidates.vectors.UserMatrix`) as int8 with one float32
 scale per key (symmetric: ``v ~ q * scale``, ``scale = max|v| / 127``), a quarter of float32's bytes. A cold
 user's first search reads its whole segment, from disk when the store is larger than what the page cache
 keeps, so the bytes are the latency: the vectors were 3.9 of an x500 user's 6.1 MB. A dequantized vector is
@@ -43,10 +43,10 @@ import numpy.typing as npt
 
 from memlane.core.errors import StoreError
 from memlane.core.ranking.session_words import people_words
+from memlane.core.store.candidates.terms import UserTerms, encode_bag, session_code
+from memlane.core.store.candidates.vectors import KIND_CODES, UserMatrix
 from memlane.core.store.sqlite.terms import lookup_terms
 from memlane.core.store.sqlite.tokenizer import tokenize
-from memlane.core.store.terms import UserTerms, encode_bag, session_code
-from memlane.core.store.vectors import KIND_CODES, UserMatrix
 
 FANOUT = 8
 MIGRATION_MEMO_MAX = 500_000  # texts whose term bags a migration keeps in memory at most
@@ -90,7 +90,7 @@ class Segment:
     counts: npt.NDArray[np.uint16]
     vectors: npt.NDArray[np.int8]  # (n, dim), quantized: see the module's docstring
     scales: npt.NDArray[np.float32]  # (n,) per key
-    # The key's session (memlane.core.store.terms.session_code) and the people's words of its block as a
+    # The key's session (memlane.core.store.candidates.terms.session_code) and the people's words of its block as a
     # term bag like the key's own (only message keys have words: memlane.core.ranking.session_words.people_words).
     sessions: npt.NDArray[np.int64]
     words_lengths: npt.NDArray[np.int32]

@@ -1,4 +1,6 @@
-"""TODO"""
+"""The embedded store: one SQLite file (WAL) holding blocks, keys, vectors and the keyword index, as one
+implementation of each concept's protocol on the SQLite connection plumbing
+(:mod:`memlane.core.store.sqlite.base`)."""
 
 from __future__ import annotations
 

@@ -21,9 +21,9 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.core.ranking.bm25 import idf
-from memlane.core.store.keyword import query_terms
+from memlane.core.store.candidates.keyword import query_terms
+from memlane.core.store.candidates.terms import encode_bag
 from memlane.core.store.sqlite.tokenizer import tokenize
-from memlane.core.store.terms import encode_bag
 
 _IN_CHUNK = 500
 BACKFILL_BATCH = 5000  # keys migration 3 reads at a time
@@ -171,7 +171,7 @@ def unindex_texts(conn: sqlite3.Connection, texts: Sequence[str], term_ids: Term
 def query_weights(conn: sqlite3.Connection, text: str) -> tuple[list[tuple[int, float]], float]:
     """The query's known terms as (term id, idf), and the corpus's average key length.
 
-    The query's distinct words (stopwords dropped, as :func:`memlane.core.store.keyword.query_terms`
+    The query's distinct words (stopwords dropped, as :func:`memlane.core.store.candidates.keyword.query_terms`
     picks them) are tokenized like the keys; a stem two words share ("run", "running") counts twice, as
     it did with FTS5, where each word was its own phrase.
     """

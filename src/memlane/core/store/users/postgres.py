@@ -1,17 +1,8 @@
-"""Users' lifecycle in the PostgreSQL store: deletion epochs and tombstones (:mod:`memlane.core.store.deletions`)
-and API keys, each a statement or two inside the caller's transaction.
+"""Users in the PostgreSQL store: names, display names and metadata, and deleting a user with everything of theirs.
 
-Only ``delete_user`` writes the one ``deletion_epoch`` row, after it has locked the user's row (the lock
-order users, then the epoch), so deletions of different users queue there for the length of a commit and
-nothing else waits on it: an add only reads it, before its transaction.
-
-Users' display names and metadata, and first-class sessions, in the PostgreSQL store (migration 7).
-
-Every statement names one user's id (``sessions`` distributes by user, its key leads with ``user_id``);
-counts over a user's blocks are separate uncorrelated statements, never subqueries correlated with the
-shared ``users`` table (which a distributed PostgreSQL cannot plan: docs/scaling.md). Writes run inside the
-caller's transaction, which holds the user's row lock (the store's lock order: users, jobs, blocks, keys).
-"""
+Every statement names one user's id; counts over a user's blocks are separate uncorrelated statements, never
+subqueries correlated with the shared ``users`` table (which a distributed PostgreSQL cannot plan:
+docs/scaling.md). :class:`PostgresUsers` is the store's :class:`memlane.core.store.users.Users`."""
 
 from __future__ import annotations
 
@@ -27,8 +18,8 @@ from memlane.core.model import (
     Page,
     UserInfo,
 )
+from memlane.core.store.blocks.like import contains_pattern
 from memlane.core.store.blocks.postgres_rows import drop_cached, now_epoch
-from memlane.core.store.like import contains_pattern
 from memlane.core.store.postgres import ann, citus
 from memlane.core.store.postgres.base import PostgresBase, refuse_collision
 from memlane.core.store.postgres.dialect import Conn
@@ -136,7 +127,7 @@ def find_users(
 
 
 class PostgresUsers(PostgresBase):
-    """TODO PostgresUsers"""
+    """The users of a PostgreSQL store."""
 
     def create_user(
         self, user: str, *, display_name: str | None = None, metadata: Mapping[str, Any] | None = None
@@ -226,7 +217,7 @@ class PostgresUsers(PostgresBase):
         return DeletedUser(blocks=int(n), keys=int(keys))
 
     def deletion_epoch(self) -> int:
-        """The store's deletion epoch: what an add reads before its slow part (core/store/deletions.py)."""
+        """The store's deletion epoch: what an add reads before its slow part (core/store/users/deletions.py)."""
         with self.single() as conn:
             return deletion_epoch(conn)
 

@@ -1,9 +1,15 @@
-"""TODO"""
+"""Users' lifecycle statements in the PostgreSQL store: the deletion epoch and the names' tombstones
+(:mod:`memlane.core.store.users.deletions`), each inside the caller's transaction, for the store's rooms and its
+functions on Citus (:mod:`memlane.core.store.postgres.delegated`).
+
+Only ``delete_user`` writes the one ``deletion_epoch`` row, after it has locked the user's row (the lock order
+users, then the epoch), so deletions of different users queue there for the length of a commit and nothing else
+waits on it: an add only reads it, before its transaction."""
 
 from __future__ import annotations
 
-from memlane.core.store.deletions import TOMBSTONE_RETENTION_S, check_write, name_sha256
 from memlane.core.store.postgres.dialect import NOW, Conn
+from memlane.core.store.users.deletions import TOMBSTONE_RETENTION_S, check_write, name_sha256
 
 EPOCH = "(SELECT epoch FROM deletion_epoch WHERE id = 1)"
 

@@ -1,13 +1,7 @@
-"""The memory model in the SQLite store (docs/design/007-memory-model.md): users' names and metadata,
-sessions, TTLs, filters and the prompt registry, each a few statements inside the caller's transaction.
-
-Expiry is decided against the caller's clock: a block is live while ``expires_ts`` is NULL or after
-``now``. Every read of blocks carries :data:`LIVE` (or its pk list of expired blocks, for the in-memory
-indexes), so a block is gone from every read the moment it expires, before any sweep deletes it.
-
-Users' lifecycle in the SQLite store: deletion epochs and tombstones (:mod:`memlane.core.store.deletions`)
-and API keys, each a statement or two inside the caller's transaction.
-"""
+"""Users in the SQLite store: names, display names and metadata, the deletion epoch and the names' tombstones
+(:mod:`memlane.core.store.users.deletions`), and deleting a user with everything of theirs. Each function is a
+statement or two inside the caller's transaction; :class:`SqliteUsers` is the store's
+:class:`memlane.core.store.users.Users`."""
 
 from __future__ import annotations
 
@@ -24,12 +18,12 @@ from memlane.core.model import (
     Page,
     UserInfo,
 )
+from memlane.core.store.blocks.like import contains_pattern
 from memlane.core.store.blocks.sqlite_rows import LIVE, json_path, live_count
-from memlane.core.store.deletions import TOMBSTONE_RETENTION_S, VERSION_EPOCH_SHIFT, check_write, name_sha256
-from memlane.core.store.like import contains_pattern
 from memlane.core.store.sqlite.ann import drop_user
 from memlane.core.store.sqlite.base import SqliteBase, json_text, json_value, time_now
 from memlane.core.store.sqlite.keys import delete_keys
+from memlane.core.store.users.deletions import TOMBSTONE_RETENTION_S, VERSION_EPOCH_SHIFT, check_write, name_sha256
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
 USER_COLUMNS = (
@@ -149,7 +143,7 @@ def deletion_epoch(conn: sqlite3.Connection) -> int:
 
 
 class SqliteUsers(SqliteBase):
-    """TODO SqliteUsers"""
+    """The users of a SQLite store."""
 
     def create_user(
         self, user: str, *, display_name: str | None = None, metadata: Mapping[str, Any] | None = None
@@ -163,7 +157,7 @@ class SqliteUsers(SqliteBase):
             return created
 
     def deletion_epoch(self) -> int:
-        """The store's deletion epoch: what an add reads before its slow part (core/store/deletions.py)."""
+        """The store's deletion epoch: what an add reads before its slow part (core/store/users/deletions.py)."""
         return deletion_epoch(self._conn())
 
     def list_users(self) -> list[UserInfo]:

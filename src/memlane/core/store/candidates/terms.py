@@ -26,8 +26,8 @@ import numpy.typing as npt
 
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1, term_scores
 from memlane.core.ranking.session_words import SessionWordCounts
-from memlane.core.store.columns import Column, capacity_bytes, extended_all
-from memlane.core.store.vectors import BlockSet, best_per_block, key_mask
+from memlane.core.store.candidates.columns import Column, capacity_bytes, extended_all
+from memlane.core.store.candidates.vectors import BlockSet, best_per_block, key_mask
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ class UserTerms:
     # appended copies (they cover a prefix of the entries: see Postings.fresh).
     _postings: Postings | None = field(default=None, init=False, repr=False, compare=False)
     _words_postings: Postings | None = field(default=None, init=False, repr=False, compare=False)
-    # The buffers the arrays live in once a write extended them (memlane.core.store.columns), by field.
+    # The buffers the arrays live in once a write extended them (memlane.core.store.candidates.columns), by field.
     _columns: dict[str, Column] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def _arrays(self) -> dict[str, npt.NDArray[Any]]:
@@ -223,7 +223,7 @@ class UserTerms:
 
     def appended(self, other: UserTerms) -> UserTerms:
         """These keys with ``other``'s after them, extended in place where the buffers allow
-        (:func:`memlane.core.store.columns.extended`): an add does not copy the user."""
+        (:func:`memlane.core.store.candidates.columns.extended`): an add does not copy the user."""
         extra = other._arrays()
         extra["offsets"] = other.offsets[1:] + self.offsets[-1]
         extra["words_offsets"] = other.words_offsets[1:] + self.words_offsets[-1]

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memlane.core.store.columns import Column, capacity_bytes, extended_all
+from memlane.core.store.candidates.columns import Column, capacity_bytes, extended_all
 
 KIND_CODES = {"message": 0, "summary": 1, "fact": 2}
 
@@ -39,7 +39,7 @@ class UserMatrix:
     # The keys' own pks, ascending (an approximate index names keys by them: memlane.core.store.sqlite.ann)
     key_pks: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
-    # The buffers the arrays live in once a write extended them (memlane.core.store.columns), by field.
+    # The buffers the arrays live in once a write extended them (memlane.core.store.candidates.columns), by field.
     _columns: dict[str, Column] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -56,7 +56,7 @@ class UserMatrix:
 
     def appended(self, other: UserMatrix) -> UserMatrix:
         """This matrix with ``other``'s rows after its own, extended in place where it can be
-        (:func:`memlane.core.store.columns.extended`): an add does not copy the user."""
+        (:func:`memlane.core.store.candidates.columns.extended`): an add does not copy the user."""
         if self.vectors.shape[0] == 0:  # an empty user's matrix has no known width yet
             return other
         arrays, columns = extended_all(self._arrays(), self._columns, other._arrays())

@@ -1,7 +1,7 @@
 """Append-only columns for the cached per-user indexes: an add extends the cached copy in place.
 
-A search index cached per user (:class:`memlane.core.store.vectors.UserMatrix`,
-:class:`memlane.core.store.terms.UserTerms`) is extended by each of the process's own writes instead of being
+A search index cached per user (:class:`memlane.core.store.candidates.vectors.UserMatrix`,
+:class:`memlane.core.store.candidates.terms.UserTerms`) is extended by each of the process's own writes instead of being
 reloaded. Extending by concatenation copies the whole user at every add: 23 of the 36 ms of an add (and
 the search after it) into a 300k-key user, and most of an add's 115 ms at 1M keys. Here each array lives in
 a buffer with room to grow (a quarter more than it holds, so every key is copied a few times over the
