@@ -26,7 +26,7 @@ from pathlib import Path
 from memlane.core.errors import NotFoundError, StoreError, ValidationError
 from memlane.core.model import KeyRecord
 from memlane.core.names import check_label, check_stored_name
-from memlane.core.store.protocol import Store
+from memlane.core.store.apikeys import ApiKeys as StoredKeys
 
 __all__ = [
     "KEY_PREFIX",
@@ -95,7 +95,7 @@ def same_secret(given: str, expected: str) -> bool:
 class ApiKeys:
     """The API keys of the users of ``store``."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoredKeys) -> None:
         self.store = store
 
     def create(self, user: str, label: str = "", role: str = ROLE_READ_WRITE) -> NewKey:

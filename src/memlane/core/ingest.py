@@ -41,6 +41,7 @@ from memlane.core.model import (
 from memlane.core.model_checks import check_annotations, check_prompt_ref, check_ttl
 from memlane.core.names import check_name, check_text
 from memlane.core.services import Settings
+from memlane.core.store.prompts import Prompts
 from memlane.core.store.protocol import Store
 from memlane.core.timefmt import annotate, coerce_time_of_day, now_utc
 
@@ -126,7 +127,7 @@ def check_extract(extract: object, llm: object) -> ExtractMode:
     return extract
 
 
-def resolve_prompt(store: Store, prompt: object, where: str = "prompt") -> tuple[str | None, int | None]:
+def resolve_prompt(store: Prompts, prompt: object, where: str = "prompt") -> tuple[str | None, int | None]:
     """The registry prompt an add or update names, as (id, version): NotFoundError for an unknown one,
     PromptArchivedError for an archived one."""
     ref = check_prompt_ref(prompt, where)

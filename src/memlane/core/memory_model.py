@@ -9,7 +9,7 @@ import builtins
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from memlane.core.embedding.protocol import CachedEmbedder
 from memlane.core.errors import AlreadyExistsError, ValidationError
@@ -43,7 +43,12 @@ from memlane.core.model_checks import (
 )
 from memlane.core.names import check_name, check_stored_name, check_text
 from memlane.core.services import Settings
-from memlane.core.store.protocol import Store
+from memlane.core.store.blocks import Blocks as StoredBlocks
+from memlane.core.store.expiry import Expiry
+from memlane.core.store.prompts import Prompts
+from memlane.core.store.queue import Queue
+from memlane.core.store.sessions import Sessions as StoredSessions
+from memlane.core.store.users import Users as StoredUsers
 from memlane.core.timefmt import coerce_time_of_day, now_utc, to_epoch
 
 __all__ = ["KEEP", "Blocks", "PromptRegistry", "Sessions", "Users", "exchange_text"]
@@ -59,6 +64,11 @@ class _Keep:
 KEEP: Any = _Keep()
 
 
+class BlockRooms(StoredBlocks, Expiry, Queue, Prompts, Protocol):
+    """What :class:`Blocks` reads and changes in the store: blocks, their TTLs, their extraction's queue and
+    the prompts an update names."""
+
+
 def _now() -> float:
     return to_epoch(now_utc())
 
@@ -66,7 +76,7 @@ def _now() -> float:
 class Users:
     """Users (namespaces) with a display name and metadata."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoredUsers) -> None:
         self.store = store
 
     def create_user(
@@ -156,7 +166,7 @@ class Users:
 class Sessions:
     """Sessions of a user, first-class: created, read, changed, ended (deleted by the Eraser)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoredSessions) -> None:
         self.store = store
 
     def create_session(
@@ -240,7 +250,7 @@ class Blocks:
 
     def __init__(
         self,
-        store: Store,
+        store: BlockRooms,
         embedder: CachedEmbedder,
         settings: Settings,
         forget: Callable[[Sequence[MemoryBlock]], int],
@@ -409,7 +419,7 @@ class PromptRegistry:
     given to memlane's extraction as extra instructions: it steers what is remembered; the reply's shape
     (a summary and facts) stays memlane's."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Prompts) -> None:
         self.store = store
 
     def create(

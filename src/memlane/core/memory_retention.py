@@ -6,21 +6,27 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Protocol
 
 from memlane.core.errors import ValidationError
 from memlane.core.extraction.service import known_user
 from memlane.core.model import MemoryBlock
 from memlane.core.names import check_stored_name
 from memlane.core.retention import SWEEP_BATCH, Policies, RetentionPolicy, RetentionReport, sweep_user
-from memlane.core.store.protocol import Store
+from memlane.core.store.expiry import Expiry
+from memlane.core.store.users import Users
 from memlane.core.timefmt import coerce_time, now_utc, to_epoch
+
+
+class RetentionRooms(Expiry, Users, Protocol):
+    """What the retention sweeps read and delete in the store: the policies and TTLs, and the users."""
 
 
 class Retention:
     """Retention policies of one memory's store, and their sweeps. ``forget`` deletes the LLM calls of the
     blocks a sweep deleted (:meth:`memlane.core.erase.Eraser.forget`)."""
 
-    def __init__(self, store: Store, forget: Callable[[Sequence[MemoryBlock]], int]) -> None:
+    def __init__(self, store: RetentionRooms, forget: Callable[[Sequence[MemoryBlock]], int]) -> None:
         self.store = store
         self.forget = forget
 

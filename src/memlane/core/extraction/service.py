@@ -26,10 +26,11 @@ from memlane.core.model import UserInfo
 from memlane.core.names import check_stored_name, check_text
 from memlane.core.services import Settings
 from memlane.core.store.protocol import Store
+from memlane.core.store.users import Users
 from memlane.core.timefmt import coerce_time, to_epoch
 
 
-def known_user(store: Store, user: str) -> UserInfo:
+def known_user(store: Users, user: str) -> UserInfo:
     """The user, or NotFoundError (read from the list of users: what retention and requeue name)."""
     for info in store.list_users():
         if info.name == user:
