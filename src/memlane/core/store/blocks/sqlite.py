@@ -187,7 +187,7 @@ class SqliteBlocks(SqliteBase):
 
     def delete_blocks(self, user: str, filters: Filters) -> list[MemoryBlock]:
         """Delete the user's blocks that pass ``filters`` in one write transaction, through the path every
-        delete takes (:func:`memlane.core.store.sqlite.expiry.delete_blocks`), and return them as they were."""
+        delete takes (:func:`memlane.core.store.blocks.sqlite_rows.delete_blocks`), and return them as they were."""
         where, params = filter_sql(filters)
         with self._write() as conn:
             row = conn.execute("SELECT id FROM users WHERE name = ?", (user,)).fetchone()

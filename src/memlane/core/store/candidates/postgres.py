@@ -40,7 +40,7 @@ class PostgresCandidates(PostgresBase):
     ) -> list[tuple[int, float]]:
         """Cosine top-k blocks of ``user`` (block reference, similarity), computed in the database: an exact
         scan, or past the threshold the user's HNSW index (:mod:`memlane.core.store.postgres.ann`); filters
-        and expiry as :func:`memlane.core.store.postgres.search.vector_top_blocks` applies them. On Citus a
+        and expiry as :func:`memlane.core.store.candidates.postgres_search.vector_top_blocks` applies them. On Citus a
         search without filters runs on the user's node (:meth:`gather`), through the index on the user's
         shard; a filtered one is routed statement by statement, and scans exactly."""
         if self.citus and not restricts(filters):
@@ -134,7 +134,7 @@ class PostgresCandidates(PostgresBase):
 
     def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:
         """The query terms' counts in the user's sessions' people's words
-        (:func:`memlane.core.store.postgres.search.session_word_counts`); None when nothing can match."""
+        (:func:`memlane.core.store.candidates.postgres_search.session_word_counts`); None when nothing can match."""
         if not sessions:
             return None
         with self.transaction() as conn:

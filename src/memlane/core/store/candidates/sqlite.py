@@ -32,7 +32,7 @@ from memlane.core.store.sqlite.terms import query_weights
 ANN_MIN_SHARE = 0.05
 
 
-# (query, data_version, total_changes) and the query's weights then: see SqliteStore._query_weights
+# (query, data_version, total_changes) and the query's weights then: see SqliteCandidates._query_weights
 _QueryMemo = tuple[tuple[str, int, int], tuple[list[tuple[int, float]], float]]
 
 

@@ -21,7 +21,7 @@ same through the coordinator, statement by statement.
 
 * :data:`GATHER` (``memlane_gather_*``): what :func:`memlane.core.store.candidates.gather.gather_stepwise` reads through
   the store's methods (both retrievers' candidates, their places, their sessions' word counts), for searches
-  without filters, with the same statements (:mod:`memlane.core.store.postgres.search`'s) and the same answer;
+  without filters, with the same statements (:mod:`memlane.core.store.candidates.postgres_search`'s) and the same answer;
 * :data:`WRITE` (``memlane_write_*``): ``PostgresStore.write_blocks`` (the user's row locked or made, the
   deletion epoch checked, sessions made or refused as ended, exchange indexes continued, blocks, session
   words, jobs, keys, vectors and the user's counters) in one transaction on the user's node.
@@ -263,7 +263,7 @@ _GATHER_ARGS = (
     "double precision, text, text, double precision, double precision, boolean, boolean, bigint, integer"
 )
 
-# The user's row locked (PostgresStore._lock_user), made if missing; another name's row is refused.
+# The user's row locked (PostgresBase._lock_user), made if missing; another name's row is refused.
 _LOCK = "SELECT 1 FROM users WHERE id = %(user_id)s AND name = %(user)s FOR NO KEY UPDATE"
 _MAKE_USER = (
     "INSERT INTO users(id, name, created_at) VALUES (%(user_id)s, %(user)s, %(now)s) ON CONFLICT (id) DO NOTHING"
@@ -346,7 +346,7 @@ BEGIN
     IF NOT p_locked THEN
         RAISE EXCEPTION 'deleted while written to' USING ERRCODE = '{GONE}';
     END IF;
-    -- accounts.check_not_deleted (deletions.check_write), after the lock: it sees a deletion it waited for
+    -- check_not_deleted (deletions.check_write), after the lock: it sees a deletion it waited for
     IF p_since IS NOT NULL THEN
         {on_shards(DELETED_SINCE, into="p_tombstone, p_pruned")};
         IF (p_tombstone IS NOT NULL AND p_tombstone > p_since) OR p_since < p_pruned THEN

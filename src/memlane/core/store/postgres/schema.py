@@ -136,7 +136,7 @@ MIGRATIONS: list[str] = [
     """,
     # 2: the people's words of each block for the session-words ranking, as generated columns, so every write
     #    and every existing block has them (the rule: _PEOPLE_WORDS); and their term frequencies summed per
-    #    session, kept by every write and delete (memlane.core.store.postgres.blocks), which the ranking reads.
+    #    session, kept by every write and delete (memlane.core.store.blocks.postgres_rows), which the ranking reads.
     f"""
     CREATE FUNCTION memlane_tokens(tsvector) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE
         AS $$ SELECT coalesce(sum(array_length(l.positions, 1)), 0)::integer FROM unnest($1) l $$;
