@@ -79,10 +79,10 @@ def test_the_tuners_ranking_is_memory_search_under_settings_that_move_blocks(tmp
         for q in dev.questions:
             unmoved = question_rankings(dev, q, PRESETS["hybrid-no-supersede"])
             for settings in grid:
+                sample = q.sample
                 found = mem.search(
-                    q.sample.namespace, q.sample.question, dev.depth, mode=settings, at=q.sample.question_date,
-                    distinct=False,
-                )  # fmt: skip
+                    sample.namespace, sample.question, dev.depth, mode=settings, at=sample.question_date, distinct=False
+                )
                 tuned = question_rankings(dev, q, settings)
                 assert tuned == rank((h.block for h in found), q.index, length), (q.sample.sample_id, settings)
                 moved += tuned != unmoved

@@ -169,8 +169,7 @@ def question_scores(dev: DevSet, q: Question, settings: SearchSettings, signals:
     asked, until = retrieval.asked_at(q.sample.question_date)
     known = Known(q.candidates.blocks, versions)
     # Ranked once (prepare): the grid varies only supersession.
-    ordered = retrieval.order(q.candidates.candidates, settings, known, asked=asked, until=until, ranked=q.ranked)
-    ranked = ordered.ranked
+    ranked = retrieval.order(q.candidates.candidates, settings, known, asked=asked, until=until, ranked=q.ranked).ranked
     order = tuple(ref for ref, _, _ in ranked[: dev.depth])
     if order in q.memo:
         return q.memo[order]

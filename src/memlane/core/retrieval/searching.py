@@ -51,14 +51,15 @@ class Known:
         blocks = store.fetch_blocks(user, sorted(candidates.positions))
         return cls(blocks, versions_of(cache, model_id, blocks))
 
-    def known(self, ranked: Scored, settings: SearchSettings) -> Known:
+    def read(self, ranked: Scored, settings: SearchSettings) -> Known:
+        """Read beforehand: the same whatever the ranking."""
         return self
 
 
 class Versions(Protocol):
     """Where :func:`order` reads what supersession needs of the ranked candidates, only when it applies."""
 
-    def known(self, ranked: Scored, settings: SearchSettings) -> Known: ...
+    def read(self, ranked: Scored, settings: SearchSettings) -> Known: ...
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class FromStore:
     user: str
     fetch: int = 0
 
-    def known(self, ranked: Scored, settings: SearchSettings) -> Known:
+    def read(self, ranked: Scored, settings: SearchSettings) -> Known:
         depth = settings.supersede_depth
         blocks = self.store.fetch_blocks(self.user, [ref for ref, _, _ in ranked[: max(depth, self.fetch)]])
         words = settings.supersede_terms > 0  # a block's words are read for the terms test alone
@@ -121,7 +122,7 @@ def order(
     unmoved = rank(candidates, settings, asked=asked) if ranked is None else ranked
     if not applies(candidates.query, settings, asked):
         return Order(unmoved, unmoved)
-    known = versions.known(unmoved, settings)
+    known = versions.read(unmoved, settings)
     blocks = known.blocks
     # Supersession reads the sessions of the blocks within its depth only.
     sessions = {ref: blocks[ref].session_id for ref, _, _ in unmoved[: settings.supersede_depth] if ref in blocks}
