@@ -9,8 +9,9 @@ import pytest
 from bench_runs import make_data_dir, options
 from click.testing import CliRunner
 
-from memlane.bench.retrieval.run import run_retrieval
-from memlane.bench.retrieval.runlog import read_log
+from memlane.bench.retrieval.history import rank
+from memlane.bench.retrieval.run import open_bench, run_retrieval
+from memlane.bench.retrieval.runlog import MIN_RANKING_LENGTH, read_log
 from memlane.bench.retrieval.tune import (
     collect,
     evaluate,
@@ -53,6 +54,41 @@ def test_grid_scores_equal_a_retrieval_run_question_by_question(tmp_path: Path, 
                         assert scores == logged[(mode, q.sample.sample_id)], (mode, q.sample.sample_id)
                         compared += 1
     assert compared >= 4 * len(MODES)
+
+
+def test_the_tuners_ranking_is_memory_search_under_settings_that_move_blocks(tmp_path: Path) -> None:
+    # The tuner orders candidates collected once; Memory.search reads the store as it goes. Under settings
+    # whose supersession moves blocks (any two tellings an hour apart; the vector-similarity test too) both
+    # must give the same ranking, question by question.
+    make_data_dir(tmp_path)
+    opts = options(tmp_path)
+    dev = collect(opts, split="test")
+    moving = replace(
+        PRESETS["hybrid-supersede-similar"], supersede_similarity=0.0, supersede_terms=0.0, supersede_ratio=0.0
+    )
+    grid = (
+        PRESETS["hybrid"],
+        PRESETS["hybrid-no-supersede"],
+        moving,
+        replace(moving, supersede_similarity=0.2, supersede_sessions=False, supersede_once=True),
+    )
+    length = max(MIN_RANKING_LENGTH, max(dev.ks))
+    moved = 0
+    _, bench, mem = open_bench(opts)
+    try:
+        for q in dev.questions:
+            unmoved = question_rankings(dev, q, PRESETS["hybrid-no-supersede"])
+            for settings in grid:
+                sample = q.sample
+                found = mem.search(
+                    sample.namespace, sample.question, dev.depth, mode=settings, at=sample.question_date, distinct=False
+                )
+                tuned = question_rankings(dev, q, settings)
+                assert tuned == rank((h.block for h in found), q.index, length), (q.sample.sample_id, settings)
+                moved += tuned != unmoved
+    finally:
+        bench.close()
+    assert moved > 0  # supersession moved something: the comparison covers its path
 
 
 def test_evaluate_refuses_settings_the_candidates_cannot_stand_for(tmp_path: Path) -> None:

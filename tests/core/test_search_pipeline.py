@@ -1,10 +1,11 @@
-"""The search pipeline's steps (collect, rank, supersede) are what Memory.search runs and what bench tune
-re-ranks: the same order and scores every way, and the same as the pipeline written out step by step over the
-store's retrievers, fusion and rescoring."""
+"""The search pipeline's steps (collect, then order: rank and supersede) are what Memory.search runs and what
+bench tune re-orders: the same order and scores every way, and the same as the pipeline written out step by step
+over the store's retrievers, fusion and rescoring."""
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -16,14 +17,18 @@ from memlane.core.model import SearchMode
 from memlane.core.ranking.session_words import session_word_ranks
 from memlane.core.retrieval import (
     PRESETS,
+    Candidates,
+    FromStore,
+    Known,
     Position,
     Scored,
     SearchSettings,
+    Versions,
     collect,
     fuse,
+    order,
     rank,
     rescore,
-    supersede_ranked,
     with_candidates,
 )
 from memlane.core.store.sqlite import SqliteStore
@@ -82,11 +87,12 @@ def step_by_step(mem: Memory, query: str, settings: SearchSettings) -> Scored:
     return sorted(((ref, rescored[ref], r) for ref, _, r in scored if ref in positions), key=lambda h: -h[1])
 
 
-def supersede(mem: Memory, query: str, ranked: Scored, settings: SearchSettings) -> Scored:
-    """The third step, as Memory.search runs it with ``at`` given."""
-    until = to_epoch(ASKED)
-    store, cache, model = mem.store, mem.embedder.cache, mem.embedder.model_id
-    return supersede_ranked(store, cache, model, "alice", query, ranked, settings, asked=ASKED, until=until)[0]
+def ordered(mem: Memory, found: Candidates, settings: SearchSettings, versions: Versions | None = None) -> Scored:
+    """Rank, then supersede, as Memory.search does with ``at`` given (supersession reading the store unless
+    ``versions`` are given)."""
+    if versions is None:
+        versions = FromStore(mem.store, mem.embedder.cache, mem.embedder.model_id, "alice")
+    return order(found, settings, versions, asked=ASKED, until=to_epoch(ASKED)).ranked
 
 
 def as_hits(mem: Memory, ranked: Scored) -> list[tuple[str, float, dict[str, int]]]:
@@ -99,20 +105,19 @@ def as_hits(mem: Memory, ranked: Scored) -> list[tuple[str, float, dict[str, int
 def test_collect_rank_equal_memory_search_and_the_steps_written_out(mem: Memory, preset: str, query: str) -> None:
     k = 8
     settings = with_candidates(PRESETS[preset], k)
-    ranked = rank(collect(mem.store, mem.embedder.inner, "alice", query, settings), settings, asked=ASKED)
+    found = collect(mem.store, mem.embedder.inner, "alice", query, settings)
+    ranked = rank(found, settings, asked=ASKED)
     expected = step_by_step(mem, query, settings)
     assert [(ref, score) for ref, score, _ in ranked] == [(ref, score) for ref, score, _ in expected]
-    ranked = supersede(mem, query, ranked, settings)
+    ranked = ordered(mem, found, settings)
     searched = mem.search("alice", query, k, mode=preset, at=ASKED, distinct=False)
     assert [(h.block.id, h.score, h.ranks) for h in searched] == as_hits(mem, ranked[:k])
     assert len(searched) == min(k, len(ranked)) > 0
     # distinct: the same order, each exchange once (dual mode: two blocks per exchange among 2k candidates)
     wide = with_candidates(PRESETS[preset], 2 * k)
-    order = supersede(
-        mem, query, rank(collect(mem.store, mem.embedder.inner, "alice", query, wide), wide, asked=ASKED), wide
-    )
+    wide_order = ordered(mem, collect(mem.store, mem.embedder.inner, "alice", query, wide), wide)
     first: dict[str, tuple[str, float]] = {}
-    for block_id, score, _ in as_hits(mem, order):
+    for block_id, score, _ in as_hits(mem, wide_order):
         first.setdefault(mem.store.get_block("alice", block_id).message, (block_id, score))
     distinct = mem.search("alice", query, k, mode=preset, at=ASKED)
     assert [(h.block.id, h.score) for h in distinct] == list(first.values())[:k]
@@ -130,20 +135,41 @@ def test_context_gains_change_the_order_somewhere(mem: Memory) -> None:
     assert moved > 0
 
 
+# Supersession settings that move blocks on these queries (any two tellings by one speaker an hour apart,
+# whatever they say), and the similarity test that reads the blocks' vectors.
+MOVING = replace(
+    PRESETS["hybrid-supersede-similar"], supersede_similarity=0.0, supersede_terms=0.0, supersede_ratio=0.0
+)
+SIMILAR = replace(MOVING, supersede_similarity=0.2, supersede_sessions=False, supersede_once=True)
+
+
 @pytest.mark.parametrize("query", QUERIES)
-def test_candidates_collected_once_rank_as_memory_search_under_every_setting(mem: Memory, query: str) -> None:
-    # What bench tune does: collect once with every context, then rank under each grid point.
+def test_candidates_collected_once_order_as_memory_search_under_every_setting(mem: Memory, query: str) -> None:
+    # What bench tune does: collect once with every context and what supersession reads of every candidate,
+    # then order under each grid point.
     depth = 10
     base = with_candidates(SearchSettings(), depth)
     found = collect(mem.store, mem.embedder.inner, "alice", query, base, all_context=True)
     assert found.positions and set(found.rankings) == {"vector", "keyword"}
-    for name, preset in PRESETS.items():
+    known = Known.of(mem.store, mem.embedder.cache, mem.embedder.model_id, "alice", found)
+    grid = {**PRESETS, "moving": MOVING, "similar": SIMILAR}
+    for name, preset in grid.items():
         if preset.mode is not SearchMode.HYBRID or not preset.fact_keys or preset.bm25_b != base.bm25_b:
             continue  # these change the candidates themselves: tune refuses them
         settings = with_candidates(preset, depth)
-        tuned = supersede(mem, query, rank(found, settings, asked=ASKED), settings)[:depth]
-        searched = mem.search("alice", query, depth, mode=name, at=ASKED, distinct=False)
+        tuned = ordered(mem, found, settings, known)[:depth]
+        searched = mem.search("alice", query, depth, mode=preset, at=ASKED, distinct=False)
         assert as_hits(mem, tuned) == [(h.block.id, h.score, h.ranks) for h in searched], name
+
+
+def test_the_sweeps_settings_move_blocks(mem: Memory) -> None:
+    # Guards the comparison above against supersession settings that leave every ranking as it was.
+    for settings in (MOVING, SIMILAR):
+        moved = 0
+        for query in QUERIES:
+            found = collect(mem.store, mem.embedder.inner, "alice", query, settings)
+            moved += ordered(mem, found, settings) != rank(found, settings, asked=ASKED)
+        assert moved > 0
 
 
 def test_collect_reads_context_only_when_the_settings_use_it(mem: Memory) -> None:

@@ -42,23 +42,12 @@ from memlane.core.model import (
 )
 from memlane.core.model_checks import check_filters, check_page, check_ttl
 from memlane.core.names import check_stored_name, check_text
-from memlane.core.retrieval import (
-    SearchSettings,
-    check_k,
-    collect,
-    explainer,
-    hits,
-    rank,
-    resolve_settings,
-    score_kind,
-    supersede_ranked,
-    with_candidates,
-    with_supersedes,
-)
+from memlane.core.retrieval import SearchSettings, check_k, resolve_settings
+from memlane.core.retrieval import search as run_search
 from memlane.core.services import Settings, Via
 from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.protocol import Store
-from memlane.core.timefmt import coerce_time, now_utc, to_epoch
+from memlane.core.timefmt import coerce_time, to_epoch
 
 __all__ = ["DEFAULT_CONVERSATION", "DEFAULT_SESSION", "AddRequest", "Memory", "new_block_id"]
 
@@ -342,44 +331,25 @@ class Memory:
             raise ValidationError("empty query", where="query")
         check_text(query, "query")
         check_k(k)
-        # Folding perspectives needs up to two blocks per exchange among the candidates.
-        settings = with_candidates(resolve_settings(mode), 2 * k if distinct else k)
+        settings = resolve_settings(mode)
         b = coerce_time(before, where="before")
         a = coerce_time(after, where="after")
-        asked = coerce_time(at, where="at") or now_utc()
-        checked = check_filters(filters)
-        found = collect(
+        return run_search(
             self.store,
             self.embedder.inner,
-            user,
-            query,
-            settings,
-            after=to_epoch(a) if a else None,
-            before=to_epoch(b) if b else None,
-            filters=checked,
-        )
-        ranked = rank(found, settings, asked=asked)
-        # "Newest" is read as of the time asked about: a block told after ``at`` supersedes nothing.
-        until = to_epoch(asked) if at is not None else None
-        ranked, newer, known = supersede_ranked(
-            self.store,
             self.embedder.cache,
             self.embedder.model_id,
             user,
             query,
-            ranked,
             settings,
-            asked=asked,
-            until=until,
-            fetch=2 * k if distinct else k,  # what hits reads first
+            k,
+            at=coerce_time(at, where="at"),
+            after=to_epoch(a) if a else None,
+            before=to_epoch(b) if b else None,
+            filters=check_filters(filters),
+            distinct=distinct,
+            explain=explain,
         )
-        kind = score_kind(settings)
-        why = explainer(found, settings, asked=asked) if explain else None
-        top = hits(self.store, user, ranked, k, kind, distinct=distinct, superseded_by=newer, known=known, explain=why)
-        top = with_supersedes(top, newer, known)
-        if checked is not None and checked.annotations_after_cut and checked.annotations:
-            return [h for h in top if checked.admits(h.block)]
-        return top
 
     def get_memory(
         self,

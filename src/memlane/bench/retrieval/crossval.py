@@ -43,9 +43,8 @@ from memlane.bench.retrieval.run import RetrievalOptions
 from memlane.bench.retrieval.runlog import MIN_RANKING_LENGTH
 from memlane.bench.retrieval.tune import DevSet, QuestionCandidates, collect
 from memlane.core import retrieval
-from memlane.core.retrieval import PRESETS, Scored, SearchSettings, Version, with_candidates
+from memlane.core.retrieval import PRESETS, Known, Scored, SearchSettings, Version, with_candidates
 from memlane.core.retrieval.supersession import NOW_WORDS, version_of, with_sentences
-from memlane.core.timefmt import now_utc, to_epoch
 
 # The objective: the whole top of every question's ranking (what an agent reading the first hits sees) on
 # every data set, and the newest version first on the questions whose evidence is a changed fact.
@@ -133,18 +132,18 @@ def prepare(dev: DevSet, base: SearchSettings, categories: frozenset[str] | None
     supersession: the grid varies only the supersession settings, which apply after ranking. What
     supersession reads of each candidate is read again from its block (the collected vectors kept)."""
     out = []
-    settings = with_candidates(base, dev.depth)
+    settings = with_candidates(replace(base, supersede=False), dev.depth)
     for q in dev.questions:
         if categories is not None and q.sample.category not in categories:
             continue
-        asked = q.sample.question_date or now_utc()
-        ranked = retrieval.rank(q.candidates, settings, asked=asked)
+        asked, until = retrieval.asked_at(q.sample.question_date)
+        ordered = retrieval.order(q.candidates, settings, Known(q.blocks, q.versions), asked=asked, until=until)
         versions = {  # read once here, not at every grid point
             ref: with_sentences(replace(version_of(q.blocks[ref]), vectors=v.vectors))
             for ref, v in q.versions.items()
             if ref in q.blocks
         }
-        out.append(Question(dev.dataset, q.sample, q, ranked, versions))
+        out.append(Question(dev.dataset, q.sample, q, ordered.ranked, versions))
     return out
 
 
@@ -167,12 +166,10 @@ def question_scores(dev: DevSet, q: Question, settings: SearchSettings, signals:
         settings = Point(settings, signals).resolved()
         if SIGNALS[signals][0] == "now" and not NOW_WORDS.search(q.sample.question):
             settings = replace(settings, supersede=False)
-    asked = q.sample.question_date or now_utc()
-    until = to_epoch(asked) if q.sample.question_date else None
-    sessions = {ref: b.session_id for ref, b in q.candidates.blocks.items()}
-    ranked, _ = retrieval.supersede(
-        q.ranked, versions, q.sample.question, settings, asked=asked, until=until, sessions=sessions
-    )
+    asked, until = retrieval.asked_at(q.sample.question_date)
+    known = Known(q.candidates.blocks, versions)
+    # Ranked once (prepare): the grid varies only supersession.
+    ranked = retrieval.order(q.candidates.candidates, settings, known, asked=asked, until=until, ranked=q.ranked).ranked
     order = tuple(ref for ref, _, _ in ranked[: dev.depth])
     if order in q.memo:
         return q.memo[order]

@@ -2,8 +2,9 @@
 
 Each dev question is searched once for its candidates (:func:`memlane.core.retrieval.collect`: each
 retriever's top ``candidates`` blocks, with every candidate's place and its session's rank by people's
-words); every grid point then re-ranks those candidates with :func:`memlane.core.retrieval.rank`, the two
-steps ``Memory.search`` runs, and scores the ranking with the harness's scorer. A point costs milliseconds per
+words, and what supersession reads of each: :meth:`memlane.core.retrieval.Known.of`); every grid point
+then orders those candidates with :func:`memlane.core.retrieval.order` (rank, then supersession: the stage
+``Memory.search`` runs) and scores the ranking with the harness's scorer. A point costs milliseconds per
 question instead of a store round trip, and its figures equal a ``bench retrieval`` run with the same
 settings, provided ``candidates``, ``mode`` and the BM25 parameters stay at their collected values (the grid
 may not vary them: they change the candidates themselves).
@@ -33,8 +34,7 @@ from memlane.bench.split import sample_splitter
 from memlane.core import retrieval
 from memlane.core.errors import ConfigError, ValidationError
 from memlane.core.model import MemoryBlock, SearchMode
-from memlane.core.retrieval import MAX_K, Candidates, Fusion, SearchSettings, Version, with_candidates
-from memlane.core.timefmt import now_utc, to_epoch
+from memlane.core.retrieval import MAX_K, Candidates, Fusion, Known, SearchSettings, Version, with_candidates
 
 DEFAULT_METRICS: tuple[str, ...] = ("turn/recall_all@10", "session/recall_all@5")
 # Fields a grid may vary: the ones applied after the candidates are collected (``fusion`` takes the names
@@ -110,9 +110,8 @@ def collect(
                 found = retrieval.collect(
                     mem.store, mem.embedder.inner, sample.namespace, sample.question, searched, all_context=True
                 )
-                blocks = mem.store.fetch_blocks(sample.namespace, sorted(found.positions))
-                versions = retrieval.versions_of(mem.embedder.cache, mem.embedder.model_id, blocks)
-                out.append(QuestionCandidates(sample, index, found, blocks, versions))
+                known = Known.of(mem.store, mem.embedder.cache, mem.embedder.model_id, sample.namespace, found)
+                out.append(QuestionCandidates(sample, index, found, dict(known.blocks), dict(known.versions)))
     finally:
         bench.close()
     return DevSet(dataset, tuple(out), depth, ks, candidates, (k1, b))
@@ -126,16 +125,11 @@ def question_rankings(dev: DevSet, q: QuestionCandidates, settings: SearchSettin
 def _question_rankings(dev: DevSet, q: QuestionCandidates, settings: SearchSettings) -> tuple[Rankings, Rankings]:
     """The rankings of :func:`question_rankings`, and the same before supersession."""
     settings = with_candidates(settings, dev.depth)  # as Memory.search fetches at that depth
-    asked = q.sample.question_date or now_utc()  # what bench retrieval's searches read the phrases against
-    ranked = retrieval.rank(q.candidates, settings, asked=asked)
     # As bench retrieval's searches, which pass the question date as ``at``.
-    until = to_epoch(asked) if q.sample.question_date else None
-    sessions = {ref: b.session_id for ref, b in q.blocks.items()}
-    moved, _ = retrieval.supersede(
-        ranked, q.versions, q.sample.question, settings, asked=asked, until=until, sessions=sessions
-    )
+    asked, until = retrieval.asked_at(q.sample.question_date)
+    ordered = retrieval.order(q.candidates, settings, Known(q.blocks, q.versions), asked=asked, until=until)
     length = max(MIN_RANKING_LENGTH, max(dev.ks))
-    after, before = ((q.blocks[ref] for ref, _, _ in r[: dev.depth]) for r in (moved, ranked))
+    after, before = ((q.blocks[ref] for ref, _, _ in r[: dev.depth]) for r in (ordered.ranked, ordered.unmoved))
     return rank(after, q.index, length), rank(before, q.index, length)
 
 

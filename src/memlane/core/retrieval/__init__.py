@@ -1,4 +1,4 @@
-"""Search: settings and presets, then the pipeline that runs them, in two steps anyone can call.
+"""Search: settings and presets, then the pipeline that runs them, in steps anyone can call.
 
 1. *Candidates* (:func:`collect`, :mod:`memlane.core.retrieval.pipeline`): each retriever (exact cosine over
    the user's key vectors, BM25 over the user's keys) ranks the user's blocks and hands its top
@@ -8,8 +8,13 @@
    evidence from its context (:mod:`memlane.core.retrieval.context`): from the best blocks of its own
    session, from its neighbouring exchanges, from its session's rank by what the people in it said, and
    from the query's time phrases.
-3. *Supersession* (:func:`supersede_ranked`, :mod:`memlane.core.retrieval.supersession`): among the best
-   candidates, a newer block that restates an older one ranks just above it, and the older hit names it.
+3. *Supersession* (:mod:`memlane.core.retrieval.supersession`): among the best candidates, a newer block
+   that restates an older one ranks just above it, and the older hit names it.
+
+:func:`search` (:mod:`memlane.core.retrieval.searching`) runs them in that order, then makes the hits: it is
+``Memory.search`` once the input is checked. Its ordering stage, :func:`order` (rank, then supersession), is
+also what ``memlane bench tune`` calls on candidates collected once, so the order of the steps is written in
+one place.
 
 Every mechanism is a typed field of :class:`SearchSettings` (:mod:`memlane.core.retrieval.settings`), so
 benchmarks can sweep it; presets are named settings, and ``hybrid`` (the default mode) is the best preset on
@@ -26,10 +31,10 @@ from memlane.core.retrieval.pipeline import (
     hits,
     keyword_stage,
     rank,
-    supersede_ranked,
     vector_stage,
     with_supersedes,
 )
+from memlane.core.retrieval.searching import FromStore, Known, Order, Versions, asked_at, order, search
 from memlane.core.retrieval.settings import (
     MAX_K,
     PRESETS,
@@ -52,12 +57,17 @@ __all__ = [
     "SCORE_KINDS",
     "Candidates",
     "Explain",
+    "FromStore",
     "Fusion",
+    "Known",
+    "Order",
     "Position",
     "ScoreKind",
     "Scored",
     "SearchSettings",
     "Version",
+    "Versions",
+    "asked_at",
     "asks_about_past",
     "check_k",
     "collect",
@@ -65,14 +75,15 @@ __all__ = [
     "fuse",
     "hits",
     "keyword_stage",
+    "order",
     "rank",
     "rescore",
     "resolve_settings",
     "rrf",
     "score_fusion",
     "score_kind",
+    "search",
     "supersede",
-    "supersede_ranked",
     "vector_stage",
     "versions_of",
     "with_candidates",

@@ -1,4 +1,5 @@
-"""The search pipeline in two steps anyone can call: :func:`collect` the candidates, then :func:`rank` them.
+"""The steps of a search, each a function anyone can call: :func:`collect` the candidates, :func:`rank`
+them, make the :func:`hits`.
 
 1. *Candidates* (:func:`collect`). Each retriever ranks the user's blocks and hands its top ``candidates``
    with their raw scores: the vector stage (:func:`vector_stage`: cosine over the user's key vectors) and
@@ -9,12 +10,12 @@
 2. *Ranking* (:func:`rank`). Fusion (:func:`memlane.core.retrieval.fusion.fuse`), then context rescoring
    (:func:`memlane.core.retrieval.context.rescore`: session and neighbour gains, session words, the
    query's time phrases), then the final order.
-3. *Supersession* (:func:`supersede_ranked`): among the best candidates, a newer block restating an older
-   one ranks just above it, and the older one names it (:mod:`memlane.core.retrieval.supersession`).
+3. *Hits* (:func:`hits`): the first k blocks of the final order fetched, or k distinct exchanges.
 
-``Memory.search`` is these steps and :func:`hits`; ``memlane bench tune`` collects each question's
-candidates once and ranks them under many settings, which is why the steps are separate: every setting
-but ``mode``, ``candidates``, ``fact_keys`` and the BM25 parameters applies in :func:`rank`.
+Supersession comes between ranking and hits; :mod:`memlane.core.retrieval.searching` runs the steps in their
+order, in one place (``Memory.search`` and ``memlane bench tune`` both call it). The steps are separate
+because every setting but ``mode``, ``candidates``, ``fact_keys`` and the BM25 parameters applies after
+:func:`collect`: the tuner collects each question's candidates once and orders them under many settings.
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from memlane.core.embedding.protocol import Embedder, EmbeddingCache
+from memlane.core.embedding.protocol import Embedder
 from memlane.core.errors import ValidationError
 from memlane.core.model import Explanation, Filters, Hit, MemoryBlock, RetrieverPart, SearchMode
 from memlane.core.ranking.session_words import session_word_ranks
 from memlane.core.retrieval.context import Context, Position, rescore
 from memlane.core.retrieval.fusion import Scored, fuse, retriever_gains, summed
 from memlane.core.retrieval.settings import ScoreKind, SearchSettings
-from memlane.core.retrieval.supersession import applies, cache_reader, supersede, version_of
 from memlane.core.store.candidates.gather import Gather
 from memlane.core.store.protocol import Store
 from memlane.core.time_phrases import TimeWindow, time_windows
@@ -227,41 +227,6 @@ def explainer(candidates: Candidates, settings: SearchSettings, *, asked: dateti
     return explain
 
 
-def supersede_ranked(
-    store: Store,
-    cache: EmbeddingCache,
-    model_id: str,
-    user: str,
-    query: str,
-    ranked: Scored,
-    settings: SearchSettings,
-    *,
-    asked: datetime,
-    until: float | None = None,
-    fetch: int = 0,
-) -> tuple[Scored, dict[int, tuple[str, ...]], dict[int, MemoryBlock]]:
-    """Supersession over ``ranked`` (:func:`memlane.core.retrieval.supersession.supersede`): the new order,
-    the ids of each superseded reference's newer versions, and the blocks read to decide (for
-    :func:`hits` to reuse). ``cache``: where the memory's embedder keeps the blocks' vectors, those of
-    ``model_id``;
-    ``asked``: when the question is asked; ``until``: the time asked about (epoch seconds). ``fetch``: read
-    at least that many of the first blocks in the same read, for :func:`hits` (the step only reorders
-    within its depth, so the first blocks stay the first blocks)."""
-    if not applies(query, settings, asked):
-        return ranked, {}, {}
-    blocks = store.fetch_blocks(user, [ref for ref, _, _ in ranked[: max(settings.supersede_depth, fetch)]])
-    words = settings.supersede_terms > 0  # a block's words are read for the terms test alone
-    top = ranked[: settings.supersede_depth]
-    versions = {ref: version_of(blocks[ref], words=words) for ref, _, _ in top if ref in blocks}
-    read = cache_reader(cache, model_id)
-    sessions = {ref: b.session_id for ref, b in blocks.items()}
-    reordered, newer = supersede(
-        ranked, versions, query, settings, asked=asked, until=until, read=read, sessions=sessions, checked=True
-    )
-    ids = {old: tuple(blocks[n].id for n in news) for old, news in newer.items()}
-    return reordered, ids, blocks
-
-
 def hits(
     store: Store,
     user: str,
@@ -277,9 +242,9 @@ def hits(
     """The first k of ``ranked`` as hits, their blocks fetched: k blocks, or with ``distinct`` k
     exchanges, each as its best block with its other perspectives' matching blocks folded into it
     (:meth:`memlane.core.memory.Memory.search`). Blocks deleted since they were ranked are passed over.
-    ``superseded_by``: each superseded reference's newer block ids (:func:`supersede_ranked`); ``known``:
-    blocks already read, not fetched again; ``explain``: each hit's explanation (:func:`explainer`), when
-    asked."""
+    ``superseded_by``: each superseded reference's newer block ids (from
+    :func:`memlane.core.retrieval.searching.order`); ``known``: blocks already read, not fetched again;
+    ``explain``: each hit's explanation (:func:`explainer`), when asked."""
     fetch = _Fetch(store, user, known or {})
     newer = superseded_by or {}
     if distinct:
@@ -341,8 +306,8 @@ def with_supersedes(
     found: list[Hit], superseded_by: Mapping[int, tuple[str, ...]], known: Mapping[int, MemoryBlock]
 ) -> list[Hit]:
     """``found``, each hit naming the older blocks its block was moved above (``Hit.supersedes``, and its
-    explanation's when it has one): the inverse of :func:`supersede_ranked`'s ``superseded_by``, whose
-    references ``known`` holds. Read from the supersession's result, whatever rule decided it."""
+    explanation's when it has one): the inverse of ``superseded_by`` (:func:`hits`), whose references
+    ``known`` holds. Read from the supersession's result, whatever rule decided it."""
     older: dict[str, list[str]] = {}
     for old, news in superseded_by.items():
         if old in known:

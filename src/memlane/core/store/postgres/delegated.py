@@ -19,9 +19,10 @@ placement on this node. A shard that has moved away meanwhile (the coordinator r
 the switch) is not here: the function raises :data:`ELSEWHERE` having done nothing, and the store does the
 same through the coordinator, statement by statement.
 
-* :data:`GATHER` (``memlane_gather_*``): what :func:`memlane.core.store.candidates.gather.gather_stepwise` reads through
-  the store's methods (both retrievers' candidates, their places, their sessions' word counts), for searches
-  without filters, with the same statements (:mod:`memlane.core.store.candidates.postgres_search`'s) and the same answer;
+* :data:`GATHER` (``memlane_gather_*``): what :func:`memlane.core.store.candidates.gather.gather_stepwise` reads
+  through the store's methods (both retrievers' candidates, their places, their sessions' word counts), for
+  searches without filters, with the same statements (:mod:`memlane.core.store.candidates.postgres_search`'s)
+  and the same answer;
 * :data:`WRITE` (``memlane_write_*``): ``PostgresStore.write_blocks`` (the user's row locked or made, the
   deletion epoch checked, sessions made or refused as ended, exchange indexes continued, blocks, session
   words, jobs, keys, vectors and the user's counters) in one transaction on the user's node.
