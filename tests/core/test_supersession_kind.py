@@ -13,24 +13,26 @@ import pytest
 from memlane.core.errors import ValidationError
 from memlane.core.model import MemoryBlock, PerspectiveMode
 from memlane.core.retrieval import Scored, SearchSettings, supersede
+from memlane.core.retrieval.statements import (
+    DURATION,
+    PLACE,
+    Sentence,
+    asked_kind,
+    kind_values,
+    statement,
+    subject_of,
+    version_of,
+)
 from memlane.core.retrieval.supersession import (
     AMOUNT,
     ANY,
     CLOCK,
     COUNT,
-    DURATION,
     FREQUENCY,
     NAME,
-    PLACE,
-    Sentence,
-    asked_kind,
     asks_about_past,
     asks_current_value,
-    kind_values,
     restates,
-    statement,
-    subject_of,
-    version_of,
 )
 from memlane.core.store.candidates.keyword import query_terms
 from memlane.core.time_phrases import time_windows

@@ -11,14 +11,8 @@ import pytest
 
 from memlane.core.model import MemoryBlock, PerspectiveMode
 from memlane.core.retrieval import PRESETS, Scored, SearchSettings, supersede
-from memlane.core.retrieval.supersession import (
-    asks_current_value,
-    restates,
-    sentences_of,
-    speaker_lines,
-    values_of,
-    version_of,
-)
+from memlane.core.retrieval.statements import sentences_of, speaker_lines, values_of, version_of
+from memlane.core.retrieval.supersession import asks_current_value, restates
 from memlane.core.store.candidates.keyword import query_terms
 
 CURRENT = (

@@ -44,7 +44,8 @@ from memlane.bench.retrieval.runlog import MIN_RANKING_LENGTH
 from memlane.bench.retrieval.tune import DevSet, QuestionCandidates, collect
 from memlane.core import retrieval
 from memlane.core.retrieval import PRESETS, Known, Scored, SearchSettings, Version, with_candidates
-from memlane.core.retrieval.supersession import NOW_WORDS, version_of, with_sentences
+from memlane.core.retrieval.statements import version_of, with_sentences
+from memlane.core.retrieval.supersession import NOW_WORDS
 
 # The objective: the whole top of every question's ranking (what an agent reading the first hits sees) on
 # every data set, and the newest version first on the questions whose evidence is a changed fact.

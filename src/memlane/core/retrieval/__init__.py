@@ -48,7 +48,8 @@ from memlane.core.retrieval.settings import (
     score_kind,
     with_candidates,
 )
-from memlane.core.retrieval.supersession import Version, asks_about_past, supersede, versions_of
+from memlane.core.retrieval.statements import Version
+from memlane.core.retrieval.supersession import asks_about_past, supersede, versions_of
 
 __all__ = [
     "MAX_K",

@@ -20,15 +20,8 @@ from memlane.core.model import Filters, Hit, MemoryBlock
 from memlane.core.retrieval.fusion import Scored
 from memlane.core.retrieval.pipeline import Candidates, collect, explainer, hits, rank, with_supersedes
 from memlane.core.retrieval.settings import SearchSettings, score_kind, with_candidates
-from memlane.core.retrieval.supersession import (
-    VectorReader,
-    Version,
-    applies,
-    cache_reader,
-    supersede,
-    version_of,
-    versions_of,
-)
+from memlane.core.retrieval.statements import Version, version_of
+from memlane.core.retrieval.supersession import VectorReader, applies, cache_reader, supersede, versions_of
 from memlane.core.store.protocol import Store
 from memlane.core.timefmt import now_utc, to_epoch
 
