@@ -14,7 +14,13 @@ from memlane.core.errors import ValidationError
 from memlane.core.model import MemoryBlock, PerspectiveMode
 from memlane.core.retrieval import Scored, SearchSettings, supersede
 from memlane.core.retrieval.statements import (
+    AMOUNT,
+    ANY,
+    CLOCK,
+    COUNT,
     DURATION,
+    FREQUENCY,
+    NAME,
     PLACE,
     Sentence,
     asked_kind,
@@ -23,17 +29,7 @@ from memlane.core.retrieval.statements import (
     subject_of,
     version_of,
 )
-from memlane.core.retrieval.supersession import (
-    AMOUNT,
-    ANY,
-    CLOCK,
-    COUNT,
-    FREQUENCY,
-    NAME,
-    asks_about_past,
-    asks_current_value,
-    restates,
-)
+from memlane.core.retrieval.supersession import asks_about_past, asks_current_value, restates
 from memlane.core.store.candidates.keyword import query_terms
 from memlane.core.time_phrases import time_windows
 

@@ -233,7 +233,7 @@ def with_sentences(version: Version) -> Version:
     return replace(version, sentences=sentences_of(version.block))
 
 
-def said(version: Version) -> tuple[Sentence, ...]:
+def spoken(version: Version) -> tuple[Sentence, ...]:
     """What :func:`with_sentences` would give a version's sentences, without making another version."""
     if version.sentences is not None:
         return version.sentences
@@ -447,7 +447,7 @@ def statement(version: Version, subject: frozenset[str], kind: str) -> Statement
     """What ``version`` states about ``subject``: of its sentences that are statements (not questions) and
     give a value of ``kind`` about the subject (:func:`kind_values`), those that hold the most subject
     words; None when no sentence does."""
-    return statement_in(said(version), version.speaker, subject, kind)
+    return statement_in(spoken(version), version.speaker, subject, kind)
 
 
 def statement_in(sentences: Sequence[Sentence], speaker: str, subject: frozenset[str], kind: str) -> Statement | None:

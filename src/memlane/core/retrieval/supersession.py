@@ -61,7 +61,7 @@ from memlane.core.retrieval.statements import (
     asked_kind,
     matching,
     replaces,
-    said,
+    spoken,
     statement,
     statement_in,
     subject_of,
@@ -328,7 +328,7 @@ def supersede(
     # Sentences are read only for the blocks of the pairs that get this far, once each.
     compared = dict.fromkeys(ref for pair in pairs for ref in pair)
     if values == "kind":
-        stated = {ref: statement_in(said(v := versions[ref]), v.speaker, subject, kind) for ref in compared}
+        stated = {ref: statement_in(spoken(v := versions[ref]), v.speaker, subject, kind) for ref in compared}
         pairs = [(old, new) for old, new in pairs if replaces(stated[old], stated[new])]
     elif values != "off":
         said = {ref: with_sentences(versions[ref]) for ref in compared}
