@@ -123,6 +123,11 @@ class Awaited(Generic[P, R]):
         """Called from the class, as a function defined there would be: ``AsyncMemory.add(mem, ...)``."""
         return await self.function(owner, *args, **kwargs)
 
+    def __set_name__(self, owner: type, name: str) -> None:
+        # Named as a method of the class it is in (AsyncMemory.add), not of the one it runs (Memory.add).
+        qualname = f"{owner.__qualname__}.{name}"
+        self.function.__qualname__ = self.__qualname__ = qualname
+
     @overload
     def __get__(self, obj: None, owner: type) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]: ...
 
