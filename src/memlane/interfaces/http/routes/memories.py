@@ -54,20 +54,10 @@ def add_memories(body: AddIn, caller: UserCaller, request: Request) -> AddOut:
     """Store a batch of messages as memory blocks; returns once they are durable and searchable. 409 if the
     user was deleted while the add was in flight (nothing was stored)."""
     assert caller.user is not None
-    check_extract(body.extract, services(request).memory.llm is not None)
-    res = services(request).memory.add(
-        caller.user,
-        [m.model_dump(exclude_none=True) for m in body.messages],
-        conversation_id=body.conversation_id,
-        session_id=body.session_id,
-        time=body.time,
-        perspective=body.perspective,
-        extract=body.extract,
-        epoch=caller.epoch,
-        annotations=body.annotations,
-        ttl_s=body.ttl_s,
-        prompt=prompt_pair(body.prompt),
-    )
+    memory = services(request).memory
+    check_extract(body.extract, memory.llm is not None)
+    messages = [m.model_dump(exclude_none=True) for m in body.messages]
+    res = _write(memory.add, caller.user, messages, body, perspective=body.perspective, epoch=caller.epoch)
     return add_out(res)
 
 
@@ -90,8 +80,10 @@ def add_exchanges(body: ExchangesIn, user: UserKey, request: Request) -> AddOut:
     return add_out(res)
 
 
-def _write(add: Callable[..., AddResult], user: str, content: Sequence[Any], body: WriteOptions) -> AddResult:
-    """``add`` (Memory.add_facts or add_exchanges) of ``content`` with the options every write takes."""
+def _write(
+    add: Callable[..., AddResult], user: str, content: Sequence[Any], body: AddIn | WriteOptions, **more: Any
+) -> AddResult:
+    """``add`` (Memory.add, add_facts or add_exchanges) of ``content`` with the options every write takes."""
     return add(
         user,
         content,
@@ -102,6 +94,7 @@ def _write(add: Callable[..., AddResult], user: str, content: Sequence[Any], bod
         ttl_s=body.ttl_s,
         prompt=prompt_pair(body.prompt),
         extract=body.extract,
+        **more,
     )
 
 
