@@ -15,16 +15,15 @@ import dataclasses
 import math
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from time import monotonic, time_ns
 from typing import Any
 
 from memlane.core.bounds import MAX_PERIOD_S, MAX_ROW_ID, check_int, check_seconds
-from memlane.core.embedding.protocol import CachedEmbedder
 from memlane.core.errors import ConfigError, LLMError, PromptArchivedError, QueueFullError, ValidationError
 from memlane.core.exchanges import EXCHANGE_PERSPECTIVE, BlockDraft, draft_blocks, parse_messages, parse_mode
-from memlane.core.jobs import JobQueue, JobStatus
+from memlane.core.jobs import JobStatus
 from memlane.core.model import (
     ASSISTANT_ROLE,
     USER_ROLE,
@@ -40,9 +39,8 @@ from memlane.core.model import (
 )
 from memlane.core.model_checks import check_annotations, check_prompt_ref, check_ttl
 from memlane.core.names import check_name, check_text
-from memlane.core.services import Settings
+from memlane.core.services import BlockService
 from memlane.core.store.prompts import Prompts
-from memlane.core.store.protocol import Store
 from memlane.core.timefmt import annotate, coerce_time_of_day, now_utc
 
 DEFAULT_CONVERSATION = "default"
@@ -157,26 +155,13 @@ def _limits(max_tokens: int | None, max_queued: int | None) -> tuple[int | None,
     return tokens, None if max_queued is None else check_int(max_queued, "max_queued", 0, MAX_ROW_ID)
 
 
-class Ingest:
+@dataclass(eq=False)
+class Ingest(BlockService):
     """The add path of one memory (see the module)."""
 
-    def __init__(
-        self,
-        store: Store,
-        queue: JobQueue,
-        embedder: CachedEmbedder,
-        settings: Settings,
-        run_jobs: RunJobs,
-        *,
-        shared_cache: bool,
-    ) -> None:
-        self.store = store
-        self.queue = queue
-        self.embedder = embedder
-        self.settings = settings
-        self.run_jobs = run_jobs
-        # The embedding cache is another store's: its entries are written there, not in the add's transaction.
-        self.shared_cache = shared_cache
+    run_jobs: RunJobs
+    # The embedding cache is another store's: its entries are written there, not in the add's transaction.
+    shared_cache: bool = field(kw_only=True)
 
     def add_many(
         self, requests: Sequence[AddRequest], *, extract: ExtractMode = "off", epoch: int | None = None

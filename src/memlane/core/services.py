@@ -15,8 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
+from memlane.core.embedding.protocol import CachedEmbedder
 from memlane.core.extraction.extractor import ExtractionPrompt
+from memlane.core.jobs import JobQueue
 from memlane.core.llm.protocol import LLM
+from memlane.core.store.protocol import Store
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -31,6 +34,17 @@ class Settings:
     prompt: ExtractionPrompt
     max_attempts: int
     default_ttl_s: int
+
+
+@dataclass(eq=False)
+class BlockService:
+    """What the services that write blocks and run their extraction (``Ingest``, ``Extraction``) are built
+    on: the store, its job queue, the embedder (with the memory's cache) and the shared :class:`Settings`."""
+
+    store: Store
+    queue: JobQueue
+    embedder: CachedEmbedder
+    settings: Settings
 
 
 class Via(Generic[P, R]):

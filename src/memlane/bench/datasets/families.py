@@ -99,7 +99,6 @@ class Family(ABC):
         """A turn's text as the harness stores and shows it."""
         return turn.content
 
-    @abstractmethod
     def score(
         self,
         sample: Sample,
@@ -116,23 +115,25 @@ class Family(ABC):
         questions whose evidence carries several dates. With ``before`` (the same question's session and
         turn rankings before a reordering, supersession's), also what the reordering moved
         (:func:`memlane.bench.retrieval.metrics.move_metrics`)."""
-
-    def _with_extras(
-        self,
-        scores: dict[str, float] | None,
-        evidence: tuple[Sequence[str], Sequence[str]],
-        rankings: Before,
-        session_dates: Mapping[str, datetime | None] | None,
-        before: Before | None,
-    ) -> dict[str, float] | None:
+        scores = self.official_scores(sample, session_ids, turn_ids, ks)
         if scores is None:
             return scores
-        sessions, turns = evidence
+        sessions, turns = self.evidence(sample)
         if session_dates:
-            scores |= recency_metrics(rankings[0], rankings[1], sessions, turns, session_dates, self.session_of)
+            scores |= recency_metrics(session_ids, turn_ids, sessions, turns, session_dates, self.session_of)
         if before is not None:
-            scores |= move_metrics(before, rankings, sessions, turns)
+            scores |= move_metrics(before, (session_ids, turn_ids), sessions, turns)
         return scores
+
+    @abstractmethod
+    def official_scores(
+        self, sample: Sample, session_ids: Sequence[str], turn_ids: Sequence[str] | None, ks: Sequence[int]
+    ) -> dict[str, float] | None:
+        """The data set's own retrieval scores of one question's rankings; None when it is not scored."""
+
+    @abstractmethod
+    def evidence(self, sample: Sample) -> tuple[Sequence[str], Sequence[str]]:
+        """The question's evidence (session ids, turn ids), where the recency and move figures look for it."""
 
     @abstractmethod
     def splitter(self, namespaces: Iterable[str]) -> Callable[[Sample], Split]:
@@ -220,19 +221,13 @@ class LoCoMoFamily(Family):
             return f"{turn.content} and shared {turn.image_caption}." if turn.content.strip() else turn.image_caption
         return turn.content
 
-    def score(
-        self,
-        sample: Sample,
-        session_ids: Sequence[str],
-        turn_ids: Sequence[str] | None,
-        ks: Sequence[int],
-        *,
-        session_dates: Mapping[str, datetime | None] | None = None,
-        before: Before | None = None,
+    def official_scores(
+        self, sample: Sample, session_ids: Sequence[str], turn_ids: Sequence[str] | None, ks: Sequence[int]
     ) -> dict[str, float] | None:
-        scores = score_locomo(sample, turn_ids, session_ids, ks)
-        evidence = (sample.evidence_session_ids, sample.evidence_turn_ids)
-        return self._with_extras(scores, evidence, (session_ids, turn_ids), session_dates, before)
+        return score_locomo(sample, turn_ids, session_ids, ks)
+
+    def evidence(self, sample: Sample) -> tuple[Sequence[str], Sequence[str]]:
+        return sample.evidence_session_ids, sample.evidence_turn_ids
 
     def splitter(self, namespaces: Iterable[str]) -> Callable[[Sample], Split]:
         dev = dev_conversations(namespaces)
@@ -316,20 +311,14 @@ class LongMemEvalFamily(Family):
     def is_target(self, turn: Turn) -> bool:
         return turn.role == "user"  # the official turn corpus: evidence sits in user turns
 
-    def score(
-        self,
-        sample: Sample,
-        session_ids: Sequence[str],
-        turn_ids: Sequence[str] | None,
-        ks: Sequence[int],
-        *,
-        session_dates: Mapping[str, datetime | None] | None = None,
-        before: Before | None = None,
+    def official_scores(
+        self, sample: Sample, session_ids: Sequence[str], turn_ids: Sequence[str] | None, ks: Sequence[int]
     ) -> dict[str, float] | None:
-        scores = score_longmemeval(sample, session_ids, turn_ids, ks)
+        return score_longmemeval(sample, session_ids, turn_ids, ks)
+
+    def evidence(self, sample: Sample) -> tuple[Sequence[str], Sequence[str]]:
         turns = sample.user_evidence_turn_ids  # the official targets, as the recall figures
-        sessions = tuple(dict.fromkeys(longmemeval_session_of(t) for t in turns))
-        return self._with_extras(scores, (sessions, turns), (session_ids, turn_ids), session_dates, before)
+        return tuple(dict.fromkeys(longmemeval_session_of(t) for t in turns)), turns
 
     def splitter(self, namespaces: Iterable[str]) -> Callable[[Sample], Split]:
         return lambda sample: question_split(sample.sample_id)

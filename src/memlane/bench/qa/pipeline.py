@@ -36,7 +36,8 @@ from memlane.bench.retrieval.runlog import QuestionRecord, RetrievalConfig
 from memlane.bench.systems import System
 from memlane.core.errors import LLMError, MemlaneError
 from memlane.core.extraction.extractor import ExtractionPrompt, Extractor
-from memlane.core.llm import LLM, ChatMessage, JSONSchema, LLMResult
+from memlane.core.llm import LLM, LLMResult
+from memlane.core.llm.chat import ChatCall, ChatLLM
 from memlane.core.memory import Memory
 from memlane.core.model import MemoryBlock
 
@@ -199,7 +200,7 @@ EXTRACT_MAX_TOKENS = 512
 can loop until its context is full (seen with Qwen2.5-Coder-0.5B: 3,600 tokens, 5 minutes, per try)."""
 
 
-class RecordingLLM:
+class RecordingLLM(ChatLLM):
     """Passes calls to ``llm`` and keeps the usage of each (for stages whose API returns no usage).
     ``max_tokens`` is the limit of calls that set none."""
 
@@ -223,51 +224,9 @@ class RecordingLLM:
             self.calls.append((self.stage, CallUsage.of(result)))
         return result
 
-    def complete_json(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        schema: JSONSchema | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        purpose: str = "",
-        namespace: str | None = None,
-        block_id: str | None = None,
-        deadline: float | None = None,
-    ) -> LLMResult:
-        return self._keep(
-            self.inner.complete_json(
-                messages,
-                schema=schema,
-                temperature=temperature,
-                max_tokens=self.max_tokens if max_tokens is None else max_tokens,
-                purpose=purpose,
-                namespace=namespace,
-                block_id=block_id,
-                deadline=deadline,
-            )
-        )
-
-    def complete_text(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        purpose: str = "",
-        namespace: str | None = None,
-        block_id: str | None = None,
-    ) -> LLMResult:
-        return self._keep(
-            self.inner.complete_text(
-                messages,
-                temperature=temperature,
-                max_tokens=self.max_tokens if max_tokens is None else max_tokens,
-                purpose=purpose,
-                namespace=namespace,
-                block_id=block_id,
-            )
-        )
+    def _run(self, call: ChatCall) -> LLMResult:
+        max_tokens = self.max_tokens if call.max_tokens is None else call.max_tokens
+        return self._keep(replace(call, max_tokens=max_tokens).ask(self.inner))
 
 
 def _extract(

@@ -7,20 +7,18 @@ embedder or the store.
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import Mapping, Sequence
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
-from memlane.compat.mem0.memory import Item, Memory
-from memlane.core.async_memory import DEFAULT_MAX_WORKERS, OffLoop
+from memlane.compat.mem0.memory import Memory
+from memlane.core.async_memory import DEFAULT_MAX_WORKERS, Awaited, OffLoop
 from memlane.core.memory import Memory as CoreMemory
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 class AsyncMemory(OffLoop):
     """mem0's ``AsyncMemory`` API on a memlane store; the arguments and results of :class:`Memory`."""
+
+    _wraps = "sync"
 
     def __init__(
         self,
@@ -39,99 +37,12 @@ class AsyncMemory(OffLoop):
     def _close_wrapped(self) -> None:
         self.sync.close()
 
-    async def add(
-        self,
-        messages: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        infer: bool = True,
-        memory_type: str | None = None,
-        prompt: str | None = None,
-    ) -> dict[str, builtins.list[Item]]:
-        return await self._run(
-            self.sync.add,
-            messages,
-            user_id=user_id,
-            agent_id=agent_id,
-            run_id=run_id,
-            metadata=metadata,
-            infer=infer,
-            memory_type=memory_type,
-            prompt=prompt,
-        )
-
-    async def search(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        filters: Mapping[str, Any] | None = None,
-        top_k: int | None = None,
-        limit: int | None = None,
-        threshold: float | None = None,
-        rerank: bool = False,
-    ) -> dict[str, builtins.list[Item]]:
-        return await self._run(
-            self.sync.search,
-            query,
-            user_id=user_id,
-            agent_id=agent_id,
-            run_id=run_id,
-            filters=filters,
-            top_k=top_k,
-            limit=limit,
-            threshold=threshold,
-            rerank=rerank,
-        )
-
-    async def get_all(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        filters: Mapping[str, Any] | None = None,
-        top_k: int | None = None,
-        limit: int | None = None,
-    ) -> dict[str, builtins.list[Item]]:
-        return await self._run(
-            self.sync.get_all,
-            user_id=user_id,
-            agent_id=agent_id,
-            run_id=run_id,
-            filters=filters,
-            top_k=top_k,
-            limit=limit,
-        )
-
-    async def get(self, memory_id: str) -> Item | None:
-        return await self._run(self.sync.get, memory_id)
-
-    async def update(
-        self,
-        memory_id: str,
-        text: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        *,
-        data: str | None = None,
-    ) -> dict[str, str]:
-        return await self._run(self.sync.update, memory_id, text, metadata, data=data)
-
-    async def delete(self, memory_id: str) -> dict[str, str]:
-        return await self._run(self.sync.delete, memory_id)
-
-    async def delete_all(
-        self, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
-    ) -> dict[str, str]:
-        return await self._run(self.sync.delete_all, user_id, agent_id, run_id)
-
-    async def history(self, memory_id: str) -> builtins.list[Item]:
-        return await self._run(self.sync.history, memory_id)
-
-    async def reset(self) -> None:
-        await self._run(self.sync.reset)
+    add = Awaited(Memory.add)
+    search = Awaited(Memory.search)
+    get_all = Awaited(Memory.get_all)
+    get = Awaited(Memory.get)
+    update = Awaited(Memory.update)
+    delete = Awaited(Memory.delete)
+    delete_all = Awaited(Memory.delete_all)
+    history = Awaited(Memory.history)
+    reset = Awaited(Memory.reset)

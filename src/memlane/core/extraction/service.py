@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from memlane.core.bounds import (
@@ -16,16 +17,14 @@ from memlane.core.bounds import (
     check_int,
     check_seconds,
 )
-from memlane.core.embedding.protocol import CachedEmbedder
 from memlane.core.errors import ConfigError, LLMError, NotFoundError, ValidationError
 from memlane.core.extraction.extractor import Extractor
 from memlane.core.extraction.sync import run_now
 from memlane.core.extraction.worker import Worker, retry_delay
-from memlane.core.jobs import DEFAULT_LEASE_S, JobQueue, JobStatus, QueueStatus, Requeued
+from memlane.core.jobs import DEFAULT_LEASE_S, JobStatus, QueueStatus, Requeued
 from memlane.core.model import UserInfo
 from memlane.core.names import check_stored_name, check_text
-from memlane.core.services import Settings
-from memlane.core.store.protocol import Store
+from memlane.core.services import BlockService
 from memlane.core.store.users import Users
 from memlane.core.timefmt import coerce_time, to_epoch
 
@@ -38,23 +37,12 @@ def known_user(store: Users, user: str) -> UserInfo:
     raise NotFoundError(f"user {user!r} not found")
 
 
-class Extraction:
+@dataclass(eq=False)
+class Extraction(BlockService):
     """The extraction of one memory's blocks. ``sweep`` is what a worker also runs on a schedule (the
     retention sweep)."""
 
-    def __init__(
-        self,
-        store: Store,
-        queue: JobQueue,
-        embedder: CachedEmbedder,
-        settings: Settings,
-        sweep: Callable[[], object],
-    ) -> None:
-        self.store = store
-        self.queue = queue
-        self.embedder = embedder
-        self.settings = settings
-        self.sweep = sweep
+    sweep: Callable[[], object]
 
     def extractor(self) -> Extractor:
         """The extractor of this memory's LLM and prompt; ConfigError without an LLM."""

@@ -20,7 +20,7 @@ import dataclasses
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -29,10 +29,11 @@ import httpx
 
 from memlane.core.errors import ConfigError, LLMDeadlineError, LLMError, LLMResponseError
 from memlane.core.llm.calllog import CallEntry, CallLog, cache_key, prompt_hash, request_json
-from memlane.core.llm.jsonshape import check_schema, decode_json, decode_reply, json_instruction
+from memlane.core.llm.chat import ChatCall, ChatLLM
+from memlane.core.llm.jsonshape import decode_json, decode_reply, json_instruction
 from memlane.core.llm.openai_http import ChatEndpoint, ChatReply, ResponseFormatRejected, Tally
 from memlane.core.llm.probe import DEFAULT_PROBE_TIMEOUT_S, LLMProbe
-from memlane.core.llm.protocol import ChatMessage, JSONSchema, JSONValue, LLMResult, check_messages
+from memlane.core.llm.protocol import ChatMessage, JSONValue, LLMResult
 from memlane.core.llm.settings import LLMSettings
 
 JSON_MODES = ("json_object+schema", "json_object", "prompt")
@@ -42,35 +43,15 @@ REPAIR_ECHO_CHARS = 2000
 """How much of a bad reply is shown back to the model when re-asking."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Call:
-    messages: list[ChatMessage]
-    schema: JSONSchema | None
-    want_json: bool
-    temperature: float
-    max_tokens: int | None
-    purpose: str
-    namespace: str | None
-    block_id: str | None = None
-    deadline: float | None = None  # a time.monotonic() instant the whole call ends by
-
-    def params(self) -> dict[str, object]:
-        kind = "json" if self.want_json else "text"
-        return {
-            "kind": kind,
-            "schema": self.schema,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-        }
-
-
-class OpenAIChatClient:
+class OpenAIChatClient(ChatLLM):
     """An :class:`~memlane.core.llm.protocol.LLM` over the OpenAI chat-completions API (sync, thread-safe).
 
     ``transport`` replaces httpx's network layer (tests use a real in-process server instead, but an
     ``httpx.MockTransport`` works too). ``sleep`` and ``rng`` drive the backoff, so tests need not wait.
     With a ``call_log`` every call is logged and, if ``use_cache``, identical successful calls are served
-    from it without a request.
+    from it without a request. ``complete_json`` asks for one JSON value matching the schema (see the module
+    docstring for how), by ``deadline`` (a :func:`time.monotonic` instant) when given: every attempt, re-ask
+    and wait fits before it.
     """
 
     name = "openai"
@@ -102,41 +83,6 @@ class OpenAIChatClient:
         """The strongest JSON request form this server has not refused (one of :data:`JSON_MODES`)."""
         return JSON_MODES[self._mode]
 
-    def complete_json(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        schema: JSONSchema | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        purpose: str = "",
-        namespace: str | None = None,
-        block_id: str | None = None,
-        deadline: float | None = None,
-    ) -> LLMResult:
-        """Ask for one JSON value matching ``schema`` (see the module docstring for how), by ``deadline``
-        (a :func:`time.monotonic` instant) when given: every attempt, re-ask and wait fits before it."""
-        if schema is not None:
-            check_schema(schema)
-        call = _Call(
-            check_messages(messages), schema, True, temperature, max_tokens, purpose, namespace, block_id, deadline
-        )
-        return self._run(call)
-
-    def complete_text(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        purpose: str = "",
-        namespace: str | None = None,
-        block_id: str | None = None,
-    ) -> LLMResult:
-        """Ask for a free-text reply."""
-        call = _Call(check_messages(messages), None, False, temperature, max_tokens, purpose, namespace, block_id)
-        return self._run(call)
-
     def probe(self, timeout_s: float = DEFAULT_PROBE_TIMEOUT_S) -> LLMProbe:
         """Whether the server answers ``GET {base}/models`` within ``timeout_s`` (one request, no retry, no
         completion); see :mod:`memlane.core.llm.probe`."""
@@ -152,7 +98,7 @@ class OpenAIChatClient:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
-    def _run(self, call: _Call) -> LLMResult:
+    def _run(self, call: ChatCall) -> LLMResult:
         started = time.perf_counter()
         request = request_json(self.name, self.model, call.messages, call.params())
         key = cache_key(request)
@@ -174,7 +120,7 @@ class OpenAIChatClient:
             raise
         return self._log(call, request, key, _Outcome(text, parsed, tally, cached=False), started)
 
-    def _from_cache(self, call: _Call, key: str) -> _Outcome | None:
+    def _from_cache(self, call: ChatCall, key: str) -> _Outcome | None:
         if self.call_log is None or not self.use_cache:
             return None
         record = self.call_log.lookup(key)
@@ -187,7 +133,7 @@ class OpenAIChatClient:
         tally = Tally(attempts=0, tokens_in=record.tokens_in, tokens_out=record.tokens_out)
         return _Outcome(record.response, parsed, tally, cached=True)
 
-    def _ask(self, call: _Call, tally: Tally) -> tuple[str, JSONValue]:
+    def _ask(self, call: ChatCall, tally: Tally) -> tuple[str, JSONValue]:
         instruction = json_instruction(call.schema)
         base = _with_instruction(call.messages, instruction) if call.want_json else call.messages
         messages = base
@@ -222,7 +168,7 @@ class OpenAIChatClient:
         within = f"after {tries} tries" if done == tries else f"in {done} tries before the deadline"
         raise LLMResponseError(f"no usable reply {within}: {last}", raw=last.raw)
 
-    def _send(self, call: _Call, messages: list[ChatMessage], tally: Tally) -> ChatReply:
+    def _send(self, call: ChatCall, messages: list[ChatMessage], tally: Tally) -> ChatReply:
         while True:
             mode = self._mode
             body: dict[str, object] = {
@@ -248,7 +194,7 @@ class OpenAIChatClient:
         with self._mode_lock:
             self._mode = max(self._mode, target)
 
-    def _log(self, call: _Call, request: str, key: str, outcome: _Outcome, started: float) -> LLMResult:
+    def _log(self, call: ChatCall, request: str, key: str, outcome: _Outcome, started: float) -> LLMResult:
         latency_ms = (time.perf_counter() - started) * 1000.0
         call_id = None
         if self.call_log is not None:

@@ -26,9 +26,10 @@ from typing import Any, Literal
 
 from memlane.core.errors import LLMError, LLMResponseError, LLMTransportError
 from memlane.core.llm.calllog import CallEntry, CallLog, cache_key, prompt_hash, request_json
-from memlane.core.llm.jsonshape import check_schema, decode_json
+from memlane.core.llm.chat import ChatCall, ChatLLM
+from memlane.core.llm.jsonshape import decode_json
 from memlane.core.llm.probe import DEFAULT_PROBE_TIMEOUT_S, LLMProbe
-from memlane.core.llm.protocol import ChatMessage, JSONSchema, JSONValue, LLMResult, check_messages
+from memlane.core.llm.protocol import ChatMessage, JSONSchema, JSONValue, LLMResult
 from memlane.core.llm.settings import LLMSettings
 
 ScriptedFailure = Literal["transport", "invalid_json"]
@@ -49,8 +50,11 @@ _STOPWORDS = frozenset({
 # fmt: on
 
 
-class ScriptedLLM:
-    """An :class:`~memlane.core.llm.protocol.LLM` that answers from a script (see the module docstring)."""
+class ScriptedLLM(ChatLLM):
+    """An :class:`~memlane.core.llm.protocol.LLM` that answers from a script (see the module docstring):
+    ``complete_json`` with the scripted or derived JSON value, checked against the schema (at once: within
+    any ``deadline``), ``complete_text`` with the scripted text or the best-matching line of the
+    conversation."""
 
     name = "scripted"
 
@@ -81,55 +85,14 @@ class ScriptedLLM:
         """Always there: the script runs in this process."""
         return LLMProbe(True, None, 0.0, detail="scripted: answers in process")
 
-    def complete_json(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        schema: JSONSchema | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        purpose: str = "",
-        namespace: str | None = None,
-        block_id: str | None = None,
-        deadline: float | None = None,
-    ) -> LLMResult:
-        """Reply with the scripted or derived JSON value, checked against ``schema`` (at once: within any
-        ``deadline``)."""
-        if schema is not None:
-            check_schema(schema)
-        params = {"kind": "json", "schema": schema, "temperature": temperature, "max_tokens": max_tokens}
-        return self._run(check_messages(messages), schema, True, params, purpose, (namespace, block_id))
-
-    def complete_text(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        purpose: str = "",
-        namespace: str | None = None,
-        block_id: str | None = None,
-    ) -> LLMResult:
-        """Reply with the scripted text or the best-matching line of the conversation."""
-        params = {"kind": "text", "schema": None, "temperature": temperature, "max_tokens": max_tokens}
-        return self._run(check_messages(messages), None, False, params, purpose, (namespace, block_id))
-
-    def _run(
-        self,
-        messages: list[ChatMessage],
-        schema: JSONSchema | None,
-        want_json: bool,
-        params: Mapping[str, object],
-        purpose: str,
-        about: tuple[str | None, str | None],
-    ) -> LLMResult:
-        namespace, block_id = about
+    def _run(self, call: ChatCall) -> LLMResult:
+        messages, schema, want_json = call.messages, call.schema, call.want_json
         with self._lock:
             self.calls += 1
             number = self.calls
             failure = self._fail_on.get(number)
             text = "" if failure else self._next_reply(messages, schema, want_json)
-        request = request_json(self.name, self.model, messages, params)
+        request = request_json(self.name, self.model, messages, call.params())
         tokens_in = sum(len(_WORD.findall(m["content"])) for m in messages)
         error: LLMError | None = None
         parsed: JSONValue = None
@@ -144,8 +107,8 @@ class ScriptedLLM:
                 error = exc
         entry = CallEntry(
             model=self.model,
-            purpose=purpose,
-            namespace=namespace,
+            purpose=call.purpose,
+            namespace=call.namespace,
             prompt_hash=prompt_hash(messages),
             cache_key=cache_key(request),
             request=request,
@@ -157,7 +120,7 @@ class ScriptedLLM:
             attempts=1,
             cached=False,
             ignored_keys=len(ignored),
-            block_id=block_id,
+            block_id=call.block_id,
         )
         call_id = self.call_log.record(entry) if self.call_log is not None else None
         if error is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +78,7 @@ def add_fact_cmd(
     """
     annotations = parse_pairs(annotation_pairs, "--annotation")
     chosen = parse_prompt(prompt)
-    mem = open_memory(store, embedder, llm if extract == "sync" else None, create=True)
-    try:
+    with closing(open_memory(store, embedder, llm if extract == "sync" else None, create=True)) as mem:
         res = mem.add_facts(
             user,
             list(facts),
@@ -90,8 +90,6 @@ def add_fact_cmd(
             prompt=chosen,
             extract=extract,  # type: ignore[arg-type]  # click.Choice guarantees the literal
         )
-    finally:
-        mem.close()
     if as_json:
         click.echo(json.dumps({"block_ids": list(res.block_ids), "jobs_enqueued": res.jobs_enqueued}))
     else:
@@ -147,15 +145,12 @@ def update_cmd(
         kw["prompt"] = chosen
     if extract is not None:
         kw["extract"] = extract
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         if content is not None:
             kw["content"] = content
         if user_content is not None or assistant_content is not None:
             kw["sides"] = new_sides(mem.get(user, block_id), user_content, assistant_content)
         block = mem.update(user, block_id, annotations=annotations, ttl_s=ttl_s, **kw)
-    finally:
-        mem.close()
     click.echo(json.dumps(block_json(block), ensure_ascii=False, indent=2))
 
 
@@ -178,11 +173,8 @@ def ttl_cmd(
     """
     if session_id is not None and block_ids:
         raise ValidationError("cannot be combined with --block-id", where="--session")
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         changed = mem.set_ttl(user, seconds, session_id=session_id, block_ids=list(block_ids) or None)
-    finally:
-        mem.close()
     click.echo(f"{changed} blocks of {user} now expire {'never' if seconds == 0 else f'in {seconds} s'}")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from contextlib import closing
 from dataclasses import asdict
 from pathlib import Path
 
@@ -81,8 +82,7 @@ def worker_cmd(
       MEMLANE_LLM_BASE_URL=http://127.0.0.1:8765/v1 MEMLANE_LLM_API_KEY=x MEMLANE_LLM_MODEL=local \\
         memlane worker --concurrency 2 --drain
     """
-    mem = open_memory(store, embedder, llm)
-    try:
+    with closing(open_memory(store, embedder, llm)) as mem:
         worker = mem.worker(
             concurrency=concurrency, lease_s=lease_s, poll_s=poll_s, retention_every_s=retention_every_s
         )
@@ -96,8 +96,6 @@ def worker_cmd(
             )
 
         stats = worker.run(drain=drain, on_progress=progress)
-    finally:
-        mem.close()
     counts = {k: v for k, v in asdict(stats).items() if k not in ("errors", "sweep_errors")}
     click.echo(json.dumps(counts | {"crashes": len(stats.errors), "failed_sweeps": len(stats.sweep_errors)}))
     if stats.llm_unreachable:
@@ -125,11 +123,8 @@ def queue_status_cmd(as_json: bool, store: Path, embedder: str) -> None:
     Example:
       memlane queue status --json
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         st = mem.queue_status()
-    finally:
-        mem.close()
     if as_json:
         click.echo(json.dumps(status_json(st)))
         return
@@ -193,11 +188,8 @@ def queue_retry_cmd(
       memlane queue retry --user alice --since 2024-05-01T00:00:00Z --json
     """
     clock = coerce_time(since, where="--since")
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         done = mem.requeue(user=user, since=clock, dead_only=dead_only)
-    finally:
-        mem.close()
     if as_json:
         click.echo(json.dumps({"dead": done.dead, "waiting": done.waiting}))
         return

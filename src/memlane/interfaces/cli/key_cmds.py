@@ -7,6 +7,7 @@ key. That also reaches a user whose name no URL path can carry (a ``/`` stored b
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from pathlib import Path
 
 import click
@@ -54,11 +55,8 @@ def create_cmd(user: str, label: str, role: str, as_json: bool, store: Path, emb
       memlane keys create alice --label "alice's laptop"
       MEMLANE_KEY=$(memlane keys create alice --json | jq -r .key)
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         new = ApiKeys(mem.store).create(user, label, role)
-    finally:
-        mem.close()
     if as_json:
         click.echo(json.dumps({"key": new.key, **key_json(new.record)}, ensure_ascii=False))
         return
@@ -77,11 +75,8 @@ def list_cmd(user: str, as_json: bool, store: Path, embedder: str) -> None:
     Example:
       memlane keys list alice
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         keys = [key_json(k) for k in ApiKeys(mem.store).list(user)]
-    finally:
-        mem.close()
     if as_json:
         click.echo(json.dumps(keys, ensure_ascii=False))
         return
@@ -104,11 +99,8 @@ def revoke_cmd(user: str, key_id: str, as_json: bool, store: Path, embedder: str
     Example:
       memlane keys revoke alice 3f9a1c2b7d4e
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         revoked = ApiKeys(mem.store).revoke(user, key_id)
-    finally:
-        mem.close()
     if not revoked:
         raise NotFoundError(f"key {key_id!r} not found for user {user!r}")
     if as_json:

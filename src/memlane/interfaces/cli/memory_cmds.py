@@ -6,6 +6,7 @@ import builtins
 import dataclasses
 import json
 import sys
+from contextlib import closing
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -204,13 +205,10 @@ def search_cmd(
       memlane search alice "what is my sister called?" -k 5 --json
       memlane search alice "trips" --session s1 --session s2 --annotation topic=travel
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         hits = mem.search(
             user, query, k, mode=mode, before=before, after=after, at=at, filters=filters, explain=explain
         )
-    finally:
-        mem.close()
     if as_json:
         click.echo(json.dumps([hit_json(h) for h in hits], ensure_ascii=False))
         return
@@ -249,11 +247,8 @@ def delete_cmd(user: str, block_id: str, store: Path, embedder: str) -> None:
     Example:
       memlane delete alice 01a2377a3c1e9f0d8b7a6c
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         mem.delete(user, block_id)
-    finally:
-        mem.close()
     click.echo(f"deleted block {block_id} of {user}")
 
 
@@ -269,11 +264,8 @@ def delete_user_cmd(user: str, store: Path, embedder: str) -> None:
     Example:
       memlane delete-user alice
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         deleted = mem.delete_user_counts(user)
-    finally:
-        mem.close()
     click.echo(f"deleted {user}: {deleted.blocks} blocks, {deleted.keys} API keys")
 
 
@@ -288,11 +280,8 @@ def get_cmd(user: str, block_id: str, store: Path, embedder: str) -> None:
     Example:
       memlane get alice 01a2377a3c1e9f0d8b7a6c
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         click.echo(json.dumps(block_json(mem.get(user, block_id)), ensure_ascii=False, indent=2))
-    finally:
-        mem.close()
 
 
 @click.command("list")
@@ -332,8 +321,7 @@ def list_cmd(
       memlane list alice --kind fact --annotation topic=travel
       memlane delete alice "$(memlane list alice --ids --limit 1)"
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         if filters is None:
             blocks = mem.list(user, conversation_id=conversation_id, session_id=session_id, limit=limit, offset=offset)
             total = (
@@ -348,8 +336,6 @@ def list_cmd(
                 filters = dataclasses.replace(filters, sessions=(session_id,))
             page = mem.browse(user, filters, order="event", limit=limit, offset=offset)
             blocks, total = page.items, page.total
-    finally:
-        mem.close()
     if ids_only:
         for b in blocks:
             click.echo(b.id)
@@ -395,13 +381,10 @@ def users_cmd(
       memlane users --contains smith
     """
     metadata = parse_pairs(metadata_pairs, "--metadata")
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         filtered = display_name is not None or metadata is not None or bool(contains)
         users = _all_users(mem, display_name, metadata, contains) if filtered else mem.users()
         own = mem.retention_policies().users
-    finally:
-        mem.close()
     if as_json:
         rows = [{**user_json(u), "retention": "default" if u.name not in own else asdict(own[u.name])} for u in users]
         click.echo(json.dumps(rows, ensure_ascii=False))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import click
@@ -49,11 +50,8 @@ def create_cmd(
     if not body:
         raise ValidationError("the prompt's text is required (or '-' for stdin)", where="--text")
     annotations = parse_pairs(annotation_pairs, "--annotation")
-    mem = open_memory(store, embedder, create=True)
-    try:
+    with closing(open_memory(store, embedder, create=True)) as mem:
         prompt = mem.prompts.create(prompt_id, body, description=description, annotations=annotations)
-    finally:
-        mem.close()
     click.echo(json.dumps(prompt_json(prompt), ensure_ascii=False, indent=2))
 
 
@@ -70,11 +68,8 @@ def list_cmd(include_archived: bool, limit: int, offset: int, as_json: bool, sto
     Example:
       memlane prompt list --json
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         page = mem.prompts.list(limit=limit, offset=offset, include_archived=include_archived)
-    finally:
-        mem.close()
     if as_json:
         click.echo(json.dumps(page_json(page, prompt_json), ensure_ascii=False))
         return
@@ -97,16 +92,13 @@ def show_cmd(prompt_id: str, version: int | None, all_versions: bool, store: Pat
     """
     if version is not None and all_versions:
         raise ValidationError("cannot be combined with --versions", where="--version")
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         if all_versions:
             out = page_json(mem.prompts.versions(prompt_id, limit=10_000, offset=0), prompt_version_json)
         elif version is not None:
             out = prompt_version_json(mem.prompts.version(prompt_id, version))
         else:
             out = prompt_json(mem.prompts.get(prompt_id))
-    finally:
-        mem.close()
     click.echo(json.dumps(out, ensure_ascii=False, indent=2))
 
 
@@ -131,11 +123,8 @@ def update_cmd(
       memlane prompt update travel --text "Extract places, dates and who travelled."
     """
     annotations = parse_pairs(annotation_pairs, "--annotation")
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         prompt = mem.prompts.update(prompt_id, text=_text(text), description=description, annotations=annotations)
-    finally:
-        mem.close()
     click.echo(json.dumps(prompt_json(prompt), ensure_ascii=False, indent=2))
 
 
@@ -150,11 +139,8 @@ def archive_cmd(prompt_id: str, version: int | None, store: Path, embedder: str)
     Example:
       memlane prompt archive travel
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         mem.prompts.archive(prompt_id, version)
-    finally:
-        mem.close()
     click.echo(f"archived {prompt_id}" + ("" if version is None else f" version {version}"))
 
 
@@ -169,11 +155,8 @@ def purge_cmd(prompt_id: str, version: int | None, store: Path, embedder: str) -
     Example:
       memlane prompt purge travel
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         mem.prompts.purge(prompt_id, version)
-    finally:
-        mem.close()
     click.echo(f"purged {prompt_id}" + ("" if version is None else f" version {version}"))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import closing
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -72,8 +73,7 @@ def show_cmd(user: str | None, as_json: bool, store: Path, embedder: str) -> Non
       memlane retention show
       memlane retention show --user alice --json
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         if user is not None:
             policy, source = mem.retention(user)
             if as_json:
@@ -82,8 +82,6 @@ def show_cmd(user: str | None, as_json: bool, store: Path, embedder: str) -> Non
                 click.echo(f"{shown(user)}: {policy.describe() if policy else 'keep all'} ({source})")
             return
         policies = mem.retention_policies()
-    finally:
-        mem.close()
     if as_json:
         users = {name: policy_json(p) for name, p in sorted(policies.users.items())}
         click.echo(json.dumps({"default": policy_json(policies.default), "users": users}, ensure_ascii=False))
@@ -121,11 +119,8 @@ def set_cmd(
     if sum((rules, keep_all, clear)) != 1:
         raise ValidationError("give --max-age-days and/or --max-blocks, or --keep-all, or --clear", where="options")
     policy = None if clear else _policy(max_age_days, max_blocks)
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         mem.set_retention(user, policy)
-    finally:
-        mem.close()
     whose = "default" if user is None else shown(user)
     click.echo(f"{whose}: {'cleared' if policy is None else policy.describe()}")
 
@@ -154,13 +149,10 @@ def apply_cmd(
       memlane retention apply --at 2030-01-01 --dry-run
     """
     clock = coerce_time(at, where="--at")
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         if clock is not None and not dry_run and not yes:
             confirm_future_sweep(mem, clock, user)
         report = mem.apply_retention(now=clock, user=user, dry_run=dry_run)
-    finally:
-        mem.close()
     if as_json:
         click.echo(json.dumps(report_json(report), ensure_ascii=False))
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from pathlib import Path
 
 import click
@@ -55,8 +56,7 @@ def create_cmd(
     """
     annotations = parse_pairs(annotation_pairs, "--annotation")
     meta = parse_json_object(metadata, "--metadata")
-    mem = open_memory(store, embedder, create=True)
-    try:
+    with closing(open_memory(store, embedder, create=True)) as mem:
         session = mem.create_session(
             user,
             session_id,
@@ -67,8 +67,6 @@ def create_cmd(
             default_ttl_s=default_ttl_s,
             exist_ok=exist_ok,
         )
-    finally:
-        mem.close()
     _print(session)
 
 
@@ -85,11 +83,8 @@ def list_cmd(user: str, limit: int, offset: int, as_json: bool, store: Path, emb
     Example:
       memlane session list alice --json
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         page = mem.list_sessions(user, limit=limit, offset=offset)
-    finally:
-        mem.close()
     if as_json:
         click.echo(json.dumps(page_json(page, session_json), ensure_ascii=False))
         return
@@ -112,11 +107,8 @@ def show_cmd(user: str, session_id: str, store: Path, embedder: str) -> None:
     Example:
       memlane session show alice trip-2024
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         session = mem.get_session(user, session_id)
-    finally:
-        mem.close()
     _print(session)
 
 
@@ -144,13 +136,10 @@ def update_cmd(
     """
     annotations = parse_pairs(annotation_pairs, "--annotation")
     meta = parse_json_object(metadata, "--metadata")
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         session = mem.update_session(
             user, session_id, annotations=annotations, metadata=meta, default_ttl_s=default_ttl_s
         )
-    finally:
-        mem.close()
     _print(session)
 
 
@@ -166,11 +155,8 @@ def end_cmd(user: str, session_id: str, at: str | None, store: Path, embedder: s
     Example:
       memlane session end alice trip-2024
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         session = mem.end_session(user, session_id, at=at)
-    finally:
-        mem.close()
     _print(session)
 
 
@@ -186,11 +172,8 @@ def delete_cmd(user: str, session_id: str, store: Path, embedder: str) -> None:
     Example:
       memlane session delete alice trip-2024
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         deleted = mem.delete_session(user, session_id)
-    finally:
-        mem.close()
     click.echo(f"deleted session {session_id} of {user}: {deleted} blocks")
 
 

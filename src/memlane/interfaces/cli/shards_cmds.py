@@ -4,7 +4,8 @@ moving shards, adding a worker and rebalancing, all with Citus's own functions (
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from typing import TYPE_CHECKING, TypeVar
 
@@ -54,6 +55,21 @@ def _open(store: str, *, distribute: bool = False) -> Cluster:
         raise
 
 
+@contextmanager
+def _cluster(store: str) -> Iterator[Cluster]:
+    """The cluster of ``store`` for one command; its store is closed after."""
+    cluster = _open(store)
+    try:
+        yield cluster
+    finally:
+        cluster.store.close()
+
+
+def _echo(as_json: bool, done: dict[str, object], text: str) -> None:
+    """What a command did: ``done`` as JSON, or ``text``."""
+    click.echo(json.dumps(done) if as_json else text)
+
+
 @click.group("shards")
 def shards_group() -> None:
     """A store on a Citus cluster: its shards, their workers and the users in them (docs/scaling.md)."""
@@ -96,11 +112,8 @@ def list_cmd(store: str, as_json: bool) -> None:
     Example:
       memlane shards list --store postgresql://coordinator/memlane
     """
-    cluster = _open(store)
-    try:
+    with _cluster(store) as cluster:
         rows = [asdict(p) for p in cluster.placements()]
-    finally:
-        cluster.store.close()
     if as_json:
         click.echo(json.dumps(rows))
         return
@@ -119,15 +132,9 @@ def where_cmd(user: str, store: str, as_json: bool) -> None:
     Example:
       memlane shards where alice --store postgresql://coordinator/memlane
     """
-    cluster = _open(store)
-    try:
+    with _cluster(store) as cluster:
         shard, node = cluster.where(user)
-    finally:
-        cluster.store.close()
-    if as_json:
-        click.echo(json.dumps({"user": user, "shard_id": shard, "node": node}))
-    else:
-        click.echo(f"{user}: shard {shard} on {node}")
+    _echo(as_json, {"user": user, "shard_id": shard, "node": node}, f"{user}: shard {shard} on {node}")
 
 
 @shards_group.command("isolate")
@@ -144,16 +151,10 @@ def isolate_cmd(user: str, mode: str, store: str, as_json: bool) -> None:
     Example:
       memlane shards isolate alice --store postgresql://coordinator/memlane
     """
-    cluster = _open(store)
-    try:
+    with _cluster(store) as cluster:
         shard = cluster.isolate(user, mode)
         _, node = cluster.where(user)
-    finally:
-        cluster.store.close()
-    if as_json:
-        click.echo(json.dumps({"user": user, "shard_id": shard, "node": node}))
-    else:
-        click.echo(f"{user}: shard {shard} of their own on {node}")
+    _echo(as_json, {"user": user, "shard_id": shard, "node": node}, f"{user}: shard {shard} of their own on {node}")
 
 
 @shards_group.command("move")
@@ -169,15 +170,13 @@ def move_cmd(shard_id: int, target: str, mode: str, store: str, as_json: bool) -
     Example:
       memlane shards move 102008 --to 10.0.0.7:5432 --store postgresql://coordinator/memlane
     """
-    cluster = _open(store)
-    try:
+    with _cluster(store) as cluster:
         source = cluster.move(shard_id, target, mode)
-    finally:
-        cluster.store.close()
-    if as_json:
-        click.echo(json.dumps({"shard_id": shard_id, "from": source, "to": target}))
-    else:
-        click.echo(f"shard {shard_id}: moved from {source} to {target}")
+    _echo(
+        as_json,
+        {"shard_id": shard_id, "from": source, "to": target},
+        f"shard {shard_id}: moved from {source} to {target}",
+    )
 
 
 @shards_group.command("erase")
@@ -195,15 +194,13 @@ def erase_cmd(user: str, mode: str, store: str, as_json: bool) -> None:
     Example:
       memlane shards erase alice --store postgresql://coordinator/memlane
     """
-    cluster = _open(store)
-    try:
+    with _cluster(store) as cluster:
         shard, source, target = cluster.erase(user, mode)
-    finally:
-        cluster.store.close()
-    if as_json:
-        click.echo(json.dumps({"user": user, "shard_id": shard, "from": source, "to": target}))
-    else:
-        click.echo(f"{user}: shard {shard} rewritten from {source} onto {target}")
+    _echo(
+        as_json,
+        {"user": user, "shard_id": shard, "from": source, "to": target},
+        f"{user}: shard {shard} rewritten from {source} onto {target}",
+    )
 
 
 @shards_group.command("add-node")
@@ -217,11 +214,8 @@ def add_node_cmd(node: str, store: str) -> None:
     Example:
       memlane shards add-node 10.0.0.8:5432 --store postgresql://coordinator/memlane
     """
-    cluster = _open(store)
-    try:
+    with _cluster(store) as cluster:
         node_id = cluster.add_node(node)
-    finally:
-        cluster.store.close()
     click.echo(f"{node}: node {node_id} added")
 
 
@@ -236,11 +230,8 @@ def rebalance_cmd(mode: str, store: str, as_json: bool) -> None:
     Example:
       memlane shards rebalance --store postgresql://coordinator/memlane
     """
-    cluster = _open(store)
-    try:
+    with _cluster(store) as cluster:
         moves = cluster.rebalance(mode)
-    finally:
-        cluster.store.close()
     rows = [{"shard_id": s, "from": a, "to": b} for s, a, b in moves]
     if as_json:
         click.echo(json.dumps(rows))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,8 @@ def create_cmd(
       memlane user create alice --name "Alice Liddell" --metadata '{"team": "blue"}'
     """
     meta = parse_json_object(metadata, "--metadata")
-    mem = open_memory(store, embedder, create=True)
-    try:
+    with closing(open_memory(store, embedder, create=True)) as mem:
         created = mem.create_user(user, display_name=display_name, metadata=meta, exist_ok=exist_ok)
-    finally:
-        mem.close()
     click.echo(f"created user {user}" if created else f"user {user} exists; left as it is")
 
 
@@ -53,11 +51,8 @@ def show_cmd(user: str, store: Path, embedder: str) -> None:
     Example:
       memlane user show alice
     """
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         info = mem.get_user(user)
-    finally:
-        mem.close()
     click.echo(json.dumps(user_json(info), ensure_ascii=False, indent=2))
 
 
@@ -79,11 +74,8 @@ def update_cmd(user: str, display_name: str | None, metadata: str | None, store:
     meta = parse_json_object(metadata, "--metadata")
     if meta is not None:
         given["metadata"] = meta
-    mem = open_memory(store, embedder)
-    try:
+    with closing(open_memory(store, embedder)) as mem:
         info = mem.update_user(user, **given)
-    finally:
-        mem.close()
     click.echo(json.dumps(user_json(info), ensure_ascii=False, indent=2))
 
 

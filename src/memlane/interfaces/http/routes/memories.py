@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
+from memlane.core.model import AddResult
 from memlane.interfaces.http.auth import Admin, Caller, UserCaller, UserKey
 from memlane.interfaces.http.services import services
 from memlane.interfaces.wire.errors import check_extract, field_renamed
@@ -18,6 +20,7 @@ from memlane.interfaces.wire.model_schemas import (
     TtlIn,
     TtlOut,
     UpdateIn,
+    WriteOptions,
     block_status_out,
     prompt_pair,
 )
@@ -51,30 +54,39 @@ def add_memories(body: AddIn, caller: UserCaller, request: Request) -> AddOut:
     """Store a batch of messages as memory blocks; returns once they are durable and searchable. 409 if the
     user was deleted while the add was in flight (nothing was stored)."""
     assert caller.user is not None
-    check_extract(body.extract, services(request).memory.llm is not None)
-    res = services(request).memory.add(
-        caller.user,
-        [m.model_dump(exclude_none=True) for m in body.messages],
-        conversation_id=body.conversation_id,
-        session_id=body.session_id,
-        time=body.time,
-        perspective=body.perspective,
-        extract=body.extract,
-        epoch=caller.epoch,
-        annotations=body.annotations,
-        ttl_s=body.ttl_s,
-        prompt=prompt_pair(body.prompt),
-    )
+    memory = services(request).memory
+    check_extract(body.extract, memory.llm is not None)
+    messages = [m.model_dump(exclude_none=True) for m in body.messages]
+    res = _write(memory.add, caller.user, messages, body, perspective=body.perspective, epoch=caller.epoch)
     return add_out(res)
 
 
 @router.post("/facts", status_code=201, response_model=AddOut, responses=error_responses(409))
 def add_facts(body: FactsIn, user: UserKey, request: Request) -> AddOut:
     """Store standalone facts, one block of kind ``fact`` each. 409 if the session has ended."""
-    check_extract(body.extract, services(request).memory.llm is not None)
-    res = services(request).memory.add_facts(
+    memory = services(request).memory
+    check_extract(body.extract, memory.llm is not None)
+    return add_out(_write(memory.add_facts, user, body.facts, body))
+
+
+@router.post("/exchanges", status_code=201, response_model=AddOut, responses=error_responses(409))
+def add_exchanges(body: ExchangesIn, user: UserKey, request: Request) -> AddOut:
+    """Store exchanges given as their two sides, one block each (the sides kept as two fields). 409 if the
+    session has ended."""
+    memory = services(request).memory
+    check_extract(body.extract, memory.llm is not None)
+    with field_renamed("pairs", "exchanges"):
+        res = _write(memory.add_exchanges, user, [(e.user_content, e.assistant_content) for e in body.exchanges], body)
+    return add_out(res)
+
+
+def _write(
+    add: Callable[..., AddResult], user: str, content: Sequence[Any], body: AddIn | WriteOptions, **more: Any
+) -> AddResult:
+    """``add`` (Memory.add, add_facts or add_exchanges) of ``content`` with the options every write takes."""
+    return add(
         user,
-        body.facts,
+        content,
         session_id=body.session_id,
         conversation_id=body.conversation_id,
         time=body.time,
@@ -82,28 +94,8 @@ def add_facts(body: FactsIn, user: UserKey, request: Request) -> AddOut:
         ttl_s=body.ttl_s,
         prompt=prompt_pair(body.prompt),
         extract=body.extract,
+        **more,
     )
-    return add_out(res)
-
-
-@router.post("/exchanges", status_code=201, response_model=AddOut, responses=error_responses(409))
-def add_exchanges(body: ExchangesIn, user: UserKey, request: Request) -> AddOut:
-    """Store exchanges given as their two sides, one block each (the sides kept as two fields). 409 if the
-    session has ended."""
-    check_extract(body.extract, services(request).memory.llm is not None)
-    with field_renamed("pairs", "exchanges"):
-        res = services(request).memory.add_exchanges(
-            user,
-            [(e.user_content, e.assistant_content) for e in body.exchanges],
-            session_id=body.session_id,
-            conversation_id=body.conversation_id,
-            time=body.time,
-            annotations=body.annotations,
-            ttl_s=body.ttl_s,
-            prompt=prompt_pair(body.prompt),
-            extract=body.extract,
-        )
-    return add_out(res)
 
 
 @router.post("/search", response_model=list[HitOut])
