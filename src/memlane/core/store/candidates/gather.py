@@ -16,6 +16,7 @@ from typing import Protocol
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.model import Filters
+from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 
 Ranked = list[tuple[int, float]]
@@ -57,7 +58,8 @@ class Gathered:
 
 
 class StepwiseStore(Protocol):
-    """The reads :func:`gather_stepwise` makes, one call each (``memlane.core.store.protocol.Store``'s)."""
+    """The reads a search makes one at a time (:func:`gather_stepwise`), part of every store's
+    :class:`memlane.core.store.candidates.Candidates`."""
 
     def vector_candidates(
         self,
@@ -70,7 +72,12 @@ class StepwiseStore(Protocol):
         before: float | None = None,
         filters: Filters | None = None,
         now: float | None = None,
-    ) -> Ranked: ...
+    ) -> list[tuple[int, float]]:
+        """The user's top ``k`` blocks by their best key's cosine. ``kinds`` are search-key kinds
+        (message, summary, fact). ``filters`` (their pre-cut rules: :attr:`Filters.pre`) restrict the pool
+        before the cut, exactly (the ANN path falls back to exact scoring when the pool is too small for
+        it); blocks expired at ``now`` (None: the current time) are never candidates."""
+        ...
 
     def keyword_candidates(
         self,
@@ -81,15 +88,27 @@ class StepwiseStore(Protocol):
         kinds: frozenset[str] | None = None,
         after: float | None = None,
         before: float | None = None,
-        k1: float = ...,
-        b: float = ...,
+        k1: float = BM25_K1,
+        b: float = BM25_B,
         filters: Filters | None = None,
         now: float | None = None,
-    ) -> Ranked: ...
+    ) -> list[tuple[int, float]]:
+        """The user's top ``k`` blocks by BM25 (the user's own statistics, unchanged by filters), with
+        ``filters`` and ``now`` as in :meth:`vector_candidates`."""
+        ...
 
-    def block_positions(self, user: str, refs: Sequence[int]) -> dict[int, tuple[str, int, float]]: ...
+    def block_positions(self, user: str, refs: Sequence[int]) -> dict[int, tuple[str, int, float]]:
+        """(session id, exchange index, event time in epoch seconds) of the user's blocks by reference: what
+        context rescoring reads."""
+        ...
 
-    def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None: ...
+    def session_word_counts(self, user: str, query: str, sessions: Sequence[str]) -> SessionWordCounts | None:
+        """What the session-words ranking needs (:class:`memlane.core.ranking.session_words.SessionWordCounts`)
+        for ``query`` in the user's sessions' people's words (what the people in the conversation said:
+        :func:`memlane.core.ranking.session_words.people_words`), with the user's own statistics: the query
+        terms' counts per session, the sessions' lengths, their number and mean length, and the rows of those
+        of ``sessions`` (ids) the user has. None when nothing can match (no query term, no session)."""
+        ...
 
 
 def gather_stepwise(store: StepwiseStore, user: str, ask: Gather) -> Gathered:
