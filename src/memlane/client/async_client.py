@@ -15,8 +15,8 @@ from typing import TypeVar
 import httpx
 
 from memlane.client import endpoints
+from memlane.client.calls import Async, Call, auth_headers
 from memlane.client.client import DEFAULT_TIMEOUT_S
-from memlane.client.endpoints import Async, Call, auth_headers
 from memlane.client.errors import TransportError
 
 T = TypeVar("T")

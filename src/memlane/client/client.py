@@ -20,7 +20,7 @@ from typing import TypeVar
 import httpx
 
 from memlane.client import endpoints
-from memlane.client.endpoints import Call, Sync, auth_headers
+from memlane.client.calls import Call, Sync, auth_headers
 from memlane.client.errors import TransportError
 
 DEFAULT_TIMEOUT_S = 30.0

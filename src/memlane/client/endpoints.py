@@ -7,15 +7,12 @@ becomes its value or error. The two clients differ only in the transport (``http
 from __future__ import annotations
 
 import builtins
-import functools
-import inspect
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol, TypeVar, overload
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 import httpx
 
-from memlane.client.errors import APIError, error_from_response
+from memlane.client.calls import Call, call, checked, each_of, error, field_of, no_body, page_of
 from memlane.client.models import (
     Health,
     KeyInfo,
@@ -28,7 +25,6 @@ from memlane.client.models import (
     hit_from_json,
     key_from_json,
     new_key_from_json,
-    page_from_json,
     policies_from_json,
     prompt_from_json,
     prompt_version_from_json,
@@ -65,75 +61,6 @@ from memlane.core.jobs import QueueStatus, Requeued
 from memlane.core.model import AddResult, Filters, Hit, MemoryBlock, Page, Prompt, PromptVersion, Session, UserInfo
 from memlane.core.retention import Policies, RetentionPolicy, RetentionReport
 
-P = ParamSpec("P")
-R = TypeVar("R")
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Call(Generic[T]):
-    """One request, and ``read``: its response made the method's value (or the API's error raised)."""
-
-    method: str
-    path: str
-    read: Callable[[httpx.Response], T]
-    json: Any = None
-    params: Mapping[str, Any] | None = None
-
-
-def auth_headers(api_key: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
-
-
-def error(response: httpx.Response) -> Exception:
-    """The client error an unsuccessful response stands for (its ``error`` body, or the bare status)."""
-    try:
-        err = response.json()["error"]
-        code, message, field = str(err["code"]), str(err["message"]), err.get("field")
-    except (ValueError, KeyError, TypeError):
-        return APIError(f"HTTP {response.status_code}: {response.text[:200]}", status=response.status_code)
-    return error_from_response(response.status_code, code, message, field)
-
-
-def _checked(response: httpx.Response) -> httpx.Response:
-    if response.is_success:
-        return response
-    raise error(response)
-
-
-def _call(
-    method: str,
-    path: str,
-    parse: Callable[[Any], T],
-    *,
-    json: Any = None,
-    params: Mapping[str, Any] | None = None,
-) -> Call[T]:
-    """A call whose successful response's JSON (None for 204) is read by ``parse``."""
-
-    def read(response: httpx.Response) -> T:
-        response = _checked(response)
-        return parse(None if response.status_code == 204 else response.json())
-
-    return Call(method, path, read, json, params)
-
-
-def _each(parse: Callable[[Any], T]) -> Callable[[Any], builtins.list[T]]:
-    return lambda items: [parse(x) for x in items]
-
-
-def _page(parse: Callable[[Mapping[str, Any]], T]) -> Callable[[Any], Page[T]]:
-    return lambda body: page_from_json(body, parse)
-
-
-def _field(name: str, kind: Callable[[Any], T]) -> Callable[[Any], T]:
-    return lambda body: kind(body[name])
-
-
-def _nothing(body: Any) -> None:
-    return None
-
-
 # -- memories (a user's key) ---------------------------------------------------------------------------------
 
 
@@ -152,7 +79,7 @@ def add(
     """Store messages (``{"role", "content", "time"?, "id"?}``, or ``{"speaker", "content", ...}`` for a chat
     between two people) as blocks; see :meth:`Memory.add` (``annotations``: string labels kept on every block)."""
     body = add_body(messages, conversation_id, session_id, time, perspective, extract, annotations, ttl_s, prompt)
-    return _call("POST", "/v1/memories", add_result_from_json, json=body)
+    return call("POST", "/v1/memories", add_result_from_json, json=body)
 
 
 def search(
@@ -168,12 +95,12 @@ def search(
 ) -> Call[builtins.list[Hit]]:
     """The top-k blocks for ``query``; see :meth:`Memory.search` (``at``: when the question is asked)."""
     body = search_body(query, k, mode, before, after, at, filters, explain)
-    return _call("POST", "/v1/search", _each(hit_from_json), json=body)
+    return call("POST", "/v1/search", each_of(hit_from_json), json=body)
 
 
 def get(block_id: str) -> Call[MemoryBlock]:
     """One block; NotFoundError if it is not the key's user's."""
-    return _call("GET", f"/v1/memories/{_segment(block_id)}", block_from_json)
+    return call("GET", f"/v1/memories/{_segment(block_id)}", block_from_json)
 
 
 def list_blocks(
@@ -185,17 +112,17 @@ def list_blocks(
 ) -> Call[builtins.list[MemoryBlock]]:
     """The blocks in event-time order."""
     params = list_params(conversation_id, session_id, limit, offset)
-    return _call("GET", "/v1/memories", _each(block_from_json), params=params)
+    return call("GET", "/v1/memories", each_of(block_from_json), params=params)
 
 
 def delete(block_id: str) -> Call[None]:
     """Delete one block."""
-    return _call("DELETE", f"/v1/memories/{_segment(block_id)}", _nothing)
+    return call("DELETE", f"/v1/memories/{_segment(block_id)}", no_body)
 
 
 def queue_status() -> Call[QueueStatus]:
     """The extraction queue (a user's key sees only its own errors)."""
-    return _call("GET", "/v1/queue", queue_from_json)
+    return call("GET", "/v1/queue", queue_from_json)
 
 
 def requeue(
@@ -206,7 +133,7 @@ def requeue(
     dead_only: bool = True,
 ) -> Call[Requeued]:
     """Run failed extraction jobs again, as :meth:`memlane.core.memory.Memory.requeue` (admin key)."""
-    return _call("POST", "/v1/queue/retry", requeued_from_json, json=requeue_body(user, since, block_ids, dead_only))
+    return call("POST", "/v1/queue/retry", requeued_from_json, json=requeue_body(user, since, block_ids, dead_only))
 
 
 def add_facts(
@@ -225,7 +152,7 @@ def add_facts(
         "facts": builtins.list(facts),
         **write_body(session_id, conversation_id, time, annotations, ttl_s, prompt, extract),
     }
-    return _call("POST", "/v1/facts", add_result_from_json, json=body)
+    return call("POST", "/v1/facts", add_result_from_json, json=body)
 
 
 def add_exchanges(
@@ -246,7 +173,7 @@ def add_exchanges(
         "exchanges": exchanges,
         **write_body(session_id, conversation_id, time, annotations, ttl_s, prompt, extract),
     }
-    return _call("POST", "/v1/exchanges", add_result_from_json, json=body)
+    return call("POST", "/v1/exchanges", add_result_from_json, json=body)
 
 
 def update(
@@ -262,7 +189,7 @@ def update(
     """Update a block in place (same id): a fact's ``content`` or an exchange's ``sides``, its annotations
     (replaced), its TTL (from now); see :meth:`Memory.update`."""
     body = update_body(content, sides, annotations, ttl_s, prompt, extract)
-    return _call("PATCH", f"/v1/memories/{_segment(block_id)}", block_from_json, json=body)
+    return call("PATCH", f"/v1/memories/{_segment(block_id)}", block_from_json, json=body)
 
 
 def set_ttl(ttl_s: int, *, session_id: str | None = None, block_ids: Sequence[str] | None = None) -> Call[int]:
@@ -270,7 +197,7 @@ def set_ttl(ttl_s: int, *, session_id: str | None = None, block_ids: Sequence[st
     body = drop_none(
         {"ttl_s": ttl_s, "session_id": session_id, "block_ids": None if block_ids is None else builtins.list(block_ids)}
     )
-    return _call("POST", "/v1/memories/ttl", _field("changed", int), json=body)
+    return call("POST", "/v1/memories/ttl", field_of("changed", int), json=body)
 
 
 def browse(
@@ -284,12 +211,12 @@ def browse(
 ) -> Call[Page[MemoryBlock]]:
     """The query-less search: every block that passes ``filters``, newest first, a page with the total."""
     body = browse_body(filters, order, limit, offset, before, after)
-    return _call("POST", "/v1/browse", _page(block_from_json), json=body)
+    return call("POST", "/v1/browse", page_of(block_from_json), json=body)
 
 
 def requeue_block(block_id: str) -> Call[MemoryBlock]:
     """Queue a failed block's extraction again."""
-    return _call("POST", f"/v1/memories/{_segment(block_id)}/requeue", block_from_json)
+    return call("POST", f"/v1/memories/{_segment(block_id)}/requeue", block_from_json)
 
 
 # -- sessions (a user's key) ---------------------------------------------------------------------------------
@@ -307,17 +234,17 @@ def create_session(
 ) -> Call[Session]:
     """Start a session; AlreadyExistsError if it exists, unless ``exist_ok``."""
     body = session_body(session_id, conversation_id, started_at, annotations, metadata, default_ttl_s, exist_ok)
-    return _call("POST", "/v1/sessions", session_from_json, json=body)
+    return call("POST", "/v1/sessions", session_from_json, json=body)
 
 
 def get_session(session_id: str) -> Call[Session]:
-    return _call("GET", f"/v1/sessions/{_segment(session_id)}", session_from_json)
+    return call("GET", f"/v1/sessions/{_segment(session_id)}", session_from_json)
 
 
 def list_sessions(*, limit: int = 100, offset: int = 0) -> Call[Page[Session]]:
     """The sessions, the latest started first."""
     params = {"limit": limit, "offset": offset}
-    return _call("GET", "/v1/sessions", _page(session_from_json), params=params)
+    return call("GET", "/v1/sessions", page_of(session_from_json), params=params)
 
 
 def update_session(
@@ -335,18 +262,18 @@ def update_session(
             "default_ttl_s": default_ttl_s,
         }
     )
-    return _call("PATCH", f"/v1/sessions/{_segment(session_id)}", session_from_json, json=body)
+    return call("PATCH", f"/v1/sessions/{_segment(session_id)}", session_from_json, json=body)
 
 
 def end_session(session_id: str, *, at: TimeArg = None) -> Call[Session]:
     """End the session (its blocks stay readable); SessionEndedError if it had ended."""
     body = drop_none({"at": time_value(at)})
-    return _call("POST", f"/v1/sessions/{_segment(session_id)}/end", session_from_json, json=body)
+    return call("POST", f"/v1/sessions/{_segment(session_id)}/end", session_from_json, json=body)
 
 
 def delete_session(session_id: str) -> Call[int]:
     """Delete the session and its blocks; how many blocks went."""
-    return _call("DELETE", f"/v1/sessions/{_segment(session_id)}", _field("blocks_deleted", int))
+    return call("DELETE", f"/v1/sessions/{_segment(session_id)}", field_of("blocks_deleted", int))
 
 
 # -- the prompt registry (reads: any key; writes: the admin key) ---------------------------------------------
@@ -364,26 +291,26 @@ def create_prompt(
             "annotations": None if annotations is None else dict(annotations),
         }
     )
-    return _call("POST", "/v1/prompts", prompt_from_json, json=body)
+    return call("POST", "/v1/prompts", prompt_from_json, json=body)
 
 
 def prompt(prompt_id: str) -> Call[Prompt]:
-    return _call("GET", f"/v1/prompts/{_segment(prompt_id)}", prompt_from_json)
+    return call("GET", f"/v1/prompts/{_segment(prompt_id)}", prompt_from_json)
 
 
 def prompts(*, limit: int = 100, offset: int = 0, include_archived: bool = False) -> Call[Page[Prompt]]:
     params = {"limit": limit, "offset": offset, "include_archived": include_archived}
-    return _call("GET", "/v1/prompts", _page(prompt_from_json), params=params)
+    return call("GET", "/v1/prompts", page_of(prompt_from_json), params=params)
 
 
 def prompt_versions(prompt_id: str, *, limit: int = 100, offset: int = 0) -> Call[Page[PromptVersion]]:
     path = f"/v1/prompts/{_segment(prompt_id)}/versions"
-    return _call("GET", path, _page(prompt_version_from_json), params={"limit": limit, "offset": offset})
+    return call("GET", path, page_of(prompt_version_from_json), params={"limit": limit, "offset": offset})
 
 
 def prompt_version(prompt_id: str, version: int) -> Call[PromptVersion]:
     path = f"/v1/prompts/{_segment(prompt_id)}/versions/{int(version)}"
-    return _call("GET", path, prompt_version_from_json)
+    return call("GET", path, prompt_version_from_json)
 
 
 def update_prompt(
@@ -401,25 +328,25 @@ def update_prompt(
             "annotations": None if annotations is None else dict(annotations),
         }
     )
-    return _call("PATCH", f"/v1/prompts/{_segment(prompt_id)}", prompt_from_json, json=body)
+    return call("PATCH", f"/v1/prompts/{_segment(prompt_id)}", prompt_from_json, json=body)
 
 
 def archive_prompt(prompt_id: str, version: int | None = None) -> Call[None]:
     """Archive one version, or the whole prompt (its id stays reserved)."""
-    return _call("POST", f"/v1/prompts/{_segment(prompt_id)}/archive", _nothing, json=drop_none({"version": version}))
+    return call("POST", f"/v1/prompts/{_segment(prompt_id)}/archive", no_body, json=drop_none({"version": version}))
 
 
 def purge_prompt(prompt_id: str, version: int | None = None) -> Call[None]:
     """Purge one version, or the whole prompt (its id is free again)."""
     params = drop_none({"version": version})
-    return _call("DELETE", f"/v1/prompts/{_segment(prompt_id)}", _nothing, params=params)
+    return call("DELETE", f"/v1/prompts/{_segment(prompt_id)}", no_body, params=params)
 
 
 # -- users (the admin key; get_user and update_user also with the user's own key) ----------------------------
 
 
 def get_user(user: str) -> Call[UserInfo]:
-    return _call("GET", f"/v1/users/{_segment(user)}", user_from_json)
+    return call("GET", f"/v1/users/{_segment(user)}", user_from_json)
 
 
 def update_user(
@@ -428,7 +355,7 @@ def update_user(
     """Replace the display name and/or metadata given; one left out is kept (``display_name=None`` clears
     the name, ``metadata=None`` empties the metadata)."""
     body = user_update_body(display_name, metadata)
-    return _call("PATCH", f"/v1/users/{_segment(user)}", user_from_json, json=body)
+    return call("PATCH", f"/v1/users/{_segment(user)}", user_from_json, json=body)
 
 
 def list_users(
@@ -443,7 +370,7 @@ def list_users(
     name or display name (any case), a page with the total."""
 
     def read(response: httpx.Response) -> Page[UserInfo]:
-        response = _checked(response)
+        response = checked(response)
         users = [user_from_json(u) for u in response.json()]
         return Page(items=users, total=int(response.headers["X-Total-Count"]), limit=limit, offset=offset)
 
@@ -462,29 +389,29 @@ def create_user(
 ) -> Call[bool]:
     """Create a user (True); an existing user is AlreadyExistsError, or with ``exist_ok`` False (left as it is)."""
     body = user_body(user, display_name, metadata, exist_ok)
-    return _call("POST", "/v1/users", _field("created", bool), json=body)
+    return call("POST", "/v1/users", field_of("created", bool), json=body)
 
 
 def users() -> Call[builtins.list[UserInfo]]:
-    return _call("GET", "/v1/users", _each(user_from_json))
+    return call("GET", "/v1/users", each_of(user_from_json))
 
 
 def create_key(user: str, label: str = "") -> Call[NewKey]:
     """A new API key for ``user``; its secret is in the result only."""
-    return _call("POST", f"/v1/users/{_segment(user)}/keys", new_key_from_json, json={"label": label})
+    return call("POST", f"/v1/users/{_segment(user)}/keys", new_key_from_json, json={"label": label})
 
 
 def keys(user: str) -> Call[builtins.list[KeyInfo]]:
-    return _call("GET", f"/v1/users/{_segment(user)}/keys", _each(key_from_json))
+    return call("GET", f"/v1/users/{_segment(user)}/keys", each_of(key_from_json))
 
 
 def revoke_key(user: str, key_id: str) -> Call[None]:
-    return _call("DELETE", f"/v1/users/{_segment(user)}/keys/{_segment(key_id)}", _nothing)
+    return call("DELETE", f"/v1/users/{_segment(user)}/keys/{_segment(key_id)}", no_body)
 
 
 def delete_user(user: str) -> Call[UserDeleted]:
     """Delete the user and everything of theirs, keys included."""
-    return _call("DELETE", f"/v1/users/{_segment(user)}", deleted_from_json)
+    return call("DELETE", f"/v1/users/{_segment(user)}", deleted_from_json)
 
 
 # -- retention (the admin key; retention(user) also with the user's own key) ---------------------------------
@@ -494,22 +421,22 @@ def set_retention(user: str | None, policy: RetentionPolicy | None) -> Call[None
     """Set the default policy (``user`` None) or a user's own; ``policy`` None removes it."""
     path = retention_path(user)
     if policy is None:
-        return _call("DELETE", path, _nothing)
-    return _call("PUT", path, _nothing, json=policy_body(policy))
+        return call("DELETE", path, no_body)
+    return call("PUT", path, no_body, json=policy_body(policy))
 
 
 def retention(user: str) -> Call[tuple[RetentionPolicy | None, str]]:
     """The policy that applies to ``user`` and its source: ``"user"``, ``"default"`` or ``"none"``."""
-    return _call("GET", retention_path(user), user_policy_from_json)
+    return call("GET", retention_path(user), user_policy_from_json)
 
 
 def retention_policies() -> Call[Policies]:
-    return _call("GET", "/v1/retention", policies_from_json)
+    return call("GET", "/v1/retention", policies_from_json)
 
 
 def apply_retention(*, at: TimeArg = None, user: str | None = None, dry_run: bool = False) -> Call[RetentionReport]:
     """Sweep now (one user or all); ``dry_run`` only counts."""
-    return _call("POST", "/v1/retention/apply", report_from_json, json=apply_body(at, user, dry_run))
+    return call("POST", "/v1/retention/apply", report_from_json, json=apply_body(at, user, dry_run))
 
 
 # -- operations ----------------------------------------------------------------------------------------------
@@ -528,94 +455,7 @@ def health() -> Call[Health]:
 
 def metrics() -> Call[str]:
     """The Prometheus exposition text (admin key)."""
-    return Call("GET", "/metrics", lambda response: _checked(response).text)
+    return Call("GET", "/metrics", lambda response: checked(response).text)
 
 
 # -- the two clients' methods --------------------------------------------------------------------------------
-
-
-class SyncTransport(Protocol):
-    def _perform(self, call: Call[T]) -> T: ...
-
-
-class AsyncTransport(Protocol):
-    async def _perform(self, call: Call[T]) -> T: ...
-
-
-def _method(endpoint: Callable[..., Call[Any]], run: Callable[..., Any]) -> None:
-    """Give ``run`` (a client's method) the endpoint's docstring and parameters, with ``self`` and the value
-    the call reads, as a method written out would have (``help()``, ``inspect.signature``)."""
-    functools.update_wrapper(run, endpoint)
-    signature = inspect.signature(endpoint)
-    returns = signature.return_annotation
-    if isinstance(returns, str) and returns.startswith("Call[") and returns.endswith("]"):
-        returns = returns.removeprefix("Call[").removesuffix("]")
-    this = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    run.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[this, *signature.parameters.values()], return_annotation=returns
-    )
-    run.__annotations__ = {**endpoint.__annotations__, "return": returns}
-
-
-class _Endpoint:
-    def __init__(self, endpoint: Callable[..., Call[Any]], run: Callable[..., Any]) -> None:
-        _method(endpoint, run)
-        self.function = run
-        # vars(Client) shows this object: the same name, docstring and signature as the method.
-        self.__dict__.update(run.__dict__, __doc__=run.__doc__, __wrapped__=run)
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        # The endpoint's name may differ (``list = Sync(endpoints.list_blocks)``): the method's is this one.
-        qualname = f"{owner.__qualname__}.{name}"
-        self.function.__name__, self.function.__qualname__ = name, qualname
-        self.__dict__.update(__name__=name, __qualname__=qualname)
-
-
-class Sync(_Endpoint, Generic[P, R]):
-    """``Client``'s method for an endpoint: it sends the call and returns what it reads."""
-
-    def __init__(self, endpoint: Callable[P, Call[R]]) -> None:
-        def run(client: SyncTransport, /, *args: P.args, **kwargs: P.kwargs) -> R:
-            return client._perform(endpoint(*args, **kwargs))
-
-        super().__init__(endpoint, run)
-
-    def __call__(self, client: SyncTransport, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        result: R = self.function(client, *args, **kwargs)
-        return result
-
-    @overload
-    def __get__(self, obj: None, owner: type) -> Callable[Concatenate[Any, P], R]: ...
-
-    @overload
-    def __get__(self, obj: SyncTransport, owner: type) -> Callable[P, R]: ...
-
-    def __get__(self, obj: SyncTransport | None, owner: type) -> Callable[..., R]:
-        bound: Callable[..., R] = self.function if obj is None else self.function.__get__(obj, owner)
-        return bound
-
-
-class Async(_Endpoint, Generic[P, R]):
-    """``AsyncClient``'s method for an endpoint: a coroutine that sends the call and returns what it reads."""
-
-    def __init__(self, endpoint: Callable[P, Call[R]]) -> None:
-        async def run(client: AsyncTransport, /, *args: P.args, **kwargs: P.kwargs) -> R:
-            return await client._perform(endpoint(*args, **kwargs))
-
-        super().__init__(endpoint, run)
-
-    async def __call__(self, client: AsyncTransport, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        result: R = await self.function(client, *args, **kwargs)
-        return result
-
-    @overload
-    def __get__(self, obj: None, owner: type) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]: ...
-
-    @overload
-    def __get__(self, obj: AsyncTransport, owner: type) -> Callable[P, Coroutine[Any, Any, R]]: ...
-
-    def __get__(self, obj: AsyncTransport | None, owner: type) -> Callable[..., Coroutine[Any, Any, R]]:
-        bound: Callable[..., Coroutine[Any, Any, R]] = (
-            self.function if obj is None else self.function.__get__(obj, owner)
-        )
-        return bound
