@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 
 import pytest
+from store_samples import T0, add_sample, chat
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import NotFoundError, ValidationError
@@ -18,26 +18,6 @@ from memlane.core.store.protocol import Store
 from memlane.core.timefmt import to_epoch
 
 StoreFactory = Callable[[], Store]
-
-
-T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
-
-
-def chat(*lines: str) -> list[dict[str, str]]:
-    return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(lines)]
-
-
-def add_sample(mem: Memory, user: str, topic: str, n: int = 3, start: datetime = T0) -> list[str]:
-    ids: list[str] = []
-    for i in range(n):
-        res = mem.add(
-            user,
-            chat(f"{user} talks about {topic} number {i}", f"reply about {topic} {i}"),
-            session_id=f"s{i}",
-            time=start + timedelta(days=i),
-        )
-        ids.extend(res.block_ids)
-    return ids
 
 
 def test_add_then_get_list_and_search(memory: Memory) -> None:

@@ -15,14 +15,8 @@ from memlane.core.memory import Memory
 from memlane.core.model import Filters
 from memlane.core.store.blocks import Blocks
 from memlane.core.store.candidates import Candidates
-from memlane.core.store.protocol import Store
 from memlane.core.store.users import Users
 from memlane.core.timefmt import from_epoch
-
-
-@pytest.fixture
-def blocks(store: Store) -> Blocks:
-    return store
 
 
 def test_get_block_is_the_users_only(blocks: Blocks, writer: Memory) -> None:
@@ -48,8 +42,7 @@ def test_list_and_count_page_and_filter_alike(blocks: Blocks, writer: Memory) ->
     assert blocks.list_blocks("nobody") == [] and blocks.count_blocks("nobody") == 0
 
 
-def test_fetch_blocks_reads_only_the_users_references(blocks: Blocks, store: Store, writer: Memory) -> None:
-    candidates: Candidates = store
+def test_fetch_blocks_reads_only_the_users_references(blocks: Blocks, candidates: Candidates, writer: Memory) -> None:
     mine = writer.add_facts("alice", ["the red kite"]).block_ids[0]
     writer.add_facts("bob", ["the red kite"])
     refs = {u: [ref for ref, _ in candidates.keyword_candidates(u, "red kite", 5)] for u in ("alice", "bob")}
@@ -85,8 +78,7 @@ def test_delete_block_returns_it_and_leaves_another_users_alone(blocks: Blocks, 
     assert blocks.delete_blocks("nobody", Filters()) == []
 
 
-def test_write_blocks_after_a_delete_of_the_user_writes_nothing(blocks: Blocks, store: Store, writer: Memory) -> None:
-    users: Users = store
+def test_write_blocks_after_a_delete_of_the_user_writes_nothing(blocks: Blocks, users: Users, writer: Memory) -> None:
     block = blocks.get_block("alice", writer.add_facts("alice", ["before"]).block_ids[0])
     epoch = users.deletion_epoch()  # what an add read when it began
     users.delete_user("alice")

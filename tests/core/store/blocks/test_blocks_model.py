@@ -17,13 +17,6 @@ from memlane.core.model import BlockKind, Filters
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def mem(memory: Memory) -> Memory:
-    if not hasattr(memory.store, "create_session"):
-        pytest.skip("this store does not implement the memory model yet")
-    return memory
-
-
 def test_facts_and_exchanges_are_blocks_of_their_kind(mem: Memory) -> None:
     facts = mem.add_facts("alice", ["Alice is allergic to peanuts", "Alice runs marathons"], session_id="f",
                           time=T0, annotations={"source": "intake"})  # fmt: skip

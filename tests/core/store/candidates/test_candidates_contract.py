@@ -15,17 +15,11 @@ from memlane.core.model import Filters
 from memlane.core.store.blocks import Blocks
 from memlane.core.store.candidates import Candidates
 from memlane.core.store.expiry import Expiry
-from memlane.core.store.protocol import Store
 from memlane.core.timefmt import to_epoch
 
 T0 = 1_700_000_000.0
 DAY = 86_400.0
 QUERY = "kite flying"
-
-
-@pytest.fixture
-def candidates(store: Store) -> Candidates:
-    return store
 
 
 @pytest.fixture
@@ -37,11 +31,6 @@ def kites(writer: Memory) -> list[str]:
     ]
     writer.add_facts("bob", ["kite flying day 0"], session_id="s0", time=T0)
     return ids
-
-
-@pytest.fixture
-def blocks(store: Store) -> Blocks:
-    return store
 
 
 def ids_of(blocks: Blocks, hits: list[tuple[int, float]]) -> set[str]:
@@ -78,9 +67,8 @@ def test_the_event_time_window_filters_and_kinds_restrict_the_pool(
 
 
 def test_a_block_expired_at_now_is_never_a_candidate(
-    candidates: Candidates, blocks: Blocks, store: Store, kites: list[str]
+    candidates: Candidates, blocks: Blocks, expiry: Expiry, kites: list[str]
 ) -> None:
-    expiry: Expiry = store
     now = time.time()
     expiry.set_ttl("alice", 100, block_ids=[kites[0]], now=now)
     for name, hits in both(candidates, 10, now=now + 99).items():

@@ -7,24 +7,13 @@ import random
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-import pytest
+from store_samples import chat
 
 from memlane.core.memory import Memory
 from memlane.core.model import BlockKind, Filters, MemoryBlock
 from memlane.core.retrieval import PRESETS
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def mem(memory: Memory) -> Memory:
-    if not hasattr(memory.store, "create_session"):
-        pytest.skip("this store does not implement the memory model yet")
-    return memory
-
-
-def chat(*lines: str) -> list[dict[str, str]]:
-    return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(lines)]
 
 
 WORDS = ["apple", "river", "stone", "cloud", "piano", "tiger", "lamp", "ocean", "maple", "violin"]

@@ -4,9 +4,10 @@ session-words ranking, time windows, caches that see other connections' writes, 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
+from store_samples import T0, add_sample, chat
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import NotFoundError
@@ -16,26 +17,6 @@ from memlane.core.retrieval import PRESETS, score_fusion
 from memlane.core.store.protocol import Store
 
 StoreFactory = Callable[[], Store]
-
-
-T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
-
-
-def chat(*lines: str) -> list[dict[str, str]]:
-    return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(lines)]
-
-
-def add_sample(mem: Memory, user: str, topic: str, n: int = 3, start: datetime = T0) -> list[str]:
-    ids: list[str] = []
-    for i in range(n):
-        res = mem.add(
-            user,
-            chat(f"{user} talks about {topic} number {i}", f"reply about {topic} {i}"),
-            session_id=f"s{i}",
-            time=start + timedelta(days=i),
-        )
-        ids.extend(res.block_ids)
-    return ids
 
 
 def test_hybrid_reports_each_retrievers_rank(memory: Memory) -> None:

@@ -14,21 +14,10 @@ from memlane.core.memory import Memory
 from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.blocks import Blocks
 from memlane.core.store.expiry import Expiry
-from memlane.core.store.protocol import Store
 from memlane.core.timefmt import from_epoch
 
 T0 = 1_700_000_000.0
 DAY = 86_400.0
-
-
-@pytest.fixture
-def expiry(store: Store) -> Expiry:
-    return store
-
-
-@pytest.fixture
-def blocks(store: Store) -> Blocks:
-    return store
 
 
 def test_set_ttl_sets_the_ttl_and_the_expiry_of_what_it_names(expiry: Expiry, blocks: Blocks, writer: Memory) -> None:

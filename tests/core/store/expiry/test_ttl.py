@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from store_samples import chat
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import (
@@ -18,17 +19,6 @@ from memlane.core.memory import Memory
 from memlane.core.store.protocol import Store
 
 StoreFactory = Callable[[], Store]
-
-
-@pytest.fixture
-def mem(memory: Memory) -> Memory:
-    if not hasattr(memory.store, "create_session"):
-        pytest.skip("this store does not implement the memory model yet")
-    return memory
-
-
-def chat(*lines: str) -> list[dict[str, str]]:
-    return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(lines)]
 
 
 def test_ttl_hides_a_block_the_moment_it_expires_and_the_sweep_deletes_it(mem: Memory) -> None:

@@ -7,15 +7,9 @@ import pytest
 
 from memlane.core.errors import AlreadyExistsError, ConflictError, NotFoundError, PromptArchivedError
 from memlane.core.store.prompts import Prompts
-from memlane.core.store.protocol import Store
 from memlane.core.timefmt import from_epoch
 
 T0 = 1_700_000_000.0
-
-
-@pytest.fixture
-def prompts(store: Store) -> Prompts:
-    return store
 
 
 def test_create_is_version_0_with_what_was_given(prompts: Prompts) -> None:

@@ -3,10 +3,10 @@ purge, and a custom prompt that steers extraction and is recorded on its blocks.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 
 import pytest
+from store_samples import chat, reply
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import (
@@ -22,22 +22,6 @@ from memlane.core.model import Filters
 from memlane.core.store.protocol import Store
 
 StoreFactory = Callable[[], Store]
-
-
-@pytest.fixture
-def mem(memory: Memory) -> Memory:
-    if not hasattr(memory.store, "create_session"):
-        pytest.skip("this store does not implement the memory model yet")
-    return memory
-
-
-def reply(messages: Sequence[ChatMessage]) -> str:
-    text = messages[-1]["content"]
-    return json.dumps({"summary": f"Summary of {text[:40]}", "facts": [f"Fact from {text[:40]}"]})
-
-
-def chat(*lines: str) -> list[dict[str, str]]:
-    return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(lines)]
 
 
 def test_the_prompt_registry_versions_archives_and_purges(mem: Memory) -> None:

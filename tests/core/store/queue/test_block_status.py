@@ -4,26 +4,22 @@ extraction again, a failed block says so and is requeued by hand."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import pytest
+from store_samples import drain, reply
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import (
     NotFoundError,
     ValidationError,
 )
-from memlane.core.llm import ChatMessage, ScriptedLLM
+from memlane.core.llm import ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.model import ExtractionStatus
 from memlane.core.store.protocol import Store
 
 StoreFactory = Callable[[], Store]
-
-
-def reply(messages: Sequence[ChatMessage]) -> str:
-    text = messages[-1]["content"]
-    return json.dumps({"summary": f"Summary of {text[:40]}", "facts": [f"Fact from {text[:40]}"]})
 
 
 def test_update_requeues_extraction_and_clears_the_old_one(store_factory: StoreFactory) -> None:
@@ -37,7 +33,7 @@ def test_update_requeues_extraction_and_clears_the_old_one(store_factory: StoreF
         assert queued.summary is None and queued.contexts == () and queued.status == "processing"
         assert queued.last_queued_at is not None
         assert mem.queue_status().queued == 1
-        _drain(mem)
+        drain(mem)
         done = mem.get("alice", fact)
         assert done.contexts == ("Fact from Alice studies glaciers",) and done.status == "ready"
         for mode in ("vector", "keyword", "hybrid"):
@@ -47,14 +43,6 @@ def test_update_requeues_extraction_and_clears_the_old_one(store_factory: StoreF
         assert off.extraction_status is ExtractionStatus.OFF and mem.queue_status().queued == 0
     finally:
         mem.close()
-
-
-def _drain(mem: Memory) -> None:
-    jobs = mem.queue.claim("t", 100, 60.0)
-    for job in jobs:
-        result = mem.extractor().extract(job.block)
-        vectors = mem.embedder.embed([result.summary, *result.facts])
-        mem.queue.complete(job, result, vectors)
 
 
 def test_a_failed_block_reports_its_status_and_is_requeued_by_hand(store_factory: StoreFactory) -> None:
@@ -73,7 +61,7 @@ def test_a_failed_block_reports_its_status_and_is_requeued_by_hand(store_factory
         assert again.status == "processing" and again.last_queued_at is not None
         assert again.last_queued_at >= block.last_queued_at and mem.queue_status().queued == 1
         mem.llm = ScriptedLLM(reply)
-        _drain(mem)
+        drain(mem)
         done = mem.get("alice", block.id)
         assert done.status == "ready" and done.fail_count == 1 and done.contexts
         with pytest.raises(NotFoundError):

@@ -18,11 +18,6 @@ from memlane.core.store.queue import Queue
 from memlane.core.timefmt import from_epoch
 
 
-@pytest.fixture
-def queue(store: Store) -> Queue:
-    return store
-
-
 def failed_block(store: Store) -> MemoryBlock:
     """A block whose extraction failed (its one attempt answered with what is not JSON)."""
     mem = Memory(store, HashingEmbedder(), llm=ScriptedLLM("not json"), max_attempts=1)
@@ -56,14 +51,15 @@ def test_requeue_block_stamps_the_callers_clock(queue: Queue, store: Store, requ
     assert again.last_queued_at == from_epoch(now)
 
 
-def test_requeue_block_of_an_unknown_foreign_or_expired_block_is_not_found(queue: Queue, store: Store) -> None:
+def test_requeue_block_of_an_unknown_foreign_or_expired_block_is_not_found(
+    queue: Queue, expiry: Expiry, store: Store
+) -> None:
     block = failed_block(store)
     now = time.time()
     with pytest.raises(NotFoundError):
         queue.requeue_block("alice", "0" * 32, max_attempts=3, now=now)
     with pytest.raises(NotFoundError):
         queue.requeue_block("nobody", block.id, max_attempts=3, now=now)
-    expiry: Expiry = store
     expiry.set_ttl("alice", 1, block_ids=[block.id], now=now - 100)
     with pytest.raises(NotFoundError):
         queue.requeue_block("alice", block.id, max_attempts=3, now=now)

@@ -10,22 +10,11 @@ import pytest
 from memlane.core.errors import AlreadyExistsError, NotFoundError, SessionEndedError
 from memlane.core.memory import Memory
 from memlane.core.model import Session
-from memlane.core.store.protocol import Store
 from memlane.core.store.sessions import Sessions
 from memlane.core.store.users import Users
 from memlane.core.timefmt import from_epoch
 
 T0 = 1_700_000_000.0
-
-
-@pytest.fixture
-def sessions(store: Store) -> Sessions:
-    return store
-
-
-@pytest.fixture
-def users(store: Store) -> Users:
-    return store
 
 
 def create(sessions: Sessions, user: str, session_id: str, started_at: float = T0, **kw: object) -> Session:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from store_downgrade import downgrade_to_v10
+from store_samples import chat
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import SessionEndedError
@@ -17,10 +18,6 @@ from memlane.core.store.sqlite import SqliteStore
 from memlane.core.store.sqlite.schema import MIGRATIONS
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
-
-
-def chat(*lines: str) -> list[dict[str, str]]:
-    return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(lines)]
 
 
 def test_a_store_of_the_previous_release_migrates_to_one_session_per_session_id(tmp_path: Path) -> None:

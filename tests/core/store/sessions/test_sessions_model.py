@@ -3,12 +3,12 @@ updated, ended (refusing writes then) and deleted leaving nothing."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from store_samples import chat, reply
 
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import (
@@ -16,7 +16,7 @@ from memlane.core.errors import (
     NotFoundError,
     SessionEndedError,
 )
-from memlane.core.llm import CallLog, ChatMessage, ScriptedLLM
+from memlane.core.llm import CallLog, ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.store.protocol import Store
 from memlane.core.store.sqlite import SqliteStore
@@ -25,22 +25,6 @@ StoreFactory = Callable[[], Store]
 
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def mem(memory: Memory) -> Memory:
-    if not hasattr(memory.store, "create_session"):
-        pytest.skip("this store does not implement the memory model yet")
-    return memory
-
-
-def reply(messages: Sequence[ChatMessage]) -> str:
-    text = messages[-1]["content"]
-    return json.dumps({"summary": f"Summary of {text[:40]}", "facts": [f"Fact from {text[:40]}"]})
-
-
-def chat(*lines: str) -> list[dict[str, str]]:
-    return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(lines)]
 
 
 def test_sessions_are_created_listed_updated_and_ended(mem: Memory) -> None:

@@ -10,13 +10,8 @@ import pytest
 from memlane.core.errors import NotFoundError
 from memlane.core.memory import Memory
 from memlane.core.model import UserInfo
-from memlane.core.store.protocol import Store
+from memlane.core.store.apikeys import ApiKeys
 from memlane.core.store.users import Users
-
-
-@pytest.fixture
-def users(store: Store) -> Users:
-    return store
 
 
 def names(found: Sequence[UserInfo]) -> list[str]:
@@ -77,13 +72,12 @@ def test_find_users_ands_every_rule_and_pages_with_the_total(users: Users) -> No
     assert beyond.items == [] and beyond.total == 4
 
 
-def test_delete_user_counts_what_went_and_raises_the_deletion_epoch(users: Users, writer: Memory) -> None:
-    from memlane.core.store.apikeys import ApiKeys
-
+def test_delete_user_counts_what_went_and_raises_the_deletion_epoch(
+    users: Users, api_keys: ApiKeys, writer: Memory
+) -> None:
     writer.add_facts("alice", ["a fact", "another"], session_id="s")
     writer.add_facts("bob", ["bob's"], session_id="s")
-    keys: ApiKeys = writer.store
-    assert keys.add_api_key("alice", "k1", "0" * 64, "laptop", 1.0)
+    assert api_keys.add_api_key("alice", "k1", "0" * 64, "laptop", 1.0)
     before = users.deletion_epoch()
     deleted = users.delete_user("alice")
     assert (deleted.blocks, deleted.keys) == (2, 1)

@@ -14,13 +14,6 @@ from memlane.core.errors import (
 from memlane.core.memory import Memory
 
 
-@pytest.fixture
-def mem(memory: Memory) -> Memory:
-    if not hasattr(memory.store, "create_session"):
-        pytest.skip("this store does not implement the memory model yet")
-    return memory
-
-
 def test_users_have_names_and_metadata_and_are_found_by_them(mem: Memory) -> None:
     assert mem.create_user("alice", display_name="Alice A.", metadata={"team": "red", "level": 3})
     assert mem.create_user("bob", display_name="Bob", metadata={"team": "red", "level": "3"})
