@@ -20,7 +20,7 @@ from memlane.core.jobs import ExtractionResult
 from memlane.core.llm import ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.model import BlockKind, Filters, MemoryBlock, content_hash
-from memlane.core.store.candidates import postgres as search
+from memlane.core.store.candidates import postgres_search as search
 from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.candidates.postgres_search import vector_top_blocks
 from memlane.core.store.postgres.store import PostgresStore
