@@ -1,6 +1,8 @@
-"""The store's tests, one folder per concept as in memlane.core.store. The helpers several concepts' tests share
-(``store_downgrade``: stores of earlier schemas; ``vector_scan``: raw-file scans; ``word_corpus``) live here and
-are imported by name, so this folder goes on the import path whichever test runs first."""
+"""The store's tests, one folder per concept as in memlane.core.store, the whole-store tests here. The helpers
+several concepts' tests share (``store_samples``, ``store_downgrade``: stores of earlier schemas; ``vector_scan``:
+raw-file scans; ``word_corpus``) live here and are imported by name, so this folder goes on the import path
+whichever test runs first. The fixtures: one ``store`` of each backend, seen through each concept's protocol
+(``users``, ``sessions``, ...), and ``writer``, the Memory over it that puts in what a contract test reads."""
 
 from __future__ import annotations
 
