@@ -17,7 +17,7 @@ from memlane.core.store.postgres import ann
 from memlane.core.store.postgres.adapt import PgVector
 from memlane.core.store.postgres.store import PostgresStore
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "core"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "core" / "store" / "candidates"))
 from test_sqlite_ann import T0, blocks_and_vectors, queries
 
 pytestmark = pytest.mark.postgres

@@ -20,7 +20,7 @@ from memlane.core.store.postgres.schema import drop_schema
 from memlane.core.store.postgres.store import PostgresStore
 from memlane.core.store.postgres.tenant import user_key
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "core"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "core" / "store" / "candidates"))
 from test_sqlite_ann import blocks_and_vectors, queries
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
