@@ -38,13 +38,9 @@ def test_requeue_block_makes_one_new_job_and_marks_the_block_queued(queue: Queue
     assert queue.job_queue().status().dead == 0
 
 
-def test_requeue_block_stamps_the_callers_clock(queue: Queue, store: Store, request: pytest.FixtureRequest) -> None:
+def test_requeue_block_stamps_the_callers_clock(queue: Queue, store: Store) -> None:
     """``last_queued_at`` is ``now``, the caller's clock (what TTLs and every other stamp of the store are decided
-    against). The PostgreSQL dialect stamps the server's clock instead: marked so, to fail loudly once fixed."""
-    if request.node.callspec.params["store_factory"] != "sqlite":
-        request.applymarker(
-            pytest.mark.xfail(strict=True, reason="PostgresQueue.requeue_block stamps the server's clock, not now")
-        )
+    against), in every dialect."""
     block = failed_block(store)
     now = time.time() - 30  # a caller's clock behind the server's
     again = queue.requeue_block("alice", block.id, max_attempts=3, now=now)

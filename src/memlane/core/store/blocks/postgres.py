@@ -128,7 +128,7 @@ class PostgresBlocks(PostgresBase):
                 expires = expiry(now, block.ttl_s, None if session[6] is None else int(session[6]), default_ttl_s)
                 conn.execute("UPDATE blocks SET expires_ts = %s WHERE user_id = %s AND pk = %s", (expires, user_id, pk))
             if enqueue_attempts:
-                self._enqueue(conn, user_id, pk, enqueue_attempts)
+                self._enqueue(conn, user_id, pk, enqueue_attempts, now)
             (stored,) = blocks_by_pk(conn, user_id, [pk])
         return stored
 

@@ -255,8 +255,10 @@ class PostgresBase:
         return None if row is None else int(row[0])
 
     @staticmethod
-    def _enqueue(conn: Conn, user_id: int, pk: int, attempts: int) -> None:
-        """The block's extraction queued anew: its other jobs go, the block is queued and stamped."""
+    def _enqueue(conn: Conn, user_id: int, pk: int, attempts: int, queued_at: float) -> None:
+        """The block's extraction queued anew: its other jobs go, the block is queued and stamped with the
+        caller's clock (``queued_at``, as ``last_queued_at`` reads everywhere); the job's own times are the
+        database's, which its lease is compared against."""
         conn.execute("DELETE FROM jobs WHERE user_id = %s AND block_pk = %s", (user_id, pk))
         (job_id,) = next_ids(conn, "jobs_id_seq", 1)
         conn.execute(
@@ -265,8 +267,8 @@ class PostgresBase:
             (user_id, job_id, EXTRACT_KIND, pk, attempts),
         )
         conn.execute(
-            f"UPDATE blocks SET extraction_status = %s, last_queued_ts = {NOW} WHERE user_id = %s AND pk = %s",
-            (ExtractionStatus.QUEUED.value, user_id, pk),
+            "UPDATE blocks SET extraction_status = %s, last_queued_ts = %s WHERE user_id = %s AND pk = %s",
+            (ExtractionStatus.QUEUED.value, queued_at, user_id, pk),
         )
 
     def own_call_log(self) -> StoreCallLog:

@@ -377,7 +377,7 @@ class PostgresQueue(PostgresBase):
                     f"block {block_id!r} is {row[1]}: only a block whose extraction failed is queued again",
                     where="block_id",
                 )
-            self._enqueue(conn, user_id, int(row[0]), max_attempts)
+            self._enqueue(conn, user_id, int(row[0]), max_attempts, now)
             (block,) = blocks_by_pk(conn, user_id, [int(row[0])])
         return block
 
