@@ -7,8 +7,8 @@ character is one unicode61 treats as a separator (punctuation, spaces, symbols, 
 Z*, S*, Cc, Cf) is split in Python instead: for such text unicode61's tokens are exactly the runs of ASCII
 letters and digits, lower-cased. Each distinct word is stemmed once by FTS5 itself and remembered, since
 the Porter stemmer looks at one word at a time. Any other text (letters with accents, other scripts,
-combining marks) goes through FTS5 whole. ``tests/core/store/candidates/test_keyword_index.py`` checks both paths against
-FTS5 on mixed text.
+combining marks) goes through FTS5 whole. ``tests/core/store/candidates/test_keyword_index.py`` checks both
+paths against FTS5 on mixed text.
 """
 
 from __future__ import annotations
