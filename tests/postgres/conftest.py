@@ -13,12 +13,11 @@ from typing import Any
 import psycopg
 import pytest
 from pg_control import PgServer
+from pg_stores import NewStore
 from psycopg import sql
 
 from memlane.core.store.postgres.schema import drop_schema
 from memlane.core.store.postgres.store import PostgresStore
-
-NewStore = Callable[..., PostgresStore]
 
 
 @pytest.fixture

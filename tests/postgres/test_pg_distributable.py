@@ -4,7 +4,8 @@ within one user (``user_id`` leading both sides) or points at a small table shar
 
 from __future__ import annotations
 
-from conftest import NewStore
+from pg_stores import NewStore
+
 from memlane.core.store.postgres.store import PostgresStore
 
 # Small tables every node would hold a copy of (Citus reference tables): no user_id distributes them.

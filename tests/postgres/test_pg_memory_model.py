@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from pg_stores import NewStore
 
-from conftest import NewStore
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import AlreadyExistsError, ConflictError, NotFoundError, SessionEndedError
 from memlane.core.jobs import ExtractionResult
