@@ -16,7 +16,7 @@ from memlane.core.calls import default_call_log_path, own_call_log
 from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, StoreError, ValidationError
 from memlane.core.llm import LLM, CallLog, make_llm
 from memlane.core.memory import Memory
-from memlane.interfaces.cli.options import SettingOption, cli_settings, gathered
+from memlane.interfaces.cli.options import cli_settings, gathered, setting_option
 from memlane.settings import DEFAULT_STORE
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -35,23 +35,21 @@ LLM_PARAMS = {"llm_name": "name", "llm_log": "log", "llm_base_url": "base_url", 
 
 def store_options(func: F) -> F:
     """``--store`` and ``--embedder``, each with its environment variable."""
-    func = click.option(
+    func = setting_option(
         "--embedder",
-        cls=SettingOption,
         setting="embedder",
         default="minilm",
         show_default=True,
-        help="Embedder by name: minilm (offline ONNX), hashing (test fake), openai. [env MEMLANE_EMBEDDER]",
+        help="Embedder by name: minilm (offline ONNX), hashing (test fake), openai.",
     )(func)
-    func = click.option(
+    func = setting_option(
         "--store",
-        cls=SettingOption,
         setting="store",
         default=DEFAULT_STORE,
         show_default=True,
         type=str,
         help="Path of the SQLite store, or a postgresql://user:password@host:port/db URL. Only add, serve, mcp "
-        "and init create a store; other commands exit 3 if there is none. [env MEMLANE_STORE]",
+        "and init create a store; other commands exit 3 if there is none.",
     )(func)
     return func
 
@@ -60,29 +58,23 @@ def llm_options(func: F) -> F:
     """``--llm`` and its settings, each with its environment variable (the API key only from the env); the
     command gets them as one :class:`LLMChoice` argument ``llm``."""
     func = gathered(LLMChoice, LLM_PARAMS, "llm")(func)
-    func = click.option(
-        "--llm-model", cls=SettingOption, setting="llm_model", default=None, help="[env MEMLANE_LLM_MODEL]"
-    )(func)
-    func = click.option(
-        "--llm-base-url", cls=SettingOption, setting="llm_base_url", default=None, help="[env MEMLANE_LLM_BASE_URL]"
-    )(func)
-    func = click.option(
+    func = setting_option("--llm-model", setting="llm_model", default=None)(func)
+    func = setting_option("--llm-base-url", setting="llm_base_url", default=None)(func)
+    func = setting_option(
         "--llm-log",
-        cls=SettingOption,
         setting="llm_log",
         default=None,
         type=click.Path(dir_okay=False, path_type=Path),
-        help="SQLite file of the LLM call log and response cache. Default: STORE with .calls.db. [env MEMLANE_LLM_LOG]",
+        help="SQLite file of the LLM call log and response cache. Default: STORE with .calls.db.",
     )(func)
-    func = click.option(
+    func = setting_option(
         "--llm",
         "llm_name",
-        cls=SettingOption,
         setting="llm",
         default="openai",
         show_default=True,
         help="LLM provider: openai (MEMLANE_LLM_BASE_URL, MEMLANE_LLM_API_KEY, MEMLANE_LLM_MODEL) or scripted "
-        "(offline fake). [env MEMLANE_LLM]",
+        "(offline fake).",
     )(func)
     return func
 

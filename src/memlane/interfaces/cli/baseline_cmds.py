@@ -13,7 +13,13 @@ from memlane.bench.retrieval.baselines import BASELINES, BaselineOptions, run_ba
 from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER
 from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, baseline_names, ks_option
 from memlane.interfaces.cli.dataset_cmds import data_dir_option
-from memlane.interfaces.cli.options import SettingOption, bench_cache_option, out_option, parse_ks, quiet_option
+from memlane.interfaces.cli.options import (
+    bench_cache_option,
+    out_option,
+    parse_ks,
+    quiet_option,
+    setting_option,
+)
 
 
 @click.command("baselines")
@@ -22,32 +28,25 @@ from memlane.interfaces.cli.options import SettingOption, bench_cache_option, ou
     "Run folder (log.jsonl, rankings*.jsonl, report.md, results.json/.csv, recall.png), read by "
     "`bench report` and `bench compare`. An existing log there with the same settings is resumed. "
 )
-@click.option(
+@setting_option(
     "--baselines",
     "names",
-    default=None,
-    cls=SettingOption,
     setting="bench_baselines",
+    default=None,
     help=f"Comma-separated baselines of {', '.join(BASELINES)}. Default: "
     f"{','.join(LONGMEMEVAL.baselines)} on LongMemEval, {','.join(LOCOMO.baselines)} "
-    "on LoCoMo. [env MEMLANE_BENCH_BASELINES]",
+    "on LoCoMo.",
 )
 @ks_option
-@click.option(
-    "--limit",
-    type=click.IntRange(min=1),
-    default=None,
-    cls=SettingOption,
-    setting="bench_limit",
-    help="Only the first N questions. [env MEMLANE_BENCH_LIMIT]",
+@setting_option(
+    "--limit", setting="bench_limit", type=click.IntRange(min=1), default=None, help="Only the first N questions."
 )
-@click.option(
+@setting_option(
     "--embedder",
+    setting="bench_embedder",
     default=DEFAULT_EMBEDDER,
     show_default=True,
-    cls=SettingOption,
-    setting="bench_embedder",
-    help="Embedder of the cosine baselines (minilm-128, minilm, hashing, openai). [env MEMLANE_BENCH_EMBEDDER]",
+    help="Embedder of the cosine baselines (minilm-128, minilm, hashing, openai).",
 )
 @bench_cache_option(
     "Where the shared embedding cache (embeddings.db) lives; default "

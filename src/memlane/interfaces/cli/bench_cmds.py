@@ -33,20 +33,20 @@ from memlane.interfaces.cli.options import (
     out_option,
     parse_ks,
     quiet_option,
+    setting_option,
 )
 from memlane.settings import bench_cache_from_env
 
 F = TypeVar("F", bound=Callable[..., Any])
 DATASET_CHOICE = click.Choice(sorted(DATASETS))
 # The cut-offs a retrieval report scores (``bench retrieval`` and ``bench baselines``).
-ks_option = click.option(
+ks_option = setting_option(
     "--k",
     "ks",
+    setting="bench_ks",
     default=",".join(map(str, DEFAULT_KS)),
     show_default=True,
-    cls=SettingOption,
-    setting="bench_ks",
-    help="Cut-offs to score, comma-separated. [env MEMLANE_BENCH_KS]",
+    help="Cut-offs to score, comma-separated.",
 )
 
 
@@ -75,13 +75,8 @@ def bench_group() -> None:
     help="Real exchanges of a user past the approximate index's threshold (its index on the user's shard on "
     "Citus): vector search p50 and recall@10 against exact on both stores; 0: none.",
 )
-@click.option(
-    "--embedder",
-    cls=SettingOption,
-    setting="embedder",
-    default="minilm-128",
-    show_default=True,
-    help="The real embedder of --ann-blocks. [env MEMLANE_EMBEDDER]",
+@setting_option(
+    "--embedder", setting="embedder", default="minilm-128", show_default=True, help="The real embedder of --ann-blocks."
 )
 @data_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the figures.")
@@ -117,59 +112,46 @@ def citus_bench_cmd(
 
 @bench_group.command("perf")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the figures.")
-@click.option(
-    "--embedder",
-    cls=SettingOption,
-    setting="embedder",
-    default="minilm",
-    show_default=True,
-    help="[env MEMLANE_EMBEDDER]",
-)
-@click.option(
+@setting_option("--embedder", setting="embedder", default="minilm", show_default=True)
+@setting_option(
     "--sizes",
+    setting="perf_sizes",
     default="1000,10000,100000",
     show_default=True,
-    cls=SettingOption,
-    setting="perf_sizes",
-    help="Blocks per user for the search figures. [env MEMLANE_PERF_SIZES]",
+    help="Blocks per user for the search figures.",
 )
 @click.option("--queries", type=int, default=100, show_default=True, help="Search queries per size and mode.")
-@click.option(
+@setting_option(
     "--store",
-    cls=SettingOption,
     setting="perf_store",
     default=None,
     help="A postgresql:// URL to measure the PostgreSQL backend there (in throwaway schemas); default: the "
-    "embedded SQLite store in a temporary folder. [env MEMLANE_PERF_STORE]",
+    "embedded SQLite store in a temporary folder.",
 )
-@click.option(
+@setting_option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    cls=SettingOption,
     setting="perf_out",
+    type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="A folder for perf.json and perf-curve.png (each stage's p50 against the user's size, log-log). "
-    "[env MEMLANE_PERF_OUT]",
+    help="A folder for perf.json and perf-curve.png (each stage's p50 against the user's size, log-log).",
 )
-@click.option(
+@setting_option(
     "--ann-threshold",
-    type=click.IntRange(min=-1),
-    cls=SettingOption,
     setting="ann_threshold",
+    type=click.IntRange(min=-1),
     default=DEFAULT_THRESHOLD,
     show_default=True,
     help="Users with at least this many keys are searched through an approximate index; 0: every user, "
-    "-1: none (exact scans only). [env MEMLANE_ANN_THRESHOLD]",
+    "-1: none (exact scans only).",
 )
-@click.option(
+@setting_option(
     "--ann-ef-search",
-    type=click.IntRange(min=2),
-    cls=SettingOption,
     setting="ann_ef_search",
+    type=click.IntRange(min=2),
     default=AnnSettings.ef_search,
     show_default=True,
-    help="The index's search beam. [env MEMLANE_ANN_EF_SEARCH]",
+    help="The index's search beam.",
 )
 @click.option(
     "--vectors",
@@ -246,31 +228,27 @@ def perf_cmd(
 def ingest_options(func: F) -> F:
     """Options naming a bench store: data, cache, embedder, perspective, limit (each with its env var)."""
     options = [
-        click.option(
+        setting_option(
             "--limit",
+            setting="bench_limit",
             type=click.IntRange(min=1),
             default=None,
-            cls=SettingOption,
-            setting="bench_limit",
-            help="Only the first N questions (and the namespaces they need). [env MEMLANE_BENCH_LIMIT]",
+            help="Only the first N questions (and the namespaces they need).",
         ),
-        click.option(
+        setting_option(
             "--perspective",
+            setting="bench_perspective",
             type=click.Choice(["auto", "dual", "speakers", "single"]),
             default="auto",
             show_default=True,
-            cls=SettingOption,
-            setting="bench_perspective",
-            help="Perspective mode of the bench store; auto = speakers for LoCoMo, single for LongMemEval. "
-            "[env MEMLANE_BENCH_PERSPECTIVE]",
+            help="Perspective mode of the bench store; auto = speakers for LoCoMo, single for LongMemEval.",
         ),
-        click.option(
+        setting_option(
             "--embedder",
+            setting="bench_embedder",
             default=DEFAULT_EMBEDDER,
             show_default=True,
-            cls=SettingOption,
-            setting="bench_embedder",
-            help="Embedder by name (minilm-128, minilm, hashing, openai). [env MEMLANE_BENCH_EMBEDDER]",
+            help="Embedder by name (minilm-128, minilm, hashing, openai).",
         ),
         bench_cache_option(
             "Where bench stores and the shared embedding cache live; default "
@@ -332,31 +310,28 @@ def system_specs(values: tuple[str, ...]) -> tuple[SystemSpec, ...]:
     "[env MEMLANE_BENCH_MODES, space-separated]",
 )
 @ks_option
-@click.option(
+@setting_option(
     "--depth",
+    setting="bench_depth",
     type=click.IntRange(1, 1000),
     default=None,
-    cls=SettingOption,
-    setting="bench_depth",
-    help="Blocks retrieved per question; default max(k) exchanges' worth. [env MEMLANE_BENCH_DEPTH]",
+    help="Blocks retrieved per question; default max(k) exchanges' worth.",
 )
-@click.option(
+@setting_option(
     "--before-question-date/--no-before-question-date",
+    setting="bench_before_question_date",
     default=False,
     show_default=True,
-    cls=SettingOption,
-    setting="bench_before_question_date",
-    help="Only search sessions dated before the end of the question's day. [env MEMLANE_BENCH_BEFORE_QUESTION_DATE]",
+    help="Only search sessions dated before the end of the question's day.",
 )
-@click.option(
+@setting_option(
     "--baselines",
     "baselines",
-    default=None,
-    cls=SettingOption,
     setting="bench_baselines",
+    default=None,
     help="Also rank every question with these reference retrievers, in the same run and report: "
     f"comma-separated names of {', '.join(BASELINES)}, or 'default' (the data set's defaults, as "
-    "`bench baselines`). [env MEMLANE_BENCH_BASELINES]",
+    "`bench baselines`).",
 )
 @click.option(
     "--system",
@@ -369,23 +344,21 @@ def system_specs(values: tuple[str, ...]) -> tuple[SystemSpec, ...]:
     "only the systems run. [env MEMLANE_BENCH_SYSTEMS, space-separated]",
 )
 @quiet_option
-@click.option(
+@setting_option(
     "--ann-threshold",
+    setting="bench_ann_threshold",
     type=click.IntRange(min=0),
     default=None,
-    cls=SettingOption,
-    setting="bench_ann_threshold",
     help="Search users of at least this many keys through the approximate index; 0 forces it on for every "
-    "user (to compare with an exact run). Default: the store's threshold. [env MEMLANE_BENCH_ANN_THRESHOLD]",
+    "user (to compare with an exact run). Default: the store's threshold.",
 )
-@click.option(
+@setting_option(
     "--per-category",
+    setting="bench_per_category",
     type=click.IntRange(min=1),
     default=None,
-    cls=SettingOption,
-    setting="bench_per_category",
     help="Only the first N questions of each category (in data-set order) and the namespaces they need: a "
-    "sample that weighs every question type alike. [env MEMLANE_BENCH_PER_CATEGORY]",
+    "sample that weighs every question type alike.",
 )
 @ingest_options
 def retrieval_cmd(
@@ -516,12 +489,11 @@ def report_cmd(run_dir: Path) -> None:
 @bench_group.command("compare")
 @click.argument("run_a", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("run_b", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
+@setting_option(
     "--categories",
-    is_flag=True,
-    cls=SettingOption,
     setting="bench_compare_categories",
-    help="Also compare every category, not only overall. [env MEMLANE_BENCH_COMPARE_CATEGORIES]",
+    is_flag=True,
+    help="Also compare every category, not only overall.",
 )
 @click.option(
     "--all-questions",

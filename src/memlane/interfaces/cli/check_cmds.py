@@ -14,17 +14,16 @@ from memlane.core.memory import Memory
 from memlane.core.store.check import StoreCheck
 from memlane.core.store.postgres import is_postgres_url, redact
 from memlane.interfaces.cli.app import call_log_path
-from memlane.interfaces.cli.options import SettingOption, store_path_option
+from memlane.interfaces.cli.options import setting_option, store_path_option
 
 
 @click.command("check")
-@click.option(
+@setting_option(
     "--llm-log",
-    cls=SettingOption,
     setting="llm_log",
     default=None,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The LLM call log to check too. Default: STORE.calls.db, when it exists. [env MEMLANE_LLM_LOG]",
+    help="The LLM call log to check too. Default: STORE.calls.db, when it exists.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @store_path_option("Path of the SQLite store, or a postgresql:// URL. [env MEMLANE_STORE]")

@@ -20,40 +20,37 @@ from memlane.core.memory import Memory
 from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
 from memlane.core.timefmt import coerce_time
 from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, open_memory, store_options
-from memlane.interfaces.cli.options import CONCURRENCY, EVERY, LIMIT, WAIT, SettingOption
+from memlane.interfaces.cli.options import CONCURRENCY, EVERY, LIMIT, WAIT, setting_option
 
 
 @click.command("worker")
-@click.option(
+@setting_option(
     "--concurrency",
+    setting="worker_concurrency",
     type=CONCURRENCY,
     default=4,
     show_default=True,
-    cls=SettingOption,
-    setting="worker_concurrency",
-    help="LLM calls in flight. [env MEMLANE_WORKER_CONCURRENCY]",
+    help="LLM calls in flight.",
 )
 @click.option("--drain", is_flag=True, help="Exit when no job is queued or running.")
-@click.option(
+@setting_option(
     "--lease",
     "lease_s",
+    setting="worker_lease",
     type=WAIT,
     default=120.0,
     show_default=True,
-    cls=SettingOption,
-    setting="worker_lease",
-    help="Seconds a claimed job is leased; a heartbeat extends it. [env MEMLANE_WORKER_LEASE]",
+    help="Seconds a claimed job is leased; a heartbeat extends it.",
 )
 @click.option("--poll", "poll_s", type=WAIT, default=1.0, show_default=True, help="Seconds between empty polls.")
-@click.option(
+@setting_option(
     "--retention-every",
     "retention_every_s",
+    setting="retention_every",
     type=EVERY,
     default=DEFAULT_SWEEP_INTERVAL_S,
     show_default=True,
-    cls=SettingOption,
-    setting="retention_every",
-    help="Seconds between retention sweeps (the first when the worker starts); 0: none. [env MEMLANE_RETENTION_EVERY]",
+    help="Seconds between retention sweeps (the first when the worker starts); 0: none.",
 )
 @store_options
 @llm_options
@@ -204,13 +201,12 @@ def llm_group() -> None:
 @llm_group.command("log")
 @click.option("-n", "n", type=LIMIT, default=20, show_default=True, help="How many of the latest calls.")
 @click.option("--json", "as_json", is_flag=True)
-@click.option(
+@setting_option(
     "--llm-log",
-    cls=SettingOption,
     setting="llm_log",
     default=None,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Call log file. Default: STORE with .calls.db. [env MEMLANE_LLM_LOG]",
+    help="Call log file. Default: STORE with .calls.db.",
 )
 @store_options
 def llm_log_cmd(n: int, as_json: bool, llm_log: Path | None, store: Path, embedder: str) -> None:

@@ -100,6 +100,15 @@ class SettingOption(click.Option):
         return None if value is None else _as_text(value)
 
 
+def setting_option(*decls: str, setting: str, help: str | None = None, **kwargs: Any) -> Callable[[F], F]:
+    """A click option backed by setting ``setting`` (a :class:`SettingOption`). Its help ends with
+    ``[env VARIABLE]``, the variable's name made by :func:`~memlane.settings.env_var`, not written again in
+    every option's help."""
+    note = f"[env {env_var(setting)}]"
+    text = f"{help.rstrip()} {note}" if help else note
+    return click.option(*decls, cls=SettingOption, setting=setting, help=text, **kwargs)
+
+
 def split_values(values: tuple[str, ...] | str, hint: str) -> tuple[str, ...]:
     """Values given repeated, comma- or space-separated (an environment variable holds them space-separated),
     in order, without repeats; a usage error if there is none."""

@@ -35,6 +35,7 @@ from memlane.interfaces.cli.options import (
     out_option,
     parse_ks,
     quiet_option,
+    setting_option,
     split_values,
 )
 
@@ -102,128 +103,103 @@ def qa_options(func: F) -> F:
     to the command as one :class:`QACommandOptions` argument named ``shared``."""
 
     options = [
-        click.option(
+        setting_option(
             "--llm",
             "llm_name",
+            setting="llm",
             default="openai",
             show_default=True,
-            cls=SettingOption,
-            setting="llm",
             help="Answering LLM: openai (MEMLANE_LLM_BASE_URL, MEMLANE_LLM_API_KEY, MEMLANE_LLM_MODEL) or "
-            "scripted (offline fake). [env MEMLANE_LLM]",
+            "scripted (offline fake).",
         ),
-        click.option(
+        setting_option(
             "--judge",
             "judge_name",
+            setting="judge",
             default="openai",
             show_default=True,
-            cls=SettingOption,
-            setting="judge",
             help="Judge LLM: openai (MEMLANE_JUDGE_BASE_URL / _API_KEY / _MODEL, each defaulting to the "
-            "MEMLANE_LLM_* value) or scripted. [env MEMLANE_JUDGE]",
+            "MEMLANE_LLM_* value) or scripted.",
         ),
-        click.option(
+        setting_option(
             "--judge-prompts",
+            setting="qa_judge_prompts",
             type=click.Choice([AUTO, *sorted(JUDGES)]),
             default=AUTO,
             show_default=True,
-            cls=SettingOption,
-            setting="qa_judge_prompts",
             help="Judge prompt set: auto = locomo-mem0 for LoCoMo, longmemeval (official) for LongMemEval; "
-            "strict = ours. [env MEMLANE_QA_JUDGE_PROMPTS]",
+            "strict = ours.",
         ),
-        click.option(
+        setting_option(
             "--context",
+            setting="qa_context",
             type=click.Choice(CONTEXTS),
             default="retrieved",
             show_default=True,
-            cls=SettingOption,
-            setting="qa_context",
             help="retrieved blocks, or the full history within --full-context-budget (the oracle baseline is "
-            "longmemeval-oracle with --context full). [env MEMLANE_QA_CONTEXT]",
+            "longmemeval-oracle with --context full).",
         ),
-        click.option(
+        setting_option(
             "--full-context-budget",
+            setting="qa_full_context_budget",
             type=click.IntRange(min=1),
             default=DEFAULT_FULL_CONTEXT_BUDGET,
             show_default=True,
-            cls=SettingOption,
-            setting="qa_full_context_budget",
-            help="Token budget of --context full (oldest turns dropped first). [env MEMLANE_QA_FULL_CONTEXT_BUDGET]",
+            help="Token budget of --context full (oldest turns dropped first).",
         ),
-        click.option(
+        setting_option(
             "--concurrency",
+            setting="qa_concurrency",
             type=click.IntRange(min=1),
             default=DEFAULT_CONCURRENCY,
             show_default=True,
-            cls=SettingOption,
-            setting="qa_concurrency",
-            help="Questions (and LLM calls) in flight. [env MEMLANE_QA_CONCURRENCY]",
+            help="Questions (and LLM calls) in flight.",
         ),
-        click.option(
+        setting_option(
             "--facts/--no-facts",
-            default=False,
-            cls=SettingOption,
             setting="qa_facts",
-            help="Show the summary and facts stored on each block. [env MEMLANE_QA_FACTS]",
-        ),
-        click.option(
-            "--extract/--no-extract",
             default=False,
-            cls=SettingOption,
-            setting="qa_extract",
-            help="Extract summary and facts of the retrieved exchanges with --llm before answering (one cached "
-            "call per exchange; for stores ingested without extraction). [env MEMLANE_QA_EXTRACT]",
+            help="Show the summary and facts stored on each block.",
         ),
-        click.option(
+        setting_option(
+            "--extract/--no-extract",
+            setting="qa_extract",
+            default=False,
+            help="Extract summary and facts of the retrieved exchanges with --llm before answering (one cached "
+            "call per exchange; for stores ingested without extraction).",
+        ),
+        setting_option(
             "--adversarial/--no-adversarial",
+            setting="qa_adversarial",
             default=True,
             show_default=True,
-            cls=SettingOption,
-            setting="qa_adversarial",
-            help="Ask LoCoMo category 5 as the official two-option question. [env MEMLANE_QA_ADVERSARIAL]",
+            help="Ask LoCoMo category 5 as the official two-option question.",
         ),
-        click.option(
+        setting_option(
             "--before-question-date/--no-before-question-date",
+            setting="bench_before_question_date",
             default=False,
             show_default=True,
-            cls=SettingOption,
-            setting="bench_before_question_date",
-            help="Only search sessions dated before the end of the question's day. "
-            "[env MEMLANE_BENCH_BEFORE_QUESTION_DATE]",
+            help="Only search sessions dated before the end of the question's day.",
         ),
-        click.option(
+        setting_option(
             "--retry-failed",
-            is_flag=True,
-            cls=SettingOption,
             setting="qa_retry_failed",
-            help="On resume, ask again the questions whose record has an error. [env MEMLANE_QA_RETRY_FAILED]",
+            is_flag=True,
+            help="On resume, ask again the questions whose record has an error.",
         ),
-        click.option(
+        setting_option(
             "--llm-log",
+            setting="qa_llm_log",
             type=click.Path(dir_okay=False, path_type=Path),
             default=None,
-            cls=SettingOption,
-            setting="qa_llm_log",
             help=f"LLM call log and response cache (SQLite); default <cache dir>/{CALL_LOG_NAME}, shared by "
-            "all runs so reruns are free. [env MEMLANE_QA_LLM_LOG]",
+            "all runs so reruns are free.",
         ),
-        click.option(
-            "--llm-model", cls=SettingOption, setting="llm_model", default=None, help="[env MEMLANE_LLM_MODEL]"
-        ),
-        click.option(
-            "--llm-base-url", cls=SettingOption, setting="llm_base_url", default=None, help="[env MEMLANE_LLM_BASE_URL]"
-        ),
-        click.option(
-            "--judge-model", cls=SettingOption, setting="judge_model", default=None, help="[env MEMLANE_JUDGE_MODEL]"
-        ),
-        click.option(
-            "--judge-base-url",
-            cls=SettingOption,
-            setting="judge_base_url",
-            default=None,
-            help="[env MEMLANE_JUDGE_BASE_URL]",
-        ),
+        setting_option("--llm-model", setting="llm_model", default=None),
+        setting_option("--llm-base-url", setting="llm_base_url", default=None),
+        setting_option("--judge-model", setting="judge_model", default=None),
+        setting_option("--judge-base-url", setting="judge_base_url", default=None),
         click.option(
             "--price",
             "prices",
@@ -302,39 +278,35 @@ def _summary(outcome: QAOutcome) -> str:
     "Run folder: log.jsonl, answers.jsonl, results.json, report.md (+ hypotheses.jsonl for LongMemEval). "
     "An interrupted run there with the same settings is resumed."
 )
-@click.option(
+@setting_option(
     "--answer-prompt",
+    setting="qa_answer_prompt",
     default=AUTO,
     show_default=True,
-    cls=SettingOption,
-    setting="qa_answer_prompt",
     help=f"Answer prompt id ({', '.join(prompt_ids(PromptKind.ANSWER))}); auto = locomo-short-answer-v1 for "
-    "LoCoMo, lme-reader-con-v1 for LongMemEval. [env MEMLANE_QA_ANSWER_PROMPT]",
+    "LoCoMo, lme-reader-con-v1 for LongMemEval.",
 )
-@click.option(
+@setting_option(
     "--k",
+    setting="qa_k",
     type=click.IntRange(1, 1000),
     default=DEFAULT_K,
     show_default=True,
-    cls=SettingOption,
-    setting="qa_k",
-    help="Exchanges retrieved per question. [env MEMLANE_QA_K]",
+    help="Exchanges retrieved per question.",
 )
-@click.option(
+@setting_option(
     "--mode",
+    setting="qa_mode",
     default=DEFAULT_MODE,
     show_default=True,
-    cls=SettingOption,
-    setting="qa_mode",
-    help="Search mode (vector, keyword, hybrid, or a *-messages preset). [env MEMLANE_QA_MODE]",
+    help="Search mode (vector, keyword, hybrid, or a *-messages preset).",
 )
-@click.option(
+@setting_option(
     "--system",
-    default=None,
-    cls=SettingOption,
     setting="qa_system",
+    default=None,
     help="Answer from this memory system's search instead of memlane's --mode: NAME[:key=value,...] as in "
-    "`bench retrieval --system` (docs/bench/peers.md); its k best items are the context. [env MEMLANE_QA_SYSTEM]",
+    "`bench retrieval --system` (docs/bench/peers.md); its k best items are the context.",
 )
 @qa_options
 def qa_cmd(
@@ -370,37 +342,28 @@ def qa_cmd(
 @click.command("sweep")
 @click.argument("dataset", type=DATASET_CHOICE)
 @out_option("Sweep folder: one run folder per setting, sweep.json (the plan) and sweep.md (the comparison). ")
-@click.option(
-    "--k",
-    "ks",
-    default=str(DEFAULT_K),
-    show_default=True,
-    cls=SettingOption,
-    setting="qa_sweep_ks",
-    help="k values, comma-separated. [env MEMLANE_QA_SWEEP_KS]",
+@setting_option(
+    "--k", "ks", setting="qa_sweep_ks", default=str(DEFAULT_K), show_default=True, help="k values, comma-separated."
 )
-@click.option(
+@setting_option(
     "--mode",
     "modes",
-    multiple=True,
-    cls=SettingOption,
     setting="qa_sweep_modes",
-    help=f"Search modes, repeatable or comma-separated; default {DEFAULT_MODE}. [env MEMLANE_QA_SWEEP_MODES]",
+    multiple=True,
+    help=f"Search modes, repeatable or comma-separated; default {DEFAULT_MODE}.",
 )
-@click.option(
+@setting_option(
     "--answer-prompt",
     "answer_prompts",
-    multiple=True,
-    cls=SettingOption,
     setting="qa_sweep_answer_prompts",
-    help="Answer prompts, repeatable or comma-separated; default auto. [env MEMLANE_QA_SWEEP_ANSWER_PROMPTS]",
+    multiple=True,
+    help="Answer prompts, repeatable or comma-separated; default auto.",
 )
-@click.option(
+@setting_option(
     "--full-context-baseline",
-    is_flag=True,
-    cls=SettingOption,
     setting="qa_sweep_full_context",
-    help="Add one full-context run per answer prompt. [env MEMLANE_QA_SWEEP_FULL_CONTEXT]",
+    is_flag=True,
+    help="Add one full-context run per answer prompt.",
 )
 @qa_options
 def sweep_cmd(

@@ -21,7 +21,15 @@ from memlane.interfaces.cli.app import (
     open_memory,
     store_options,
 )
-from memlane.interfaces.cli.options import EVERY, PORT, Seconds, SettingOption, cli_settings, log_level_option
+from memlane.interfaces.cli.options import (
+    EVERY,
+    PORT,
+    Seconds,
+    SettingOption,
+    cli_settings,
+    log_level_option,
+    setting_option,
+)
 from memlane.interfaces.serve import (
     HttpService,
     McpHttpService,
@@ -49,38 +57,34 @@ DEFAULT_KEYS_FILE = "memlane.keys.db"
 
 def keys_option(func: F) -> F:
     """``--keys``: an earlier memlane's key file to import (shared by ``memlane serve`` and ``memlane mcp``)."""
-    return click.option(
+    return setting_option(
         "--keys",
         "keys_path",
-        cls=SettingOption,
         setting="http_keys",
         default=None,
         type=click.Path(dir_okay=False, path_type=Path),
         help="API keys live in the store. This imports, once, the key file an earlier memlane kept apart "
-        f"(by default {DEFAULT_KEYS_FILE} beside a PostgreSQL store), then renames it FILE.imported. "
-        "[env MEMLANE_HTTP_KEYS]",
+        f"(by default {DEFAULT_KEYS_FILE} beside a PostgreSQL store), then renames it FILE.imported.",
     )(func)
 
 
 def guard_options(func: F) -> F:
     """``--allowed-hosts`` and ``--read-timeout`` (shared by ``memlane serve`` and ``memlane mcp``)."""
-    func = click.option(
+    func = setting_option(
         "--read-timeout",
-        cls=SettingOption,
         setting="http_read_timeout",
         type=Seconds(0.1, MAX_PERIOD_S),
         default=DEFAULT_READ_TIMEOUT_S,
         show_default=True,
         help="Seconds a client has to send a request's headers, and again its body; then 408 and the "
-        "connection is closed. [env MEMLANE_HTTP_READ_TIMEOUT]",
+        "connection is closed.",
     )(func)
-    func = click.option(
+    func = setting_option(
         "--allowed-hosts",
-        cls=SettingOption,
         setting="allowed_hosts",
         default="",
         help="Host names requests may carry besides localhost, 127.0.0.1, [::1] and the --host address "
-        "(comma-separated; '*' for any): others get 421, against DNS rebinding. [env MEMLANE_ALLOWED_HOSTS]",
+        "(comma-separated; '*' for any): others get 421, against DNS rebinding.",
     )(func)
     return func
 
@@ -100,15 +104,14 @@ def oidc_options(func: F) -> F:
         env = "MEMLANE_" + setting.upper()
         func = click.option(name, setting, cls=SettingOption, setting=setting, default=default,
                             show_default=bool(default), help=f"{text} [env {env}]")(func)  # fmt: skip
-    return click.option(
+    return setting_option(
         "--oidc-jwks",
         "oidc_jwks",
-        cls=SettingOption,
         setting="oidc_jwks",
         type=click.Path(dir_okay=False, path_type=Path),
         default=None,
         help="A JWKS file (the identity provider's public keys): RS256 OpenID Connect bearer tokens verified "
-        "against it act as their user's key, with their role; needs memlane[oidc]. [env MEMLANE_OIDC_JWKS]",
+        "against it act as their user's key, with their role; needs memlane[oidc].",
     )(func)
 
 
@@ -184,89 +187,74 @@ def close_memory(mem: Memory) -> None:
 
 
 @click.command("serve")
-@click.option(
-    "--host", cls=SettingOption, setting="host", default="127.0.0.1", show_default=True, help="[env MEMLANE_HOST]"
-)
-@click.option(
-    "--port", cls=SettingOption, setting="port", type=PORT, default=8420, show_default=True, help="[env MEMLANE_PORT]"
-)
-@click.option(
+@setting_option("--host", setting="host", default="127.0.0.1", show_default=True)
+@setting_option("--port", setting="port", type=PORT, default=8420, show_default=True)
+@setting_option(
     "--workers",
-    cls=SettingOption,
     setting="workers",
     type=click.IntRange(0, MAX_CONCURRENCY),
     default=1,
     show_default=True,
-    help="Extraction jobs run at once in this process (needs an LLM); 0: none, run `memlane worker` "
-    "separately. [env MEMLANE_WORKERS]",
+    help="Extraction jobs run at once in this process (needs an LLM); 0: none, run `memlane worker` separately.",
 )
-@click.option(
+@setting_option(
     "--retention-every",
     "retention_every_s",
-    cls=SettingOption,
     setting="retention_every",
     type=EVERY,
     default=DEFAULT_SWEEP_INTERVAL_S,
     show_default=True,
-    help="Seconds between retention sweeps, run by the workers (with --workers > 0); 0: none. "
-    "[env MEMLANE_RETENTION_EVERY]",
+    help="Seconds between retention sweeps, run by the workers (with --workers > 0); 0: none.",
 )
-@click.option(
+@setting_option(
     "--health-check-every",
     "health_check_every_s",
-    cls=SettingOption,
     setting="health_check_every",
     type=EVERY,
     default=DEFAULT_HEALTH_CHECK_EVERY_S,
     show_default=True,
     help="Seconds between the store's quick integrity checks (the first at start), whose result /healthz "
-    "reports (503 'corrupt'); 0: none. [env MEMLANE_HEALTH_CHECK_EVERY]",
+    "reports (503 'corrupt'); 0: none.",
 )
-@click.option(
+@setting_option(
     "--max-body",
-    cls=SettingOption,
     setting="http_max_body",
     type=click.IntRange(1024, MAX_BODY_BYTES),
     default=DEFAULT_MAX_BODY_BYTES,
     show_default=True,
-    help="Largest request body in bytes; larger ones get 413. [env MEMLANE_HTTP_MAX_BODY]",
+    help="Largest request body in bytes; larger ones get 413.",
 )
-@click.option(
+@setting_option(
     "--insecure-dev",
-    is_flag=True,
-    cls=SettingOption,
     setting="insecure_dev",
-    help="Run without MEMLANE_ADMIN_KEY (admin routes open); loopback hosts only. [env MEMLANE_INSECURE_DEV]",
+    is_flag=True,
+    help="Run without MEMLANE_ADMIN_KEY (admin routes open); loopback hosts only.",
 )
-@click.option(
+@setting_option(
     "--agent-memory-api/--no-agent-memory-api",
-    cls=SettingOption,
     setting="agent_memory_api",
     default=True,
     show_default=True,
-    help="Serve the Agent Memory API (its SDK's routes: /users, /prompts, /health) beside /v1. "
-    "[env MEMLANE_AGENT_MEMORY_API]",
+    help="Serve the Agent Memory API (its SDK's routes: /users, /prompts, /health) beside /v1.",
 )
-@click.option(
+@setting_option(
     "--agent-sync-timeout",
     "agent_sync_timeout_s",
-    cls=SettingOption,
     setting="agent_sync_timeout",
     type=Seconds(0.1, MAX_PERIOD_S),
     default=DEFAULT_AGENT_SYNC_TIMEOUT_S,
     show_default=True,
     help="Seconds an Agent Memory add with async_processing false waits for its extraction, the LLM's retries "
     "included; then 502 UPSTREAM_ERROR, the blocks stored and left to the workers. Keep it under the "
-    "clients' own timeout (the SDK's: 30 s). [env MEMLANE_AGENT_SYNC_TIMEOUT]",
+    "clients' own timeout (the SDK's: 30 s).",
 )
 @log_level_option
-@click.option(
+@setting_option(
     "--access-log/--no-access-log",
-    cls=SettingOption,
     setting="access_log",
     default=True,
     show_default=True,
-    help="One log line per request. [env MEMLANE_ACCESS_LOG]",
+    help="One log line per request.",
 )
 @guard_options
 @oidc_options
@@ -347,39 +335,17 @@ def serve_cmd(
 
 
 @click.command("mcp")
-@click.option(
+@setting_option(
     "--transport",
-    type=click.Choice(["stdio", "http"]),
-    cls=SettingOption,
     setting="mcp_transport",
+    type=click.Choice(["stdio", "http"]),
     default="stdio",
     show_default=True,
-    help="stdio (for one user, --user) or streamable HTTP (each request with an API key). [env MEMLANE_MCP_TRANSPORT]",
+    help="stdio (for one user, --user) or streamable HTTP (each request with an API key).",
 )
-@click.option(
-    "--user",
-    cls=SettingOption,
-    setting="mcp_user",
-    default=None,
-    help="Whose memory (stdio only). [env MEMLANE_MCP_USER]",
-)
-@click.option(
-    "--host",
-    cls=SettingOption,
-    setting="mcp_host",
-    default="127.0.0.1",
-    show_default=True,
-    help="HTTP only. [env MEMLANE_MCP_HOST]",
-)
-@click.option(
-    "--port",
-    cls=SettingOption,
-    setting="mcp_port",
-    type=PORT,
-    default=8421,
-    show_default=True,
-    help="HTTP only. [env MEMLANE_MCP_PORT]",
-)
+@setting_option("--user", setting="mcp_user", default=None, help="Whose memory (stdio only).")
+@setting_option("--host", setting="mcp_host", default="127.0.0.1", show_default=True, help="HTTP only.")
+@setting_option("--port", setting="mcp_port", type=PORT, default=8421, show_default=True, help="HTTP only.")
 @log_level_option
 @guard_options
 @keys_option
