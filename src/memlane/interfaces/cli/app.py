@@ -16,7 +16,7 @@ from memlane.core.calls import default_call_log_path, own_call_log
 from memlane.core.errors import ConfigError, MemlaneError, NotFoundError, StoreError, ValidationError
 from memlane.core.llm import LLM, CallLog, make_llm
 from memlane.core.memory import Memory
-from memlane.interfaces.cli.options import cli_settings, gathered, setting_option
+from memlane.interfaces.cli.options import cli_settings, gathered, llm_log_option, setting_option
 from memlane.settings import DEFAULT_STORE
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -60,13 +60,7 @@ def llm_options(func: F) -> F:
     func = gathered(LLMChoice, LLM_PARAMS, "llm")(func)
     func = setting_option("--llm-model", setting="llm_model", default=None)(func)
     func = setting_option("--llm-base-url", setting="llm_base_url", default=None)(func)
-    func = setting_option(
-        "--llm-log",
-        setting="llm_log",
-        default=None,
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="SQLite file of the LLM call log and response cache. Default: STORE with .calls.db.",
-    )(func)
+    func = llm_log_option("SQLite file of the LLM call log and response cache. Default: STORE with .calls.db.")(func)
     func = setting_option(
         "--llm",
         "llm_name",

@@ -14,17 +14,11 @@ from memlane.core.memory import Memory
 from memlane.core.store.check import StoreCheck
 from memlane.core.store.postgres import is_postgres_url, redact
 from memlane.interfaces.cli.app import call_log_path
-from memlane.interfaces.cli.options import setting_option, store_path_option
+from memlane.interfaces.cli.options import llm_log_option, store_path_option
 
 
 @click.command("check")
-@setting_option(
-    "--llm-log",
-    setting="llm_log",
-    default=None,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The LLM call log to check too. Default: STORE.calls.db, when it exists.",
-)
+@llm_log_option("The LLM call log to check too. Default: STORE.calls.db, when it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @store_path_option("Path of the SQLite store, or a postgresql:// URL. [env MEMLANE_STORE]")
 def check_cmd(llm_log: Path | None, as_json: bool, store: str) -> None:

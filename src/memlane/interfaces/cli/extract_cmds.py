@@ -17,10 +17,16 @@ from memlane.core.extraction.worker import WorkerStats
 from memlane.core.jobs import LLMOutage, QueueStatus
 from memlane.core.llm import CallLog
 from memlane.core.memory import Memory
-from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
 from memlane.core.timefmt import coerce_time
 from memlane.interfaces.cli.app import LLMChoice, call_log_path, llm_options, open_memory, store_options
-from memlane.interfaces.cli.options import CONCURRENCY, EVERY, LIMIT, WAIT, setting_option
+from memlane.interfaces.cli.options import (
+    CONCURRENCY,
+    LIMIT,
+    WAIT,
+    llm_log_option,
+    retention_every_option,
+    setting_option,
+)
 
 
 @click.command("worker")
@@ -43,15 +49,7 @@ from memlane.interfaces.cli.options import CONCURRENCY, EVERY, LIMIT, WAIT, sett
     help="Seconds a claimed job is leased; a heartbeat extends it.",
 )
 @click.option("--poll", "poll_s", type=WAIT, default=1.0, show_default=True, help="Seconds between empty polls.")
-@setting_option(
-    "--retention-every",
-    "retention_every_s",
-    setting="retention_every",
-    type=EVERY,
-    default=DEFAULT_SWEEP_INTERVAL_S,
-    show_default=True,
-    help="Seconds between retention sweeps (the first when the worker starts); 0: none.",
-)
+@retention_every_option("Seconds between retention sweeps (the first when the worker starts); 0: none.")
 @store_options
 @llm_options
 def worker_cmd(
@@ -201,13 +199,7 @@ def llm_group() -> None:
 @llm_group.command("log")
 @click.option("-n", "n", type=LIMIT, default=20, show_default=True, help="How many of the latest calls.")
 @click.option("--json", "as_json", is_flag=True)
-@setting_option(
-    "--llm-log",
-    setting="llm_log",
-    default=None,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Call log file. Default: STORE with .calls.db.",
-)
+@llm_log_option("Call log file. Default: STORE with .calls.db.")
 @store_options
 def llm_log_cmd(n: int, as_json: bool, llm_log: Path | None, store: Path, embedder: str) -> None:
     """List the latest LLM calls: model, purpose, tokens, latency, cache hits, ignored reply keys, errors.

@@ -28,6 +28,7 @@ from memlane.core.bounds import (
     MIN_WAIT_S,
 )
 from memlane.core.model_checks import MAX_TTL_S
+from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
 from memlane.core.retrieval.settings import MAX_K
 from memlane.settings import DEFAULT_STORE, Settings, env_var, load
 
@@ -60,6 +61,7 @@ PORT = click.IntRange(0, 65_535)
 ROW_ID = click.IntRange(0, MAX_ROW_ID)  # an id the store (or Citus) made: a 64-bit integer
 WAIT = Seconds(MIN_WAIT_S, MAX_PERIOD_S)  # a lease, a poll interval
 EVERY = Seconds(0, MAX_PERIOD_S)  # an interval, 0: never
+FOLDER = click.Path(file_okay=False, path_type=Path)  # a path that must not be a file
 
 
 def cli_settings(ctx: click.Context | None = None) -> Settings:
@@ -150,38 +152,45 @@ def gathered(build: Callable[..., Any], params: Mapping[str, str], name: str) ->
 
 def out_option(help_text: str) -> Callable[[F], F]:
     """``--out``: a bench command's run folder (``MEMLANE_BENCH_OUT``)."""
-    return click.option(
-        "--out",
-        type=click.Path(file_okay=False, path_type=Path),
-        required=True,
-        cls=SettingOption,
-        setting="bench_out",
-        help=f"{help_text.rstrip()} [env MEMLANE_BENCH_OUT]",
+    return setting_option("--out", setting="bench_out", type=FOLDER, required=True, help=help_text)
+
+
+quiet_option = setting_option("--quiet", setting="bench_quiet", is_flag=True, help="No progress bars.")
+log_level_option = setting_option("--log-level", setting="log_level", default="info", show_default=True)
+
+
+def llm_log_option(help_text: str) -> Callable[[F], F]:
+    """``--llm-log``: the LLM call log file (``MEMLANE_LLM_LOG``)."""
+    return setting_option(
+        "--llm-log", setting="llm_log", default=None, type=click.Path(dir_okay=False, path_type=Path), help=help_text
     )
 
 
-quiet_option = click.option(
-    "--quiet",
-    is_flag=True,
-    cls=SettingOption,
-    setting="bench_quiet",
-    help="No progress bars. [env MEMLANE_BENCH_QUIET]",
-)
-log_level_option = click.option(
-    "--log-level",
-    cls=SettingOption,
-    setting="log_level",
-    default="info",
-    show_default=True,
-    help="[env MEMLANE_LOG_LEVEL]",
-)
+def retention_every_option(help_text: str) -> Callable[[F], F]:
+    """``--retention-every``: seconds between the retention sweeps a long-running process makes."""
+    return setting_option(
+        "--retention-every",
+        "retention_every_s",
+        setting="retention_every",
+        type=EVERY,
+        default=DEFAULT_SWEEP_INTERVAL_S,
+        show_default=True,
+        help=help_text,
+    )
+
+
+def page_options(func: F) -> F:
+    """``--limit``, ``--offset`` and ``--json`` of a command that lists one page of items."""
+    func = click.option("--json", "as_json", is_flag=True, help='Print {"items", "total", "limit", "offset"}.')(func)
+    func = click.option("--offset", type=OFFSET, default=0, show_default=True)(func)
+    return click.option("--limit", type=LIMIT, default=100, show_default=True)(func)
 
 
 def bench_cache_option(help_text: str | None = None) -> Callable[[F], F]:
     """``--cache-dir``: where the bench stores and the shared embedding cache live (``MEMLANE_BENCH_CACHE``)."""
     return click.option(
         "--cache-dir",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=FOLDER,
         default=None,
         cls=SettingOption,
         setting="bench_cache",

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
 import click
 
 from memlane.core.errors import ValidationError
+from memlane.core.memory_model import PromptRegistry
 from memlane.interfaces.cli.app import open_memory, store_options
-from memlane.interfaces.cli.options import LIMIT, OFFSET, VERSION
+from memlane.interfaces.cli.options import VERSION, page_options
 from memlane.interfaces.cli.pairs import parse_pairs
 from memlane.interfaces.wire.shapes import page_json, prompt_json, prompt_version_json
 
@@ -57,9 +59,7 @@ def create_cmd(
 
 @prompt_group.command("list")
 @click.option("--archived", "include_archived", is_flag=True, help="Archived prompts too.")
-@click.option("--limit", type=LIMIT, default=100, show_default=True)
-@click.option("--offset", type=OFFSET, default=0, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help='Print {"items", "total", "limit", "offset"}.')
+@page_options
 @store_options
 def list_cmd(include_archived: bool, limit: int, offset: int, as_json: bool, store: Path, embedder: str) -> None:
     """The prompts: id, current version, number of versions, description.
@@ -128,36 +128,46 @@ def update_cmd(
     click.echo(json.dumps(prompt_json(prompt), ensure_ascii=False, indent=2))
 
 
-@prompt_group.command("archive")
-@click.argument("prompt_id")
-@click.option("--version", type=VERSION, default=None, help="Only this version.")
-@store_options
-def archive_cmd(prompt_id: str, version: int | None, store: Path, embedder: str) -> None:
+def _version_command(
+    name: str, call: Callable[[PromptRegistry, str, int | None], object], done: str, version_help: str, doc: str
+) -> None:
+    """``prompt archive`` and ``prompt purge``: ``call`` on a prompt, or on one of its versions, and the same
+    report; ``done`` is the verb of that report."""
+
+    @prompt_group.command(name, help=doc)
+    @click.argument("prompt_id")
+    @click.option("--version", type=VERSION, default=None, help=version_help)
+    @store_options
+    def command(prompt_id: str, version: int | None, store: Path, embedder: str) -> None:
+        with closing(open_memory(store, embedder)) as mem:
+            call(mem.prompts, prompt_id, version)
+        click.echo(f"{done} {prompt_id}" + ("" if version is None else f" version {version}"))
+
+
+_version_command(
+    "archive",
+    PromptRegistry.archive,
+    "archived",
+    "Only this version.",
     """Archive a prompt (its id stays reserved; it can no longer be used or updated) or one version.
 
     \b
     Example:
       memlane prompt archive travel
-    """
-    with closing(open_memory(store, embedder)) as mem:
-        mem.prompts.archive(prompt_id, version)
-    click.echo(f"archived {prompt_id}" + ("" if version is None else f" version {version}"))
-
-
-@prompt_group.command("purge")
-@click.argument("prompt_id")
-@click.option("--version", type=VERSION, default=None, help="Only this version (not the current one).")
-@store_options
-def purge_cmd(prompt_id: str, version: int | None, store: Path, embedder: str) -> None:
+    """,
+)
+_version_command(
+    "purge",
+    PromptRegistry.purge,
+    "purged",
+    "Only this version (not the current one).",
     """Delete a prompt for good, freeing its id, or one version that is not the current one.
 
     \b
     Example:
       memlane prompt purge travel
-    """
-    with closing(open_memory(store, embedder)) as mem:
-        mem.prompts.purge(prompt_id, version)
-    click.echo(f"purged {prompt_id}" + ("" if version is None else f" version {version}"))
+    """,
+)
 
 
 def register(group: click.Group) -> None:

@@ -12,7 +12,6 @@ from memlane.core.apikeys import ApiKeys
 from memlane.core.bounds import MAX_CONCURRENCY, MAX_PERIOD_S
 from memlane.core.errors import ConfigError, NotFoundError, StoreError
 from memlane.core.memory import Memory
-from memlane.core.retention import DEFAULT_SWEEP_INTERVAL_S
 from memlane.core.store.postgres import is_postgres_url
 from memlane.interfaces.cli.app import (
     LLMChoice,
@@ -28,6 +27,7 @@ from memlane.interfaces.cli.options import (
     SettingOption,
     cli_settings,
     log_level_option,
+    retention_every_option,
     setting_option,
 )
 from memlane.interfaces.serve import (
@@ -197,15 +197,7 @@ def close_memory(mem: Memory) -> None:
     show_default=True,
     help="Extraction jobs run at once in this process (needs an LLM); 0: none, run `memlane worker` separately.",
 )
-@setting_option(
-    "--retention-every",
-    "retention_every_s",
-    setting="retention_every",
-    type=EVERY,
-    default=DEFAULT_SWEEP_INTERVAL_S,
-    show_default=True,
-    help="Seconds between retention sweeps, run by the workers (with --workers > 0); 0: none.",
-)
+@retention_every_option("Seconds between retention sweeps, run by the workers (with --workers > 0); 0: none.")
 @setting_option(
     "--health-check-every",
     "health_check_every_s",

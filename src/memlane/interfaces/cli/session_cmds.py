@@ -11,7 +11,7 @@ import click
 from memlane.core.model import Session
 from memlane.core.names import shown
 from memlane.interfaces.cli.app import open_memory, store_options
-from memlane.interfaces.cli.options import LIMIT, OFFSET, TTL
+from memlane.interfaces.cli.options import TTL, page_options
 from memlane.interfaces.cli.pairs import parse_json_object, parse_pairs
 from memlane.interfaces.wire.shapes import page_json, session_json
 
@@ -72,9 +72,7 @@ def create_cmd(
 
 @session_group.command("list")
 @click.argument("user")
-@click.option("--limit", type=LIMIT, default=100, show_default=True)
-@click.option("--offset", type=OFFSET, default=0, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help='Print {"items", "total", "limit", "offset"}.')
+@page_options
 @store_options
 def list_cmd(user: str, limit: int, offset: int, as_json: bool, store: Path, embedder: str) -> None:
     """USER's sessions, the latest started first: id, start, end, live blocks.
