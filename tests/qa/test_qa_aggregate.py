@@ -8,8 +8,8 @@ import math
 import pytest
 from qa_support import lme_sample, locomo_sample
 
-from memlane.bench.qa.aggregate import BootstrapSettings, SampleScores, locomo_report, longmemeval_report, summarize
-from memlane.bench.qa.bootstrap import bootstrap_ci, stratified_bootstrap_ci
+from memlane.bench.qa.aggregate import SampleScores, locomo_report, longmemeval_report, summarize
+from memlane.bench.qa.bootstrap import BootstrapSettings, bootstrap_ci, stratified_bootstrap_ci
 from memlane.bench.qa.costs import ModelPrice, stage_costs, total_cost
 from memlane.bench.qa.records import CallUsage
 from memlane.core.errors import ValidationError
@@ -109,17 +109,18 @@ def test_bootstrap_intervals() -> None:
     assert bootstrap_ci([0.7] * 30) == (pytest.approx(0.7), pytest.approx(0.7))
     assert bootstrap_ci([]) is None
     coin = [0.0, 1.0] * 50
-    low, high = bootstrap_ci(coin, seed=1, label="x")  # type: ignore[misc]
+    seed1 = BootstrapSettings(seed=1)
+    low, high = bootstrap_ci(coin, seed1, label="x")  # type: ignore[misc]
     # The normal approximation: 0.5 +- 1.96 * sqrt(0.25 / 100) = 0.5 +- 0.098.
     assert low == pytest.approx(0.402, abs=0.03) and high == pytest.approx(0.598, abs=0.03)
-    assert bootstrap_ci(coin, seed=1, label="x") == (low, high)  # seeded
+    assert bootstrap_ci(coin, seed1, label="x") == (low, high)  # seeded
     spread = [((i * 37) % 101) / 101 for i in range(60)]
-    assert bootstrap_ci(spread, seed=1) == bootstrap_ci(spread, seed=1)
-    assert bootstrap_ci(spread, seed=1) != bootstrap_ci(spread, seed=2)
-    assert bootstrap_ci(spread, seed=1, label="a") != bootstrap_ci(spread, seed=1, label="b")
+    assert bootstrap_ci(spread, seed1) == bootstrap_ci(spread, seed1)
+    assert bootstrap_ci(spread, seed1) != bootstrap_ci(spread, BootstrapSettings(seed=2))
+    assert bootstrap_ci(spread, seed1, label="a") != bootstrap_ci(spread, seed1, label="b")
     assert stratified_bootstrap_ci([[1.0, 1.0], [0.0, 0.0], []]) == (pytest.approx(0.5), pytest.approx(0.5))
     with pytest.raises(ValueError):
-        bootstrap_ci(coin, level=1.5)
+        bootstrap_ci(coin, BootstrapSettings(level=1.5))
 
 
 def test_summary_of_all_failed() -> None:

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from memlane.bench.datasets.locomo import CATEGORY_NAMES, MEM0_CATEGORY_NAMES, iter_locomo, locomo_session_of
 from memlane.bench.datasets.longmemeval import QUESTION_TYPES, iter_longmemeval, longmemeval_session_of
 from memlane.bench.datasets.model import Haystack, Sample, Turn
-from memlane.bench.qa.aggregate import BootstrapSettings, QAReport, SampleScores, locomo_report, longmemeval_report
+from memlane.bench.qa.aggregate import QAReport, SampleScores, locomo_report, longmemeval_report
 from memlane.bench.qa.bleu import bleu1
+from memlane.bench.qa.bootstrap import BootstrapSettings
 from memlane.bench.qa.costs import ModelPrice
 from memlane.bench.qa.scoring import locomo_f1, mem0_f1, token_f1
 from memlane.bench.retrieval.metrics import (
@@ -41,6 +43,22 @@ from memlane.core.model import PerspectiveMode
 
 Before = tuple[Sequence[str], Sequence[str] | None]
 """A question's (session ids, turn ids) rankings (turn ids None: session level only)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportInputs:
+    """What a family's QA report is made from.
+
+    ``rows``: the scores of a run's questions; ``metrics``: the score names the run logged, in report order;
+    ``settings``: the bootstrap of the confidence intervals (None: the default); ``prices``: the price of
+    each model, for the cost figures (None: no price known); ``dataset``: the run's data set name.
+    """
+
+    rows: Sequence[SampleScores]
+    metrics: Sequence[str]
+    settings: BootstrapSettings | None
+    prices: Mapping[str, ModelPrice] | None
+    dataset: str
 
 
 class Family(ABC):
@@ -173,15 +191,7 @@ class Family(ABC):
         return {"category": sample.category}
 
     @abstractmethod
-    def qa_report(
-        self,
-        rows: Sequence[SampleScores],
-        *,
-        metrics: Sequence[str],
-        settings: BootstrapSettings | None,
-        prices: Mapping[str, ModelPrice] | None,
-        dataset: str,
-    ) -> QAReport:
+    def qa_report(self, given: ReportInputs) -> QAReport:
         """The QA aggregates of a run's questions."""
 
 
@@ -260,16 +270,8 @@ class LoCoMoFamily(Family):
             "category_mem0": sample.category_mem0,
         }
 
-    def qa_report(
-        self,
-        rows: Sequence[SampleScores],
-        *,
-        metrics: Sequence[str],
-        settings: BootstrapSettings | None,
-        prices: Mapping[str, ModelPrice] | None,
-        dataset: str,
-    ) -> QAReport:
-        return locomo_report(rows, metrics=metrics, settings=settings, prices=prices)
+    def qa_report(self, given: ReportInputs) -> QAReport:
+        return locomo_report(given.rows, metrics=given.metrics, settings=given.settings, prices=given.prices)
 
 
 class LongMemEvalFamily(Family):
@@ -331,16 +333,10 @@ class LongMemEvalFamily(Family):
         and BLEU-1."""
         return {"f1": token_f1(hypothesis, sample.answer), "bleu1": bleu1(hypothesis, sample.answer)}
 
-    def qa_report(
-        self,
-        rows: Sequence[SampleScores],
-        *,
-        metrics: Sequence[str],
-        settings: BootstrapSettings | None,
-        prices: Mapping[str, ModelPrice] | None,
-        dataset: str,
-    ) -> QAReport:
-        return longmemeval_report(rows, metrics=metrics, settings=settings, prices=prices, dataset=dataset)
+    def qa_report(self, given: ReportInputs) -> QAReport:
+        return longmemeval_report(
+            given.rows, metrics=given.metrics, settings=given.settings, prices=given.prices, dataset=given.dataset
+        )
 
 
 LOCOMO: Family = LoCoMoFamily()

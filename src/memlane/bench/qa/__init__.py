@@ -10,7 +10,6 @@ Quickstart::
 """
 
 from memlane.bench.qa.aggregate import (
-    BootstrapSettings,
     CategoryRow,
     MetricSummary,
     QAReport,
@@ -28,7 +27,7 @@ from memlane.bench.qa.answering import (
     resolve_choice,
 )
 from memlane.bench.qa.bleu import bleu1, word_tokens
-from memlane.bench.qa.bootstrap import bootstrap_ci, stratified_bootstrap_ci
+from memlane.bench.qa.bootstrap import BootstrapSettings, bootstrap_ci, stratified_bootstrap_ci
 from memlane.bench.qa.context import (
     ContextEntry,
     FullContext,

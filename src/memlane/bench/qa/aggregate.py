@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from memlane.bench.datasets.locomo import CATEGORY_NAMES, MEM0_CATEGORY_NAMES
 from memlane.bench.datasets.longmemeval import QUESTION_TYPES
 from memlane.bench.datasets.model import Sample
-from memlane.bench.qa.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci
+from memlane.bench.qa.bootstrap import BootstrapSettings, bootstrap_ci
 from memlane.bench.qa.bootstrap import stratified_bootstrap_ci as _stratified
 from memlane.bench.qa.costs import ModelPrice, StageCost, stage_costs, total_cost
 from memlane.bench.qa.records import CallUsage
@@ -66,15 +66,6 @@ class SampleScores:
             context_tokens,
             tuple(calls),
         )
-
-
-@dataclass(frozen=True)
-class BootstrapSettings:
-    """How intervals are drawn (recorded in the report)."""
-
-    resamples: int = DEFAULT_RESAMPLES
-    level: float = DEFAULT_LEVEL
-    seed: int = DEFAULT_SEED
 
 
 @dataclass(frozen=True)
@@ -164,7 +155,7 @@ class QAReport:
 def summarize(values: Sequence[float | None], settings: BootstrapSettings, label: str = "") -> MetricSummary:
     """Summary of one metric over some questions (``None`` = failed)."""
     scored = [v for v in values if v is not None]
-    ci = bootstrap_ci(scored, resamples=settings.resamples, level=settings.level, seed=settings.seed, label=label)
+    ci = bootstrap_ci(scored, settings, label=label)
     return MetricSummary(
         n=len(scored),
         failed=len(values) - len(scored),
@@ -258,9 +249,7 @@ def longmemeval_report(
     for m in metrics:
         per_type = [[v for r in by_type[t] if (v := r.scores.get(m)) is not None] for t in order]
         means = [sum(g) / len(g) for g in per_type if g]
-        ci = _stratified(
-            per_type, resamples=settings.resamples, level=settings.level, seed=settings.seed, label=f"task/{m}"
-        )
+        ci = _stratified(per_type, settings, label=f"task/{m}")
         task_averaged[m] = MetricSummary(
             n=sum(len(g) for g in per_type),
             failed=sum(1 for r in rows if r.scores.get(m) is None),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,14 +20,27 @@ DEFAULT_LEVEL = 0.95
 DEFAULT_SEED = 0
 
 
+@dataclass(frozen=True)
+class BootstrapSettings:
+    """How intervals are drawn (recorded in the report): ``resamples`` resamples, a ``level`` interval
+    (0.95: the central 95% of the resampled means), the generator seeded from ``seed``."""
+
+    resamples: int = DEFAULT_RESAMPLES
+    level: float = DEFAULT_LEVEL
+    seed: int = DEFAULT_SEED
+
+
+DEFAULT_BOOTSTRAP = BootstrapSettings()
+
+
 def _rng(seed: int, label: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(label.encode("utf-8"))])
 
 
-def _check(resamples: int, level: float) -> None:
-    if resamples < 1:
+def _check(settings: BootstrapSettings) -> None:
+    if settings.resamples < 1:
         raise ValueError("resamples must be >= 1")
-    if not 0.0 < level < 1.0:
+    if not 0.0 < settings.level < 1.0:
         raise ValueError("level must be between 0 and 1")
 
 
@@ -36,35 +50,25 @@ def _interval(means: np.ndarray, level: float) -> tuple[float, float]:
 
 
 def bootstrap_ci(
-    values: Sequence[float],
-    *,
-    resamples: int = DEFAULT_RESAMPLES,
-    level: float = DEFAULT_LEVEL,
-    seed: int = DEFAULT_SEED,
-    label: str = "",
+    values: Sequence[float], settings: BootstrapSettings = DEFAULT_BOOTSTRAP, label: str = ""
 ) -> tuple[float, float] | None:
     """Interval for the mean of ``values``; ``None`` when there are none."""
-    _check(resamples, level)
+    _check(settings)
     if not values:
         return None
     data = np.asarray(values, dtype=float)
-    picks = _rng(seed, label).integers(0, len(data), size=(resamples, len(data)))
-    return _interval(data[picks].mean(axis=1), level)
+    picks = _rng(settings.seed, label).integers(0, len(data), size=(settings.resamples, len(data)))
+    return _interval(data[picks].mean(axis=1), settings.level)
 
 
 def stratified_bootstrap_ci(
-    groups: Sequence[Sequence[float]],
-    *,
-    resamples: int = DEFAULT_RESAMPLES,
-    level: float = DEFAULT_LEVEL,
-    seed: int = DEFAULT_SEED,
-    label: str = "",
+    groups: Sequence[Sequence[float]], settings: BootstrapSettings = DEFAULT_BOOTSTRAP, label: str = ""
 ) -> tuple[float, float] | None:
     """Interval for the mean of the group means (empty groups are left out); ``None`` if all are empty."""
-    _check(resamples, level)
+    _check(settings)
     kept = [np.asarray(g, dtype=float) for g in groups if len(g)]
     if not kept:
         return None
-    rng = _rng(seed, label)
-    group_means = [g[rng.integers(0, len(g), size=(resamples, len(g)))].mean(axis=1) for g in kept]
-    return _interval(np.mean(np.stack(group_means), axis=0), level)
+    rng = _rng(settings.seed, label)
+    group_means = [g[rng.integers(0, len(g), size=(settings.resamples, len(g)))].mean(axis=1) for g in kept]
+    return _interval(np.mean(np.stack(group_means), axis=0), settings.level)

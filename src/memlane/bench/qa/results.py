@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memlane.bench.datasets.families import Family, family_named
-from memlane.bench.qa.aggregate import BootstrapSettings, MetricSummary, QAReport, SampleScores
+from memlane.bench.datasets.families import Family, ReportInputs, family_named
+from memlane.bench.qa.aggregate import MetricSummary, QAReport, SampleScores
+from memlane.bench.qa.bootstrap import BootstrapSettings
 from memlane.bench.qa.costs import ModelPrice
 from memlane.bench.qa.export import write_hypotheses
 from memlane.bench.qa.qalog import QA_LOG_NAME, AnswerRecord, QALogContents, read_qa_log
@@ -53,7 +54,9 @@ def build_report(
     metrics = _str_list(config.get("metrics"))
     rows = [sample_scores(r) for r in contents.records]
     family = family_named(str(config.get("family")))
-    return family.qa_report(rows, metrics=metrics, settings=bootstrap, prices=prices, dataset=str(config["dataset"]))
+    return family.qa_report(
+        ReportInputs(rows=rows, metrics=metrics, settings=bootstrap, prices=prices, dataset=str(config["dataset"]))
+    )
 
 
 def failure_counts(records: Sequence[AnswerRecord]) -> dict[str, int]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from memlane.bench.datasets.families import Family
 from memlane.bench.datasets.registry import DATASETS
-from memlane.bench.qa.aggregate import BootstrapSettings
+from memlane.bench.qa.bootstrap import BootstrapSettings
 from memlane.bench.qa.costs import ModelPrice
 from memlane.bench.qa.judges import JUDGES
 from memlane.bench.qa.prompts import PromptKind, get_prompt
