@@ -61,6 +61,7 @@ PORT = click.IntRange(0, 65_535)
 ROW_ID = click.IntRange(0, MAX_ROW_ID)  # an id the store (or Citus) made: a 64-bit integer
 WAIT = Seconds(MIN_WAIT_S, MAX_PERIOD_S)  # a lease, a poll interval
 EVERY = Seconds(0, MAX_PERIOD_S)  # an interval, 0: never
+TIMEOUT = Seconds(0.1, MAX_PERIOD_S)  # how long a server waits for a client or for a job
 FOLDER = click.Path(file_okay=False, path_type=Path)  # a path that must not be a file
 
 
@@ -164,6 +165,11 @@ def llm_log_option(help_text: str) -> Callable[[F], F]:
     return setting_option(
         "--llm-log", setting="llm_log", default=None, type=click.Path(dir_okay=False, path_type=Path), help=help_text
     )
+
+
+def timeout_option(*decls: str, setting: str, default: float, help: str) -> Callable[[F], F]:
+    """A server's timeout in seconds (:data:`TIMEOUT`), its default shown."""
+    return setting_option(*decls, setting=setting, type=TIMEOUT, default=default, show_default=True, help=help)
 
 
 def retention_every_option(help_text: str) -> Callable[[F], F]:

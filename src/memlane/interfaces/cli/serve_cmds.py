@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from memlane.core.apikeys import ApiKeys
-from memlane.core.bounds import MAX_CONCURRENCY, MAX_PERIOD_S
+from memlane.core.bounds import MAX_CONCURRENCY
 from memlane.core.errors import ConfigError, NotFoundError, StoreError
 from memlane.core.memory import Memory
 from memlane.core.store.postgres import is_postgres_url
@@ -23,12 +23,12 @@ from memlane.interfaces.cli.app import (
 from memlane.interfaces.cli.options import (
     EVERY,
     PORT,
-    Seconds,
     SettingOption,
     cli_settings,
     log_level_option,
     retention_every_option,
     setting_option,
+    timeout_option,
 )
 from memlane.interfaces.serve import (
     HttpService,
@@ -70,12 +70,10 @@ def keys_option(func: F) -> F:
 
 def guard_options(func: F) -> F:
     """``--allowed-hosts`` and ``--read-timeout`` (shared by ``memlane serve`` and ``memlane mcp``)."""
-    func = setting_option(
+    func = timeout_option(
         "--read-timeout",
         setting="http_read_timeout",
-        type=Seconds(0.1, MAX_PERIOD_S),
         default=DEFAULT_READ_TIMEOUT_S,
-        show_default=True,
         help="Seconds a client has to send a request's headers, and again its body; then 408 and the "
         "connection is closed.",
     )(func)
@@ -229,13 +227,11 @@ def close_memory(mem: Memory) -> None:
     show_default=True,
     help="Serve the Agent Memory API (its SDK's routes: /users, /prompts, /health) beside /v1.",
 )
-@setting_option(
+@timeout_option(
     "--agent-sync-timeout",
     "agent_sync_timeout_s",
     setting="agent_sync_timeout",
-    type=Seconds(0.1, MAX_PERIOD_S),
     default=DEFAULT_AGENT_SYNC_TIMEOUT_S,
-    show_default=True,
     help="Seconds an Agent Memory add with async_processing false waits for its extraction, the LLM's retries "
     "included; then 502 UPSTREAM_ERROR, the blocks stored and left to the workers. Keep it under the "
     "clients' own timeout (the SDK's: 30 s).",
