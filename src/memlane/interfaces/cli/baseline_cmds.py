@@ -7,11 +7,9 @@ from pathlib import Path
 import click
 
 from memlane.bench.datasets.families import LOCOMO, LONGMEMEVAL
-from memlane.bench.reports.report import format_mode_table, format_modes_table
-from memlane.bench.reports.results import load_results
 from memlane.bench.retrieval.baselines import BASELINES, BaselineOptions, run_baselines
 from memlane.bench.retrieval.runlog import DEFAULT_EMBEDDER
-from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, baseline_names, ks_option
+from memlane.interfaces.cli.bench_cmds import DATASET_CHOICE, baseline_names, ks_option, print_tables
 from memlane.interfaces.cli.dataset_cmds import data_dir_option
 from memlane.interfaces.cli.options import (
     bench_cache_option,
@@ -91,11 +89,7 @@ def baselines_cmd(
         f"{outcome.seconds:.1f} s in all",
         err=True,
     )
-    results = load_results(out)
-    click.echo(f"\n{results.dataset}: baselines side by side\n\n{format_modes_table(results)}")
-    for mode in results.modes:
-        click.echo(f"\n{results.dataset}, {mode}:\n\n{format_mode_table(results, mode)}")
-    click.echo(f"\nreport: {out / 'report.md'}")
+    print_tables(out, "baselines", headline=False)
 
 
 def register(group: click.Group) -> None:

@@ -422,16 +422,19 @@ def retrieval_cmd(
         f"{outcome.errors} errors, {outcome.seconds:.1f} s in all",
         err=True,
     )
-    _print_tables(out)
+    print_tables(out)
 
 
-def _print_tables(run_dir: Path) -> None:
+def print_tables(run_dir: Path, modes: str = "modes", *, headline: bool = True) -> None:
+    """A run folder's tables: its modes side by side (``modes`` names them in the title), then each mode's
+    per-category table, the report's path and, with ``headline``, the headline figures."""
     results = load_results(run_dir)
-    click.echo(f"\n{results.dataset}: modes side by side\n\n{format_modes_table(results)}")
+    click.echo(f"\n{results.dataset}: {modes} side by side\n\n{format_modes_table(results)}")
     for mode in results.modes:
         click.echo(f"\n{results.dataset}, {mode}:\n\n{format_mode_table(results, mode)}")
     click.echo(f"\nreport: {run_dir / 'report.md'}")
-    click.echo(format_headline(results, run_dir / "report.md"))
+    if headline:
+        click.echo(format_headline(results, run_dir / "report.md"))
 
 
 @bench_group.command("ingest")
@@ -483,7 +486,7 @@ def report_cmd(run_dir: Path) -> None:
       memlane bench report runs/locomo
     """
     write_reports(run_dir)
-    _print_tables(run_dir)
+    print_tables(run_dir)
 
 
 @bench_group.command("compare")
