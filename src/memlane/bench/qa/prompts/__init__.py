@@ -72,7 +72,8 @@ class PromptTemplate:
 
 @dataclass(frozen=True)
 class _Builtin:
-    file: str
+    """A prompt shipped with the harness, in the file ``<prompt id>.txt`` beside this module."""
+
     kind: PromptKind
     fields: tuple[str, ...]
     positional: bool
@@ -88,56 +89,44 @@ _LME_EVAL = "verbatim: LongMemEval src/evaluation/evaluate_qa.py (xiaowu0162/Lon
 _LME_GEN = "verbatim: LongMemEval src/generation/run_generation.py (xiaowu0162/LongMemEval @9e0b455)"
 _OURS = "memlane"
 
+
+def _lme_judge(sha256: str, used_for: str) -> _Builtin:
+    """One of LongMemEval's yes/no judge prompts, verbatim; ``used_for``: the questions it judges."""
+    return _Builtin(PromptKind.JUDGE_YES_NO, _LME_JUDGE, True, sha256, f"{_LME_EVAL}; {used_for}", max_tokens=10)
+
+
+def _lme_reader(sha256: str, method: str, max_tokens: int) -> _Builtin:
+    """One of LongMemEval's reader (answer) prompts, verbatim; ``method``: how it reads the history."""
+    return _Builtin(PromptKind.ANSWER, _LME_READER, True, sha256, f"{_LME_GEN}; {method}", max_tokens=max_tokens)
+
+
+def _short_answer(sha256: str, source: str) -> _Builtin:
+    """One of memlane's short-answer prompts: the reader's fields, by name; 100 tokens of answer."""
+    return _Builtin(PromptKind.ANSWER, _LME_READER, False, sha256, _OURS + source, max_tokens=100)
+
+
 # Pinned hashes: checked when a prompt is first loaded. The verbatim ones are also compared with the data
 # sets' READMEs by the tests.
 _BUILTINS: dict[str, _Builtin] = {
-    "lme-judge-default-v1": _Builtin(
-        "lme-judge-default-v1.txt",
-        PromptKind.JUDGE_YES_NO,
-        _LME_JUDGE,
-        True,
+    "lme-judge-default-v1": _lme_judge(
         "fba020ba3d57982efdc9a937c1c01f897b789a608c7f88e60244121f6505e5bc",
-        _LME_EVAL + "; single-session-user, single-session-assistant, multi-session",
-        max_tokens=10,
+        "single-session-user, single-session-assistant, multi-session",
     ),
-    "lme-judge-temporal-v1": _Builtin(
-        "lme-judge-temporal-v1.txt",
-        PromptKind.JUDGE_YES_NO,
-        _LME_JUDGE,
-        True,
-        "8d33a5fdd83afeeb4592454a965eab43d1fcb2dedc042d1d3892f4254be6c273",
-        _LME_EVAL + "; temporal-reasoning",
-        max_tokens=10,
+    "lme-judge-temporal-v1": _lme_judge(
+        "8d33a5fdd83afeeb4592454a965eab43d1fcb2dedc042d1d3892f4254be6c273", "temporal-reasoning"
     ),
-    "lme-judge-knowledge-update-v1": _Builtin(
-        "lme-judge-knowledge-update-v1.txt",
-        PromptKind.JUDGE_YES_NO,
-        _LME_JUDGE,
-        True,
-        "183a9b3a6197ec620940f610cdc1207201ec98c1113dd633ea685cfc322fafac",
-        _LME_EVAL + "; knowledge-update",
-        max_tokens=10,
+    "lme-judge-knowledge-update-v1": _lme_judge(
+        "183a9b3a6197ec620940f610cdc1207201ec98c1113dd633ea685cfc322fafac", "knowledge-update"
     ),
-    "lme-judge-preference-v1": _Builtin(
-        "lme-judge-preference-v1.txt",
-        PromptKind.JUDGE_YES_NO,
-        _LME_JUDGE,
-        True,
+    "lme-judge-preference-v1": _lme_judge(
         "741ee3bcbea7ff5e8ed359acef61d2f8ded3de021bbcff6ee13de455f2e2aa9b",
-        _LME_EVAL + "; single-session-preference (gold = the rubric)",
-        max_tokens=10,
+        "single-session-preference (gold = the rubric)",
     ),
-    "lme-judge-abstention-v1": _Builtin(
-        "lme-judge-abstention-v1.txt",
-        PromptKind.JUDGE_YES_NO,
-        _LME_JUDGE,
-        True,
+    "lme-judge-abstention-v1": _lme_judge(
         "5c0b365a1e1d06db36377c735432b56e122ca3c428f89faf61d43a0d5a7e050b",
-        _LME_EVAL + "; question ids containing _abs (gold = the explanation)",
-        max_tokens=10,
+        "question ids containing _abs (gold = the explanation)",
     ),
     "locomo-judge-mem0-v1": _Builtin(
-        "locomo-judge-mem0-v1.txt",
         PromptKind.JUDGE_LABEL,
         ("question", "gold_answer", "generated_answer"),
         False,
@@ -146,7 +135,6 @@ _BUILTINS: dict[str, _Builtin] = {
         "last commit before its removal)",
     ),
     "strict-judge-v1": _Builtin(
-        "strict-judge-v1.txt",
         PromptKind.JUDGE_LABEL,
         ("question_date", "question", "gold", "response"),
         False,
@@ -156,7 +144,6 @@ _BUILTINS: dict[str, _Builtin] = {
         strict_labels=True,
     ),
     "abstention-judge-v1": _Builtin(
-        "abstention-judge-v1.txt",
         PromptKind.JUDGE_LABEL,
         ("question", "response"),
         False,
@@ -165,51 +152,26 @@ _BUILTINS: dict[str, _Builtin] = {
         max_tokens=200,
         strict_labels=True,
     ),
-    "lme-reader-direct-v1": _Builtin(
-        "lme-reader-direct-v1.txt",
-        PromptKind.ANSWER,
-        _LME_READER,
-        True,
-        "e427ff913456e51a132ec865b1b5038d562bdc36890976943ad421cc9b365c9d",
-        _LME_GEN + "; direct reading, plain history",
-        max_tokens=500,
+    "lme-reader-direct-v1": _lme_reader(
+        "e427ff913456e51a132ec865b1b5038d562bdc36890976943ad421cc9b365c9d", "direct reading, plain history", 500
     ),
-    "lme-reader-con-v1": _Builtin(
-        "lme-reader-con-v1.txt",
-        PromptKind.ANSWER,
-        _LME_READER,
-        True,
+    "lme-reader-con-v1": _lme_reader(
         "9e2b3110622929ab896696dd8937231c7436740ec3b9586f653f97346e19ab2c",
-        _LME_GEN + "; Chain-of-Note (step by step), plain history",
-        max_tokens=800,
+        "Chain-of-Note (step by step), plain history",
+        800,
     ),
-    "locomo-short-answer-v1": _Builtin(
-        "locomo-short-answer-v1.txt",
-        PromptKind.ANSWER,
-        ("context", "question_date", "question"),
-        False,
+    "locomo-short-answer-v1": _short_answer(
         "eae15db7730c2aac6af86991b8b8431914c29bed2ba7ebaef95c4c0558bd8bb8",
-        _OURS + " context header, then verbatim LoCoMo task_eval/gpt_utils.py QA_PROMPT",
-        max_tokens=100,
+        " context header, then verbatim LoCoMo task_eval/gpt_utils.py QA_PROMPT",
     ),
-    "locomo-adversarial-v1": _Builtin(
-        "locomo-adversarial-v1.txt",
-        PromptKind.ANSWER,
-        ("context", "question_date", "question"),
-        False,
+    "locomo-adversarial-v1": _short_answer(
         "d5e24e486a58b7c9431e7b57f5e89fadf90f91b0b11fc5055ce1bb21c7b5b748",
-        _OURS + " context header, then the verbatim LoCoMo category-5 prompt of task_eval/gpt_utils.py "
+        " context header, then the verbatim LoCoMo category-5 prompt of task_eval/gpt_utils.py "
         "(the question carries the two options: see answering.adversarial_question)",
-        max_tokens=100,
     ),
-    "resolve-dates-v1": _Builtin(
-        "resolve-dates-v1.txt",
-        PromptKind.ANSWER,
-        ("context", "question_date", "question"),
-        False,
+    "resolve-dates-v1": _short_answer(
         "3b12814d04b87ef7bbbbaa776df378e39075c285ab5d7f7b1de62aedff69e0d6",
-        _OURS + ": short answer, relative dates resolved against each memory's date and the question date",
-        max_tokens=100,
+        ": short answer, relative dates resolved against each memory's date and the question date",
     ),
 }
 
@@ -218,7 +180,8 @@ _LOADED: dict[str, PromptTemplate] = {}
 
 
 def _load_builtin(prompt_id: str, spec: _Builtin) -> PromptTemplate:
-    text = resources.files(__name__).joinpath(spec.file).read_bytes().decode("utf-8")
+    file = f"{prompt_id}.txt"
+    text = resources.files(__name__).joinpath(file).read_bytes().decode("utf-8")
     template = PromptTemplate(
         id=prompt_id,
         kind=spec.kind,
@@ -231,7 +194,7 @@ def _load_builtin(prompt_id: str, spec: _Builtin) -> PromptTemplate:
     )
     if template.sha256 != spec.sha256:
         raise ConfigError(
-            f"prompt file {spec.file} has sha256 {template.sha256}, but {prompt_id} is pinned to {spec.sha256}: "
+            f"prompt file {file} has sha256 {template.sha256}, but {prompt_id} is pinned to {spec.sha256}: "
             "a changed prompt needs a new id"
         )
     return template
