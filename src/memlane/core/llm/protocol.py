@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeAlias, TypedDict
+from typing import Protocol, TypeAlias, TypedDict, Unpack
 
 from memlane.core.errors import ValidationError
 
@@ -44,6 +44,30 @@ class LLMResult:
     call_id: int | None
 
 
+class TextOptions(TypedDict, total=False):
+    """The keywords :meth:`LLM.complete_text` and :meth:`LLM.complete_json` take beside the messages, each
+    optional: ``temperature`` (default 0.0); ``max_tokens`` (default None: the server's limit); ``purpose``
+    labels the call in the log (``extract``, ``answer``, ``judge``; default ""); ``namespace`` is the memory
+    user the call is made for, so deleting the user deletes its logged calls; ``block_id`` the memory block it
+    is about (an extraction's), so deleting the block deletes them (both default None)."""
+
+    temperature: float
+    max_tokens: int | None
+    purpose: str
+    namespace: str | None
+    block_id: str | None
+
+
+class JsonOptions(TextOptions, total=False):
+    """:meth:`LLM.complete_json`'s keywords: those of :class:`TextOptions`, and ``schema``, the JSON Schema the
+    value must meet (default None: any JSON value), and ``deadline``, a :func:`time.monotonic` instant by which
+    the call ends, its retries, re-asks and waits included (a caller that answers a client within a bound;
+    default None: the client's own timeouts and retries)."""
+
+    schema: JSONSchema | None
+    deadline: float | None
+
+
 class LLM(Protocol):
     """A chat model that answers in JSON (extraction) or in free text (answering)."""
 
@@ -57,41 +81,15 @@ class LLM(Protocol):
         """The model the requests name; part of every cache key."""
         ...
 
-    def complete_json(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        schema: JSONSchema | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        purpose: str = "",
-        namespace: str | None = None,
-        block_id: str | None = None,
-        deadline: float | None = None,
-    ) -> LLMResult:
-        """Ask for one JSON value, checked against ``schema`` when given.
-
-        ``purpose`` labels the call in the log (``extract``, ``answer``, ``judge``); ``namespace`` is the
-        memory user the call is made for, so deleting the user deletes its logged calls; ``block_id`` the
-        memory block it is about (an extraction's), so deleting the block deletes them. ``deadline``: a
-        :func:`time.monotonic` instant by which the call ends, its retries, re-asks and waits included (a
-        caller that answers a client within a bound); None: the client's own timeouts and retries.
+    def complete_json(self, messages: Sequence[ChatMessage], **options: Unpack[JsonOptions]) -> LLMResult:
+        """Ask for one JSON value, checked against ``schema`` when given (the options: :class:`JsonOptions`).
         Raises :class:`~memlane.core.errors.LLMTransportError` or
         :class:`~memlane.core.errors.LLMResponseError` once the retries (or the time) are spent.
         """
         ...
 
-    def complete_text(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        purpose: str = "",
-        namespace: str | None = None,
-        block_id: str | None = None,
-    ) -> LLMResult:
-        """Ask for a free-text reply."""
+    def complete_text(self, messages: Sequence[ChatMessage], **options: Unpack[TextOptions]) -> LLMResult:
+        """Ask for a free-text reply (the options: :class:`TextOptions`)."""
         ...
 
 
