@@ -9,7 +9,7 @@ import pytest
 
 from memlane.core.errors import ValidationError
 from memlane.core.llm.chat import ChatCall, ChatLLM
-from memlane.core.llm.protocol import LLM, ChatMessage, LLMResult
+from memlane.core.llm.protocol import LLM, CallUsage, ChatMessage, LLMResult
 
 MESSAGES: list[ChatMessage] = [{"role": "user", "content": "hello"}]
 SCHEMA = {"type": "object"}
@@ -24,7 +24,7 @@ class Recording(ChatLLM):
 
     def _run(self, call: ChatCall) -> LLMResult:
         self.calls.append(call)
-        return LLMResult("{}", {}, self.model, None, None, 0.0, False, None)
+        return LLMResult(self.model, None, None, 0.0, False, None, text="{}", parsed={})
 
 
 def test_defaults_when_no_option_is_given() -> None:
@@ -78,3 +78,19 @@ def test_the_schema_and_the_messages_are_checked_before_the_call() -> None:
         llm.complete_json([], schema=SCHEMA)
     with pytest.raises(ValidationError):
         llm.complete_json(MESSAGES, schema={"type": "no such type"})
+
+
+def test_a_result_is_its_usage_and_its_reply() -> None:
+    result = LLMResult("m", 3, 4, 1.5, True, 7, text='{"a": 1}', parsed={"a": 1})
+    usage = CallUsage.of(result)
+    assert usage == CallUsage("m", 3, 4, 1.5, True, 7) and type(usage) is CallUsage
+    assert usage.to_json() == {
+        "model": "m",
+        "tokens_in": 3,
+        "tokens_out": 4,
+        "latency_ms": 1.5,
+        "cached": True,
+        "call_id": 7,
+    }
+    with pytest.raises(TypeError):  # the reply is keyword-only: a positional call cannot mix the fields up
+        LLMResult('{"a": 1}', {"a": 1}, "m", 3, 4, 1.5, True, 7)  # type: ignore[call-arg, arg-type]

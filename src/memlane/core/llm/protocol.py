@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Protocol, TypeAlias, TypedDict, Unpack
 
 from memlane.core.errors import ValidationError
@@ -25,23 +25,39 @@ class ChatMessage(TypedDict):
 
 
 @dataclass(frozen=True, slots=True)
-class LLMResult:
-    """What one ``complete_*`` call returned.
+class CallUsage:
+    """What one call used: the model, the token counts (``None`` when the server did not report them; for a
+    retried call they add up every attempt), the latency, whether the reply came from the call log without a
+    request (``cached``), and the call's row id in the :class:`~memlane.core.llm.calllog.CallLog`, if one is
+    kept (``call_id``)."""
 
-    ``parsed`` is the decoded and shape-checked JSON value for :meth:`LLM.complete_json` and ``None`` for
-    :meth:`LLM.complete_text`. Token counts are ``None`` when the server did not report them; for a retried
-    call they add up every attempt. ``cached`` is true when the reply came from the call log without a
-    request. ``call_id`` is the row id in the :class:`~memlane.core.llm.calllog.CallLog`, if one is kept.
-    """
-
-    text: str
-    parsed: JSONValue
     model: str
     tokens_in: int | None
     tokens_out: int | None
     latency_ms: float
     cached: bool
     call_id: int | None
+
+    @staticmethod
+    def of(result: CallUsage) -> CallUsage:
+        """The usage part of ``result`` (an :class:`LLMResult`), its reply left out."""
+        return CallUsage(
+            result.model, result.tokens_in, result.tokens_out, result.latency_ms, result.cached, result.call_id
+        )
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON object with the fields above."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LLMResult(CallUsage):
+    """What one ``complete_*`` call returned: its :class:`CallUsage` and the reply, ``text``, and ``parsed``:
+    the decoded and shape-checked JSON value for :meth:`LLM.complete_json` and ``None`` for
+    :meth:`LLM.complete_text`. The reply's fields are keyword-only."""
+
+    text: str
+    parsed: JSONValue
 
 
 class TextOptions(TypedDict, total=False):
