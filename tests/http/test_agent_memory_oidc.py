@@ -21,7 +21,8 @@ from jwt.algorithms import RSAAlgorithm  # noqa: E402
 
 from memlane.core.errors import ConfigError  # noqa: E402
 from memlane.core.store.sqlite import SqliteStore  # noqa: E402
-from memlane.interfaces.http.oidc import OidcSettings, OidcVerifier  # noqa: E402
+from memlane.interfaces.http.oidc import OidcVerifier  # noqa: E402
+from memlane.interfaces.wire.oidc import OidcSettings  # noqa: E402
 
 ISSUER = "https://idp.example/realms/agents"
 AUDIENCE = "memlane"

@@ -235,3 +235,23 @@ def test_insecure_dev_opens_admin_routes_only(service: Service) -> None:
         assert client.get("/v1/memories", headers={"Authorization": f"Bearer {key}"}).status_code == 200
     finally:
         transport.shutdown()
+
+
+def test_the_documented_answers_of_the_creates_and_of_the_routes(service: Service) -> None:
+    """What the API's description says a route may answer: the errors every route of the /v1 routers may
+    answer, the LLM's 502 for the memory routes, and a create's 201 (new), 409 (exists) or 200 (accepted)."""
+    paths = service.app.openapi()["paths"]
+    common = {"400", "401", "403", "404", "413", "422", "503"}
+    for path, method, model, existed in (
+        ("/v1/users", "post", "UserCreated", "It existed."),
+        ("/v1/sessions", "post", "SessionOut", "It existed (exist_ok)."),
+    ):
+        answers = paths[path][method]["responses"]
+        assert set(answers) == common | {"200", "201", "409"}, path
+        for code in ("201", "200"):
+            schema = answers[code]["content"]["application/json"]["schema"]["$ref"]
+            assert schema.rpartition("/")[2].endswith(model), (path, code)
+        assert answers["200"]["description"] == existed
+    assert set(paths["/v1/users/{user}/keys/{key_id}"]["delete"]["responses"]) >= common
+    assert set(paths["/v1/search"]["post"]["responses"]) >= common | {"502"}
+    assert "502" not in paths["/v1/prompts"]["post"]["responses"]

@@ -3,6 +3,7 @@ client, stopped by SIGTERM; and the refusals that come before anything listens."
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from click.testing import CliRunner
@@ -18,8 +20,11 @@ from http_support import ADMIN_KEY, CLI, chat, wait_for_port
 
 from memlane.client import Client
 from memlane.client.errors import ConfigError
+from memlane.core.memory import Memory
 from memlane.interfaces.cli.app import cli, register_all
-from memlane.interfaces.cli.serve_cmds import register
+from memlane.interfaces.cli.serve_cmds import oidc_choice, register
+from memlane.interfaces.serve import HttpService, run_http
+from memlane.interfaces.wire.oidc import OidcSettings
 
 
 def the_cli() -> object:
@@ -96,3 +101,20 @@ def test_refusals_before_listening(tmp_path: Path, args: list[str], env: dict[st
     res = CliRunner().invoke(the_cli(), args, env={"MEMLANE_ADMIN_KEY": "", **base, **env})  # type: ignore[arg-type]
     assert res.exit_code == 1, res.output
     assert message in res.stderr
+
+
+def test_every_serve_option_reaches_the_http_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each field of HttpService (an option of `memlane serve`) reaches the service's options or settings
+    under its own name, none dropped; the OIDC options unset on the command line are not checked."""
+    import memlane.interfaces.http.server as server
+
+    got: dict[str, Any] = {}
+    monkeypatch.setattr(server, "serve", lambda memory, **kw: got.update(kw))
+    oidc = oidc_choice(Path("jwks.json"), "https://idp.example", "", "preferred_username", "groups")
+    assert oidc == OidcSettings(Path("jwks.json"), "https://idp.example", None, "preferred_username", "groups")
+    service = HttpService("10.0.0.1", 1234, 3, "debug", False, 99, ("a.example",), 7.5, 11.0, 13.0, False, oidc, 17.0)
+    run_http(cast(Memory, None), service, admin_key="key", insecure_dev=True)
+    assert (got["admin_key"], got["insecure_dev"]) == ("key", True)
+    for field in dataclasses.fields(service):
+        holders = [o for o in (got["options"], got["settings"]) if hasattr(o, field.name)]
+        assert [getattr(o, field.name) for o in holders] == [getattr(service, field.name)], field.name

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memlane.core.apikeys import ApiKeys
 from memlane.core.memory import Memory
+from memlane.interfaces.wire.oidc import OidcSettings
 from memlane.settings import DEFAULT_AGENT_SYNC_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_Options = TypeVar("_Options", bound="DataclassInstance")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,20 +38,8 @@ class HttpService:
     retention_every_s: float
     health_check_every_s: float = 3600.0
     agent_memory_api: bool = True
-    oidc: OidcOptions | None = None
+    oidc: OidcSettings | None = None
     agent_sync_timeout_s: float = DEFAULT_AGENT_SYNC_TIMEOUT_S
-
-
-@dataclass(frozen=True, slots=True)
-class OidcOptions:
-    """OpenID Connect bearer tokens (``memlane.interfaces.http.oidc``): the key set file, what tokens must
-    name (empty: not checked), and the claims that name the user and the role."""
-
-    jwks_file: Path
-    issuer: str = ""
-    audience: str = ""
-    user_claim: str = "sub"
-    role_claim: str = "role"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,37 +62,19 @@ def check_admin_key(admin_key: str | None, *, insecure_dev: bool, host: str) -> 
 
 def run_http(memory: Memory, service: HttpService, *, admin_key: str | None, insecure_dev: bool) -> None:
     """Serve the HTTP API (and its extraction workers) until SIGTERM or Ctrl-C."""
-    from memlane.interfaces.http.oidc import OidcSettings
     from memlane.interfaces.http.server import ServeOptions, serve
     from memlane.interfaces.http.settings import HttpSettings
 
-    o = service.oidc
-    oidc = None
-    if o is not None:
-        oidc = OidcSettings(o.jwks_file, o.issuer or None, o.audience or None, o.user_claim, o.role_claim)
+    options, settings = _same_named(ServeOptions, service), _same_named(HttpSettings, service)
+    serve(memory, admin_key=admin_key, insecure_dev=insecure_dev, options=options, settings=settings)
 
-    serve(
-        memory,
-        admin_key=admin_key,
-        insecure_dev=insecure_dev,
-        options=ServeOptions(
-            host=service.host,
-            port=service.port,
-            workers=service.workers,
-            retention_every_s=service.retention_every_s,
-            log_level=service.log_level,
-            access_log=service.access_log,
-        ),
-        settings=HttpSettings(
-            max_body_bytes=service.max_body_bytes,
-            allowed_hosts=service.allowed_hosts,
-            read_timeout_s=service.read_timeout_s,
-            health_check_every_s=service.health_check_every_s,
-            agent_memory_api=service.agent_memory_api,
-            oidc=oidc,
-            agent_sync_timeout_s=service.agent_sync_timeout_s,
-        ),
-    )
+
+def _same_named(cls: type[_Options], service: HttpService) -> _Options:
+    """``cls`` holding the fields of ``service`` it has a field of the same name for (its others at their
+    defaults): each of the service's options goes where the HTTP service reads it, under its own name."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    given: dict[str, Any] = {f.name: getattr(service, f.name) for f in dataclasses.fields(service) if f.name in names}
+    return cls(**given)
 
 
 def run_mcp_stdio(memory: Memory, user: str) -> None:

@@ -5,28 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from memlane.core.errors import LLMError, LLMResponseError
-from memlane.core.llm import LLMResult
-
-
-@dataclass(frozen=True, slots=True)
-class CallUsage:
-    """Model, token counts (``None`` when the server did not report them), latency and cache hit of one call."""
-
-    model: str
-    tokens_in: int | None
-    tokens_out: int | None
-    latency_ms: float
-    cached: bool
-    call_id: int | None
-
-    @classmethod
-    def of(cls, result: LLMResult) -> CallUsage:
-        """The usage part of an :class:`~memlane.core.llm.LLMResult`."""
-        return cls(result.model, result.tokens_in, result.tokens_out, result.latency_ms, result.cached, result.call_id)
-
-    def to_json(self) -> dict[str, object]:
-        """A JSON object with the fields above."""
-        return asdict(self)
+from memlane.core.llm import CallUsage as CallUsage  # the usage part of an LLMResult, as the records keep it
 
 
 @dataclass(frozen=True, slots=True)

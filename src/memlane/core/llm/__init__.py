@@ -12,7 +12,16 @@ Offline, ``make_llm("scripted")`` answers deterministically with no network.
 
 from memlane.core.llm.calllog import CallEntry, CallLog, CallRecord, CallStats
 from memlane.core.llm.openai_client import OpenAIChatClient
-from memlane.core.llm.protocol import LLM, ChatMessage, JSONSchema, JSONValue, LLMResult
+from memlane.core.llm.protocol import (
+    LLM,
+    CallUsage,
+    ChatMessage,
+    JsonOptions,
+    JSONSchema,
+    JSONValue,
+    LLMResult,
+    TextOptions,
+)
 from memlane.core.llm.registry import LLMFactory, llm_names, make_llm, register_llm
 from memlane.core.llm.scripted import ScriptedFailure, ScriptedLLM
 from memlane.core.llm.settings import LLMSettings
@@ -23,15 +32,18 @@ __all__ = [
     "CallLog",
     "CallRecord",
     "CallStats",
+    "CallUsage",
     "ChatMessage",
     "JSONSchema",
     "JSONValue",
+    "JsonOptions",
     "LLMFactory",
     "LLMResult",
     "LLMSettings",
     "OpenAIChatClient",
     "ScriptedFailure",
     "ScriptedLLM",
+    "TextOptions",
     "llm_names",
     "make_llm",
     "register_llm",

@@ -7,10 +7,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Unpack
 
 from memlane.core.llm.jsonshape import check_schema
-from memlane.core.llm.protocol import LLM, ChatMessage, JSONSchema, LLMResult, check_messages
+from memlane.core.llm.protocol import LLM, ChatMessage, JsonOptions, JSONSchema, LLMResult, TextOptions, check_messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,66 +37,62 @@ class ChatCall:
             "max_tokens": self.max_tokens,
         }
 
+    @classmethod
+    def of(
+        cls,
+        messages: Sequence[ChatMessage],
+        options: TextOptions,
+        *,
+        want_json: bool,
+        schema: JSONSchema | None = None,
+        deadline: float | None = None,
+    ) -> ChatCall:
+        """A call of ``messages`` (checked) with ``options``, those not given at their defaults (see
+        :class:`~memlane.core.llm.protocol.TextOptions`); TypeError for a keyword the call does not take, as
+        Python raises for a named parameter."""
+        unknown = sorted(options.keys() - TextOptions.__optional_keys__)
+        if unknown:
+            kind = "complete_json" if want_json else "complete_text"
+            raise TypeError(f"{kind}() got an unexpected keyword argument {unknown[0]!r}")
+        if schema is not None:
+            check_schema(schema)
+        return cls(
+            check_messages(messages),
+            schema,
+            want_json,
+            options.get("temperature", 0.0),
+            options.get("max_tokens"),
+            options.get("purpose", ""),
+            options.get("namespace"),
+            options.get("block_id"),
+            deadline,
+        )
+
     def ask(self, llm: LLM) -> LLMResult:
         """The same call made to ``llm``."""
-        options = _Options(
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            purpose=self.purpose,
-            namespace=self.namespace,
-            block_id=self.block_id,
-        )
+        options: TextOptions = {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "purpose": self.purpose,
+            "namespace": self.namespace,
+            "block_id": self.block_id,
+        }
         if self.want_json:
             return llm.complete_json(self.messages, schema=self.schema, deadline=self.deadline, **options)
         return llm.complete_text(self.messages, **options)
 
 
-class _Options(TypedDict):
-    """The arguments complete_json and complete_text both take, beside the messages."""
-
-    temperature: float
-    max_tokens: int | None
-    purpose: str
-    namespace: str | None
-    block_id: str | None
-
-
 class ChatLLM(ABC):
     """An :class:`~memlane.core.llm.protocol.LLM` whose calls are answered by :meth:`_run`."""
 
-    def complete_json(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        schema: JSONSchema | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        purpose: str = "",
-        namespace: str | None = None,
-        block_id: str | None = None,
-        deadline: float | None = None,
-    ) -> LLMResult:
+    def complete_json(self, messages: Sequence[ChatMessage], **options: Unpack[JsonOptions]) -> LLMResult:
         """Ask for one JSON value, checked against ``schema`` when given; see :meth:`LLM.complete_json`."""
-        if schema is not None:
-            check_schema(schema)
-        call = ChatCall(
-            check_messages(messages), schema, True, temperature, max_tokens, purpose, namespace, block_id, deadline
-        )
-        return self._run(call)
+        schema, deadline = options.pop("schema", None), options.pop("deadline", None)
+        return self._run(ChatCall.of(messages, options, want_json=True, schema=schema, deadline=deadline))
 
-    def complete_text(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        purpose: str = "",
-        namespace: str | None = None,
-        block_id: str | None = None,
-    ) -> LLMResult:
+    def complete_text(self, messages: Sequence[ChatMessage], **options: Unpack[TextOptions]) -> LLMResult:
         """Ask for a free-text reply; see :meth:`LLM.complete_text`."""
-        call = ChatCall(check_messages(messages), None, False, temperature, max_tokens, purpose, namespace, block_id)
-        return self._run(call)
+        return self._run(ChatCall.of(messages, options, want_json=False))
 
     @abstractmethod
     def _run(self, call: ChatCall) -> LLMResult:

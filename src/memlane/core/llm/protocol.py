@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol, TypeAlias, TypedDict
+from dataclasses import asdict, dataclass
+from typing import Protocol, TypeAlias, TypedDict, Unpack
 
 from memlane.core.errors import ValidationError
 
@@ -25,23 +25,63 @@ class ChatMessage(TypedDict):
 
 
 @dataclass(frozen=True, slots=True)
-class LLMResult:
-    """What one ``complete_*`` call returned.
+class CallUsage:
+    """What one call used: the model, the token counts (``None`` when the server did not report them; for a
+    retried call they add up every attempt), the latency, whether the reply came from the call log without a
+    request (``cached``), and the call's row id in the :class:`~memlane.core.llm.calllog.CallLog`, if one is
+    kept (``call_id``)."""
 
-    ``parsed`` is the decoded and shape-checked JSON value for :meth:`LLM.complete_json` and ``None`` for
-    :meth:`LLM.complete_text`. Token counts are ``None`` when the server did not report them; for a retried
-    call they add up every attempt. ``cached`` is true when the reply came from the call log without a
-    request. ``call_id`` is the row id in the :class:`~memlane.core.llm.calllog.CallLog`, if one is kept.
-    """
-
-    text: str
-    parsed: JSONValue
     model: str
     tokens_in: int | None
     tokens_out: int | None
     latency_ms: float
     cached: bool
     call_id: int | None
+
+    @staticmethod
+    def of(result: CallUsage) -> CallUsage:
+        """The usage part of ``result`` (an :class:`LLMResult`), its reply left out."""
+        return CallUsage(
+            result.model, result.tokens_in, result.tokens_out, result.latency_ms, result.cached, result.call_id
+        )
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON object with the fields above."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LLMResult(CallUsage):
+    """What one ``complete_*`` call returned: its :class:`CallUsage` and the reply, ``text``, and ``parsed``:
+    the decoded and shape-checked JSON value for :meth:`LLM.complete_json` and ``None`` for
+    :meth:`LLM.complete_text`. The reply's fields are keyword-only."""
+
+    text: str
+    parsed: JSONValue
+
+
+class TextOptions(TypedDict, total=False):
+    """The keywords :meth:`LLM.complete_text` and :meth:`LLM.complete_json` take beside the messages, each
+    optional: ``temperature`` (default 0.0); ``max_tokens`` (default None: the server's limit); ``purpose``
+    labels the call in the log (``extract``, ``answer``, ``judge``; default ""); ``namespace`` is the memory
+    user the call is made for, so deleting the user deletes its logged calls; ``block_id`` the memory block it
+    is about (an extraction's), so deleting the block deletes them (both default None)."""
+
+    temperature: float
+    max_tokens: int | None
+    purpose: str
+    namespace: str | None
+    block_id: str | None
+
+
+class JsonOptions(TextOptions, total=False):
+    """:meth:`LLM.complete_json`'s keywords: those of :class:`TextOptions`, and ``schema``, the JSON Schema the
+    value must meet (default None: any JSON value), and ``deadline``, a :func:`time.monotonic` instant by which
+    the call ends, its retries, re-asks and waits included (a caller that answers a client within a bound;
+    default None: the client's own timeouts and retries)."""
+
+    schema: JSONSchema | None
+    deadline: float | None
 
 
 class LLM(Protocol):
@@ -57,41 +97,15 @@ class LLM(Protocol):
         """The model the requests name; part of every cache key."""
         ...
 
-    def complete_json(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        schema: JSONSchema | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        purpose: str = "",
-        namespace: str | None = None,
-        block_id: str | None = None,
-        deadline: float | None = None,
-    ) -> LLMResult:
-        """Ask for one JSON value, checked against ``schema`` when given.
-
-        ``purpose`` labels the call in the log (``extract``, ``answer``, ``judge``); ``namespace`` is the
-        memory user the call is made for, so deleting the user deletes its logged calls; ``block_id`` the
-        memory block it is about (an extraction's), so deleting the block deletes them. ``deadline``: a
-        :func:`time.monotonic` instant by which the call ends, its retries, re-asks and waits included (a
-        caller that answers a client within a bound); None: the client's own timeouts and retries.
+    def complete_json(self, messages: Sequence[ChatMessage], **options: Unpack[JsonOptions]) -> LLMResult:
+        """Ask for one JSON value, checked against ``schema`` when given (the options: :class:`JsonOptions`).
         Raises :class:`~memlane.core.errors.LLMTransportError` or
         :class:`~memlane.core.errors.LLMResponseError` once the retries (or the time) are spent.
         """
         ...
 
-    def complete_text(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        purpose: str = "",
-        namespace: str | None = None,
-        block_id: str | None = None,
-    ) -> LLMResult:
-        """Ask for a free-text reply."""
+    def complete_text(self, messages: Sequence[ChatMessage], **options: Unpack[TextOptions]) -> LLMResult:
+        """Ask for a free-text reply (the options: :class:`TextOptions`)."""
         ...
 
 

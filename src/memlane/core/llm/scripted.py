@@ -125,7 +125,7 @@ class ScriptedLLM(ChatLLM):
         call_id = self.call_log.record(entry) if self.call_log is not None else None
         if error is not None:
             raise error
-        return LLMResult(text, parsed, self.model, entry.tokens_in, entry.tokens_out, 0.0, False, call_id)
+        return LLMResult(self.model, entry.tokens_in, entry.tokens_out, 0.0, False, call_id, text=text, parsed=parsed)
 
     def _next_reply(self, messages: list[ChatMessage], schema: JSONSchema | None, want_json: bool) -> str:
         if self._responder is not None:

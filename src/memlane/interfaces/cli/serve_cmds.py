@@ -33,12 +33,12 @@ from memlane.interfaces.cli.options import (
 from memlane.interfaces.serve import (
     HttpService,
     McpHttpService,
-    OidcOptions,
     check_admin_key,
     run_http,
     run_mcp_http,
     run_mcp_stdio,
 )
+from memlane.interfaces.wire.oidc import OidcSettings
 from memlane.settings import (
     DEFAULT_AGENT_SYNC_TIMEOUT_S,
     DEFAULT_HEALTH_CHECK_EVERY_S,
@@ -113,8 +113,8 @@ def oidc_options(func: F) -> F:
     )(func)
 
 
-def oidc_choice(jwks: Path | None, issuer: str, audience: str, user_claim: str, role_claim: str) -> OidcOptions | None:
-    return None if jwks is None else OidcOptions(jwks, issuer, audience, user_claim, role_claim)
+def oidc_choice(jwks: Path | None, issuer: str, audience: str, user_claim: str, role_claim: str) -> OidcSettings | None:
+    return None if jwks is None else OidcSettings(jwks, issuer or None, audience or None, user_claim, role_claim)
 
 
 def host_list(option: str, host: str) -> tuple[str, ...]:

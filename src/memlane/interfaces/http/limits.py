@@ -8,10 +8,11 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memlane.interfaces.http.errors import error_body
+from memlane.interfaces.wire.asgi import HttpMiddleware
 from memlane.interfaces.wire.requestid import request_id_of
 
 
-class BodyLimitMiddleware:
+class BodyLimitMiddleware(HttpMiddleware):
     """Refuses bodies over ``max_bytes``: at once when ``Content-Length`` says so, else while reading.
 
     A chunked body that grows past the limit raises a 413 HTTPException out of ``receive``; the app's
@@ -19,13 +20,10 @@ class BodyLimitMiddleware:
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._refuse(send, request_id_of(scope))

@@ -16,6 +16,7 @@ from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memlane.core.jobs import QueueStatus
+from memlane.interfaces.wire.asgi import HttpMiddleware
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 UNMATCHED = "unmatched"
@@ -64,17 +65,14 @@ class Metrics:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
 
-class MetricsMiddleware:
+class MetricsMiddleware(HttpMiddleware):
     """Outermost ASGI middleware: counts every response, 401s and 413s included."""
 
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app = app
+        super().__init__(app)
         self.metrics = metrics
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         status = 500  # what the server sends if the app dies before answering
         start = time.perf_counter()
 

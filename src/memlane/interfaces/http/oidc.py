@@ -24,6 +24,7 @@ from typing import Any
 
 from memlane.core.apikeys import ROLE_ADMIN, ROLE_READ_ONLY, ROLE_READ_WRITE
 from memlane.core.errors import ConfigError
+from memlane.interfaces.wire.oidc import OidcSettings
 
 ALGORITHMS = ["RS256"]
 ROLE_NAMES = {
@@ -36,18 +37,6 @@ ROLE_NAMES = {
 }
 _RANK = {ROLE_READ_ONLY: 0, ROLE_READ_WRITE: 1, ROLE_ADMIN: 2}
 LEEWAY_S = 30
-
-
-@dataclass(frozen=True, slots=True)
-class OidcSettings:
-    """Where the identity provider's public keys are, what the tokens must say, and which claims name the
-    user and the role."""
-
-    jwks_file: Path
-    issuer: str | None = None
-    audience: str | None = None
-    user_claim: str = "sub"
-    role_claim: str = "role"
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlane.interfaces.http.oidc import OidcSettings
 from memlane.interfaces.wire.hosts import LOOPBACK_HOSTS
+from memlane.interfaces.wire.oidc import OidcSettings
 from memlane.settings import (
     DEFAULT_AGENT_SYNC_TIMEOUT_S,
     DEFAULT_HEALTH_CHECK_EVERY_S,

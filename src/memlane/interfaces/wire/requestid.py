@@ -11,7 +11,9 @@ import re
 import uuid
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
+
+from memlane.interfaces.wire.asgi import HttpMiddleware
 
 HEADER = b"x-request-id"
 _ACCEPTED = re.compile(rb"^[A-Za-z0-9._:-]{1,64}$")
@@ -29,17 +31,11 @@ def request_id_of(scope: Scope | Any) -> str | None:
     return rid if isinstance(rid, str) else None
 
 
-class RequestIdMiddleware:
+class RequestIdMiddleware(HttpMiddleware):
     """Outermost of the app's middleware: picks the id, keeps it in ``scope["state"]`` (where
     ``request.state.request_id`` reads it) and adds the response header."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         given = dict(scope.get("headers", [])).get(HEADER)
         rid = given.decode("ascii") if given is not None and _ACCEPTED.match(given) else new_request_id()
         # The same dict the exception handlers see: they answer from outside this middleware.

@@ -26,6 +26,7 @@ import h11
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from memlane.interfaces.wire.asgi import HttpMiddleware
 from memlane.interfaces.wire.errors import error_body
 from memlane.interfaces.wire.requestid import request_id_of
 
@@ -49,18 +50,15 @@ def timeout_response(
     return headers, body
 
 
-class ReadTimeoutMiddleware:
+class ReadTimeoutMiddleware(HttpMiddleware):
     """Bounds the time to receive a request's whole body; later ``receive`` calls (waiting for the client
     to disconnect while a response streams) are not bounded."""
 
     def __init__(self, app: ASGIApp, timeout_s: float) -> None:
-        self.app = app
+        super().__init__(app)
         self.timeout_s = timeout_s
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         deadline = time.monotonic() + self.timeout_s
         body_done = False
         timed_out = False

@@ -8,10 +8,11 @@ from fastapi import FastAPI
 from starlette.datastructures import MutableHeaders
 from starlette.responses import RedirectResponse
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from memlane.interfaces.http.apidocs import DOCS_CONTENT_SECURITY_POLICY, DOCS_PATH
 from memlane.interfaces.http.csp import content_security_policy
+from memlane.interfaces.wire.asgi import HttpMiddleware
 
 CONSOLE_PATH = "/ui"
 STATIC_DIR = Path(__file__).parent / "static"
@@ -38,17 +39,11 @@ def _under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith(prefix + "/")
 
 
-class SecurityHeadersMiddleware:
+class SecurityHeadersMiddleware(HttpMiddleware):
     """Adds :data:`SECURITY_HEADERS` to every response, the console's CSP to those under ``/ui``, and the API
     docs' CSP to those under ``/docs``."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope.get("path", "")
         extra = SECURITY_HEADERS
         if _under(path, CONSOLE_PATH):

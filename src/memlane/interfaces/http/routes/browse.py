@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import Query, Request
 from pydantic import BaseModel, Field
 
 from memlane.interfaces.http.auth import AdminOrSelf, Caller
+from memlane.interfaces.http.routes.common import BlockIdPath, SessionPath, UserPath, api_router
 from memlane.interfaces.http.routes.memories import search_hits
 from memlane.interfaces.http.services import services
 from memlane.interfaces.wire.model_schemas import BlockPage, SessionOut, SessionPage, session_out, session_page
@@ -25,13 +26,9 @@ from memlane.interfaces.wire.schemas import (
     HitOut,
     SearchIn,
     block_out,
-    error_responses,
 )
 
-router = APIRouter(prefix="/v1", tags=["console"], responses=error_responses(400, 401, 403, 404, 413, 422, 503))
-UserPath = Annotated[str, Path(min_length=1, max_length=MAX_TEXT)]
-BlockIdPath = Annotated[str, Path(min_length=1, max_length=64)]
-SessionPath = Annotated[str, Path(min_length=1, max_length=MAX_TEXT)]
+router = api_router("console", prefix="/v1")
 MAX_PAGE = 1000
 
 

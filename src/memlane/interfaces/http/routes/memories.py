@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import Query, Request, Response
 
 from memlane.core.model import AddResult
 from memlane.interfaces.http.auth import Admin, Caller, UserCaller, UserKey
+from memlane.interfaces.http.routes.common import BlockIdPath, api_router
 from memlane.interfaces.http.services import services
 from memlane.interfaces.wire.errors import check_extract, field_renamed
 from memlane.interfaces.wire.model_schemas import (
@@ -43,8 +44,7 @@ from memlane.interfaces.wire.schemas import (
 )
 from memlane.interfaces.wire.updates import new_sides
 
-router = APIRouter(prefix="/v1", tags=["memories"], responses=error_responses(400, 401, 403, 404, 413, 422, 502, 503))
-BlockIdPath = Annotated[str, Path(min_length=1, max_length=64)]
+router = api_router("memories", 502, prefix="/v1")
 # The queue keeps this many recent errors for a user key to pick its own from.
 ERRORS_SCANNED = 200
 

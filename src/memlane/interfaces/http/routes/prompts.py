@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import Path, Query, Request, Response
 
 from memlane.core.bounds import MAX_VERSION
 from memlane.interfaces.http.auth import Admin, Caller
+from memlane.interfaces.http.routes.common import api_router
 from memlane.interfaces.http.services import services
 from memlane.interfaces.wire.model_schemas import (
     PromptIn,
@@ -23,7 +24,7 @@ from memlane.interfaces.wire.model_schemas import (
 )
 from memlane.interfaces.wire.schemas import MAX_OFFSET, error_responses
 
-router = APIRouter(prefix="/v1/prompts", tags=["prompts"], responses=error_responses(400, 401, 403, 404, 413, 422, 503))
+router = api_router("prompts", prefix="/v1/prompts")
 PromptPath = Annotated[str, Path(min_length=1, max_length=128)]
 VersionPath = Annotated[int, Path(ge=0, le=MAX_VERSION)]
 Limit = Annotated[int, Query(ge=1, le=10_000)]

@@ -3,14 +3,12 @@ may read the policy that applies to them."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import Request, Response
 
 from memlane.core.retention import RetentionPolicy, RetentionReport
 from memlane.core.timefmt import coerce_time
 from memlane.interfaces.http.auth import Admin, AdminOrSelf
-from memlane.interfaces.http.schemas import MAX_TEXT, error_responses
+from memlane.interfaces.http.routes.common import UserPath, api_router
 from memlane.interfaces.http.services import services
 from memlane.interfaces.wire.retention import (
     ApplyIn,
@@ -23,8 +21,7 @@ from memlane.interfaces.wire.retention import (
     policy_out,
 )
 
-router = APIRouter(tags=["retention"], responses=error_responses(400, 401, 403, 404, 413, 422, 503))
-UserPath = Annotated[str, Path(min_length=1, max_length=MAX_TEXT)]
+router = api_router("retention")
 
 
 def _policy(body: PolicyIn) -> RetentionPolicy:

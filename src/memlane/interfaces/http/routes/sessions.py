@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import Query, Request, Response
 
 from memlane.core.errors import NotFoundError
 from memlane.interfaces.http.auth import UserKey
+from memlane.interfaces.http.routes.common import SessionPath, api_router, create_route
 from memlane.interfaces.http.services import services
 from memlane.interfaces.wire.model_schemas import (
     SessionDeleted,
@@ -19,20 +20,12 @@ from memlane.interfaces.wire.model_schemas import (
     session_out,
     session_page,
 )
-from memlane.interfaces.wire.schemas import MAX_OFFSET, MAX_TEXT, error_responses
+from memlane.interfaces.wire.schemas import MAX_OFFSET, error_responses
 
-router = APIRouter(
-    prefix="/v1/sessions", tags=["sessions"], responses=error_responses(400, 401, 403, 404, 413, 422, 503)
-)
-SessionPath = Annotated[str, Path(min_length=1, max_length=MAX_TEXT)]
+router = api_router("sessions", prefix="/v1/sessions")
 
 
-@router.post(
-    "",
-    status_code=201,
-    response_model=SessionOut,
-    responses={**error_responses(409), 200: {"model": SessionOut, "description": "It existed (exist_ok)."}},
-)
+@router.post("", **create_route(SessionOut, "It existed (exist_ok)."))
 def create_session(body: SessionIn, user: UserKey, request: Request, response: Response) -> SessionOut:
     """Start a session (201). 409 ``already_exists`` if the user has one by that id, unless ``exist_ok``
     (then 200 with the existing one, unchanged)."""

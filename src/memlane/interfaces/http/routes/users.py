@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import Query, Request, Response
 
 from memlane.core.apikeys import ROLE_READ_WRITE
 from memlane.core.errors import NotFoundError, ValidationError
 from memlane.interfaces.http.auth import Admin, AdminOrSelf
+from memlane.interfaces.http.routes.common import KeyIdPath, UserPath, api_router, create_route
 from memlane.interfaces.http.services import services
 from memlane.interfaces.wire.model_schemas import UserInfoOut, UserUpdateIn, user_info_out
 from memlane.interfaces.wire.schemas import (
@@ -20,21 +21,13 @@ from memlane.interfaces.wire.schemas import (
     UserCreated,
     UserDeleted,
     UserIn,
-    error_responses,
 )
 from memlane.interfaces.wire.shapes import key_json
 
-router = APIRouter(prefix="/v1/users", tags=["users"], responses=error_responses(400, 401, 403, 404, 413, 422, 503))
-UserPath = Annotated[str, Path(min_length=1, max_length=MAX_TEXT)]
-KeyIdPath = Annotated[str, Path(min_length=1, max_length=64)]
+router = api_router("users", prefix="/v1/users")
 
 
-@router.post(
-    "",
-    status_code=201,
-    response_model=UserCreated,
-    responses={**error_responses(409), 200: {"model": UserCreated, "description": "It existed."}},
-)
+@router.post("", **create_route(UserCreated, "It existed."))
 def create_user(body: UserIn, _: Admin, request: Request, response: Response) -> UserCreated:
     """Create a user (201) with an optional display name and metadata; an existing user is 409
     ``already_exists``, or with ``"exist_ok": true`` confirmed (200, left as it is). Admin key."""
