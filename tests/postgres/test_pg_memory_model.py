@@ -24,6 +24,7 @@ from memlane.core.store.candidates import postgres_search as search
 from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.candidates.postgres_search import vector_top_blocks
 from memlane.core.store.postgres.store import PostgresStore
+from memlane.core.store.sessions import NewSession, SessionChanges
 from memlane.core.timefmt import to_epoch
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
@@ -133,22 +134,19 @@ def test_sessions_users_and_their_deletion(make_store: Callable[..., Store]) -> 
     assert store.create_user("cy", display_name="Cy", metadata={"team": "red", "n": 1})
     assert not store.create_user("cy")
     with pytest.raises(NotFoundError):
-        store.create_session("nobody", "s", conversation_id="c", started_at=now, annotations={}, metadata={},
-                             default_ttl_s=None, now=now)  # fmt: skip
+        store.create_session("nobody", NewSession("s", "c", now), now=now)
     made = store.create_session(
-        "cy", "s1", conversation_id="c", started_at=now - 10, annotations={"a": "1"}, metadata={"m": [1]},
-        default_ttl_s=60, now=now,
-    )  # fmt: skip
+        "cy", NewSession("s1", "c", now - 10, annotations={"a": "1"}, metadata={"m": [1]}, default_ttl_s=60), now=now
+    )
     assert (made.annotations, made.metadata, made.default_ttl_s, made.blocks) == ({"a": "1"}, {"m": [1]}, 60, 0)
     with pytest.raises(AlreadyExistsError):
-        store.create_session("cy", "s1", conversation_id="c", started_at=now, annotations={}, metadata={},
-                             default_ttl_s=None, now=now)  # fmt: skip
+        store.create_session("cy", NewSession("s1", "c", now), now=now)
     mem.add("cy", chat("first words", "reply"), session_id="s1", conversation_id="c", perspective="single")
     mem.add("cy", chat("second words", "reply"), session_id="s2", perspective="single")
     page = store.list_sessions("cy", limit=10, offset=0, now=now)
     assert page.total == 2 and {s.session_id for s in page.items} == {"s1", "s2"}
     assert store.get_session("cy", "s1", now=now).blocks == 1
-    updated = store.update_session("cy", "s1", metadata={"x": "y"}, now=now)
+    updated = store.update_session("cy", "s1", SessionChanges(metadata={"x": "y"}), now=now)
     assert updated.metadata == {"x": "y"} and updated.annotations == {"a": "1"}
     info = store.get_user("cy")
     assert (info.display_name, info.metadata, info.sessions, info.blocks) == ("Cy", {"team": "red", "n": 1}, 2, 2)

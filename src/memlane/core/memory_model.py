@@ -47,6 +47,7 @@ from memlane.core.store.blocks import Blocks as StoredBlocks
 from memlane.core.store.expiry import Expiry
 from memlane.core.store.prompts import Prompts
 from memlane.core.store.queue import Queue
+from memlane.core.store.sessions import NewSession, SessionChanges
 from memlane.core.store.sessions import Sessions as StoredSessions
 from memlane.core.store.users import Users as StoredUsers
 from memlane.core.timefmt import coerce_time_of_day, now_utc, to_epoch
@@ -189,17 +190,15 @@ class Sessions:
         check_name(conversation_id, "conversation_id")
         start, _ = coerce_time_of_day(started_at, where="started_at")
         now = _now()
-        return self.store.create_session(
-            user,
+        new = NewSession(
             session_id,
-            conversation_id=conversation_id,
-            started_at=now if start is None else to_epoch(start),
+            conversation_id,
+            now if start is None else to_epoch(start),
             annotations=check_annotations(annotations, "annotations") or {},
             metadata=check_metadata(metadata, "metadata") or {},
             default_ttl_s=check_ttl(default_ttl_s, "default_ttl_s"),
-            exist_ok=exist_ok,
-            now=now,
         )
+        return self.store.create_session(user, new, exist_ok=exist_ok, now=now)
 
     def get_session(self, user: str, session_id: str) -> Session:
         return self.store.get_session(
@@ -221,13 +220,13 @@ class Sessions:
         default_ttl_s: int | None = None,
     ) -> Session:
         """Replace what is given (None: kept). SessionEndedError for an ended session."""
-        return self.store.update_session(
-            check_stored_name(user, "user"),
-            check_stored_name(session_id, "session_id"),
+        changes = SessionChanges(
             annotations=check_annotations(annotations, "annotations"),
             metadata=check_metadata(metadata, "metadata"),
             default_ttl_s=check_ttl(default_ttl_s, "default_ttl_s"),
-            now=_now(),
+        )
+        return self.store.update_session(
+            check_stored_name(user, "user"), check_stored_name(session_id, "session_id"), changes, now=_now()
         )
 
     def end_session(self, user: str, session_id: str, *, at: datetime | str | float | None = None) -> Session:
