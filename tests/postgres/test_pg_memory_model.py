@@ -20,6 +20,7 @@ from memlane.core.jobs import ExtractionResult
 from memlane.core.llm import ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.model import BlockKind, Filters, MemoryBlock, content_hash
+from memlane.core.store.blocks import BlockBrowse
 from memlane.core.store.candidates import postgres_search as search
 from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.candidates.postgres_search import vector_top_blocks
@@ -182,7 +183,7 @@ def test_expired_blocks_vanish_from_every_read_at_once(make_store: Callable[...,
     refs = store.keyword_candidates("eve", "walnut story", 10, now=later)
     kept = store.fetch_blocks("eve", [r for r, _ in refs])
     assert sorted(b.id for b in kept.values()) == sorted(ids[2:])
-    page = store.browse_blocks("eve", None, order="ingested", limit=10, offset=0, now=later)
+    page = store.browse_blocks("eve", BlockBrowse(None, "ingested", 10, 0), now=later)
     assert page.total == 2 and {b.id for b in page.items} == set(ids[2:])
     assert store.expired_users(later) == ["eve"] and store.expired_users(now) == []
     # the reads without a clock (get, list, count, search) see the expiry once it passes
@@ -254,7 +255,7 @@ def test_filters_are_exact_in_every_candidate_path(
             assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6), trial
             scores = dict(full)
             assert all(f.admits(by_ref[r]) and scores[r] == pytest.approx(s, abs=1e-6) for r, s in got), trial
-        page = store.browse_blocks("fil", f, order="event", limit=1000, offset=0, now=now)
+        page = store.browse_blocks("fil", BlockBrowse(f, "event", 1000, 0), now=now)
         assert {b.id for b in page.items} == {i for i, b in blocks.items() if f.admits(b)}, trial
         assert page.total == len(page.items)
 

@@ -43,6 +43,7 @@ from memlane.core.model_checks import (
 )
 from memlane.core.names import check_name, check_stored_name, check_text
 from memlane.core.services import Settings
+from memlane.core.store.blocks import BlockBrowse, BlockUpdate
 from memlane.core.store.blocks import Blocks as StoredBlocks
 from memlane.core.store.expiry import Expiry
 from memlane.core.store.prompts import Prompts
@@ -338,15 +339,12 @@ class Blocks:
             prompt_id=prompt_id,
             prompt_version=prompt_version,
         )
-        stored = self.store.update_block(
-            user,
-            updated,
-            vectors,
+        how = BlockUpdate(
             reset_ttl=ttl is not None,
             default_ttl_s=self.settings.default_ttl_s,
             enqueue_attempts=self.settings.max_attempts if requeue else 0,
-            now=_now(),
         )
+        stored = self.store.update_block(user, updated, vectors, how, now=_now())
         if changed:
             self.forget([block])  # the old text's extraction calls
         return stored
@@ -396,21 +394,18 @@ class Blocks:
         """Every live block of the user that passes ``filters`` and the event-time window, newest first
         by ingest time (``order="ingested"``) or event time (``"event"``), paged, with the total: the
         query-less search."""
-        if order not in ("ingested", "event"):
-            raise ValidationError(f"must be 'ingested' or 'event', not {order!r}", where="order")
         limit, offset = check_page(limit, offset)
         b, _ = coerce_time_of_day(before, where="before")
         a, _ = coerce_time_of_day(after, where="after")
-        return self.store.browse_blocks(
-            check_stored_name(user, "user"),
+        browse = BlockBrowse(
             check_filters(filters),
-            order=order,
-            limit=limit,
-            offset=offset,
+            order,
+            limit,
+            offset,
             after=None if a is None else to_epoch(a),
             before=None if b is None else to_epoch(b),
-            now=_now(),
         )
+        return self.store.browse_blocks(check_stored_name(user, "user"), browse, now=_now())
 
 
 class PromptRegistry:

@@ -125,12 +125,17 @@ def require_open(conn: sqlite3.Connection, user: str, user_id: int, session_id: 
     return state[1]
 
 
-def update_session(conn: sqlite3.Connection, user: str, user_id: int, session_id: str, changes: SessionChanges) -> None:
+def _require_unended(conn: sqlite3.Connection, user: str, user_id: int, session_id: str, ended: str) -> None:
+    """NotFoundError if the session does not exist, SessionEndedError (its message ``ended``) if it has ended."""
     state = session_state(conn, user_id, session_id)
     if state is None:
         raise NotFoundError(f"session {session_id!r} not found for user {user!r}")
     if state[0] is not None:
-        raise SessionEndedError(user, session_id, f"session {session_id!r} has ended: it cannot be updated")
+        raise SessionEndedError(user, session_id, ended)
+
+
+def update_session(conn: sqlite3.Connection, user: str, user_id: int, session_id: str, changes: SessionChanges) -> None:
+    _require_unended(conn, user, user_id, session_id, f"session {session_id!r} has ended: it cannot be updated")
     sets = changes.columns(json_text)
     if sets:
         conn.execute(
@@ -140,11 +145,7 @@ def update_session(conn: sqlite3.Connection, user: str, user_id: int, session_id
 
 
 def end_session(conn: sqlite3.Connection, user: str, user_id: int, session_id: str, at: float) -> None:
-    state = session_state(conn, user_id, session_id)
-    if state is None:
-        raise NotFoundError(f"session {session_id!r} not found for user {user!r}")
-    if state[0] is not None:
-        raise SessionEndedError(user, session_id, f"session {session_id!r} has already ended")
+    _require_unended(conn, user, user_id, session_id, f"session {session_id!r} has already ended")
     conn.execute("UPDATE sessions SET ended_at = ? WHERE user_id = ? AND session_id = ?", (at, user_id, session_id))
 
 
