@@ -20,7 +20,7 @@ from memlane.core.jobs import ExtractionResult
 from memlane.core.llm import ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.model import BlockKind, Filters, MemoryBlock, content_hash
-from memlane.core.store.blocks import BlockBrowse
+from memlane.core.store.blocks import BlockBrowse, BlockUpdate
 from memlane.core.store.candidates import postgres_search as search
 from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.candidates.postgres_search import vector_top_blocks
@@ -91,7 +91,7 @@ def test_an_update_leaves_nothing_of_the_old_text_with_the_ann_index_on(make_sto
     new_text = "user: walrus harmonica\nassistant: saffron"
     new = replace(old, message=new_text, content_hash=content_hash(new_text), annotations={"topic": "music"})
     t = to_epoch(datetime.now(tz=UTC))
-    stored = store.update_block("ann", new, emb.embed([new_text]), now=t)
+    stored = store.update_block("ann", new, emb.embed([new_text]), BlockUpdate(), now=t)
     assert stored.id == block_id and stored.message == new_text and stored.annotations == {"topic": "music"}
     assert stored.updated_at is not None
     index = store.index_status("ann")[0]
@@ -123,7 +123,7 @@ def test_an_ended_session_refuses_writes_and_updates(make_store: Callable[..., S
         mem.add("bo", chat("more", "words"), session_id="s1", perspective="single")
     block = store.get_block("bo", bid)
     with pytest.raises(SessionEndedError):
-        store.update_block("bo", replace(block, annotations={"a": "b"}), None, now=now)
+        store.update_block("bo", replace(block, annotations={"a": "b"}), None, BlockUpdate(), now=now)
     assert store.get_block("bo", bid).annotations == {}
     assert [h.block.id for h in mem.search("bo", "hello there", k=1)] == [bid]  # still searchable
 
@@ -229,7 +229,9 @@ def test_filters_are_exact_in_every_candidate_path(
     now = to_epoch(datetime.now(tz=UTC))
     # annotations on a third of them, via updates; a few facts
     for b in blocks[::3]:
-        store.update_block("fil", replace(b, annotations={"team": rng.choice(["red", "blue"])}), None, now=now)
+        store.update_block(
+            "fil", replace(b, annotations={"team": rng.choice(["red", "blue"])}), None, BlockUpdate(), now=now
+        )
     blocks = {b.id: b for b in _blocks(mem, "fil")}
     emb = HashingEmbedder()
     for trial in range(25):

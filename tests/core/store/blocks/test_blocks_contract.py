@@ -60,13 +60,13 @@ def test_update_block_writes_what_it_is_given_and_resets_the_ttl(blocks: Blocks,
     block = blocks.get_block("alice", writer.add_facts("alice", ["a fact"], ttl_s=600).block_ids[0])
     now = time.time() + 60
     changed = replace(block, annotations={"k": "v"}, updated_at=from_epoch(now))
-    kept = blocks.update_block("alice", changed, None, now=now)
+    kept = blocks.update_block("alice", changed, None, BlockUpdate(), now=now)
     assert kept.annotations == {"k": "v"} and kept.expires_at == block.expires_at  # no reset: expiry kept
     assert blocks.get_block("alice", block.id) == kept
     reset = blocks.update_block("alice", changed, None, BlockUpdate(reset_ttl=True), now=now)
     assert reset.expires_at == from_epoch(now + 600)
     with pytest.raises(NotFoundError):
-        blocks.update_block("bob", changed, None, now=now)
+        blocks.update_block("bob", changed, None, BlockUpdate(), now=now)
 
 
 def test_delete_block_returns_it_and_leaves_another_users_alone(blocks: Blocks, writer: Memory) -> None:

@@ -85,8 +85,6 @@ class BlockBrowse:
 
 DEFAULT_WRITE = BlockWrite()
 """An add with no cache entries, no jobs, no epoch to check and no default TTL."""
-KEEP_TTL = BlockUpdate()
-"""An update that keeps the expiry and queues nothing."""
 ALL_BLOCKS = BlockListing()
 """Every live block of the user."""
 
@@ -132,7 +130,7 @@ class Blocks(Protocol):
     def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]: ...
 
     def update_block(
-        self, user: str, block: MemoryBlock, vectors: Vectors | None, how: BlockUpdate = KEEP_TTL, *, now: float
+        self, user: str, block: MemoryBlock, vectors: Vectors | None, how: BlockUpdate, *, now: float
     ) -> MemoryBlock:
         """Replace the stored block of the same id with ``block`` in one transaction, and return it as
         stored. With ``vectors`` (those of ``block.message``), the content changed: every search key of the

@@ -16,15 +16,7 @@ from memlane.core.model import (
     MemoryBlock,
     Page,
 )
-from memlane.core.store.blocks import (
-    ALL_BLOCKS,
-    DEFAULT_WRITE,
-    KEEP_TTL,
-    BlockBrowse,
-    BlockListing,
-    BlockUpdate,
-    BlockWrite,
-)
+from memlane.core.store.blocks import ALL_BLOCKS, DEFAULT_WRITE, BlockBrowse, BlockListing, BlockUpdate, BlockWrite
 from memlane.core.store.blocks.postgres_rows import (
     COLUMNS,
     LIVE,
@@ -84,7 +76,7 @@ class PostgresBlocks(PostgresBase):
         return blocks
 
     def update_block(
-        self, user: str, block: MemoryBlock, vectors: Vectors | None, how: BlockUpdate = KEEP_TTL, *, now: float
+        self, user: str, block: MemoryBlock, vectors: Vectors | None, how: BlockUpdate, *, now: float
     ) -> MemoryBlock:
         """Here the old keys' ANN entries go with their vectors (the index follows the table in the same
         transaction), and the sessions' people's words move with the text."""

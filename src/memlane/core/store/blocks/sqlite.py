@@ -23,15 +23,7 @@ from memlane.core.model import (
     Page,
 )
 from memlane.core.ranking.session_words import people_words
-from memlane.core.store.blocks import (
-    ALL_BLOCKS,
-    DEFAULT_WRITE,
-    KEEP_TTL,
-    BlockBrowse,
-    BlockListing,
-    BlockUpdate,
-    BlockWrite,
-)
+from memlane.core.store.blocks import ALL_BLOCKS, DEFAULT_WRITE, BlockBrowse, BlockListing, BlockUpdate, BlockWrite
 from memlane.core.store.blocks.rows import EXCHANGE_JOIN, continue_sessions, found_blocks, row_to_block
 from memlane.core.store.blocks.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
 from memlane.core.store.blocks.sqlite_rows import (
@@ -252,7 +244,7 @@ class SqliteBlocks(SqliteBase):
         return out
 
     def update_block(
-        self, user: str, block: MemoryBlock, vectors: Vectors | None, how: BlockUpdate = KEEP_TTL, *, now: float
+        self, user: str, block: MemoryBlock, vectors: Vectors | None, how: BlockUpdate, *, now: float
     ) -> MemoryBlock:
         enqueue_attempts = how.enqueue_attempts
         with self._write() as conn:
