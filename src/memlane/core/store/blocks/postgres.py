@@ -49,13 +49,8 @@ def _block_filter(user: str, listing: BlockListing) -> tuple[str, list[object]]:
     uid = user_key(user)
     pairs = listing.equalities()
     where = "u.id = %s AND b.user_id = %s AND u.name = %s AND (b.expires_ts IS NULL OR b.expires_ts > %s)"
-    return where + "".join(f" AND {column} = %s" for column, _ in pairs), [
-        uid,
-        uid,
-        user,
-        now_epoch(),
-        *(value for _, value in pairs),
-    ]
+    where += "".join(f" AND {column} = %s" for column, _ in pairs)
+    return where, [uid, uid, user, now_epoch(), *(value for _, value in pairs)]
 
 
 class PostgresBlocks(PostgresBase):
