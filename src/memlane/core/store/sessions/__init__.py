@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from memlane.core.errors import AlreadyExistsError
 from memlane.core.model import MemoryBlock, Page, Session
 from memlane.core.timefmt import from_epoch
 
@@ -41,6 +42,14 @@ class NewSession:
             to_json(self.metadata),
             self.default_ttl_s,
         )
+
+
+def refuse_taken(created: bool, user: str, new: NewSession, exist_ok: bool) -> None:
+    """What :meth:`Sessions.create_session` does when its insert created nothing (the id is taken):
+    AlreadyExistsError, unless ``exist_ok``."""
+    if not created and not exist_ok:
+        sid = new.session_id
+        raise AlreadyExistsError("session", sid, f"session {sid!r} already exists for user {user!r}")
 
 
 NEW_SESSION_COLUMNS = "session_id, conversation_id, started_at, annotations, metadata, default_ttl_s"

@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memlane.core.errors import (
-    AlreadyExistsError,
     NotFoundError,
     SessionEndedError,
 )
@@ -24,7 +23,7 @@ from memlane.core.model import (
 from memlane.core.store.blocks.postgres_rows import ENSURE_SESSIONS, blocks_by_pk, delete_blocks, session_starts
 from memlane.core.store.postgres.base import PostgresBase
 from memlane.core.store.postgres.dialect import Conn
-from memlane.core.store.sessions import NEW_SESSION_COLUMNS, NewSession, SessionChanges, session_of
+from memlane.core.store.sessions import NEW_SESSION_COLUMNS, NewSession, SessionChanges, refuse_taken, session_of
 from memlane.core.store.users.postgres import json_object
 
 _JSONB = frozenset({"annotations", "metadata"})
@@ -85,10 +84,7 @@ def create_session(conn: Conn, user: str, user_id: int, new: NewSession, *, exis
         "RETURNING session_id",
         (user_id, *new.values(_jsonb), now),
     ).fetchone()
-    if row is None and not exist_ok:
-        raise AlreadyExistsError(
-            "session", new.session_id, f"session {new.session_id!r} already exists for user {user!r}"
-        )
+    refuse_taken(row is not None, user, new, exist_ok)
     return get_session(conn, user, user_id, new.session_id, now)
 
 

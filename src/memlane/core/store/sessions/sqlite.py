@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from memlane.core.errors import (
-    AlreadyExistsError,
     NotFoundError,
     SessionEndedError,
 )
@@ -19,7 +18,7 @@ from memlane.core.model import (
     Session,
 )
 from memlane.core.store.blocks.sqlite_rows import blocks_by_pk, delete_blocks, live_count
-from memlane.core.store.sessions import NEW_SESSION_COLUMNS, NewSession, SessionChanges, session_of
+from memlane.core.store.sessions import NEW_SESSION_COLUMNS, NewSession, SessionChanges, refuse_taken, session_of
 from memlane.core.store.sqlite.base import SqliteBase, json_text, json_value
 from memlane.core.timefmt import to_epoch
 
@@ -155,8 +154,7 @@ class SqliteSessions(SqliteBase):
     def create_session(self, user: str, new: NewSession, *, exist_ok: bool = False, now: float) -> Session:
         with self._write() as conn:
             created = insert_session(conn, self._require_user_id(conn, user), new, now)
-            if not created and not exist_ok:
-                raise AlreadyExistsError("session", new.session_id)
+            refuse_taken(created, user, new, exist_ok)
             return get_session(conn, user, new.session_id, now)
 
     def get_session(self, user: str, session_id: str, *, now: float) -> Session:
