@@ -27,6 +27,7 @@ from memlane.core.llm import ChatMessage, ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import session_word_ranks
+from memlane.core.store.blocks import BlockWrite
 from memlane.core.store.candidates.gather import Gather, gather_stepwise
 from memlane.core.store.postgres import citus, delegated
 from memlane.core.store.postgres.adapt import register_vector
@@ -190,7 +191,7 @@ def test_an_add_on_the_users_node_is_one_transaction(new_citus_store: NewStore) 
     fresh = [replace(taken, id=f"new{i}", session_id="s2") for i in range(3)]
     clash = [*fresh, replace(taken, session_id="s2")]  # the taken id comes last
     with pytest.raises(StoreError, match="duplicate key"):
-        store.write_blocks("ann", clash, emb.embed([b.message for b in clash]), enqueue_attempts=3)
+        store.write_blocks("ann", clash, emb.embed([b.message for b in clash]), BlockWrite(enqueue_attempts=3))
     assert _rows(store, "ann") == before
     assert [s.session_id for s in mem.list_sessions("ann").items] == ["s1"]
     mem.end_session("ann", "s1")

@@ -20,10 +20,12 @@ from memlane.core.jobs import ExtractionResult
 from memlane.core.llm import ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.model import BlockKind, Filters, MemoryBlock, content_hash
+from memlane.core.store.blocks import BlockBrowse, BlockUpdate
 from memlane.core.store.candidates import postgres_search as search
 from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.candidates.postgres_search import vector_top_blocks
 from memlane.core.store.postgres.store import PostgresStore
+from memlane.core.store.sessions import NewSession, SessionChanges
 from memlane.core.timefmt import to_epoch
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
@@ -89,7 +91,7 @@ def test_an_update_leaves_nothing_of_the_old_text_with_the_ann_index_on(make_sto
     new_text = "user: walrus harmonica\nassistant: saffron"
     new = replace(old, message=new_text, content_hash=content_hash(new_text), annotations={"topic": "music"})
     t = to_epoch(datetime.now(tz=UTC))
-    stored = store.update_block("ann", new, emb.embed([new_text]), now=t)
+    stored = store.update_block("ann", new, emb.embed([new_text]), BlockUpdate(), now=t)
     assert stored.id == block_id and stored.message == new_text and stored.annotations == {"topic": "music"}
     assert stored.updated_at is not None
     index = store.index_status("ann")[0]
@@ -121,7 +123,7 @@ def test_an_ended_session_refuses_writes_and_updates(make_store: Callable[..., S
         mem.add("bo", chat("more", "words"), session_id="s1", perspective="single")
     block = store.get_block("bo", bid)
     with pytest.raises(SessionEndedError):
-        store.update_block("bo", replace(block, annotations={"a": "b"}), None, now=now)
+        store.update_block("bo", replace(block, annotations={"a": "b"}), None, BlockUpdate(), now=now)
     assert store.get_block("bo", bid).annotations == {}
     assert [h.block.id for h in mem.search("bo", "hello there", k=1)] == [bid]  # still searchable
 
@@ -133,22 +135,19 @@ def test_sessions_users_and_their_deletion(make_store: Callable[..., Store]) -> 
     assert store.create_user("cy", display_name="Cy", metadata={"team": "red", "n": 1})
     assert not store.create_user("cy")
     with pytest.raises(NotFoundError):
-        store.create_session("nobody", "s", conversation_id="c", started_at=now, annotations={}, metadata={},
-                             default_ttl_s=None, now=now)  # fmt: skip
+        store.create_session("nobody", NewSession("s", "c", now), now=now)
     made = store.create_session(
-        "cy", "s1", conversation_id="c", started_at=now - 10, annotations={"a": "1"}, metadata={"m": [1]},
-        default_ttl_s=60, now=now,
-    )  # fmt: skip
+        "cy", NewSession("s1", "c", now - 10, annotations={"a": "1"}, metadata={"m": [1]}, default_ttl_s=60), now=now
+    )
     assert (made.annotations, made.metadata, made.default_ttl_s, made.blocks) == ({"a": "1"}, {"m": [1]}, 60, 0)
     with pytest.raises(AlreadyExistsError):
-        store.create_session("cy", "s1", conversation_id="c", started_at=now, annotations={}, metadata={},
-                             default_ttl_s=None, now=now)  # fmt: skip
+        store.create_session("cy", NewSession("s1", "c", now), now=now)
     mem.add("cy", chat("first words", "reply"), session_id="s1", conversation_id="c", perspective="single")
     mem.add("cy", chat("second words", "reply"), session_id="s2", perspective="single")
     page = store.list_sessions("cy", limit=10, offset=0, now=now)
     assert page.total == 2 and {s.session_id for s in page.items} == {"s1", "s2"}
     assert store.get_session("cy", "s1", now=now).blocks == 1
-    updated = store.update_session("cy", "s1", metadata={"x": "y"}, now=now)
+    updated = store.update_session("cy", "s1", SessionChanges(metadata={"x": "y"}), now=now)
     assert updated.metadata == {"x": "y"} and updated.annotations == {"a": "1"}
     info = store.get_user("cy")
     assert (info.display_name, info.metadata, info.sessions, info.blocks) == ("Cy", {"team": "red", "n": 1}, 2, 2)
@@ -184,7 +183,7 @@ def test_expired_blocks_vanish_from_every_read_at_once(make_store: Callable[...,
     refs = store.keyword_candidates("eve", "walnut story", 10, now=later)
     kept = store.fetch_blocks("eve", [r for r, _ in refs])
     assert sorted(b.id for b in kept.values()) == sorted(ids[2:])
-    page = store.browse_blocks("eve", None, order="ingested", limit=10, offset=0, now=later)
+    page = store.browse_blocks("eve", BlockBrowse(None, "ingested", 10, 0), now=later)
     assert page.total == 2 and {b.id for b in page.items} == set(ids[2:])
     assert store.expired_users(later) == ["eve"] and store.expired_users(now) == []
     # the reads without a clock (get, list, count, search) see the expiry once it passes
@@ -230,7 +229,9 @@ def test_filters_are_exact_in_every_candidate_path(
     now = to_epoch(datetime.now(tz=UTC))
     # annotations on a third of them, via updates; a few facts
     for b in blocks[::3]:
-        store.update_block("fil", replace(b, annotations={"team": rng.choice(["red", "blue"])}), None, now=now)
+        store.update_block(
+            "fil", replace(b, annotations={"team": rng.choice(["red", "blue"])}), None, BlockUpdate(), now=now
+        )
     blocks = {b.id: b for b in _blocks(mem, "fil")}
     emb = HashingEmbedder()
     for trial in range(25):
@@ -256,7 +257,7 @@ def test_filters_are_exact_in_every_candidate_path(
             assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6), trial
             scores = dict(full)
             assert all(f.admits(by_ref[r]) and scores[r] == pytest.approx(s, abs=1e-6) for r, s in got), trial
-        page = store.browse_blocks("fil", f, order="event", limit=1000, offset=0, now=now)
+        page = store.browse_blocks("fil", BlockBrowse(f, "event", 1000, 0), now=now)
         assert {b.id for b in page.items} == {i for i, b in blocks.items() if f.admits(b)}, trial
         assert page.total == len(page.items)
 

@@ -40,6 +40,7 @@ from memlane.core.model import (
 from memlane.core.model_checks import check_annotations, check_prompt_ref, check_ttl
 from memlane.core.names import check_name, check_text
 from memlane.core.services import BlockService
+from memlane.core.store.blocks import BlockWrite
 from memlane.core.store.prompts import Prompts
 from memlane.core.timefmt import annotate, coerce_time_of_day, now_utc
 
@@ -278,15 +279,13 @@ class Ingest(BlockService):
         for d in drafts:
             # The embedding-cache entries ride along with the first write: one commit, not two.
             cache_entries, new_cache = new_cache, {}
-            job_ids = self.store.write_blocks(
-                d.user,
-                d.blocks,
-                vectors[offset : offset + len(d.blocks)],
+            how = BlockWrite(
                 (self.embedder.model_id, cache_entries),
                 enqueue_attempts=0 if extract == "off" else self.settings.max_attempts,
                 epoch=since,
                 default_ttl_s=self.settings.default_ttl_s,
             )
+            job_ids = self.store.write_blocks(d.user, d.blocks, vectors[offset : offset + len(d.blocks)], how)
             offset += len(d.blocks)
             errors: builtins.list[LLMError] = []
             outcome: dict[int, JobStatus] = {}

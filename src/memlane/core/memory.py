@@ -45,6 +45,7 @@ from memlane.core.names import check_stored_name, check_text
 from memlane.core.retrieval import SearchSettings, check_k, resolve_settings
 from memlane.core.retrieval import search as run_search
 from memlane.core.services import Settings, Via
+from memlane.core.store.blocks import BlockListing
 from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.protocol import Store
 from memlane.core.timefmt import coerce_time, to_epoch
@@ -387,20 +388,12 @@ class Memory:
         """The user's blocks in event-time order."""
         limit, offset = check_page(limit, offset)
         return self.store.list_blocks(
-            check_stored_name(user, "user"),
-            conversation_id=None if conversation_id is None else check_stored_name(conversation_id, "conversation_id"),
-            session_id=None if session_id is None else check_stored_name(session_id, "session_id"),
-            limit=limit,
-            offset=offset,
+            check_stored_name(user, "user"), _listing(conversation_id, session_id), limit=limit, offset=offset
         )
 
     def count(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
         """How many blocks :meth:`list` pages through with these filters (0 for an unknown user)."""
-        return self.store.count_blocks(
-            check_stored_name(user, "user"),
-            conversation_id=None if conversation_id is None else check_stored_name(conversation_id, "conversation_id"),
-            session_id=None if session_id is None else check_stored_name(session_id, "session_id"),
-        )
+        return self.store.count_blocks(check_stored_name(user, "user"), _listing(conversation_id, session_id))
 
     delete = Via("_eraser", Eraser.delete)
     delete_blocks = Via("_eraser", Eraser.delete_blocks)
@@ -450,6 +443,14 @@ class Memory:
     retention = Via("_retention", Retention.retention)
     retention_policies = Via("_retention", Retention.retention_policies)
     apply_retention = Via("_retention", Retention.apply_retention)
+
+
+def _listing(conversation_id: str | None, session_id: str | None) -> BlockListing:
+    """The listing of :meth:`Memory.list` and :meth:`Memory.count`, its names checked."""
+    return BlockListing(
+        None if conversation_id is None else check_stored_name(conversation_id, "conversation_id"),
+        None if session_id is None else check_stored_name(session_id, "session_id"),
+    )
 
 
 def _default_log(path: str | Path | Store, store: Store) -> Path | None:

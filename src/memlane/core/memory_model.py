@@ -43,10 +43,12 @@ from memlane.core.model_checks import (
 )
 from memlane.core.names import check_name, check_stored_name, check_text
 from memlane.core.services import Settings
+from memlane.core.store.blocks import BlockBrowse, BlockUpdate
 from memlane.core.store.blocks import Blocks as StoredBlocks
 from memlane.core.store.expiry import Expiry
 from memlane.core.store.prompts import Prompts
 from memlane.core.store.queue import Queue
+from memlane.core.store.sessions import NewSession, SessionChanges
 from memlane.core.store.sessions import Sessions as StoredSessions
 from memlane.core.store.users import Users as StoredUsers
 from memlane.core.timefmt import coerce_time_of_day, now_utc, to_epoch
@@ -189,17 +191,15 @@ class Sessions:
         check_name(conversation_id, "conversation_id")
         start, _ = coerce_time_of_day(started_at, where="started_at")
         now = _now()
-        return self.store.create_session(
-            user,
+        new = NewSession(
             session_id,
-            conversation_id=conversation_id,
-            started_at=now if start is None else to_epoch(start),
+            conversation_id,
+            now if start is None else to_epoch(start),
             annotations=check_annotations(annotations, "annotations") or {},
             metadata=check_metadata(metadata, "metadata") or {},
             default_ttl_s=check_ttl(default_ttl_s, "default_ttl_s"),
-            exist_ok=exist_ok,
-            now=now,
         )
+        return self.store.create_session(user, new, exist_ok=exist_ok, now=now)
 
     def get_session(self, user: str, session_id: str) -> Session:
         return self.store.get_session(
@@ -221,13 +221,13 @@ class Sessions:
         default_ttl_s: int | None = None,
     ) -> Session:
         """Replace what is given (None: kept). SessionEndedError for an ended session."""
-        return self.store.update_session(
-            check_stored_name(user, "user"),
-            check_stored_name(session_id, "session_id"),
+        changes = SessionChanges(
             annotations=check_annotations(annotations, "annotations"),
             metadata=check_metadata(metadata, "metadata"),
             default_ttl_s=check_ttl(default_ttl_s, "default_ttl_s"),
-            now=_now(),
+        )
+        return self.store.update_session(
+            check_stored_name(user, "user"), check_stored_name(session_id, "session_id"), changes, now=_now()
         )
 
     def end_session(self, user: str, session_id: str, *, at: datetime | str | float | None = None) -> Session:
@@ -339,15 +339,12 @@ class Blocks:
             prompt_id=prompt_id,
             prompt_version=prompt_version,
         )
-        stored = self.store.update_block(
-            user,
-            updated,
-            vectors,
+        how = BlockUpdate(
             reset_ttl=ttl is not None,
             default_ttl_s=self.settings.default_ttl_s,
             enqueue_attempts=self.settings.max_attempts if requeue else 0,
-            now=_now(),
         )
+        stored = self.store.update_block(user, updated, vectors, how, now=_now())
         if changed:
             self.forget([block])  # the old text's extraction calls
         return stored
@@ -397,21 +394,18 @@ class Blocks:
         """Every live block of the user that passes ``filters`` and the event-time window, newest first
         by ingest time (``order="ingested"``) or event time (``"event"``), paged, with the total: the
         query-less search."""
-        if order not in ("ingested", "event"):
-            raise ValidationError(f"must be 'ingested' or 'event', not {order!r}", where="order")
         limit, offset = check_page(limit, offset)
         b, _ = coerce_time_of_day(before, where="before")
         a, _ = coerce_time_of_day(after, where="after")
-        return self.store.browse_blocks(
-            check_stored_name(user, "user"),
+        browse = BlockBrowse(
             check_filters(filters),
-            order=order,
-            limit=limit,
-            offset=offset,
+            order,
+            limit,
+            offset,
             after=None if a is None else to_epoch(a),
             before=None if b is None else to_epoch(b),
-            now=_now(),
         )
+        return self.store.browse_blocks(check_stored_name(user, "user"), browse, now=_now())
 
 
 class PromptRegistry:

@@ -7,9 +7,7 @@ tests run the fake through code typed against the protocol."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from memlane.core.errors import AlreadyExistsError, NotFoundError, SessionEndedError
 from memlane.core.model import MemoryBlock, Page, Session
@@ -21,7 +19,7 @@ from memlane.core.store.postgres.store import PostgresStore
 from memlane.core.store.prompts import Prompts
 from memlane.core.store.protocol import Store, Upkeep, VectorCache
 from memlane.core.store.queue import Queue
-from memlane.core.store.sessions import Sessions
+from memlane.core.store.sessions import NewSession, SessionChanges, Sessions
 from memlane.core.store.sqlite import SqliteStore
 from memlane.core.store.users import Users
 from memlane.core.timefmt import from_epoch
@@ -50,37 +48,25 @@ class FakeSessions:
             raise NotFoundError(f"session {session_id!r} not found for user {user!r}")
         return found
 
-    def create_session(
-        self,
-        user: str,
-        session_id: str,
-        *,
-        conversation_id: str,
-        started_at: float,
-        annotations: Mapping[str, str],
-        metadata: Mapping[str, Any],
-        default_ttl_s: int | None,
-        exist_ok: bool = False,
-        now: float,
-    ) -> Session:
+    def create_session(self, user: str, new: NewSession, *, exist_ok: bool = False, now: float) -> Session:
         if user not in self.users:
             raise NotFoundError(f"user {user!r} not found")
-        if (user, session_id) in self.sessions:
+        if (user, new.session_id) in self.sessions:
             if not exist_ok:
-                raise AlreadyExistsError("session", session_id)
-            return self.sessions[user, session_id]
+                raise AlreadyExistsError("session", new.session_id)
+            return self.sessions[user, new.session_id]
         made = Session(
             user=user,
-            session_id=session_id,
-            conversation_id=conversation_id,
-            started_at=from_epoch(started_at),
+            session_id=new.session_id,
+            conversation_id=new.conversation_id,
+            started_at=from_epoch(new.started_at),
             ended_at=None,
-            annotations=dict(annotations),
-            metadata=dict(metadata),
-            default_ttl_s=default_ttl_s,
+            annotations=dict(new.annotations),
+            metadata=dict(new.metadata),
+            default_ttl_s=new.default_ttl_s,
             created_at=from_epoch(now),
         )
-        self.sessions[user, session_id] = made
+        self.sessions[user, new.session_id] = made
         return made
 
     def get_session(self, user: str, session_id: str, *, now: float) -> Session:
@@ -94,24 +80,15 @@ class FakeSessions:
         )
         return Page(items=mine[offset : offset + limit], total=len(mine), limit=limit, offset=offset)
 
-    def update_session(
-        self,
-        user: str,
-        session_id: str,
-        *,
-        annotations: Mapping[str, str] | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        default_ttl_s: int | None = None,
-        now: float,
-    ) -> Session:
+    def update_session(self, user: str, session_id: str, changes: SessionChanges, *, now: float) -> Session:
         found = self._get(user, session_id)
         if found.ended:
             raise SessionEndedError(user, session_id)
         changed = replace(
             found,
-            annotations=found.annotations if annotations is None else dict(annotations),
-            metadata=found.metadata if metadata is None else dict(metadata),
-            default_ttl_s=found.default_ttl_s if default_ttl_s is None else default_ttl_s,
+            annotations=found.annotations if changes.annotations is None else dict(changes.annotations),
+            metadata=found.metadata if changes.metadata is None else dict(changes.metadata),
+            default_ttl_s=found.default_ttl_s if changes.default_ttl_s is None else changes.default_ttl_s,
         )
         self.sessions[user, session_id] = changed
         return changed
@@ -147,16 +124,7 @@ def open_sessions(sessions: Sessions, user: str) -> list[str]:
 def test_code_typed_against_sessions_runs_on_the_fake() -> None:
     fake = FakeSessions({"alice"})
     for i, session_id in enumerate(("s1", "s2", "s3")):
-        fake.create_session(
-            "alice",
-            session_id,
-            conversation_id="c",
-            started_at=1_700_000_000.0 + i,
-            annotations={},
-            metadata={},
-            default_ttl_s=None,
-            now=time.time(),
-        )
+        fake.create_session("alice", NewSession(session_id, "c", 1_700_000_000.0 + i), now=time.time())
     fake.end_session("alice", "s2", at=1_700_000_100.0, now=time.time())
     assert open_sessions(_fake_is_sessions(fake), "alice") == ["s3", "s1"]
     assert open_sessions(fake, "bob") == []

@@ -13,7 +13,7 @@ from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import NotFoundError, UserDeletedError
 from memlane.core.memory import Memory
 from memlane.core.model import Filters
-from memlane.core.store.blocks import Blocks
+from memlane.core.store.blocks import BlockListing, Blocks, BlockUpdate, BlockWrite
 from memlane.core.store.candidates import Candidates
 from memlane.core.store.users import Users
 from memlane.core.timefmt import from_epoch
@@ -36,9 +36,13 @@ def test_list_and_count_page_and_filter_alike(blocks: Blocks, writer: Memory) ->
     page = blocks.list_blocks("alice", limit=2, offset=1)
     assert [b.id for b in page] == [b.id for b in listed[1:3]]  # pages of one order
     assert blocks.list_blocks("alice", limit=100, offset=6) == []
-    assert [b.id for b in blocks.list_blocks("alice", conversation_id="c2")] == ids[5:]
-    assert blocks.count_blocks("alice", conversation_id="c2") == 1
-    assert blocks.count_blocks("alice", session_id="s1") == 5 == len(blocks.list_blocks("alice", session_id="s1"))
+    assert [b.id for b in blocks.list_blocks("alice", BlockListing(conversation_id="c2"))] == ids[5:]
+    assert blocks.count_blocks("alice", BlockListing(conversation_id="c2")) == 1
+    assert (
+        blocks.count_blocks("alice", BlockListing(session_id="s1"))
+        == 5
+        == len(blocks.list_blocks("alice", BlockListing(session_id="s1")))
+    )
     assert blocks.list_blocks("nobody") == [] and blocks.count_blocks("nobody") == 0
 
 
@@ -56,13 +60,13 @@ def test_update_block_writes_what_it_is_given_and_resets_the_ttl(blocks: Blocks,
     block = blocks.get_block("alice", writer.add_facts("alice", ["a fact"], ttl_s=600).block_ids[0])
     now = time.time() + 60
     changed = replace(block, annotations={"k": "v"}, updated_at=from_epoch(now))
-    kept = blocks.update_block("alice", changed, None, now=now)
+    kept = blocks.update_block("alice", changed, None, BlockUpdate(), now=now)
     assert kept.annotations == {"k": "v"} and kept.expires_at == block.expires_at  # no reset: expiry kept
     assert blocks.get_block("alice", block.id) == kept
-    reset = blocks.update_block("alice", changed, None, reset_ttl=True, now=now)
+    reset = blocks.update_block("alice", changed, None, BlockUpdate(reset_ttl=True), now=now)
     assert reset.expires_at == from_epoch(now + 600)
     with pytest.raises(NotFoundError):
-        blocks.update_block("bob", changed, None, now=now)
+        blocks.update_block("bob", changed, None, BlockUpdate(), now=now)
 
 
 def test_delete_block_returns_it_and_leaves_another_users_alone(blocks: Blocks, writer: Memory) -> None:
@@ -85,7 +89,7 @@ def test_write_blocks_after_a_delete_of_the_user_writes_nothing(blocks: Blocks, 
     late = replace(block, id=uuid.uuid4().hex[:22], message="after")
     vectors = HashingEmbedder().embed([late.message])
     with pytest.raises(UserDeletedError):
-        blocks.write_blocks("alice", [late], vectors, epoch=epoch)
+        blocks.write_blocks("alice", [late], vectors, BlockWrite(epoch=epoch))
     with pytest.raises(NotFoundError):
         users.get_user("alice")  # the refused write did not bring the user back
     assert blocks.count_blocks("alice") == 0

@@ -4,30 +4,25 @@ what each method's docstring promises and the Memory-level tests beside this one
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
 from memlane.core.errors import AlreadyExistsError, NotFoundError, SessionEndedError
 from memlane.core.memory import Memory
 from memlane.core.model import Session
-from memlane.core.store.sessions import Sessions
+from memlane.core.store.sessions import NewSession, SessionChanges, Sessions
 from memlane.core.store.users import Users
 from memlane.core.timefmt import from_epoch
 
 T0 = 1_700_000_000.0
 
 
-def create(sessions: Sessions, user: str, session_id: str, started_at: float = T0, **kw: object) -> Session:
-    args: dict[str, object] = {
-        "conversation_id": "c1",
-        "started_at": started_at,
-        "annotations": {},
-        "metadata": {},
-        "default_ttl_s": None,
-        "now": time.time(),
-    }
-    args.update(kw)
-    return sessions.create_session(user, session_id, **args)  # type: ignore[arg-type]
+def create(
+    sessions: Sessions, user: str, session_id: str, started_at: float = T0, *, exist_ok: bool = False, **kw: Any
+) -> Session:
+    new = NewSession(session_id, kw.pop("conversation_id", "c1"), started_at, **kw)
+    return sessions.create_session(user, new, exist_ok=exist_ok, now=time.time())
 
 
 def test_create_session_needs_the_user_and_returns_what_it_stored(sessions: Sessions, users: Users) -> None:
@@ -83,12 +78,12 @@ def test_update_session_replaces_what_is_given_and_zero_ttl_means_never(sessions
     users.create_user("alice")
     create(sessions, "alice", "s1", annotations={"a": "1"}, metadata={"m": 1}, default_ttl_s=60)
     now = time.time()
-    kept = sessions.update_session("alice", "s1", now=now)
+    kept = sessions.update_session("alice", "s1", SessionChanges(), now=now)
     assert (kept.annotations, kept.metadata, kept.default_ttl_s) == ({"a": "1"}, {"m": 1}, 60)
-    changed = sessions.update_session("alice", "s1", annotations={"b": "2"}, default_ttl_s=0, now=now)
+    changed = sessions.update_session("alice", "s1", SessionChanges(annotations={"b": "2"}, default_ttl_s=0), now=now)
     assert (changed.annotations, changed.metadata, changed.default_ttl_s) == ({"b": "2"}, {"m": 1}, 0)
     with pytest.raises(NotFoundError):
-        sessions.update_session("alice", "nope", metadata={}, now=now)
+        sessions.update_session("alice", "nope", SessionChanges(metadata={}), now=now)
 
 
 def test_end_session_records_the_end_once(sessions: Sessions, users: Users) -> None:

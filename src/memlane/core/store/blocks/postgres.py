@@ -9,13 +9,14 @@ import json
 from collections.abc import Sequence
 
 from memlane.core.embedding.protocol import Vectors
-from memlane.core.errors import NotFoundError, StoreError, ValidationError
+from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import (
     Filters,
     MemoryBlock,
     Page,
 )
+from memlane.core.store.blocks import ALL_BLOCKS, DEFAULT_WRITE, BlockBrowse, BlockListing, BlockUpdate, BlockWrite
 from memlane.core.store.blocks.postgres_rows import (
     COLUMNS,
     LIVE,
@@ -31,7 +32,7 @@ from memlane.core.store.blocks.postgres_rows import (
     take_session_terms,
     to_block,
 )
-from memlane.core.store.blocks.rows import continue_sessions
+from memlane.core.store.blocks.rows import EXCHANGE_JOIN, continue_sessions, found_blocks
 from memlane.core.store.postgres import delegated
 from memlane.core.store.postgres.base import PostgresBase
 from memlane.core.store.postgres.dialect import NOW
@@ -43,18 +44,13 @@ from memlane.core.store.users.postgres_rows import check_not_deleted
 from memlane.core.timefmt import now_utc, to_epoch
 
 
-def _block_filter(user: str, conversation_id: str | None, session_id: str | None) -> tuple[str, list[object]]:
+def _block_filter(user: str, listing: BlockListing) -> tuple[str, list[object]]:
     """The WHERE clause (and its parameters) of a listing of the user's live blocks."""
     uid = user_key(user)
-    where = ["u.id = %s", "b.user_id = %s", "u.name = %s", "(b.expires_ts IS NULL OR b.expires_ts > %s)"]
-    params: list[object] = [uid, uid, user, now_epoch()]
-    if conversation_id is not None:
-        where.append("b.conversation_id = %s")
-        params.append(conversation_id)
-    if session_id is not None:
-        where.append("b.session_id = %s")
-        params.append(session_id)
-    return " AND ".join(where), params
+    pairs = listing.equalities()
+    where = "u.id = %s AND b.user_id = %s AND u.name = %s AND (b.expires_ts IS NULL OR b.expires_ts > %s)"
+    where += "".join(f" AND {column} = %s" for column, _ in pairs)
+    return where, [uid, uid, user, now_epoch(), *(value for _, value in pairs)]
 
 
 class PostgresBlocks(PostgresBase):
@@ -75,20 +71,10 @@ class PostgresBlocks(PostgresBase):
         return blocks
 
     def update_block(
-        self,
-        user: str,
-        block: MemoryBlock,
-        vectors: Vectors | None,
-        *,
-        reset_ttl: bool = False,
-        default_ttl_s: int = 0,
-        enqueue_attempts: int = 0,
-        now: float,
+        self, user: str, block: MemoryBlock, vectors: Vectors | None, how: BlockUpdate, *, now: float
     ) -> MemoryBlock:
-        """Replace the block of the same id in one transaction (see the protocol): with new content its old
-        keys (message, summary, facts) go with their vectors (and so their ANN entries: the index follows
-        the table in the same transaction), tsvectors, keyword statistics and the sessions' people's words,
-        and the new message key comes in."""
+        """Here the old keys' ANN entries go with their vectors (the index follows the table in the same
+        transaction), and the sessions' people's words move with the text."""
         self._settle_cache()
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
@@ -124,41 +110,24 @@ class PostgresBlocks(PostgresBase):
                 key = (pk, "message", block.message, block.content_hash, to_epoch(block.event_time))
                 added = insert_keys(conn, self.vector_oid, user_id, [key], vectors)
                 bump_user(conn, user_id, added[0] - removed[0], added[1] - removed[1])
-            if reset_ttl:
-                expires = expiry(now, block.ttl_s, None if session[6] is None else int(session[6]), default_ttl_s)
+            if how.reset_ttl:
+                expires = expiry(now, block.ttl_s, None if session[6] is None else int(session[6]), how.default_ttl_s)
                 conn.execute("UPDATE blocks SET expires_ts = %s WHERE user_id = %s AND pk = %s", (expires, user_id, pk))
-            if enqueue_attempts:
-                self._enqueue(conn, user_id, pk, enqueue_attempts, now)
+            if how.enqueue_attempts:
+                self._enqueue(conn, user_id, pk, how.enqueue_attempts, now)
             (stored,) = blocks_by_pk(conn, user_id, [pk])
         return stored
 
-    def browse_blocks(
-        self,
-        user: str,
-        filters: Filters | None,
-        *,
-        order: str,
-        limit: int,
-        offset: int,
-        after: float | None = None,
-        before: float | None = None,
-        now: float,
-    ) -> Page[MemoryBlock]:
-        column = {"ingested": "b.ingest_ts", "event": "b.event_ts"}.get(order)
-        if column is None:
-            raise ValidationError("must be 'ingested' or 'event'", where="order")
+    def browse_blocks(self, user: str, browse: BlockBrowse, *, now: float) -> Page[MemoryBlock]:
+        column = "b.ingest_ts" if browse.order == "ingested" else "b.event_ts"
+        limit, offset = browse.limit, browse.offset
         with self.transaction() as conn:
             user_id = self._user_row(conn, user)
             if user_id is None:
                 return Page([], 0, limit, offset)
             params: dict[str, object] = {"u": user_id, "now": now}
-            where = f"b.user_id = %(u)s AND {LIVE}{filter_sql(filters, params)}"
-            if after is not None:
-                where += " AND b.event_ts >= %(after)s"
-                params["after"] = after
-            if before is not None:
-                where += " AND b.event_ts < %(before)s"
-                params["before"] = before
+            rules = filter_sql(browse.filters, params, after=browse.after, before=browse.before)
+            where = f"b.user_id = %(u)s AND {LIVE}{rules}"
             total = conn.execute(f"SELECT count(*) FROM blocks b WHERE {where}", params).fetchone()
             rows = conn.execute(
                 f"SELECT {COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where} "
@@ -168,40 +137,28 @@ class PostgresBlocks(PostgresBase):
         return Page([to_block(r) for r in rows], int(total[0]) if total else 0, limit, offset)
 
     def write_blocks(
-        self,
-        user: str,
-        blocks: Sequence[MemoryBlock],
-        vectors: Vectors,
-        cache_entries: tuple[str, dict[str, Vectors]] | None = None,
-        *,
-        enqueue_attempts: int = 0,
-        epoch: int | None = None,
-        default_ttl_s: int = 0,
+        self, user: str, blocks: Sequence[MemoryBlock], vectors: Vectors, how: BlockWrite = DEFAULT_WRITE
     ) -> list[int]:
-        """Store blocks with their message vectors in one transaction (the whole add, or nothing).
-
-        ``cache_entries`` (model id, {content hash: vector}) go to the embedding cache in the same
-        transaction; ``enqueue_attempts`` > 0 enqueues one extraction job per block (the outbox), allowed
-        that many attempts. Returns the job ids. ``epoch``: the deletion epoch the add read when it began;
-        UserDeletedError (nothing written) if the user was deleted since."""
+        """On Citus, one call of a function on the user's node."""
+        enqueue_attempts, default_ttl_s = how.enqueue_attempts, how.default_ttl_s
         if len(blocks) != len(vectors):
             raise StoreError(f"{len(blocks)} blocks but {len(vectors)} vectors")
         if self.citus:
             try:
                 with self.autocommit() as conn:
                     job_ids = delegated.write(
-                        conn, user, user_key(user), blocks, vectors, since=epoch, name_sha256=name_sha256(user),
+                        conn, user, user_key(user), blocks, vectors, since=how.epoch, name_sha256=name_sha256(user),
                         now=to_epoch(now_utc()), attempts=enqueue_attempts, default_ttl_s=default_ttl_s,
                     )  # fmt: skip
             except delegated.Elsewhere:
                 pass  # the user's shard moved as the call went out: written through the coordinator instead
             else:
-                self.cache_within(None, cache_entries)()
+                self.cache_within(None, how.cache_entries)()
                 return job_ids
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=True)
             assert user_id is not None
-            check_not_deleted(conn, user, epoch)  # after the lock: it sees a deletion it waited for
+            check_not_deleted(conn, user, how.epoch)  # after the lock: it sees a deletion it waited for
             pks = next_ids(conn, "blocks_pk_seq", len(blocks))
             # Under the user's row lock: no other write of the user comes between this read and the COPY.
             blocks = continue_sessions(blocks, lambda c, s: last_exchange(conn, user_id, c, s))
@@ -223,7 +180,7 @@ class PostgresBlocks(PostgresBase):
                 for pk, b in zip(pks, blocks, strict=True)
             ]
             added = insert_keys(conn, self.vector_oid, user_id, keys, vectors)
-            later = self.cache_within(conn, cache_entries)
+            later = self.cache_within(conn, how.cache_entries)
             bump_user(conn, user_id, *added)
         later()
         return job_ids
@@ -250,38 +207,25 @@ class PostgresBlocks(PostgresBase):
             f"WHERE u.id = %(uid)s AND b.user_id = %(uid)s AND u.name = %(user)s AND b.id = %(id)s AND {LIVE}",
             {"user": user, "uid": user_key(user), "id": block_id, "now": now_epoch()},
         )
-        if not rows:
-            raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
-        return to_block(rows[0])
+        return found_blocks(rows, user, block_id)[0]
 
     def exchange_blocks(self, user: str, block_id: str) -> list[MemoryBlock]:
         # The block by its id, then its exchange through blocks_user_session (user, conversation, session,
         # exchange index): a few rows, whatever the user's size.
         rows = self.query(
-            f"SELECT {COLUMNS} FROM blocks x JOIN users u ON u.id = x.user_id JOIN blocks b "
-            "ON b.user_id = x.user_id AND b.conversation_id = x.conversation_id AND b.session_id = x.session_id "
-            "AND b.exchange_index = x.exchange_index "
+            f"SELECT {COLUMNS} FROM blocks x JOIN users u ON u.id = x.user_id {EXCHANGE_JOIN} "
             f"WHERE x.id = %(id)s AND u.id = %(uid)s AND x.user_id = %(uid)s AND u.name = %(user)s "
             f"AND (x.expires_ts IS NULL OR x.expires_ts > %(now)s) "
             f"AND {LIVE} AND b.ingest_ts = x.ingest_ts AND b.content_hash = x.content_hash "
             "ORDER BY b.id <> x.id, b.perspective, b.id",
             {"user": user, "uid": user_key(user), "id": block_id, "now": now_epoch()},
         )
-        if not rows:
-            raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
-        return [to_block(r) for r in rows]
+        return found_blocks(rows, user, block_id)
 
     def list_blocks(
-        self,
-        user: str,
-        *,
-        conversation_id: str | None = None,
-        session_id: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
+        self, user: str, listing: BlockListing = ALL_BLOCKS, *, limit: int = 100, offset: int = 0
     ) -> list[MemoryBlock]:
-        """The user's blocks in event order (then exchange order)."""
-        where, params = _block_filter(user, conversation_id, session_id)
+        where, params = _block_filter(user, listing)
         rows = self.query(
             f"SELECT {COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where} "
             "ORDER BY b.event_ts, b.conversation_id, b.session_id, b.exchange_index, b.pk LIMIT %s OFFSET %s",
@@ -289,9 +233,8 @@ class PostgresBlocks(PostgresBase):
         )
         return [to_block(r) for r in rows]
 
-    def count_blocks(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
-        """How many blocks :meth:`list_blocks` pages through."""
-        where, params = _block_filter(user, conversation_id, session_id)
+    def count_blocks(self, user: str, listing: BlockListing = ALL_BLOCKS) -> int:
+        where, params = _block_filter(user, listing)
         rows = self.query(f"SELECT count(*) FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where}", params)
         return int(rows[0][0])
 

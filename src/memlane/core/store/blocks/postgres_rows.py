@@ -11,8 +11,9 @@ transaction, which holds the user's row lock (the lock order users, jobs, blocks
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any
 
 from memlane.core.model import (
     Filters,
@@ -142,36 +143,50 @@ def sides_json(block: MemoryBlock) -> str:
     return json.dumps([list(s) for s in block.sides])
 
 
-def filter_sql(filters: Filters | None, params: dict[str, object], *, annotations: bool = True) -> str:
-    """The rules of ``filters`` over the row ``b`` as `` AND ...`` clauses (their values put in
-    ``params``); with ``annotations`` False the annotation pairs are left out (checked after the cut)."""
-    if filters is None:
-        return ""
+# The rules of a Filters that compare one column with the filter's value: (Filters attribute, the condition on
+# the row ``b`` with the value as the parameter "f_<attribute>", the parameter from the value), in the order
+# they are written.
+_FILTER_RULES: tuple[tuple[str, str, Callable[[Any], object]], ...] = (
+    ("sessions", "b.session_id = ANY(%(f_sessions)s::text[])", list),
+    ("block_ids", "b.id = ANY(%(f_block_ids)s::text[])", list),
+    ("kinds", "b.kind = ANY(%(f_kinds)s::text[])", lambda kinds: sorted(k.value for k in kinds)),
+    ("ingested_after", "b.ingest_ts >= %(f_ingested_after)s", to_epoch),
+    ("ingested_before", "b.ingest_ts < %(f_ingested_before)s", to_epoch),
+    ("prompt_id", "b.prompt_id = %(f_prompt_id)s", str),
+)
+
+
+def filter_sql(
+    filters: Filters | None,
+    params: dict[str, object],
+    *,
+    annotations: bool = True,
+    after: float | None = None,
+    before: float | None = None,
+) -> str:
+    """The rules of ``filters`` over the row ``b`` and the event-time window [after, before) as `` AND ...``
+    clauses (their values put in ``params``); with ``annotations`` False the annotation pairs are left out
+    (checked after the cut)."""
     sql = ""
-    if filters.sessions is not None:
-        sql += " AND b.session_id = ANY(%(f_sessions)s::text[])"
-        params["f_sessions"] = list(filters.sessions)
-    if filters.block_ids is not None:
-        sql += " AND b.id = ANY(%(f_ids)s::text[])"
-        params["f_ids"] = list(filters.block_ids)
+    if after is not None:
+        sql += " AND b.event_ts >= %(after)s"
+        params["after"] = after
+    if before is not None:
+        sql += " AND b.event_ts < %(before)s"
+        params["before"] = before
+    if filters is None:
+        return sql
+    for name, condition, value in _FILTER_RULES:
+        given = getattr(filters, name)
+        if given is not None:
+            sql += f" AND {condition}"
+            params[f"f_{name}"] = value(given)
+    if filters.prompt_id is not None and filters.prompt_version is not None:
+        sql += " AND b.prompt_version = %(f_prompt_version)s"
+        params["f_prompt_version"] = filters.prompt_version
     if annotations and filters.annotations:
         sql += " AND b.annotations @> %(f_ann)s::jsonb"
         params["f_ann"] = json.dumps(dict(filters.annotations))
-    if filters.kinds is not None:
-        sql += " AND b.kind = ANY(%(f_kinds)s::text[])"
-        params["f_kinds"] = sorted(k.value for k in filters.kinds)
-    if filters.ingested_after is not None:
-        sql += " AND b.ingest_ts >= %(f_ing_after)s"
-        params["f_ing_after"] = to_epoch(filters.ingested_after)
-    if filters.ingested_before is not None:
-        sql += " AND b.ingest_ts < %(f_ing_before)s"
-        params["f_ing_before"] = to_epoch(filters.ingested_before)
-    if filters.prompt_id is not None:
-        sql += " AND b.prompt_id = %(f_prompt)s"
-        params["f_prompt"] = filters.prompt_id
-        if filters.prompt_version is not None:
-            sql += " AND b.prompt_version = %(f_prompt_version)s"
-            params["f_prompt_version"] = filters.prompt_version
     return sql
 
 

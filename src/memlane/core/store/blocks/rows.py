@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from memlane.core.errors import NotFoundError
 from memlane.core.model import BlockKind, ExtractionStatus, MemoryBlock, PerspectiveMode
 from memlane.core.timefmt import from_epoch
 
@@ -71,6 +72,23 @@ def row_to_block(r: Sequence[Any]) -> MemoryBlock:
         annotations={str(k): str(v) for k, v in dict(_json(r[18])).items()},
         **model,
     )
+
+
+def found_blocks(rows: Sequence[Sequence[Any]], user: str, block_id: str) -> list[MemoryBlock]:
+    """The blocks of the rows a read by ``block_id`` found; NotFoundError if it found none (the block is not
+    the user's, or has expired)."""
+    if not rows:
+        raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
+    return [row_to_block(r) for r in rows]
+
+
+EXCHANGE_JOIN = (
+    "JOIN blocks b ON b.user_id = x.user_id AND b.conversation_id = x.conversation_id "
+    "AND b.session_id = x.session_id AND b.exchange_index = x.exchange_index"
+)
+"""Joins a block ``x`` to the blocks ``b`` at its exchange's place (conversation, session, exchange index),
+through the user's index of exchanges; a read keeps those of ``x``'s own add (same ingest time and content
+hash)."""
 
 
 def continue_sessions(blocks: Sequence[MemoryBlock], last_index: Callable[[str, str], int | None]) -> list[MemoryBlock]:

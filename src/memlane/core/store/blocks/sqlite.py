@@ -14,7 +14,6 @@ from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import (
     NotFoundError,
     StoreError,
-    ValidationError,
 )
 from memlane.core.jobs import EXTRACT_KIND
 from memlane.core.model import (
@@ -24,13 +23,14 @@ from memlane.core.model import (
     Page,
 )
 from memlane.core.ranking.session_words import people_words
+from memlane.core.store.blocks import ALL_BLOCKS, DEFAULT_WRITE, BlockBrowse, BlockListing, BlockUpdate, BlockWrite
+from memlane.core.store.blocks.rows import EXCHANGE_JOIN, continue_sessions, found_blocks, row_to_block
 from memlane.core.store.blocks.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
-from memlane.core.store.blocks.rows import continue_sessions, row_to_block
 from memlane.core.store.blocks.sqlite_rows import (
-    CACHED_MODELS,
     LIVE,
     blocks_by_pk,
     delete_blocks,
+    drop_cached,
     filter_sql,
     live_count,
 )
@@ -43,47 +43,24 @@ from memlane.core.store.users.sqlite import ensure_user
 from memlane.core.timefmt import now_utc, to_epoch
 
 
-def _block_filter(
-    user: str, conversation_id: str | None, session_id: str | None, now: float
-) -> tuple[str, list[object]]:
-    """The WHERE clause (and its parameters) of a listing of the user's live blocks."""
-    where = ["u.name = ?", LIVE]
-    params: list[object] = [user, now]
-    if conversation_id is not None:
-        where.append("b.conversation_id = ?")
-        params.append(conversation_id)
-    if session_id is not None:
-        where.append("b.session_id = ?")
-        params.append(session_id)
-    return " AND ".join(where), params
+def _listing_sql(listing: BlockListing) -> tuple[str, list[object]]:
+    """The `` AND ...`` conditions (and their parameters) of a listing, on blocks ``b``."""
+    pairs = listing.equalities()
+    return "".join(f" AND {column} = ?" for column, _ in pairs), [value for _, value in pairs]
 
 
 class SqliteBlocks(SqliteBase):
     """Blocks in a SQLite store."""
 
     def write_blocks(
-        self,
-        user: str,
-        blocks: Sequence[MemoryBlock],
-        vectors: Vectors,
-        cache_entries: tuple[str, dict[str, Vectors]] | None = None,
-        *,
-        enqueue_attempts: int = 0,
-        epoch: int | None = None,
-        default_ttl_s: int = 0,
+        self, user: str, blocks: Sequence[MemoryBlock], vectors: Vectors, how: BlockWrite = DEFAULT_WRITE
     ) -> list[int]:
-        """Store blocks with their message vectors in one transaction (the whole add, or nothing).
-
-        ``cache_entries`` (model id, {content hash: vector}) are written to the embedding cache in the
-        same transaction. ``enqueue_attempts`` > 0 enqueues one extraction job per block in that same
-        transaction, allowed that many attempts; their ids are returned. ``epoch``: the deletion epoch the
-        add read when it began; UserDeletedError (nothing written) if the user was deleted since.
-        Sessions and expiries as the protocol says (:meth:`memlane.core.store.protocol.Store.write_blocks`)."""
         if len(blocks) != len(vectors):
             raise StoreError(f"{len(blocks)} blocks but {len(vectors)} vectors")
+        enqueue_attempts, default_ttl_s = how.enqueue_attempts, how.default_ttl_s
         with self._write() as conn:
             now = to_epoch(now_utc())
-            user_id, version, _ = ensure_user(conn, user, now, epoch)
+            user_id, version, _ = ensure_user(conn, user, now, how.epoch)
             ttls = open_sessions(conn, user, user_id, blocks, now)
             blocks = [
                 replace(
@@ -96,8 +73,8 @@ class SqliteBlocks(SqliteBase):
                 for b in blocks
             ]
             rows, job_ids = self._insert_blocks(conn, user_id, blocks, vectors, enqueue_attempts)
-            if cache_entries and cache_entries[1]:
-                self.put_vectors_in(conn, *cache_entries)
+            if how.cache_entries and how.cache_entries[1]:
+                self.put_vectors_in(conn, *how.cache_entries)
             conn.execute("UPDATE users SET version = version + 1 WHERE id = ?", (user_id,))
         self.cache_written(user_id, version, rows)
         return job_ids
@@ -209,60 +186,40 @@ class SqliteBlocks(SqliteBase):
             f"AND {LIVE}",
             (block_id, user, time_now()),
         )
-        if not rows:
-            raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
-        return row_to_block(rows[0])
+        return found_blocks(rows, user, block_id)[0]
 
     def exchange_blocks(self, user: str, block_id: str) -> list[MemoryBlock]:
         now = time_now()
         # The block by its id, then its exchange through blocks_user_session (user, conversation, session,
         # exchange index): a few rows, whatever the user's size.
         rows = self._read(
-            f"SELECT {BLOCK_COLUMNS} FROM blocks x JOIN users u ON u.id = x.user_id JOIN blocks b "
-            "ON b.user_id = x.user_id AND b.conversation_id = x.conversation_id AND b.session_id = x.session_id "
-            "AND b.exchange_index = x.exchange_index "
+            f"SELECT {BLOCK_COLUMNS} FROM blocks x JOIN users u ON u.id = x.user_id {EXCHANGE_JOIN} "
             f"WHERE x.id = ? AND u.name = ? AND (x.expires_ts IS NULL OR x.expires_ts > ?) AND {LIVE} "
             "AND b.ingest_ts = x.ingest_ts AND b.content_hash = x.content_hash "
             "ORDER BY b.id <> x.id, b.perspective, b.id",
             (block_id, user, now, now),
         )
-        if not rows:
-            raise NotFoundError(f"block {block_id!r} not found for user {user!r}")
-        return [row_to_block(r) for r in rows]
+        return found_blocks(rows, user, block_id)
 
     def list_blocks(
-        self,
-        user: str,
-        *,
-        conversation_id: str | None = None,
-        session_id: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
+        self, user: str, listing: BlockListing = ALL_BLOCKS, *, limit: int = 100, offset: int = 0
     ) -> list[MemoryBlock]:
-        """The user's blocks in event order (then exchange order)."""
-        where, params = _block_filter(user, conversation_id, session_id, time_now())
+        where, params = _listing_sql(listing)
         rows = self._read(
-            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE {where} "
+            f"SELECT {BLOCK_COLUMNS} FROM blocks b JOIN users u ON u.id = b.user_id WHERE u.name = ? AND {LIVE}{where} "
             "ORDER BY b.event_ts, b.conversation_id, b.session_id, b.exchange_index, b.pk LIMIT ? OFFSET ?",
-            [*params, limit, offset],
+            [user, time_now(), *params, limit, offset],
         )
         return [row_to_block(r) for r in rows]
 
-    def count_blocks(self, user: str, *, conversation_id: str | None = None, session_id: str | None = None) -> int:
-        """How many blocks :meth:`list_blocks` pages through (counted as :func:`live_count` counts)."""
+    def count_blocks(self, user: str, listing: BlockListing = ALL_BLOCKS) -> int:
+        """Counted as :func:`live_count` counts."""
         row = self._user_row(user)
         if row is None:
             return 0
-        where: list[str] = ["b.user_id = ?"]
-        params: list[object] = [row[0]]
-        if conversation_id is not None:
-            where.append("b.conversation_id = ?")
-            params.append(conversation_id)
-        if session_id is not None:
-            where.append("b.session_id = ?")
-            params.append(session_id)
-        cond = " AND ".join(where)
-        rows = self._read(f"SELECT {live_count(cond)}", [*params, *params, time_now()])
+        where, params = _listing_sql(listing)
+        cond = f"b.user_id = ?{where}"
+        rows = self._read(f"SELECT {live_count(cond)}", [row[0], *params, row[0], *params, time_now()])
         return int(rows[0][0])
 
     def fetch_blocks(self, user: str, refs: Sequence[int]) -> dict[int, MemoryBlock]:
@@ -287,17 +244,9 @@ class SqliteBlocks(SqliteBase):
         return out
 
     def update_block(
-        self,
-        user: str,
-        block: MemoryBlock,
-        vectors: Vectors | None,
-        *,
-        reset_ttl: bool = False,
-        default_ttl_s: int = 0,
-        enqueue_attempts: int = 0,
-        now: float,
+        self, user: str, block: MemoryBlock, vectors: Vectors | None, how: BlockUpdate, *, now: float
     ) -> MemoryBlock:
-        """Replace the block in place, in one transaction (:meth:`memlane.core.store.protocol.Store.update_block`)."""
+        enqueue_attempts = how.enqueue_attempts
         with self._write() as conn:
             row = conn.execute(
                 "SELECT b.pk, u.id, u.version, b.session_id, b.event_ts, b.expires_ts, b.mode, b.perspective, "
@@ -312,10 +261,10 @@ class SqliteBlocks(SqliteBase):
             # New text, or new labels: what they replace must leave the write-ahead log, as a deletion's does.
             removes = vectors is not None or annotations != row[8]
             session_ttl = require_open(conn, user, user_id, session_id)
-            if reset_ttl:
-                expires_ts = expiry(now, effective_ttl(block.ttl_s, session_ttl, default_ttl_s))
+            if how.reset_ttl:
+                expires_ts = expiry(now, effective_ttl(block.ttl_s, session_ttl, how.default_ttl_s))
             if vectors is not None:
-                self._drop_cached_texts(conn, user_id, [pk])
+                drop_cached(conn, user_id, [pk])
                 retire_keys(conn, user_id, pk, self.term_ids)
                 insert_keys(
                     conn,
@@ -355,43 +304,13 @@ class SqliteBlocks(SqliteBase):
             self.checkpoint()
         return stored
 
-    @staticmethod
-    def _drop_cached_texts(conn: sqlite3.Connection, user_id: int, pks: Sequence[int]) -> None:
-        """Delete the cached vectors of the blocks' key texts that no other key uses (what an update
-        replaces must not linger in the embedding cache)."""
-        models = [str(r[0]) for r in conn.execute(CACHED_MODELS)]
-        if not models:
-            return
-        marks = ",".join("?" * len(pks))
-        params = (*pks, user_id)
-        # By (model, hash): the cache's primary key; by hash alone SQLite would scan the whole cache.
-        conn.execute(
-            f"DELETE FROM embed_cache WHERE model_id IN ({','.join('?' * len(models))}) AND hash IN "
-            f"(SELECT content_hash FROM search_keys WHERE block_pk IN ({marks}) AND +user_id = ?) "
-            "AND NOT EXISTS (SELECT 1 FROM search_keys k WHERE k.content_hash = embed_cache.hash "
-            f"AND NOT (k.block_pk IN ({marks}) AND k.user_id = ?))",
-            (*models, *params, *params),
-        )
-
-    def browse_blocks(
-        self,
-        user: str,
-        filters: Filters | None,
-        *,
-        order: str,
-        limit: int,
-        offset: int,
-        after: float | None = None,
-        before: float | None = None,
-        now: float,
-    ) -> Page[MemoryBlock]:
-        if order not in ("ingested", "event"):
-            raise ValidationError("must be 'ingested' or 'event'", where="order")
-        where, params = filter_sql(filters, after=after, before=before)
-        by = "b.ingest_ts DESC, b.id DESC" if order == "ingested" else "b.event_ts DESC, b.id DESC"
+    def browse_blocks(self, user: str, browse: BlockBrowse, *, now: float) -> Page[MemoryBlock]:
+        where, params = filter_sql(browse.filters, after=browse.after, before=browse.before)
+        by = "b.ingest_ts DESC, b.id DESC" if browse.order == "ingested" else "b.event_ts DESC, b.id DESC"
         base = f"FROM blocks b JOIN users u ON u.id = b.user_id WHERE u.name = ? AND {LIVE} AND {where}"
         total = int(self._read(f"SELECT count(*) {base}", (user, now, *params))[0][0])
         rows = self._read(
-            f"SELECT {BLOCK_COLUMNS} {base} ORDER BY {by} LIMIT ? OFFSET ?", (user, now, *params, limit, offset)
+            f"SELECT {BLOCK_COLUMNS} {base} ORDER BY {by} LIMIT ? OFFSET ?",
+            (user, now, *params, browse.limit, browse.offset),
         )
-        return Page([row_to_block(r) for r in rows], total, limit, offset)
+        return Page([row_to_block(r) for r in rows], total, browse.limit, browse.offset)

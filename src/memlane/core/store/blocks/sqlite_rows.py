@@ -40,6 +40,28 @@ def _chunks(pks: Sequence[int]) -> list[list[int]]:
     return [list(pks[i : i + _CHUNK]) for i in range(0, len(pks), _CHUNK)]
 
 
+def drop_cached(
+    conn: sqlite3.Connection, user_id: int, pks: Sequence[int], models: Sequence[str] | None = None
+) -> None:
+    """Delete the cached vectors of the blocks' key texts that no other key uses (what a delete or an update
+    replaces must not linger in the embedding cache). ``models``: the cache's models, if the caller read
+    them already; ``pks``: at most a chunk's worth."""
+    if models is None:
+        models = [str(r[0]) for r in conn.execute(CACHED_MODELS)]
+    if not models:
+        return
+    marks = ",".join("?" * len(pks))
+    params = (*pks, user_id)
+    # By (model, hash): the cache's primary key; by hash alone SQLite would scan the whole cache.
+    conn.execute(
+        f"DELETE FROM embed_cache WHERE model_id IN ({','.join('?' * len(models))}) AND hash IN "
+        f"(SELECT content_hash FROM search_keys WHERE block_pk IN ({marks}) AND +user_id = ?) "
+        "AND NOT EXISTS (SELECT 1 FROM search_keys k WHERE k.content_hash = embed_cache.hash "
+        f"AND NOT (k.block_pk IN ({marks}) AND k.user_id = ?))",
+        (*models, *params, *params),
+    )
+
+
 def delete_blocks(conn: sqlite3.Connection, user_id: int, pks: Sequence[int]) -> int:
     """Delete the user's blocks ``pks`` and everything that refers to them: their search keys (message,
     summary, facts) with their vectors, term bags and people's words, the keyword statistics, their
@@ -50,15 +72,7 @@ def delete_blocks(conn: sqlite3.Connection, user_id: int, pks: Sequence[int]) ->
     for chunk in _chunks(pks):
         marks = ",".join("?" * len(chunk))
         params = (*chunk, user_id)
-        if models:
-            # By (model, hash): the cache's primary key; by hash alone SQLite would scan the whole cache.
-            conn.execute(
-                f"DELETE FROM embed_cache WHERE model_id IN ({','.join('?' * len(models))}) AND hash IN "
-                f"(SELECT content_hash FROM search_keys WHERE block_pk IN ({marks}) AND +user_id = ?) "
-                "AND NOT EXISTS (SELECT 1 FROM search_keys k WHERE k.content_hash = embed_cache.hash "
-                f"AND NOT (k.block_pk IN ({marks}) AND k.user_id = ?))",
-                (*models, *params, *params),
-            )
+        drop_cached(conn, user_id, chunk, models)
         purge_dead(conn, user_id, chunk)
         # "+user_id": by the block index; the user index would scan every key of a large user
         delete_keys(conn, f"block_pk IN ({marks}) AND +user_id = ?", params)

@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memlane.core.errors import (
-    AlreadyExistsError,
     NotFoundError,
     SessionEndedError,
 )
@@ -24,13 +23,18 @@ from memlane.core.model import (
 from memlane.core.store.blocks.postgres_rows import ENSURE_SESSIONS, blocks_by_pk, delete_blocks, session_starts
 from memlane.core.store.postgres.base import PostgresBase
 from memlane.core.store.postgres.dialect import Conn
+from memlane.core.store.sessions import NEW_SESSION_COLUMNS, NewSession, SessionChanges, refuse_taken, session_of
 from memlane.core.store.users.postgres import json_object
-from memlane.core.timefmt import from_epoch
 
+_JSONB = frozenset({"annotations", "metadata"})
 _SESSION_COLUMNS = (
     "s.session_id, s.conversation_id, s.started_at, s.ended_at, s.annotations, s.metadata, s.default_ttl_s, "
     "s.created_at"
 )
+
+
+def _jsonb(value: Mapping[str, Any]) -> str:
+    return json.dumps(dict(value))
 
 
 def _sessions(conn: Conn, user: str, user_id: int, rows: Sequence[tuple[Any, ...]], now: float) -> list[Session]:
@@ -45,21 +49,7 @@ def _sessions(conn: Conn, user: str, user_id: int, rows: Sequence[tuple[Any, ...
                 (user_id, ids, now),
             ).fetchall()
         }
-    return [
-        Session(
-            user=user,
-            session_id=str(sid),
-            conversation_id=str(conv),
-            started_at=from_epoch(float(started)),
-            ended_at=None if ended is None else from_epoch(float(ended)),
-            annotations={str(k): str(v) for k, v in json_object(annotations).items()},
-            metadata=json_object(metadata),
-            default_ttl_s=None if ttl is None else int(ttl),
-            created_at=from_epoch(float(created)),
-            blocks=counts.get(str(sid), 0),
-        )
-        for sid, conv, started, ended, annotations, metadata, ttl, created in rows
-    ]
+    return [session_of(user, r, counts.get(str(r[0]), 0), json_object) for r in rows]
 
 
 def session_row(conn: Conn, user_id: int, session_id: str) -> tuple[Any, ...] | None:
@@ -87,38 +77,15 @@ def list_sessions(conn: Conn, user: str, user_id: int | None, limit: int, offset
     return Page(_sessions(conn, user, user_id, rows, now), int(total[0]) if total else 0, limit, offset)
 
 
-def create_session(
-    conn: Conn,
-    user: str,
-    user_id: int,
-    session_id: str,
-    *,
-    conversation_id: str,
-    started_at: float,
-    annotations: Mapping[str, str],
-    metadata: Mapping[str, Any],
-    default_ttl_s: int | None,
-    exist_ok: bool,
-    now: float,
-) -> Session:
+def create_session(conn: Conn, user: str, user_id: int, new: NewSession, *, exist_ok: bool, now: float) -> Session:
     row = conn.execute(
-        "INSERT INTO sessions(user_id, conversation_id, session_id, started_at, annotations, metadata, "
-        "default_ttl_s, created_at) VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s) "
-        "ON CONFLICT (user_id, session_id) DO NOTHING RETURNING session_id",
-        (
-            user_id,
-            conversation_id,
-            session_id,
-            started_at,
-            json.dumps(dict(annotations)),
-            json.dumps(dict(metadata)),
-            default_ttl_s,
-            now,
-        ),
+        f"INSERT INTO sessions(user_id, {NEW_SESSION_COLUMNS}, created_at) "
+        "VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s) ON CONFLICT (user_id, session_id) DO NOTHING "
+        "RETURNING session_id",
+        (user_id, *new.values(_jsonb), now),
     ).fetchone()
-    if row is None and not exist_ok:
-        raise AlreadyExistsError("session", session_id, f"session {session_id!r} already exists for user {user!r}")
-    return get_session(conn, user, user_id, session_id, now)
+    refuse_taken(row is not None, user, new, exist_ok)
+    return get_session(conn, user, user_id, new.session_id, now)
 
 
 def open_session(conn: Conn, user: str, user_id: int | None, session_id: str) -> tuple[Any, ...]:
@@ -132,32 +99,15 @@ def open_session(conn: Conn, user: str, user_id: int | None, session_id: str) ->
 
 
 def update_session(
-    conn: Conn,
-    user: str,
-    user_id: int | None,
-    session_id: str,
-    *,
-    annotations: Mapping[str, str] | None,
-    metadata: Mapping[str, Any] | None,
-    default_ttl_s: int | None,
-    now: float,
+    conn: Conn, user: str, user_id: int | None, session_id: str, changes: SessionChanges, now: float
 ) -> Session:
     open_session(conn, user, user_id, session_id)
-    sets: list[str] = []
-    params: list[object] = []
-    if annotations is not None:
-        sets.append("annotations = %s::jsonb")
-        params.append(json.dumps(dict(annotations)))
-    if metadata is not None:
-        sets.append("metadata = %s::jsonb")
-        params.append(json.dumps(dict(metadata)))
-    if default_ttl_s is not None:
-        sets.append("default_ttl_s = %s")
-        params.append(default_ttl_s)
+    sets = changes.columns(_jsonb)
     if sets:
+        assign = ", ".join(f"{c} = %s::jsonb" if c in _JSONB else f"{c} = %s" for c in sets)
         conn.execute(
-            f"UPDATE sessions SET {', '.join(sets)} WHERE user_id = %s AND session_id = %s",
-            [*params, user_id, session_id],
+            f"UPDATE sessions SET {assign} WHERE user_id = %s AND session_id = %s",
+            [*sets.values(), user_id, session_id],
         )
     return get_session(conn, user, user_id, session_id, now)
 
@@ -205,27 +155,12 @@ def expiry(ingest: float, ttl_s: int | None, session_ttl_s: int | None, default_
 class PostgresSessions(PostgresBase):
     """Sessions in a PostgreSQL store."""
 
-    def create_session(
-        self,
-        user: str,
-        session_id: str,
-        *,
-        conversation_id: str,
-        started_at: float,
-        annotations: Mapping[str, str],
-        metadata: Mapping[str, Any],
-        default_ttl_s: int | None,
-        exist_ok: bool = False,
-        now: float,
-    ) -> Session:
+    def create_session(self, user: str, new: NewSession, *, exist_ok: bool = False, now: float) -> Session:
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
             if user_id is None:
                 raise NotFoundError(f"user {user!r} not found")
-            return create_session(
-                conn, user, user_id, session_id, conversation_id=conversation_id, started_at=started_at,
-                annotations=annotations, metadata=metadata, default_ttl_s=default_ttl_s, exist_ok=exist_ok, now=now,
-            )  # fmt: skip
+            return create_session(conn, user, user_id, new, exist_ok=exist_ok, now=now)
 
     def get_session(self, user: str, session_id: str, *, now: float) -> Session:
         with self.transaction() as conn:
@@ -235,22 +170,10 @@ class PostgresSessions(PostgresBase):
         with self.transaction() as conn:
             return list_sessions(conn, user, self._user_row(conn, user), limit, offset, now)
 
-    def update_session(
-        self,
-        user: str,
-        session_id: str,
-        *,
-        annotations: Mapping[str, str] | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        default_ttl_s: int | None = None,
-        now: float,
-    ) -> Session:
+    def update_session(self, user: str, session_id: str, changes: SessionChanges, *, now: float) -> Session:
         with self.transaction() as conn:
             user_id = self._lock_user(conn, user, create=False)
-            return update_session(
-                conn, user, user_id, session_id, annotations=annotations, metadata=metadata,
-                default_ttl_s=default_ttl_s, now=now,
-            )  # fmt: skip
+            return update_session(conn, user, user_id, session_id, changes, now)
 
     def end_session(self, user: str, session_id: str, *, at: float, now: float) -> Session:
         with self.transaction() as conn:

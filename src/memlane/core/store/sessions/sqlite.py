@@ -5,11 +5,10 @@ store's :class:`memlane.core.store.sessions.Sessions`."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from memlane.core.errors import (
-    AlreadyExistsError,
     NotFoundError,
     SessionEndedError,
 )
@@ -19,8 +18,9 @@ from memlane.core.model import (
     Session,
 )
 from memlane.core.store.blocks.sqlite_rows import blocks_by_pk, delete_blocks, live_count
+from memlane.core.store.sessions import NEW_SESSION_COLUMNS, NewSession, SessionChanges, refuse_taken, session_of
 from memlane.core.store.sqlite.base import SqliteBase, json_text, json_value
-from memlane.core.timefmt import from_epoch, to_epoch
+from memlane.core.timefmt import to_epoch
 
 
 def expiry(ingest_ts: float, ttl_s: int | None) -> float | None:
@@ -42,19 +42,8 @@ SESSION_COLUMNS = (
 
 
 def _session(row: Sequence[Any]) -> Session:
-    user, sid, conv, started, ended, annotations, metadata, ttl, created, blocks = row
-    return Session(
-        user=str(user),
-        session_id=str(sid),
-        conversation_id=str(conv),
-        started_at=from_epoch(float(started)),
-        ended_at=None if ended is None else from_epoch(float(ended)),
-        annotations={str(k): str(v) for k, v in dict(json_value(annotations)).items()},
-        metadata=dict(json_value(metadata)),
-        default_ttl_s=None if ttl is None else int(ttl),
-        created_at=from_epoch(float(created)),
-        blocks=int(blocks),
-    )
+    """A Session from a row of :data:`SESSION_COLUMNS` (the user's name first, the live block count last)."""
+    return session_of(str(row[0]), row[1:-1], int(row[-1]), lambda v: dict(json_value(v)))
 
 
 def get_session(conn: sqlite3.Connection, user: str, session_id: str, now: float) -> Session:
@@ -82,32 +71,11 @@ def list_sessions(conn: sqlite3.Connection, user: str, limit: int, offset: int, 
     return Page([_session(r) for r in rows], total, limit, offset)
 
 
-def insert_session(
-    conn: sqlite3.Connection,
-    user_id: int,
-    session_id: str,
-    *,
-    conversation_id: str,
-    started_at: float,
-    annotations: Mapping[str, str],
-    metadata: Mapping[str, Any],
-    default_ttl_s: int | None,
-    now: float,
-) -> bool:
+def insert_session(conn: sqlite3.Connection, user_id: int, new: NewSession, now: float) -> bool:
     """Create the session unless its id is taken; whether it was created."""
     cur = conn.execute(
-        "INSERT OR IGNORE INTO sessions(user_id, session_id, conversation_id, started_at, annotations, metadata, "
-        "default_ttl_s, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            user_id,
-            session_id,
-            conversation_id,
-            started_at,
-            json_text(annotations),
-            json_text(metadata),
-            default_ttl_s,
-            now,
-        ),
+        f"INSERT OR IGNORE INTO sessions(user_id, {NEW_SESSION_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (user_id, *new.values(json_text), now),
     )
     return cur.rowcount == 1
 
@@ -137,17 +105,7 @@ def open_sessions(
     for sid, (start, conversation) in starts.items():
         state = session_state(conn, user_id, sid)
         if state is None:
-            insert_session(
-                conn,
-                user_id,
-                sid,
-                conversation_id=conversation,
-                started_at=start,
-                annotations={},
-                metadata={},
-                default_ttl_s=None,
-                now=now,
-            )
+            insert_session(conn, user_id, NewSession(sid, conversation, start), now)
             ttls[sid] = None
             continue
         if state[0] is not None:
@@ -166,80 +124,38 @@ def require_open(conn: sqlite3.Connection, user: str, user_id: int, session_id: 
     return state[1]
 
 
-def update_session(
-    conn: sqlite3.Connection,
-    user: str,
-    user_id: int,
-    session_id: str,
-    *,
-    annotations: Mapping[str, str] | None,
-    metadata: Mapping[str, Any] | None,
-    default_ttl_s: int | None,
-) -> None:
+def _require_unended(conn: sqlite3.Connection, user: str, user_id: int, session_id: str, ended: str) -> None:
+    """NotFoundError if the session does not exist, SessionEndedError (its message ``ended``) if it has ended."""
     state = session_state(conn, user_id, session_id)
     if state is None:
         raise NotFoundError(f"session {session_id!r} not found for user {user!r}")
     if state[0] is not None:
-        raise SessionEndedError(user, session_id, f"session {session_id!r} has ended: it cannot be updated")
-    sets: list[str] = []
-    params: list[object] = []
-    if annotations is not None:
-        sets.append("annotations = ?")
-        params.append(json_text(annotations))
-    if metadata is not None:
-        sets.append("metadata = ?")
-        params.append(json_text(metadata))
-    if default_ttl_s is not None:
-        sets.append("default_ttl_s = ?")
-        params.append(default_ttl_s)
+        raise SessionEndedError(user, session_id, ended)
+
+
+def update_session(conn: sqlite3.Connection, user: str, user_id: int, session_id: str, changes: SessionChanges) -> None:
+    _require_unended(conn, user, user_id, session_id, f"session {session_id!r} has ended: it cannot be updated")
+    sets = changes.columns(json_text)
     if sets:
         conn.execute(
-            f"UPDATE sessions SET {', '.join(sets)} WHERE user_id = ? AND session_id = ?",
-            (*params, user_id, session_id),
+            f"UPDATE sessions SET {', '.join(f'{c} = ?' for c in sets)} WHERE user_id = ? AND session_id = ?",
+            (*sets.values(), user_id, session_id),
         )
 
 
 def end_session(conn: sqlite3.Connection, user: str, user_id: int, session_id: str, at: float) -> None:
-    state = session_state(conn, user_id, session_id)
-    if state is None:
-        raise NotFoundError(f"session {session_id!r} not found for user {user!r}")
-    if state[0] is not None:
-        raise SessionEndedError(user, session_id, f"session {session_id!r} has already ended")
+    _require_unended(conn, user, user_id, session_id, f"session {session_id!r} has already ended")
     conn.execute("UPDATE sessions SET ended_at = ? WHERE user_id = ? AND session_id = ?", (at, user_id, session_id))
 
 
 class SqliteSessions(SqliteBase):
     """Sessions in a SQLite store."""
 
-    def create_session(
-        self,
-        user: str,
-        session_id: str,
-        *,
-        conversation_id: str,
-        started_at: float,
-        annotations: Mapping[str, str],
-        metadata: Mapping[str, Any],
-        default_ttl_s: int | None,
-        exist_ok: bool = False,
-        now: float,
-    ) -> Session:
+    def create_session(self, user: str, new: NewSession, *, exist_ok: bool = False, now: float) -> Session:
         with self._write() as conn:
-            user_id = self._require_user_id(conn, user)
-            created = insert_session(
-                conn,
-                user_id,
-                session_id,
-                conversation_id=conversation_id,
-                started_at=started_at,
-                annotations=annotations,
-                metadata=metadata,
-                default_ttl_s=default_ttl_s,
-                now=now,
-            )
-            if not created and not exist_ok:
-                raise AlreadyExistsError("session", session_id)
-            return get_session(conn, user, session_id, now)
+            created = insert_session(conn, self._require_user_id(conn, user), new, now)
+            refuse_taken(created, user, new, exist_ok)
+            return get_session(conn, user, new.session_id, now)
 
     def get_session(self, user: str, session_id: str, *, now: float) -> Session:
         found: Session = self._read_with(get_session, user, session_id, now)
@@ -249,21 +165,9 @@ class SqliteSessions(SqliteBase):
         page: Page[Session] = self._read_with(list_sessions, user, limit, offset, now)
         return page
 
-    def update_session(
-        self,
-        user: str,
-        session_id: str,
-        *,
-        annotations: Mapping[str, str] | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        default_ttl_s: int | None = None,
-        now: float,
-    ) -> Session:
+    def update_session(self, user: str, session_id: str, changes: SessionChanges, *, now: float) -> Session:
         with self._write() as conn:
-            user_id = self._require_user_id(conn, user)
-            update_session(
-                conn, user, user_id, session_id, annotations=annotations, metadata=metadata, default_ttl_s=default_ttl_s
-            )
+            update_session(conn, user, self._require_user_id(conn, user), session_id, changes)
             return get_session(conn, user, session_id, now)
 
     def end_session(self, user: str, session_id: str, *, at: float, now: float) -> Session:
@@ -276,12 +180,8 @@ class SqliteSessions(SqliteBase):
             user_id = self._require_user_id(conn, user)
             if session_state(conn, user_id, session_id) is None:
                 raise NotFoundError(f"session {session_id!r} not found for user {user!r}")
-            pks = [
-                int(r[0])
-                for r in conn.execute(
-                    "SELECT pk FROM blocks WHERE user_id = ? AND session_id = ?", (user_id, session_id)
-                ).fetchall()
-            ]
+            found = conn.execute("SELECT pk FROM blocks WHERE user_id = ? AND session_id = ?", (user_id, session_id))
+            pks = [int(r[0]) for r in found]
             blocks = blocks_by_pk(conn, pks)
             delete_blocks(conn, user_id, pks)
             conn.execute("DELETE FROM sessions WHERE user_id = ? AND session_id = ?", (user_id, session_id))
