@@ -433,12 +433,13 @@ def gather(conn: Conn, user: str, user_id: int, ask: Gather, ann: AnnSettings, n
     threshold with no usable index yet (the caller starts a build). ``conn`` is in autocommit mode: the
     call must be a statement of its own for the coordinator to hand it on. Elsewhere if the shard moved."""
     terms = query_terms(ask.query)
+    scope = ask.scope
     vkinds = None
-    if ask.kinds is not None and len(ask.kinds) < len(KIND_CODES):
-        vkinds = sorted(KIND_CODES[x] for x in ask.kinds)
+    if scope.kinds is not None and len(scope.kinds) < len(KIND_CODES):
+        vkinds = sorted(KIND_CODES[x] for x in scope.kinds)
     params = (
         user_id, user, now, ask.k, None if ask.vector is None else PgVector(ask.vector.reshape(-1)), vkinds,
-        ask.keyword, None if ask.kinds is None else sorted(ask.kinds), ask.after, ask.before,
+        ask.keyword, None if scope.kinds is None else sorted(scope.kinds), scope.after, scope.before,
         " ".join(terms) if terms else None, " | ".join(f"'{t}'" for t in terms) if terms else None,
         ask.k1, ask.b, ask.context, ask.words, ann.threshold, ann.ef_search,
     )  # fmt: skip

@@ -53,7 +53,7 @@ import numpy.typing as npt
 
 from memlane.core.errors import StoreError
 from memlane.core.store.candidates.annsettings import AnnSettings, IndexStatus
-from memlane.core.store.candidates.vectors import BlockSet, UserMatrix, top_blocks_of_rows
+from memlane.core.store.candidates.vectors import EVERY_KEY, KeyRules, UserMatrix, top_blocks_of_rows
 from memlane.core.store.sqlite import annscrub
 from memlane.core.store.sqlite.annnodes import KeyMap, first_copies, load_map, map_path, save_map
 from memlane.core.store.sqlite.annscrub import live_keys
@@ -197,16 +197,11 @@ class AnnIndexes:
         matrix: UserMatrix,
         query: npt.NDArray[np.float32],
         k: int,
-        *,
-        kinds: frozenset[int] | None = None,
-        after: float | None = None,
-        before: float | None = None,
-        blocks: BlockSet | None = None,
+        rules: KeyRules = EVERY_KEY,
     ) -> list[tuple[int, float]] | None:
-        """The top-k blocks through the user's index, or None when there is no usable index yet (the
-        caller then scans exactly; the index is being prepared) or the filters keep too few of its
-        proposals (the exact scan of what they keep is then cheaper and exact). ``blocks``: the blocks
-        the answer may hold (or must not)."""
+        """The top-k blocks among the keys ``rules`` keep, through the user's index, or None when there is no
+        usable index yet (the caller then scans exactly; the index is being prepared) or the rules keep too
+        few of its proposals (the exact scan of what they keep is then cheaper and exact)."""
         loaded = self._current(user_id, matrix)
         if loaded is None or k <= 0:
             return None
@@ -242,7 +237,7 @@ class AnnIndexes:
             ok = rows < indexed.shape[0]
             ok[ok] = indexed[rows[ok]] == pks[ok]
             cand = np.concatenate([np.unique(rows[ok]), tail])
-            out = top_blocks_of_rows(matrix, cand, q, k, kinds=kinds, after=after, before=before, blocks=blocks)
+            out = top_blocks_of_rows(matrix, cand, q, k, rules)
             # Fewer than k blocks: the filters or deletions removed too many proposals. Ask for more nodes;
             # once the index has been asked for every node it holds, its answer is complete.
             if len(out) >= k or (n >= nodes and whole):
