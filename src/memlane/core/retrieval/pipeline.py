@@ -61,13 +61,13 @@ def vector_stage(
     ``settings.candidates`` blocks by cosine similarity (a block scores as its best key) within ``scope``
     (None: :func:`search_scope` of the settings alone)."""
     qvec = embedder.embed([query])[0]
-    return store.vector_candidates(user, qvec, settings.candidates, scope or search_scope(settings))
+    return store.vector_candidates(user, qvec, settings.candidates, search_scope(settings) if scope is None else scope)
 
 
 def keyword_stage(store: Store, user: str, query: str, settings: SearchSettings, scope: Scope | None = None) -> Ranked:
     """The keyword retriever: the top ``settings.candidates`` blocks by BM25 over the user's keys, with
     the settings' k1 and b, within ``scope`` (None: :func:`search_scope` of the settings alone)."""
-    scope = scope or search_scope(settings)
+    scope = search_scope(settings) if scope is None else scope
     return store.keyword_candidates(user, query, settings.candidates, scope, k1=settings.bm25_k1, b=settings.bm25_b)
 
 
