@@ -31,6 +31,7 @@ from memlane.core.retrieval import (
     rescore,
     with_candidates,
 )
+from memlane.core.store.candidates.scope import Scope
 from memlane.core.store.sqlite import SqliteStore
 from memlane.core.time_phrases import time_windows
 from memlane.core.timefmt import to_epoch
@@ -70,10 +71,10 @@ def step_by_step(mem: Memory, query: str, settings: SearchSettings) -> Scored:
     rankings = {}
     if settings.mode in (SearchMode.VECTOR, SearchMode.HYBRID):
         qvec = mem.embedder.inner.embed([query])[0]
-        rankings["vector"] = store.vector_candidates("alice", qvec, settings.candidates, kinds=kinds)
+        rankings["vector"] = store.vector_candidates("alice", qvec, settings.candidates, Scope(kinds=kinds))
     if settings.mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
         rankings["keyword"] = store.keyword_candidates(
-            "alice", query, settings.candidates, kinds=kinds, k1=settings.bm25_k1, b=settings.bm25_b
+            "alice", query, settings.candidates, Scope(kinds=kinds), k1=settings.bm25_k1, b=settings.bm25_b
         )
     scored = fuse(rankings, settings)
     if not settings.uses_context:

@@ -13,6 +13,7 @@ import pytest
 from memlane.core.model import Filters
 from memlane.core.store.candidates.annsettings import EXACT, AnnSettings
 from memlane.core.store.candidates.postgres_search import exact_pool, vector_top_blocks
+from memlane.core.store.candidates.scope import Scope
 from memlane.core.store.postgres import ann
 from memlane.core.store.postgres.adapt import PgVector
 from memlane.core.store.postgres.store import PostgresStore
@@ -64,8 +65,8 @@ def test_the_index_answers_like_the_exact_scan_on_a_small_set(new_store: NewStor
     filters: list[dict[str, float]] = [{}, {"after": T0.timestamp() + 60 * 100, "before": T0.timestamp() + 60 * 300}]
     for q in queries(10):
         for f in filters:
-            got = store.vector_candidates("alice", q, 10, **f)  # type: ignore[arg-type]
-            want = exact.vector_candidates("alice", q, 10, **f)  # type: ignore[arg-type]
+            got = store.vector_candidates("alice", q, 10, Scope(**f))  # type: ignore[arg-type]
+            want = exact.vector_candidates("alice", q, 10, Scope(**f))  # type: ignore[arg-type]
             assert [pk for pk, _ in got] == [pk for pk, _ in want]
             assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
     # Kept by every write: a new key equal to the query comes first, a deleted block never comes back.
@@ -110,9 +111,9 @@ def test_a_wide_filter_walks_the_index_and_finds_the_exact_filtered_answer(new_s
         for f, walks in ((wide, True), (narrow, False)):
             before = index_scans()
             with store.transaction() as conn:
-                got = vector_top_blocks(conn, "alice", q, 10, ann=store.ann_settings, filters=f)
+                got = vector_top_blocks(conn, "alice", q, 10, Scope(filters=f), ann=store.ann_settings)
                 conn.execute("SELECT pg_stat_force_next_flush()")  # counted once the session is idle
-            want = exact.vector_candidates("alice", q, 10, filters=f)
+            want = exact.vector_candidates("alice", q, 10, Scope(filters=f))
             assert (index_scans() > before) == walks
             assert [pk for pk, _ in got] == [pk for pk, _ in want]
             assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)

@@ -25,10 +25,10 @@ from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import SessionEndedError, StoreError
 from memlane.core.llm import ChatMessage, ScriptedLLM
 from memlane.core.memory import Memory
-from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import session_word_ranks
 from memlane.core.store.blocks import BlockWrite
 from memlane.core.store.candidates.gather import Gather, gather_stepwise
+from memlane.core.store.candidates.scope import Scope
 from memlane.core.store.postgres import citus, delegated
 from memlane.core.store.postgres.adapt import register_vector
 from memlane.core.store.postgres.dialect import Conn
@@ -102,10 +102,9 @@ def test_a_search_on_the_users_node_answers_as_one_server_does(twins: tuple[Post
             (None, (None, 1.7e9 + 3600 * 20), (True, False, True, True)),
         ):
             vector, keyword, context, words = parts
-            ask = Gather(
-                query, emb.embed([query])[0] if vector else None, keyword, 5 + i, kinds, *window, BM25_K1, BM25_B,
-                context=context, words=words, now=now,
-            )  # fmt: skip
+            scope = Scope(kinds, *window, now=now)
+            vec = emb.embed([query])[0] if vector else None
+            ask = Gather(query, vec, keyword, 5 + i, scope, context=context, words=words)
             for user in ("ann", "bo", "nobody"):
                 want = gather_stepwise(plain, user, ask)
                 got = dist.gather(user, ask)
@@ -160,8 +159,7 @@ def test_an_add_and_a_search_are_one_round_trip_to_the_users_node(new_citus_stor
     for i in range(30):
         mem.add("ann", chat(sentence(rng), sentence(rng)), session_id=f"s{i % 4}")
     emb = HashingEmbedder()
-    ask = Gather("apple river", emb.embed(["apple river"])[0], True, 20, None, None, None, BM25_K1, BM25_B,
-                 context=True, words=True)  # fmt: skip
+    ask = Gather("apple river", emb.embed(["apple river"])[0], True, 20, context=True, words=True)
     sent = _remote_commands(store, lambda: store.gather("ann", ask))
     assert len(sent) == 1 and delegated.GATHER_ROUTINE.name in sent[0], sent
     blocks = mem.add("ann", chat("one more", "note")).block_ids
@@ -240,7 +238,7 @@ def test_a_call_that_reaches_a_node_without_the_users_shard_does_nothing_there(n
     (block,) = [b for b in mem.list("ann") if b.perspective == "user"]
     before = _rows(store, "ann")
     emb = HashingEmbedder()
-    ask = Gather("apple", emb.embed(["apple"])[0], True, 10, None, None, None, BM25_K1, BM25_B, context=True)
+    ask = Gather("apple", emb.embed(["apple"])[0], True, 10, context=True)
     want = store.gather("ann", ask)
     here, other = _holding(store, "ann")
     for url, elsewhere in ((other, True), (here, False)):

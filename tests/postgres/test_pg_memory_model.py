@@ -24,6 +24,7 @@ from memlane.core.store.blocks import BlockBrowse, BlockUpdate
 from memlane.core.store.candidates import postgres_search as search
 from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.candidates.postgres_search import vector_top_blocks
+from memlane.core.store.candidates.scope import Scope
 from memlane.core.store.postgres.store import PostgresStore
 from memlane.core.store.sessions import NewSession, SessionChanges
 from memlane.core.timefmt import to_epoch
@@ -102,7 +103,7 @@ def test_an_update_leaves_nothing_of_the_old_text_with_the_ann_index_on(make_sto
         assert all("zebra" not in h.block.message for h in mem.search("ann", old_query, k=50, mode=mode))
     # its only vector is the new text's: its score for the old query is the new text's similarity
     qv = emb.embed([old_query])[0]
-    found = dict(store.vector_candidates("ann", qv, 50, now=t))
+    found = dict(store.vector_candidates("ann", qv, 50, Scope(now=t)))
     (ref,) = [r for r, b in store.fetch_blocks("ann", list(found)).items() if b.id == block_id]
     assert found[ref] == pytest.approx(float(qv @ emb.embed([new_text])[0]), abs=1e-5)
     assert block_id in {h.block.id for h in mem.search("ann", "walrus harmonica saffron", k=3, mode="keyword")}
@@ -179,8 +180,10 @@ def test_expired_blocks_vanish_from_every_read_at_once(make_store: Callable[...,
     assert store.set_ttl("eve", 100, block_ids=ids[:2], now=now) == 2
     assert store.get_block("eve", ids[0]).expires_at is not None
     later = now + 101  # the reads with a clock: after the expiry
-    assert {h for h, _ in store.vector_candidates("eve", HashingEmbedder().embed(["walnut story"])[0], 10, now=later)}
-    refs = store.keyword_candidates("eve", "walnut story", 10, now=later)
+    assert {
+        h for h, _ in store.vector_candidates("eve", HashingEmbedder().embed(["walnut story"])[0], 10, Scope(now=later))
+    }
+    refs = store.keyword_candidates("eve", "walnut story", 10, Scope(now=later))
     kept = store.fetch_blocks("eve", [r for r, _ in refs])
     assert sorted(b.id for b in kept.values()) == sorted(ids[2:])
     page = store.browse_blocks("eve", BlockBrowse(None, "ingested", 10, 0), now=later)
@@ -244,13 +247,13 @@ def test_filters_are_exact_in_every_candidate_path(
         query = sentence(rng, 3)
         k = rng.choice([1, 5, 10])
         qv = emb.embed([query])[0]
-        full_v = store.vector_candidates("fil", qv, 1000, now=now)
-        full_k = store.keyword_candidates("fil", query, 1000, now=now)
+        full_v = store.vector_candidates("fil", qv, 1000, Scope(now=now))
+        full_k = store.keyword_candidates("fil", query, 1000, Scope(now=now))
         by_ref = store.fetch_blocks("fil", [r for r, _ in full_v + full_k])
         want_v = [(r, s) for r, s in full_v if f.admits(by_ref[r])][:k]
         want_k = [(r, s) for r, s in full_k if f.admits(by_ref[r])][:k]
-        got_v = store.vector_candidates("fil", qv, k, filters=f, now=now)
-        got_k = store.keyword_candidates("fil", query, k, filters=f, now=now)
+        got_v = store.vector_candidates("fil", qv, k, Scope(filters=f, now=now))
+        got_k = store.keyword_candidates("fil", query, k, Scope(filters=f, now=now))
         for got, want, full in ((got_v, want_v, full_v), (got_k, want_k, full_k)):
             # the same scores in the same order (blocks of equal score may come in either order), each
             # of a block that passes, with its unfiltered score
@@ -320,7 +323,7 @@ def test_blocks_of_several_equal_keys_are_read_on_through_a_cursor(
         by_ref = store.fetch_blocks("cur", [r for r, _ in full])
         want = [(r, s) for r, s in full if f.admits(by_ref[r])][:10]
         with store.transaction() as conn:
-            got = vector_top_blocks(conn, "cur", qv, 10, ann=store.ann_settings, filters=f)
+            got = vector_top_blocks(conn, "cur", qv, 10, Scope(filters=f), ann=store.ann_settings)
             (cursors,) = conn.execute(walks).fetchone()
         assert cursors == 1
         assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)

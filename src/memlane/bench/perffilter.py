@@ -39,6 +39,7 @@ from memlane.bench.perfcurve import percentile
 from memlane.core.embedding.protocol import Embedder
 from memlane.core.memory import Memory, new_block_id
 from memlane.core.model import ExtractionStatus, Filters, MemoryBlock, PerspectiveMode, content_hash
+from memlane.core.store.candidates.scope import Scope
 from memlane.core.store.protocol import Store
 from memlane.core.timefmt import annotate
 
@@ -238,8 +239,8 @@ def measure_filtered(
                 t0 = time.perf_counter()
                 mem.search(user, text, 10, filters=filters if with_filter else None)
                 (filtered if with_filter else plain).append((time.perf_counter() - t0) * 1000)
-            got = store.vector_candidates(user, vec, 10, filters=filters)
-            want = exact.vector_candidates(user, vec, 10, filters=filters)
+            got = store.vector_candidates(user, vec, 10, Scope(filters=filters))
+            want = exact.vector_candidates(user, vec, 10, Scope(filters=filters))
             recall += tie_aware_recall(got, want)
         sl = selectivity_label(sel)
         out[f"filtered_search_p50_ms_{label}_{sl}"] = statistics.median(filtered)

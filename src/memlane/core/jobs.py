@@ -16,6 +16,9 @@ DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_LEASE_S = 120.0
 EXTRACT_KIND = "extract"
 
+CacheEntries = tuple[str, dict[str, Vectors]]
+"""Embeddings a write keeps in the store's embedding cache: (the embedder's model id, vectors by text hash)."""
+
 
 class JobStatus(StrEnum):
     QUEUED = "queued"
@@ -105,6 +108,23 @@ class Requeued:
         return Requeued(self.dead + other.dead, self.waiting + other.waiting)
 
 
+@dataclass(frozen=True, slots=True)
+class Requeue:
+    """Which jobs a requeue (:meth:`JobQueue.requeue`) touches. Every given filter applies; None: any.
+
+    * ``user``: only the jobs of this user.
+    * ``since``: only the jobs that failed (or died) at or after this time (epoch seconds).
+    * ``block_ids``: only the jobs of these blocks.
+    * ``dead_only``: only the dead jobs; when False, also the queued jobs that wait out a backoff after a
+      failure.
+    """
+
+    user: str | None = None
+    since: float | None = None
+    block_ids: Sequence[str] | None = None
+    dead_only: bool = True
+
+
 class JobQueue(Protocol):
     """The extraction queue a store keeps beside its blocks (outbox: jobs are written with the blocks).
 
@@ -119,12 +139,11 @@ class JobQueue(Protocol):
     def extend(self, owner: str, job_ids: Sequence[int], lease_s: float) -> int: ...
 
     def complete(
-        self,
-        job: ClaimedJob,
-        result: ExtractionResult,
-        vectors: Vectors,
-        cache_entries: tuple[str, dict[str, Vectors]] | None = None,
-    ) -> bool: ...
+        self, job: ClaimedJob, result: ExtractionResult, vectors: Vectors, cache_entries: CacheEntries | None = None
+    ) -> bool:
+        """Write summary, facts and their keys, and mark the job done, in one transaction. ``vectors`` are
+        the embeddings of ``[summary, *facts]``. False (writing nothing) if the lease was lost."""
+        ...
 
     def fail(self, job: ClaimedJob, error: str, raw: str | None, retry_in_s: float) -> JobStatus | None:
         """A failed attempt (the reply was unusable): back to the queue after ``retry_in_s``, or dead after
@@ -137,18 +156,10 @@ class JobQueue(Protocol):
         if the lease was lost."""
         ...
 
-    def requeue(
-        self,
-        *,
-        user: str | None = None,
-        since: float | None = None,
-        block_ids: Sequence[str] | None = None,
-        dead_only: bool = True,
-    ) -> Requeued:
-        """Queue the dead jobs again (attempts reset, their blocks back to ``queued``) and, unless
-        ``dead_only``, make the jobs that wait out a backoff after a failure ready now. Only those of
-        ``user``, of the blocks ``block_ids``, and that failed (or died) at or after ``since`` (epoch seconds),
-        when given. Running and done jobs are never touched; a second call finds nothing to do."""
+    def requeue(self, which: Requeue) -> Requeued:
+        """Queue the dead jobs of ``which`` (:class:`Requeue`) again (attempts reset, their blocks back to
+        ``queued``) and, unless ``which.dead_only``, make its jobs that wait out a backoff after a failure
+        ready now. Running and done jobs are never touched; a second call finds nothing to do."""
         ...
 
     def statuses(self, job_ids: Sequence[int]) -> dict[int, JobStatus]:

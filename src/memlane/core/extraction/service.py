@@ -21,7 +21,7 @@ from memlane.core.errors import ConfigError, LLMError, NotFoundError, Validation
 from memlane.core.extraction.extractor import Extractor
 from memlane.core.extraction.sync import run_now
 from memlane.core.extraction.worker import Worker, retry_delay
-from memlane.core.jobs import DEFAULT_LEASE_S, JobStatus, QueueStatus, Requeued
+from memlane.core.jobs import DEFAULT_LEASE_S, JobStatus, QueueStatus, Requeue, Requeued
 from memlane.core.model import UserInfo
 from memlane.core.names import check_stored_name, check_text
 from memlane.core.services import BlockService
@@ -133,6 +133,4 @@ class Extraction(BlockService):
         if isinstance(block_ids, str):
             raise ValidationError("must be a list of block ids, not one string", where="block_ids")
         ids = None if block_ids is None else [check_text(b, f"block_ids[{i}]") for i, b in enumerate(block_ids)]
-        return self.queue.requeue(
-            user=user, since=None if at is None else to_epoch(at), block_ids=ids, dead_only=dead_only
-        )
+        return self.queue.requeue(Requeue(user, None if at is None else to_epoch(at), ids, dead_only))

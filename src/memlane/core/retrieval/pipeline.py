@@ -32,6 +32,7 @@ from memlane.core.retrieval.context import Context, Position, rescore
 from memlane.core.retrieval.fusion import Scored, fuse, retriever_gains, summed
 from memlane.core.retrieval.settings import ScoreKind, SearchSettings
 from memlane.core.store.candidates.gather import Gather
+from memlane.core.store.candidates.scope import Scope
 from memlane.core.store.protocol import Store
 from memlane.core.time_phrases import TimeWindow, time_windows
 
@@ -54,63 +55,28 @@ class Candidates:
 
 
 def vector_stage(
-    store: Store,
-    embedder: Embedder,
-    user: str,
-    query: str,
-    settings: SearchSettings,
-    *,
-    after: float | None = None,
-    before: float | None = None,
-    filters: Filters | None = None,
+    store: Store, embedder: Embedder, user: str, query: str, settings: SearchSettings, scope: Scope | None = None
 ) -> Ranked:
     """The vector retriever: the query's embedding against the user's key vectors, the top
-    ``settings.candidates`` blocks by cosine similarity (a block scores as its best key) among those
-    ``filters`` keep."""
+    ``settings.candidates`` blocks by cosine similarity (a block scores as its best key) within ``scope``
+    (None: :func:`search_scope` of the settings alone)."""
     qvec = embedder.embed([query])[0]
-    if filters is None:
-        return store.vector_candidates(
-            user, qvec, settings.candidates, kinds=settings.key_kinds(), after=after, before=before
-        )
-    return store.vector_candidates(
-        user, qvec, settings.candidates, kinds=settings.key_kinds(), after=after, before=before, filters=filters
-    )
+    return store.vector_candidates(user, qvec, settings.candidates, search_scope(settings) if scope is None else scope)
 
 
-def keyword_stage(
-    store: Store,
-    user: str,
-    query: str,
-    settings: SearchSettings,
-    *,
-    after: float | None = None,
-    before: float | None = None,
-    filters: Filters | None = None,
-) -> Ranked:
+def keyword_stage(store: Store, user: str, query: str, settings: SearchSettings, scope: Scope | None = None) -> Ranked:
     """The keyword retriever: the top ``settings.candidates`` blocks by BM25 over the user's keys, with
-    the settings' k1 and b, among those ``filters`` keep."""
-    if filters is None:
-        return store.keyword_candidates(
-            user,
-            query,
-            settings.candidates,
-            kinds=settings.key_kinds(),
-            after=after,
-            before=before,
-            k1=settings.bm25_k1,
-            b=settings.bm25_b,
-        )
-    return store.keyword_candidates(
-        user,
-        query,
-        settings.candidates,
-        kinds=settings.key_kinds(),
-        after=after,
-        before=before,
-        k1=settings.bm25_k1,
-        b=settings.bm25_b,
-        filters=filters,
-    )
+    the settings' k1 and b, within ``scope`` (None: :func:`search_scope` of the settings alone)."""
+    scope = search_scope(settings) if scope is None else scope
+    return store.keyword_candidates(user, query, settings.candidates, scope, k1=settings.bm25_k1, b=settings.bm25_b)
+
+
+def search_scope(
+    settings: SearchSettings, after: float | None = None, before: float | None = None, filters: Filters | None = None
+) -> Scope:
+    """The blocks a search under ``settings`` ranks: the keys of the settings' kinds, with event times in
+    [``after``, ``before``) (epoch seconds), of the blocks ``filters`` keep (None: all)."""
+    return Scope(settings.key_kinds(), after, before, filters)
 
 
 def collect(
@@ -142,12 +108,9 @@ def collect(
         embedder.embed([query])[0] if settings.mode in (SearchMode.VECTOR, SearchMode.HYBRID) else None,
         settings.mode in (SearchMode.KEYWORD, SearchMode.HYBRID),
         settings.candidates,
-        settings.key_kinds(),
-        after,
-        before,
+        search_scope(settings, after, before, filters),
         settings.bm25_k1,
         settings.bm25_b,
-        filters,
         context,
         words,
     )

@@ -14,6 +14,7 @@ from memlane.core.memory import Memory
 from memlane.core.model import Filters
 from memlane.core.store.blocks import Blocks
 from memlane.core.store.candidates import Candidates
+from memlane.core.store.candidates.scope import Scope
 from memlane.core.store.expiry import Expiry
 from memlane.core.timefmt import to_epoch
 
@@ -41,8 +42,8 @@ def ids_of(blocks: Blocks, hits: list[tuple[int, float]]) -> set[str]:
 def both(candidates: Candidates, k: int, **kw: Any) -> dict[str, list[tuple[int, float]]]:
     """Alice's candidates for QUERY from each retriever, with the same restrictions."""
     return {
-        "vector": candidates.vector_candidates("alice", HashingEmbedder().embed([QUERY])[0], k, **kw),
-        "keyword": candidates.keyword_candidates("alice", QUERY, k, **kw),
+        "vector": candidates.vector_candidates("alice", HashingEmbedder().embed([QUERY])[0], k, Scope(**kw)),
+        "keyword": candidates.keyword_candidates("alice", QUERY, k, Scope(**kw)),
     }
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1, term_scores
 from memlane.core.store.candidates.terms import Postings, UserTerms, bm25_top_blocks, session_code, session_word_counts
-from memlane.core.store.candidates.vectors import KIND_CODES
+from memlane.core.store.candidates.vectors import KIND_CODES, KeyRules
 
 VOCAB = 300
 
@@ -81,7 +81,7 @@ def test_the_stage_equals_a_gather_over_every_entry_with_and_without_a_tail(seed
     for step in range(4):
         query = [(int(t), float(rng.uniform(0.1, 3.0))) for t in rng.choice(VOCAB + 20, 3, replace=False)]
         after = None if step % 2 == 0 else 500.0
-        got = bm25_top_blocks(index, query, 5.0, 10, after=after)
+        got = bm25_top_blocks(index, query, 5.0, 10, KeyRules(after=after))
         assert got == reference_top(index, query, 5.0, 10, after)
         # Every entry the postings do not cover yet is scanned: append a tail, then one that forces a rebuild.
         more = random_terms(rng, 50 if step < 2 else 3000, 10_000 * (step + 1), index.version + 1)

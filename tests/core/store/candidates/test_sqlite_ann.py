@@ -13,6 +13,7 @@ from memlane.core.errors import ConfigError, NotFoundError
 from memlane.core.memory import new_block_id
 from memlane.core.model import ExtractionStatus, MemoryBlock, PerspectiveMode, content_hash
 from memlane.core.store.candidates.annsettings import EXACT, AnnSettings
+from memlane.core.store.candidates.scope import Scope
 from memlane.core.store.sqlite import SqliteStore
 from memlane.core.store.sqlite.ann import folder
 from memlane.core.timefmt import annotate, to_epoch
@@ -55,8 +56,8 @@ def queries(n: int = 20, seed: int = 99) -> np.ndarray:
 def recall(store: SqliteStore, exact: SqliteStore, user: str, k: int = 10, **filters: float) -> float:
     hits = 0
     for q in queries():
-        got = {pk for pk, _ in store.vector_candidates(user, q, k, **filters)}  # type: ignore[arg-type]
-        want = {pk for pk, _ in exact.vector_candidates(user, q, k, **filters)}  # type: ignore[arg-type]
+        got = {pk for pk, _ in store.vector_candidates(user, q, k, Scope(**filters))}  # type: ignore[arg-type]
+        want = {pk for pk, _ in exact.vector_candidates(user, q, k, Scope(**filters))}  # type: ignore[arg-type]
         hits += len(got & want)
     return hits / (k * len(queries()))
 
@@ -93,8 +94,8 @@ def test_index_answers_like_the_exact_scan(tmp_path: Path) -> None:
     q = queries(1)[0]
     assert dict(store.vector_candidates("alice", q, 5)).items() <= dict(exact.vector_candidates("alice", q, 50)).items()
     after, before = to_epoch(T0 + timedelta(minutes=1000)), to_epoch(T0 + timedelta(minutes=1100))
-    got = store.vector_candidates("alice", q, 10, after=after, before=before)
-    assert got == exact.vector_candidates("alice", q, 10, after=after, before=before)
+    got = store.vector_candidates("alice", q, 10, Scope(after=after, before=before))
+    assert got == exact.vector_candidates("alice", q, 10, Scope(after=after, before=before))
     # bob's search never sees alice's keys (his own index holds only his)
     bobs = set(dict(exact.vector_candidates("bob", q, 500)))
     assert set(dict(store.vector_candidates("bob", q, 50))) <= bobs and len(bobs) == 200

@@ -15,6 +15,7 @@ from memlane.core.memory import new_block_id
 from memlane.core.model import ExtractionStatus, Filters, MemoryBlock, PerspectiveMode, content_hash
 from memlane.core.store.blocks import BlockUpdate
 from memlane.core.store.candidates.annsettings import EXACT, AnnSettings
+from memlane.core.store.candidates.scope import Scope
 from memlane.core.store.candidates.vectors import UserMatrix
 from memlane.core.store.sqlite import SqliteStore, ann
 from memlane.core.store.sqlite.ann import folder
@@ -77,8 +78,8 @@ def tie_aware(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> fl
 def recall(store: SqliteStore, exact: SqliteStore, user: str, k: int, filters: Filters | None = None) -> float:
     found = []
     for q in queries():
-        want = exact.vector_candidates(user, q, k, filters=filters)
-        found.append(tie_aware(store.vector_candidates(user, q, k, filters=filters), want))
+        want = exact.vector_candidates(user, q, k, Scope(filters=filters))
+        found.append(tie_aware(store.vector_candidates(user, q, k, Scope(filters=filters)), want))
     return float(np.mean(found))
 
 
@@ -100,8 +101,8 @@ def test_repeated_vectors_are_found_as_the_exact_scan_finds_them(tmp_path: Path,
         assert recall(store, exact, "alice", k, Filters(annotations={key: "in"})) == 1.0
     after, before = to_epoch(T0 + timedelta(minutes=1000)), to_epoch(T0 + timedelta(minutes=4000))
     q = queries()[0]
-    got = store.vector_candidates("alice", q, k, after=after, before=before)
-    assert tie_aware(got, exact.vector_candidates("alice", q, k, after=after, before=before)) == 1.0
+    got = store.vector_candidates("alice", q, k, Scope(after=after, before=before))
+    assert tie_aware(got, exact.vector_candidates("alice", q, k, Scope(after=after, before=before))) == 1.0
 
 
 def test_deleted_updated_and_expired_copies_are_never_returned(tmp_path: Path) -> None:
@@ -123,15 +124,15 @@ def test_deleted_updated_and_expired_copies_are_never_returned(tmp_path: Path) -
     later = now + 120
     every = [pk for pk, _ in exact.vector_candidates("alice", q0, DISTINCT * PASSES)]
     ids = {pk: b.id for pk, b in store.fetch_blocks("alice", every).items()}
-    got = store.vector_candidates("alice", q0, 10, now=later)
+    got = store.vector_candidates("alice", q0, 10, Scope(now=later))
     assert {ids[pk] for pk, _ in got[:5]} == {b.id for b in kept}
     assert not {ids[pk] for pk, _ in got} & {b.id for b in deleted + updated + expired}
-    assert got == exact.vector_candidates("alice", q0, 10, now=later)
+    assert got == exact.vector_candidates("alice", q0, 10, Scope(now=later))
     # The updated blocks are found as copies of their new vector (their keys are in the tail), with
     # BASE[1]'s twenty indexed copies.
-    near = store.vector_candidates("alice", q1, 25, now=later)
+    near = store.vector_candidates("alice", q1, 25, Scope(now=later))
     assert {b.id for b in updated} <= {b.id for b in store.fetch_blocks("alice", [pk for pk, _ in near]).values()}
-    assert tie_aware(near, exact.vector_candidates("alice", q1, 25, now=later)) == 1.0
+    assert tie_aware(near, exact.vector_candidates("alice", q1, 25, Scope(now=later))) == 1.0
     assert store.ann.state(1)["generation"] == 1  # ten keys retired of 6,000: no rebuild
 
 
@@ -277,8 +278,8 @@ def test_a_vector_repeated_hundreds_of_times(tmp_path: Path) -> None:
             assert tie_aware(store.vector_candidates("alice", q, k), exact.vector_candidates("alice", q, k)) == 1.0
             for key in SHARES:
                 kept = Filters(annotations={key: "in"})
-                want = exact.vector_candidates("alice", q, k, filters=kept)
-                assert tie_aware(store.vector_candidates("alice", q, k, filters=kept), want) == 1.0
+                want = exact.vector_candidates("alice", q, k, Scope(filters=kept))
+                assert tie_aware(store.vector_candidates("alice", q, k, Scope(filters=kept)), want) == 1.0
     assert store.ann.state(1)["nodes"] == 12
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from memlane.core.embedding.protocol import Vectors
-from memlane.core.model import Filters
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
+from memlane.core.store.candidates.scope import EVERY_BLOCK, Scope
 
 Ranked = list[tuple[int, float]]
 
@@ -25,24 +25,19 @@ Ranked = list[tuple[int, float]]
 @dataclass(frozen=True)
 class Gather:
     """One search's reads: the vector retriever's top ``k`` blocks for ``vector`` (None: no vector
-    retriever), the keyword retriever's for ``query`` (``keyword``), with the key ``kinds`` (None: all),
-    event times in [``after``, ``before``), BM25's ``k1`` and ``b``, among the blocks ``filters`` keep, as
-    of ``now``; with ``context`` the places of every candidate, and with ``words`` too, their sessions'
-    counts of the query's words."""
+    retriever), the keyword retriever's for ``query`` (``keyword``), both within ``scope``, the keyword
+    retriever's with BM25's ``k1`` and ``b``; with ``context`` the places of every candidate, and with
+    ``words`` too, their sessions' counts of the query's words."""
 
     query: str
     vector: Vectors | None
     keyword: bool
     k: int
-    kinds: frozenset[str] | None
-    after: float | None
-    before: float | None
-    k1: float
-    b: float
-    filters: Filters | None = None
+    scope: Scope = EVERY_BLOCK
+    k1: float = BM25_K1
+    b: float = BM25_B
     context: bool = False
     words: bool = False
-    now: float | None = None
 
 
 @dataclass(frozen=True)
@@ -61,40 +56,17 @@ class StepwiseStore(Protocol):
     """The reads a search makes one at a time (:func:`gather_stepwise`), part of every store's
     :class:`memlane.core.store.candidates.Candidates`."""
 
-    def vector_candidates(
-        self,
-        user: str,
-        query: Vectors,
-        k: int,
-        *,
-        kinds: frozenset[str] | None = None,
-        after: float | None = None,
-        before: float | None = None,
-        filters: Filters | None = None,
-        now: float | None = None,
-    ) -> list[tuple[int, float]]:
-        """The user's top ``k`` blocks by their best key's cosine. ``kinds`` are search-key kinds
-        (message, summary, fact). ``filters`` (their pre-cut rules: :attr:`Filters.pre`) restrict the pool
-        before the cut, exactly (the ANN path falls back to exact scoring when the pool is too small for
-        it); blocks expired at ``now`` (None: the current time) are never candidates."""
+    def vector_candidates(self, user: str, query: Vectors, k: int, scope: Scope = EVERY_BLOCK) -> Ranked:
+        """The user's top ``k`` blocks of ``scope`` (:class:`memlane.core.store.candidates.scope.Scope`) by
+        their best key's cosine. The scope's filters restrict the pool before the cut, exactly (the ANN path
+        falls back to exact scoring when the pool is too small for it)."""
         ...
 
     def keyword_candidates(
-        self,
-        user: str,
-        query: str,
-        k: int,
-        *,
-        kinds: frozenset[str] | None = None,
-        after: float | None = None,
-        before: float | None = None,
-        k1: float = BM25_K1,
-        b: float = BM25_B,
-        filters: Filters | None = None,
-        now: float | None = None,
-    ) -> list[tuple[int, float]]:
-        """The user's top ``k`` blocks by BM25 (the user's own statistics, unchanged by filters), with
-        ``filters`` and ``now`` as in :meth:`vector_candidates`."""
+        self, user: str, query: str, k: int, scope: Scope = EVERY_BLOCK, *, k1: float = BM25_K1, b: float = BM25_B
+    ) -> Ranked:
+        """The user's top ``k`` blocks of ``scope`` by BM25 with ``k1`` and ``b`` (the user's own statistics,
+        unchanged by the scope)."""
         ...
 
     def block_positions(self, user: str, refs: Sequence[int]) -> dict[int, tuple[str, int, float]]:
@@ -116,15 +88,9 @@ def gather_stepwise(store: StepwiseStore, user: str, ask: Gather) -> Gathered:
     sessions' word counts."""
     rankings: dict[str, Ranked] = {}
     if ask.vector is not None:
-        rankings["vector"] = store.vector_candidates(
-            user, ask.vector, ask.k, kinds=ask.kinds, after=ask.after, before=ask.before, filters=ask.filters,
-            now=ask.now,
-        )  # fmt: skip
+        rankings["vector"] = store.vector_candidates(user, ask.vector, ask.k, ask.scope)
     if ask.keyword:
-        rankings["keyword"] = store.keyword_candidates(
-            user, ask.query, ask.k, kinds=ask.kinds, after=ask.after, before=ask.before, k1=ask.k1, b=ask.b,
-            filters=ask.filters, now=ask.now,
-        )  # fmt: skip
+        rankings["keyword"] = store.keyword_candidates(user, ask.query, ask.k, ask.scope, k1=ask.k1, b=ask.b)
     positions: dict[int, tuple[str, int, float]] = {}
     if ask.context:
         # Context reads every candidate's session and place, not its text.

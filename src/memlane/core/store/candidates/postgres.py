@@ -9,15 +9,13 @@ from collections.abc import Sequence
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import NotFoundError
-from memlane.core.model import (
-    Filters,
-)
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.store.blocks.postgres_rows import LIVE, now_epoch, restricts
 from memlane.core.store.candidates.annsettings import EXACT, IndexStatus
-from memlane.core.store.candidates.gather import Gather, Gathered, gather_stepwise
+from memlane.core.store.candidates.gather import Gather, Gathered, Ranked, gather_stepwise
 from memlane.core.store.candidates.postgres_search import bm25_top_blocks, session_word_counts, vector_top_blocks
+from memlane.core.store.candidates.scope import EVERY_BLOCK, Scope
 from memlane.core.store.postgres import ann, delegated
 from memlane.core.store.postgres.base import PostgresBase
 from memlane.core.store.postgres.tenant import user_key
@@ -26,35 +24,20 @@ from memlane.core.store.postgres.tenant import user_key
 class PostgresCandidates(PostgresBase):
     """What a search reads from a PostgreSQL store."""
 
-    def vector_candidates(
-        self,
-        user: str,
-        query: Vectors,
-        k: int,
-        *,
-        kinds: frozenset[str] | None = None,
-        after: float | None = None,
-        before: float | None = None,
-        filters: Filters | None = None,
-        now: float | None = None,
-    ) -> list[tuple[int, float]]:
-        """Cosine top-k blocks of ``user`` (block reference, similarity), computed in the database: an exact
-        scan, or past the threshold the user's HNSW index (:mod:`memlane.core.store.postgres.ann`); filters
-        and expiry as :func:`memlane.core.store.candidates.postgres_search.vector_top_blocks` applies them. On Citus a
+    def vector_candidates(self, user: str, query: Vectors, k: int, scope: Scope = EVERY_BLOCK) -> Ranked:
+        """Computed in the database: an exact scan, or past the threshold the user's HNSW index
+        (:mod:`memlane.core.store.postgres.ann`); the scope as
+        :func:`memlane.core.store.candidates.postgres_search.vector_top_blocks` applies it. On Citus a
         search without filters runs on the user's node (:meth:`gather`), through the index on the user's
         shard; a filtered one is routed statement by statement, and scans exactly."""
-        if self.citus and not restricts(filters):
-            ask = Gather("", query, False, k, kinds, after, before, BM25_K1, BM25_B, now=now)
-            read = self._on_users_node(user, ask)
+        if self.citus and not restricts(scope.filters):
+            read = self._on_users_node(user, Gather("", query, False, k, scope))
             if read is not None:
                 return read.rankings["vector"]
         unindexed: list[int] = []
         with self.transaction() as conn:
-            found = vector_top_blocks(
-                conn, user, query, k, kinds=kinds, after=after, before=before,
-                ann=EXACT if self.citus else self.ann_settings, build_index=unindexed.append, filters=filters,
-                now=now,
-            )  # fmt: skip
+            ann = EXACT if self.citus else self.ann_settings
+            found = vector_top_blocks(conn, user, query, k, scope, ann=ann, build_index=unindexed.append)
         # After the search's transaction: CREATE INDEX CONCURRENTLY waits for every older transaction.
         for user_id in unindexed:
             self.ann.ensure(user_id)
@@ -91,29 +74,16 @@ class PostgresCandidates(PostgresBase):
         return int(rows[0][0]), int(rows[0][1])
 
     def keyword_candidates(
-        self,
-        user: str,
-        query: str,
-        k: int,
-        *,
-        kinds: frozenset[str] | None = None,
-        after: float | None = None,
-        before: float | None = None,
-        k1: float = BM25_K1,
-        b: float = BM25_B,
-        filters: Filters | None = None,
-        now: float | None = None,
-    ) -> list[tuple[int, float]]:
-        """BM25 top-k blocks of ``user`` (block reference, BM25 score, higher is better)."""
+        self, user: str, query: str, k: int, scope: Scope = EVERY_BLOCK, *, k1: float = BM25_K1, b: float = BM25_B
+    ) -> Ranked:
+        """Computed in the database (:func:`memlane.core.store.candidates.postgres_search.bm25_top_blocks`)."""
         with self.transaction() as conn:
-            return bm25_top_blocks(
-                conn, user, query, k, kinds=kinds, after=after, before=before, k1=k1, b=b, filters=filters, now=now
-            )
+            return bm25_top_blocks(conn, user, query, k, scope, k1=k1, b=b)
 
     def gather(self, user: str, ask: Gather) -> Gathered:
         """A search's reads: on Citus, without filters, in one call of a function the coordinator hands to the
         user's node (:mod:`memlane.core.store.postgres.delegated`); otherwise one method each."""
-        if self.citus and not restricts(ask.filters):
+        if self.citus and not restricts(ask.scope.filters):
             found = self._on_users_node(user, ask)
             if found is not None:
                 return found
@@ -125,7 +95,9 @@ class PostgresCandidates(PostgresBase):
         user_id = user_key(user)
         try:
             with self.autocommit() as conn:
-                found, unindexed = delegated.gather(conn, user, user_id, ask, self.ann_settings, now_epoch(ask.now))
+                found, unindexed = delegated.gather(
+                    conn, user, user_id, ask, self.ann_settings, now_epoch(ask.scope.now)
+                )
         except delegated.Elsewhere:
             return None
         if unindexed:

@@ -32,6 +32,7 @@ from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.store.blocks.postgres_rows import LIVE, filter_sql, now_epoch, restricts
 from memlane.core.store.candidates.annsettings import EXACT, AnnSettings
 from memlane.core.store.candidates.keyword import query_terms
+from memlane.core.store.candidates.scope import EVERY_BLOCK, Scope
 from memlane.core.store.candidates.vectors import KIND_CODES
 from memlane.core.store.postgres.adapt import PgVector
 from memlane.core.store.postgres.ann import index_name, search_config, set_search
@@ -68,16 +69,12 @@ def vector_top_blocks(
     user: str,
     query: Vectors,
     k: int,
+    scope: Scope = EVERY_BLOCK,
     *,
-    kinds: frozenset[str] | None = None,
-    after: float | None = None,
-    before: float | None = None,
     ann: AnnSettings = EXACT,
     build_index: Callable[[int], None] = lambda _user_id: None,
-    filters: Filters | None = None,
-    now: float | None = None,
 ) -> list[tuple[int, float]]:
-    """Top-k blocks by cosine similarity; a block scores as its best key. Exact, or for a user of at least
+    """Top-k blocks of ``scope`` by cosine similarity; a block scores as its best key. Exact, or for a user of at least
     ``ann.threshold`` keys through the user's HNSW index (:mod:`memlane.core.store.postgres.ann`) once it
     is made; ``build_index`` is called with the user's id when the user has none yet.
 
@@ -89,7 +86,8 @@ def vector_top_blocks(
     user's nearest keys first, then the whole exact scan if they hold fewer than k of the pool's blocks;
     past the ANN threshold, the HNSW index's iterative scan within :func:`walk_budget` keys, and if it
     comes up short, the pool scored exactly instead."""
-    now = now_epoch(now)
+    kinds, filters = scope.kinds, scope.filters
+    now = now_epoch(scope.now)
     filtered = restricts(filters)
     # A filtered search leaves expired blocks out of its pool instead of by reference (no GONE_SQL), and its
     # pool is read with index reads costed as the cached reads they are (_POOL_PAGE_COST).
@@ -120,7 +118,7 @@ def vector_top_blocks(
     if kinds is not None and len(kinds) < len(KIND_CODES):
         where += " AND v.kind = ANY(%(kinds)s::smallint[])"
         params["kinds"] = sorted(KIND_CODES[x] for x in kinds)
-    where += _window("v.event_ts", after, before, params)
+    where += _window("v.event_ts", scope.after, scope.before, params)
     # A block may own several keys: take enough keys to find k distinct blocks, widening if needed.
     want = max(4 * k, k + 32)
     if filtered:
@@ -342,23 +340,13 @@ SELECT block_pk, max(score) AS best FROM s GROUP BY block_pk ORDER BY best DESC,
 
 
 def bm25_top_blocks(
-    conn: Conn,
-    user: str,
-    text: str,
-    k: int,
-    *,
-    kinds: frozenset[str] | None = None,
-    after: float | None = None,
-    before: float | None = None,
-    k1: float = BM25_K1,
-    b: float = BM25_B,
-    filters: Filters | None = None,
-    now: float | None = None,
+    conn: Conn, user: str, text: str, k: int, scope: Scope = EVERY_BLOCK, *, k1: float = BM25_K1, b: float = BM25_B
 ) -> list[tuple[int, float]]:
-    """BM25 top-k blocks (a block scores as its best key); the filters narrow the ranked keys, not the
-    statistics, as in FTS5. Blocks expired at ``now`` are never ranked (as in :func:`vector_top_blocks`)."""
+    """BM25 top-k blocks of ``scope`` (a block scores as its best key); the scope narrows the ranked keys,
+    not the statistics, as in FTS5."""
     terms = query_terms(text)
-    now = now_epoch(now)
+    kinds, filters = scope.kinds, scope.filters
+    now = now_epoch(scope.now)
     key = user_key(user)
     row = conn.execute(
         f"SELECT id, ({GONE_SQL}) FROM users WHERE id = %(user_id)s AND name = %(user)s",
@@ -382,7 +370,7 @@ def bm25_top_blocks(
     if kinds is not None:
         rules += " AND m.kind = ANY(%(kinds)s::text[])"
         params["kinds"] = sorted(kinds)
-    rules += _window("m.event_ts", after, before, params)
+    rules += _window("m.event_ts", scope.after, scope.before, params)
     if restricts(filters):
         assert filters is not None
         rules += (

@@ -11,16 +11,14 @@ from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import (
     NotFoundError,
 )
-from memlane.core.model import (
-    Filters,
-)
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.store.blocks.sqlite_rows import expired_block_pks, filtered_block_pks
 from memlane.core.store.candidates.annsettings import IndexStatus
-from memlane.core.store.candidates.gather import Gather, Gathered, gather_stepwise
+from memlane.core.store.candidates.gather import Gather, Gathered, Ranked, gather_stepwise
+from memlane.core.store.candidates.scope import EVERY_BLOCK, Scope
 from memlane.core.store.candidates.terms import UserTerms, bm25_top_blocks, session_word_counts
-from memlane.core.store.candidates.vectors import KIND_CODES, BlockSet, UserMatrix, top_blocks
+from memlane.core.store.candidates.vectors import KIND_CODES, BlockSet, KeyRules, UserMatrix, top_blocks
 from memlane.core.store.sqlite.ann import status as ann_status
 from memlane.core.store.sqlite.base import SqliteBase, time_now
 from memlane.core.store.sqlite.keys import load_user_index
@@ -45,42 +43,34 @@ def _too_narrow(blocks: BlockSet | None, matrix: UserMatrix) -> bool:
 class SqliteCandidates(SqliteBase):
     """What a search reads from a SQLite store."""
 
-    def vector_candidates(
-        self,
-        user: str,
-        query: Vectors,
-        k: int,
-        *,
-        kinds: frozenset[str] | None = None,
-        after: float | None = None,
-        before: float | None = None,
-        filters: Filters | None = None,
-        now: float | None = None,
-    ) -> list[tuple[int, float]]:
-        """Cosine top-k blocks of ``user`` (block reference, similarity): an exact scan, or for a user past
-        the approximate index's threshold the index's candidates and the keys added since it was saved,
-        scored exactly (:mod:`memlane.core.store.sqlite.ann`). Filters and expiry as the protocol says: a
-        filter that keeps few keys is scored exactly over what it keeps."""
+    def vector_candidates(self, user: str, query: Vectors, k: int, scope: Scope = EVERY_BLOCK) -> Ranked:
+        """An exact scan, or for a user past the approximate index's threshold the index's candidates and the
+        keys added since it was saved, scored exactly (:mod:`memlane.core.store.sqlite.ann`); a filter that
+        keeps few keys is scored exactly over what it keeps."""
         row = self._user_row(user)
         if row is None:
             return []
         matrix = self._matrix(*row)
-        blocks = self._block_set(*row, filters, now)
-        codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
-        if self.ann_settings.applies(matrix.n) and not _too_narrow(blocks, matrix):
-            found = self.ann.top_blocks(
-                row[0], matrix, query, k, kinds=codes, after=after, before=before, blocks=blocks
-            )
+        rules = self._key_rules(*row, scope)
+        if self.ann_settings.applies(matrix.n) and not _too_narrow(rules.blocks, matrix):
+            found = self.ann.top_blocks(row[0], matrix, query, k, rules)
             if found is not None:
                 return found
-        return top_blocks(matrix, query.reshape(-1), k, kinds=codes, after=after, before=before, blocks=blocks)
+        return top_blocks(matrix, query.reshape(-1), k, rules)
 
-    def _block_set(self, user_id: int, version: int, filters: Filters | None, now: float | None) -> BlockSet | None:
-        """What filters and expiry leave of the user's blocks: the allowed blocks when a pre-cut rule is
-        given, else the expired blocks to leave out (None when there are none: the unfiltered search). The
-        blocks a filter keeps are remembered for the user's version (any write moves it on); the expired
-        ones are asked for each time (one seek in the partial expiry index)."""
-        at = time_now() if now is None else now
+    def _key_rules(self, user_id: int, version: int, scope: Scope) -> KeyRules:
+        """``scope`` as the user's in-memory indexes read it: its kinds as codes, and what its filters and
+        expiry leave of the user's blocks (:meth:`_block_set`)."""
+        codes = None if scope.kinds is None else frozenset(KIND_CODES[x] for x in scope.kinds)
+        return KeyRules(codes, scope.after, scope.before, self._block_set(user_id, version, scope))
+
+    def _block_set(self, user_id: int, version: int, scope: Scope) -> BlockSet | None:
+        """What the scope's filters and expiry leave of the user's blocks: the allowed blocks when a pre-cut
+        rule is given, else the expired blocks to leave out (None when there are none: the unfiltered
+        search). The blocks a filter keeps are remembered for the user's version (any write moves it on);
+        the expired ones are asked for each time (one seek in the partial expiry index)."""
+        filters = scope.filters
+        at = time_now() if scope.now is None else scope.now
         conn = self._conn()
         try:
             expired = expired_block_pks(conn, user_id, at)
@@ -139,21 +129,9 @@ class SqliteCandidates(SqliteBase):
         return matrix, terms
 
     def keyword_candidates(
-        self,
-        user: str,
-        query: str,
-        k: int,
-        *,
-        kinds: frozenset[str] | None = None,
-        after: float | None = None,
-        before: float | None = None,
-        k1: float = BM25_K1,
-        b: float = BM25_B,
-        filters: Filters | None = None,
-        now: float | None = None,
-    ) -> list[tuple[int, float]]:
-        """BM25 top-k blocks of ``user`` (block reference, BM25 score, higher is better); filters and
-        expiry narrow the ranked keys, not the statistics."""
+        self, user: str, query: str, k: int, scope: Scope = EVERY_BLOCK, *, k1: float = BM25_K1, b: float = BM25_B
+    ) -> Ranked:
+        """Over the user's cached term bags (:func:`memlane.core.store.candidates.terms.bm25_top_blocks`)."""
         row = self._user_row(user)
         if row is None:
             return []
@@ -161,11 +139,7 @@ class SqliteCandidates(SqliteBase):
         if not weights:
             return []
         index = self._user_terms(*row)
-        blocks = self._block_set(*row, filters, now)
-        codes = None if kinds is None else frozenset(KIND_CODES[x] for x in kinds)
-        return bm25_top_blocks(
-            index, weights, avgdl, k, kinds=codes, after=after, before=before, k1=k1, b=b, blocks=blocks
-        )
+        return bm25_top_blocks(index, weights, avgdl, k, self._key_rules(*row, scope), k1=k1, b=b)
 
     def gather(self, user: str, ask: Gather) -> Gathered:
         """A search's reads, one method each: every read is in process here."""

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from memlane.core.ranking.bm25 import BM25_B, BM25_K1, term_scores
 from memlane.core.ranking.session_words import SessionWordCounts
 from memlane.core.store.candidates.columns import Column, capacity_bytes, extended_all
-from memlane.core.store.candidates.vectors import BlockSet, best_per_block, key_mask
+from memlane.core.store.candidates.vectors import EVERY_KEY, KeyRules, best_per_block, key_mask
 
 
 @dataclass(frozen=True)
@@ -256,18 +256,15 @@ def bm25_top_blocks(
     query: Sequence[tuple[int, float]],
     avgdl: float,
     k: int,
+    rules: KeyRules = EVERY_KEY,
     *,
-    kinds: frozenset[int] | None = None,
-    after: float | None = None,
-    before: float | None = None,
     k1: float = BM25_K1,
     b: float = BM25_B,
-    blocks: BlockSet | None = None,
 ) -> list[tuple[int, float]]:
     """BM25 top-k blocks (a block scores as its best key) for ``query`` = (term id, idf) pairs.
 
-    Only keys holding at least one query term are ranked; the filters narrow the ranked keys, not the
-    statistics. The user's postings (:class:`Postings`) give the entries of the query's terms, so a search
+    Only keys holding at least one query term and kept by ``rules`` are ranked; the rules narrow the ranked
+    keys, not the statistics. The user's postings (:class:`Postings`) give the entries of the query's terms, so a search
     costs what its terms hold, not what the user holds.
     """
     n = index.block_pks.shape[0]
@@ -293,10 +290,8 @@ def bm25_top_blocks(
     starts[1:] = rows[1:] != rows[:-1]
     keys = rows[starts]  # the keys hit, ascending
     totals = np.bincount(np.cumsum(starts) - 1, weights=contrib).astype(np.float64)  # in entry order, per key
-    mask = key_mask(
-        index.kinds[keys], index.event_ts[keys], kind_codes=kinds, after=after, before=before,
-        block_pks=index.block_pks[keys] if blocks is not None else None, blocks=blocks,
-    )  # fmt: skip
+    block_pks = index.block_pks[keys] if rules.blocks is not None else None
+    mask = key_mask(index.kinds[keys], index.event_ts[keys], rules, block_pks)
     scores = totals if mask is None else np.where(mask, totals, -np.inf)
     return best_per_block(scores, index.block_pks[keys], k)
 

@@ -14,7 +14,7 @@ matrix (2,600 keys), and the cache holds four times as many users.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -114,29 +114,41 @@ class BlockSet:
         return found if self.allow else np.logical_not(found)
 
 
+@dataclass(frozen=True, slots=True)
+class KeyRules:
+    """Which keys of a user's in-memory index are scored: a search's
+    :class:`memlane.core.store.candidates.scope.Scope` as the in-memory indexes read it. ``codes``: the key
+    kinds' codes (:data:`KIND_CODES`; None: every kind); event times in [``after``, ``before``) (None:
+    unbounded); ``blocks``: the blocks whose keys may be scored or must not be (None: every block)."""
+
+    codes: frozenset[int] | None = None
+    after: float | None = None
+    before: float | None = None
+    blocks: BlockSet | None = None
+
+
+EVERY_KEY = KeyRules()
+
+
 def key_mask(
     kinds: npt.NDArray[np.int8],
     event_ts: npt.NDArray[np.float64],
-    *,
-    kind_codes: frozenset[int] | None = None,
-    after: float | None = None,
-    before: float | None = None,
+    rules: KeyRules,
     block_pks: npt.NDArray[np.int64] | None = None,
-    blocks: BlockSet | None = None,
 ) -> npt.NDArray[np.bool_] | None:
-    """Which keys the filters keep (None: all of them): kind codes, event time in [after, before), and the
-    keys' blocks (``block_pks``) in ``blocks``."""
+    """Which keys ``rules`` keep (None: all of them): kind codes, event time, and the keys' blocks
+    (``block_pks``; not given: the blocks are not asked) in the rules' blocks."""
     mask: npt.NDArray[np.bool_] | None = None
-    if blocks is not None and block_pks is not None:
-        mask = blocks.mask(block_pks)
-    if kind_codes is not None and len(kind_codes) < len(KIND_CODES):
-        m = np.isin(kinds, np.fromiter(kind_codes, dtype=np.int8))
+    if rules.blocks is not None and block_pks is not None:
+        mask = rules.blocks.mask(block_pks)
+    if rules.codes is not None and len(rules.codes) < len(KIND_CODES):
+        m = np.isin(kinds, np.fromiter(rules.codes, dtype=np.int8))
         mask = m if mask is None else mask & m
-    if after is not None:
-        m = event_ts >= after
+    if rules.after is not None:
+        m = event_ts >= rules.after
         mask = m if mask is None else mask & m
-    if before is not None:
-        m = event_ts < before
+    if rules.before is not None:
+        m = event_ts < rules.before
         mask = m if mask is None else mask & m
     return mask
 
@@ -182,39 +194,26 @@ def top_blocks(
     matrix: UserMatrix,
     query: npt.NDArray[np.float32],
     k: int,
-    *,
-    kinds: frozenset[int] | None = None,
-    after: float | None = None,
-    before: float | None = None,
-    blocks: BlockSet | None = None,
+    rules: KeyRules = EVERY_KEY,
 ) -> list[tuple[int, float]]:
-    """Exact cosine top-k *blocks* (a block scores as its best key). Vectors are L2-normalised. With an
-    allowed ``blocks`` set, only the keys of those blocks are scored (a narrow filter costs what it keeps)."""
+    """Exact cosine top-k *blocks* (a block scores as its best key) among the keys ``rules`` keep. Vectors
+    are L2-normalised. With an allowed blocks set, only the keys of those blocks are scored (a narrow
+    filter costs what it keeps)."""
     if matrix.vectors.shape[0] == 0 or k <= 0:
         return []
+    blocks = rules.blocks
     if blocks is not None and blocks.allow:
         rows = np.flatnonzero(blocks.mask(matrix.block_pks)).astype(np.int64)
-        return top_blocks_of_rows(matrix, rows, query, k, kinds=kinds, after=after, before=before)
+        return top_blocks_of_rows(matrix, rows, query, k, replace(rules, blocks=None))
     scores = key_scores(matrix, query)
-    mask = key_mask(
-        matrix.kinds, matrix.event_ts, kind_codes=kinds, after=after, before=before,
-        block_pks=matrix.block_pks, blocks=blocks,
-    )  # fmt: skip
+    mask = key_mask(matrix.kinds, matrix.event_ts, rules, matrix.block_pks)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
     return best_per_block(scores, matrix.block_pks, k)
 
 
 def top_blocks_of_rows(
-    matrix: UserMatrix,
-    rows: npt.NDArray[np.int64],
-    query: npt.NDArray[np.float32],
-    k: int,
-    *,
-    kinds: frozenset[int] | None = None,
-    after: float | None = None,
-    before: float | None = None,
-    blocks: BlockSet | None = None,
+    matrix: UserMatrix, rows: npt.NDArray[np.int64], query: npt.NDArray[np.float32], k: int, rules: KeyRules
 ) -> list[tuple[int, float]]:
     """:func:`top_blocks` over the keys at ``rows`` (ascending) only."""
     if rows.size == 0 or k <= 0:
@@ -228,9 +227,7 @@ def top_blocks_of_rows(
         event_ts=matrix.event_ts[rows],
     )
     scores = key_scores(sub, query)
-    mask = key_mask(
-        sub.kinds, sub.event_ts, kind_codes=kinds, after=after, before=before, block_pks=sub.block_pks, blocks=blocks
-    )
+    mask = key_mask(sub.kinds, sub.event_ts, rules, sub.block_pks)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
     return best_per_block(scores, sub.block_pks, k)

@@ -43,6 +43,7 @@ import psycopg
 from psycopg import sql
 
 from memlane.core.errors import StoreError
+from memlane.core.store.candidates.annbuilds import UserBuilds
 from memlane.core.store.candidates.annsettings import AnnSettings, IndexStatus
 from memlane.core.store.postgres.dialect import Conn
 
@@ -120,19 +121,16 @@ def drop_user(conn: Conn, user_id: int) -> None:
     conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(index_name(user_id))))
 
 
-class AnnBuilder:
+class AnnBuilder(UserBuilds):
     """Makes users' indexes, on a thread of its own per user (or inline: ``settings.background=False``;
     never from a search: ``settings.build=False``)."""
 
+    thread_prefix = "memlane-pg-ann"
+
     def __init__(self, settings: AnnSettings, place: Callable[[int], Place]) -> None:
-        self.settings = settings
+        super().__init__(settings)
         self._place = place
-        self._busy: set[int] = set()
-        self._threads: dict[int, threading.Thread] = {}
         self._running: dict[int, Conn] = {}  # user id -> the connection its CREATE INDEX runs on
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self.errors: list[str] = []
         _LIVE.add(self)
 
     def close(self) -> None:
@@ -152,36 +150,8 @@ class AnnBuilder:
     def ensure(self, user_id: int) -> None:
         """Start making the user's index unless it is being made by this process (or searches start no
         builds here: ``settings.build=False``)."""
-
-        def work() -> None:
-            try:
-                self.build(user_id)
-            except Exception as exc:  # searches stay exact; the failure is kept and logged
-                if self._stop.is_set():
-                    log.info("approximate index of user %s: build cancelled (the store was closed)", user_id)
-                else:
-                    self.errors.append(f"user {user_id}: {exc}")
-                    log.warning("approximate index of user %s: %s", user_id, exc)
-            finally:
-                with self._lock:
-                    self._busy.discard(user_id)
-                    if self._threads.get(user_id) is threading.current_thread():
-                        del self._threads[user_id]
-
-        if not self.settings.build:
-            return
-        with self._lock:
-            if user_id in self._busy or self._stop.is_set():
-                return
-            self._busy.add(user_id)
-            if self.settings.background:
-                # Started and registered under the lock, so a close() from now on waits for it.
-                thread = self._threads[user_id] = threading.Thread(
-                    target=work, name=f"memlane-pg-ann-{user_id}", daemon=True
-                )
-                thread.start()
-                return
-        work()
+        if self.settings.build:
+            self._start(user_id, lambda: self.build(user_id))
 
     def build_now(self, user_id: int) -> None:
         """Make the user's index in this thread (``memlane index build``), after any build of the user this

@@ -146,14 +146,19 @@ class PostgresBase:
         conn.autocommit = False
 
     @contextmanager
-    def transaction(self) -> Iterator[Conn]:
-        """One transaction on a pooled connection: committed on success, rolled back on any error."""
+    def _store_errors(self) -> Iterator[None]:
+        """A database error inside as a StoreError that names the store and the reason."""
         try:
-            with self._pool.connection() as conn:
-                yield conn
+            yield
         except psycopg.Error as exc:
             reason = postgres_reason(exc, default="database error")
             raise StoreError(f"database operation failed on {self._where}: {exc}", reason=reason) from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[Conn]:
+        """One transaction on a pooled connection: committed on success, rolled back on any error."""
+        with self._store_errors(), self._pool.connection() as conn:
+            yield conn
 
     @contextmanager
     def autocommit(self) -> Iterator[Conn]:
@@ -170,14 +175,10 @@ class PostgresBase:
         """A connection of its own in autocommit mode, set up as the pool's and closed afterwards: for an
         operation that may leave state on its session when it fails (a Citus shard split's replication
         connections), which the pool would otherwise lend on."""
-        try:
-            with psycopg.connect(self.url, autocommit=True, connect_timeout=30) as conn:
-                self._configure(conn)
-                conn.autocommit = True
-                yield conn
-        except psycopg.Error as exc:
-            reason = postgres_reason(exc, default="database error")
-            raise StoreError(f"database operation failed on {self._where}: {exc}", reason=reason) from exc
+        with self._store_errors(), psycopg.connect(self.url, autocommit=True, connect_timeout=30) as conn:
+            self._configure(conn)
+            conn.autocommit = True
+            yield conn
 
     @contextmanager
     def single(self) -> Iterator[Conn]:

@@ -128,6 +128,15 @@ _SHARDS = f"""
         JOIN pg_dist_shard s ON s.logicalrelid = t.name::regclass ORDER BY t.i
     );
 """
+# What every function here says between its signature and its own variables: it runs in the store's schema
+# (``__PATH__``), and declares the user's shard and shard table names that the lookup above fills.
+_BODY_HEAD = """LANGUAGE plpgsql
+SET search_path TO __PATH__
+AS $fn$
+DECLARE
+    p_shard bigint;
+    p_shards text[];
+"""
 # A write holds the shard's metadata lock in share mode (5) to its end, as Citus's executor does.
 _READ_SHARDS = _SHARDS.replace("__LOCK__\n", "")
 _WRITE_SHARDS = _SHARDS.replace("__LOCK__", "PERFORM lock_shard_metadata(5, ARRAY[p_shard]);")
@@ -177,13 +186,7 @@ CREATE FUNCTION __NAME__(
     p_tsquery text, p_k1 double precision, p_b double precision, p_context boolean, p_words boolean,
     p_threshold bigint, p_ef integer)
 RETURNS TABLE(o_part smallint, o_pk bigint, o_score double precision, o_session text, o_lexeme text, o_n bigint)
-LANGUAGE plpgsql
-SET search_path TO __PATH__
-AS $fn$
-DECLARE
-    p_shard bigint;
-    p_shards text[];
-    p_n_keys bigint;
+{_BODY_HEAD}    p_n_keys bigint;
     p_gone bigint[];
     p_want integer;
     p_rows integer;
@@ -312,13 +315,7 @@ CREATE FUNCTION __NAME__(
     p_key_pks bigint[], p_block_pks bigint[], p_key_kinds text[], p_kind_codes smallint[], p_texts text[],
     p_hashes text[], p_times double precision[], p_vectors vector[])
 RETURNS void
-LANGUAGE plpgsql
-SET search_path TO __PATH__
-AS $fn$
-DECLARE
-    p_shard bigint;
-    p_shards text[];
-    p_found integer;
+{_BODY_HEAD}    p_found integer;
     p_holder text;
     p_locked boolean := false;
     p_tombstone bigint;
@@ -433,12 +430,13 @@ def gather(conn: Conn, user: str, user_id: int, ask: Gather, ann: AnnSettings, n
     threshold with no usable index yet (the caller starts a build). ``conn`` is in autocommit mode: the
     call must be a statement of its own for the coordinator to hand it on. Elsewhere if the shard moved."""
     terms = query_terms(ask.query)
+    scope = ask.scope
     vkinds = None
-    if ask.kinds is not None and len(ask.kinds) < len(KIND_CODES):
-        vkinds = sorted(KIND_CODES[x] for x in ask.kinds)
+    if scope.kinds is not None and len(scope.kinds) < len(KIND_CODES):
+        vkinds = sorted(KIND_CODES[x] for x in scope.kinds)
     params = (
         user_id, user, now, ask.k, None if ask.vector is None else PgVector(ask.vector.reshape(-1)), vkinds,
-        ask.keyword, None if ask.kinds is None else sorted(ask.kinds), ask.after, ask.before,
+        ask.keyword, None if scope.kinds is None else sorted(scope.kinds), scope.after, scope.before,
         " ".join(terms) if terms else None, " | ".join(f"'{t}'" for t in terms) if terms else None,
         ask.k1, ask.b, ask.context, ask.words, ann.threshold, ann.ef_search,
     )  # fmt: skip

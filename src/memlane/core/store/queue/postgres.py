@@ -18,13 +18,14 @@ from typing import Any
 
 from memlane.core.embedding.protocol import Vectors
 from memlane.core.errors import NotFoundError, ValidationError
-from memlane.core.jobs import ClaimedJob, ExtractionResult, JobError, JobStatus, LLMOutage, QueueStatus, Requeued
+from memlane.core.jobs import CacheEntries, ClaimedJob, ExtractionResult, JobStatus, QueueStatus, Requeue, Requeued
 from memlane.core.model import ExtractionStatus, MemoryBlock, content_hash
 from memlane.core.store.blocks.postgres_rows import COLUMNS, LIVE, blocks_by_pk, to_block
 from memlane.core.store.postgres.base import PostgresBase
 from memlane.core.store.postgres.dialect import NOW, Conn
 from memlane.core.store.postgres.keys import bump_user, delete_block_keys, insert_keys
 from memlane.core.store.postgres.tenant import user_key
+from memlane.core.store.queue import claimed_jobs, queue_status
 from memlane.core.timefmt import to_epoch
 
 # Never inside CASE or COALESCE: a distributed store (Citus) evaluates the clock once, before it sends a
@@ -54,7 +55,7 @@ WITH c AS (
 UPDATE jobs j SET status = 'running', lease_owner = %(owner)s, lease_until = {NOW} + %(lease)s,
     attempts = j.attempts + 1, updated_at = {NOW}
 FROM c WHERE j.user_id = c.user_id AND j.id = c.id
-RETURNING j.id, j.user_id, j.block_pk, j.attempts, j.max_attempts, j.llm_failures
+RETURNING j.id, j.block_pk, j.attempts, j.max_attempts, j.llm_failures, j.user_id
 """
 
 
@@ -65,7 +66,6 @@ class PostgresJobQueue:
         self.store = store
 
     def claim(self, owner: str, n: int, lease_s: float, *, job_ids: Sequence[int] | None = None) -> list[ClaimedJob]:
-        """Lease up to ``n`` ready jobs (or only those of ``job_ids``) to ``owner`` for ``lease_s`` seconds."""
         if n <= 0 or (job_ids is not None and not job_ids):
             return []
         params: dict[str, object] = {"owner": owner, "lease": lease_s, "n": n}
@@ -82,7 +82,7 @@ class PostgresJobQueue:
             if not rows:
                 return []
             blocks: dict[int, MemoryBlock] = {}
-            for user_id, pks in _by_user((int(r[1]), int(r[2])) for r in rows).items():
+            for user_id, pks in _by_user((int(r[5]), int(r[1])) for r in rows).items():
                 blocks.update(
                     (int(r[0]), to_block(r))
                     for r in conn.execute(
@@ -91,19 +91,7 @@ class PostgresJobQueue:
                         (user_id, user_id, pks),
                     )
                 )
-        return [
-            ClaimedJob(
-                job_id=int(r[0]),
-                owner=owner,
-                attempts=int(r[3]),
-                max_attempts=int(r[4]),
-                block=blocks[int(r[2])],
-                block_ref=int(r[2]),
-                llm_failures=int(r[5]),
-            )
-            for r in sorted(rows)
-            if int(r[2]) in blocks
-        ]
+        return claimed_jobs(owner, rows, blocks)
 
     def _claim_per_user(self, conn: Conn, only: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
         """The claim on a distributed store, which runs ``FOR UPDATE`` only on one shard at a time: the users
@@ -141,7 +129,6 @@ class PostgresJobQueue:
             )
 
     def extend(self, owner: str, job_ids: Sequence[int], lease_s: float) -> int:
-        """Heartbeat: push the lease of ``owner``'s running jobs ``lease_s`` seconds ahead."""
         if not job_ids:
             return 0
         with self.store.transaction() as conn:
@@ -153,14 +140,8 @@ class PostgresJobQueue:
             return int(cur.rowcount)
 
     def complete(
-        self,
-        job: ClaimedJob,
-        result: ExtractionResult,
-        vectors: Vectors,
-        cache_entries: tuple[str, dict[str, Vectors]] | None = None,
+        self, job: ClaimedJob, result: ExtractionResult, vectors: Vectors, cache_entries: CacheEntries | None = None
     ) -> bool:
-        """Write summary, facts and their keys, and mark the job done, in one transaction. ``vectors`` are
-        the embeddings of ``[summary, *facts]``. Returns False (writing nothing) if the lease was lost."""
         texts = [result.summary, *result.facts]
         kinds = ["summary"] + ["fact"] * len(result.facts)
         with self.store.transaction() as conn:
@@ -204,8 +185,6 @@ class PostgresJobQueue:
         return True
 
     def fail(self, job: ClaimedJob, error: str, raw: str | None, retry_in_s: float) -> JobStatus | None:
-        """Record a failed attempt: back to the queue after ``retry_in_s``, or dead after the last attempt.
-        Returns the new status, or None if the lease was lost (another worker owns the job now)."""
         with self.store.transaction() as conn:
             row = conn.execute(
                 f"UPDATE jobs SET status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'queued' END, "
@@ -227,8 +206,6 @@ class PostgresJobQueue:
         return status
 
     def defer(self, job: ClaimedJob, error: str, retry_in_s: float) -> JobStatus | None:
-        """The LLM could not be reached: back to the queue after ``retry_in_s``, the attempt given back and
-        the failure counted. QUEUED, or None if the lease was lost."""
         with self.store.transaction() as conn:
             cur = conn.execute(
                 f"UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL, run_after = {NOW} + %s, "
@@ -239,27 +216,8 @@ class PostgresJobQueue:
             )
         return JobStatus.QUEUED if cur.rowcount == 1 else None
 
-    def requeue(
-        self,
-        *,
-        user: str | None = None,
-        since: float | None = None,
-        block_ids: Sequence[str] | None = None,
-        dead_only: bool = True,
-    ) -> Requeued:
-        """Dead jobs queued again (attempts reset, blocks back to ``queued``); unless ``dead_only``, jobs
-        waiting out a backoff made ready now (see :meth:`memlane.core.jobs.JobQueue.requeue`)."""
-        where = ""
-        params: dict[str, object] = {}
-        if user is not None:
-            where += " AND user_id = %(uid)s"
-            params["uid"] = user_key(user)
-        if since is not None:
-            where += " AND updated_at >= %(since)s"
-            params["since"] = since
-        if block_ids is not None:
-            where += " AND (user_id, block_pk) IN (SELECT user_id, pk FROM blocks WHERE id = ANY(%(ids)s))"
-            params["ids"] = list(block_ids)
+    def requeue(self, which: Requeue) -> Requeued:
+        where, params = _filters(which.user, which.since, which.block_ids)
         with self.store.transaction() as conn:
             dead = conn.execute(
                 f"UPDATE jobs SET status = 'queued', attempts = 0, run_after = {NOW}, finished_at = NULL, "
@@ -274,7 +232,7 @@ class PostgresJobQueue:
                     (ExtractionStatus.QUEUED.value, uid, pks),
                 )
             waiting = 0
-            if not dead_only:
+            if not which.dead_only:
                 waiting = conn.execute(
                     f"UPDATE jobs SET run_after = {NOW} WHERE status = 'queued' AND run_after > {NOW} "
                     f"AND (attempts > 0 OR llm_failures > 0){where}",
@@ -283,14 +241,12 @@ class PostgresJobQueue:
         return Requeued(len(dead), int(waiting))
 
     def statuses(self, job_ids: Sequence[int]) -> dict[int, JobStatus]:
-        """The status of each of ``job_ids`` that still exists (a deleted user's jobs do not)."""
         if not job_ids:
             return {}
         rows = self.store.query("SELECT id, status FROM jobs WHERE id = ANY(%s)", (list(job_ids),))
         return {int(i): JobStatus(st) for i, st in rows}
 
     def status(self, *, recent_errors: int = 5) -> QueueStatus:
-        """Counts by status, the oldest queued job's age, jobs done in the last 5 minutes, the last errors."""
         with self.store.transaction() as conn:
             counts = {str(s): int(n) for s, n in conn.execute("SELECT status, count(*) FROM jobs GROUP BY status")}
             row = conn.execute(f"SELECT {NOW} - min(created_at) FROM jobs WHERE status = 'queued'").fetchone()
@@ -314,27 +270,23 @@ class PostgresJobQueue:
                 "ORDER BY updated_at DESC, id DESC LIMIT 1"
             ).fetchone()
             outage = None if outage is None else (*outage, None if newest is None else newest[0])
-        return QueueStatus(
-            queued=counts.get("queued", 0),
-            running=counts.get("running", 0),
-            done=counts.get("done", 0),
-            dead=counts.get("dead", 0),
-            oldest_queued_age_s=oldest,
-            done_last_5_min=done_recent,
-            last_errors=tuple(
-                JobError(
-                    job_id=int(r[0]),
-                    block_id=str(r[1]),
-                    user=str(r[2]),
-                    status=JobStatus(r[3]),
-                    attempts=int(r[4]),
-                    error=str(r[5]),
-                    at=float(r[6]),
-                )
-                for r in errors
-            ),
-            llm_outage=_outage(outage),
-        )
+        return queue_status(counts, oldest, done_recent, errors, outage)
+
+
+def _filters(user: str | None, since: float | None, block_ids: Sequence[str] | None) -> tuple[str, dict[str, object]]:
+    """The WHERE conditions (each led by AND) of a requeue's optional filters, and their parameters."""
+    where = ""
+    params: dict[str, object] = {}
+    if user is not None:
+        where += " AND user_id = %(uid)s"
+        params["uid"] = user_key(user)
+    if since is not None:
+        where += " AND updated_at >= %(since)s"
+        params["since"] = since
+    if block_ids is not None:
+        where += " AND (user_id, block_pk) IN (SELECT user_id, pk FROM blocks WHERE id = ANY(%(ids)s))"
+        params["ids"] = list(block_ids)
+    return where, params
 
 
 def _by_user(rows: Iterable[tuple[Any, Any]]) -> dict[int, list[int]]:
@@ -344,17 +296,6 @@ def _by_user(rows: Iterable[tuple[Any, Any]]) -> dict[int, list[int]]:
     for user_id, pk in rows:
         out.setdefault(int(user_id), []).append(int(pk))
     return out
-
-
-def _outage(row: tuple[object, ...] | None) -> LLMOutage | None:
-    """The outage of (jobs, first failure, seconds to the earliest retry, newest error) over the jobs waiting
-    for the LLM."""
-    if row is None or not row[0]:
-        return None
-    jobs, since, next_in, error = row
-    return LLMOutage(
-        jobs=int(str(jobs)), since=float(str(since)), next_try_in_s=float(str(next_in)), last_error=str(error)
-    )
 
 
 class PostgresQueue(PostgresBase):

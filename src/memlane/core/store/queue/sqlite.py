@@ -18,12 +18,12 @@ from memlane.core.errors import (
 )
 from memlane.core.jobs import (
     EXTRACT_KIND,
+    CacheEntries,
     ClaimedJob,
     ExtractionResult,
-    JobError,
     JobStatus,
-    LLMOutage,
     QueueStatus,
+    Requeue,
     Requeued,
 )
 from memlane.core.model import (
@@ -34,6 +34,7 @@ from memlane.core.model import (
 from memlane.core.store.blocks.rows import FULL_BLOCK_COLUMNS as BLOCK_COLUMNS
 from memlane.core.store.blocks.rows import row_to_block
 from memlane.core.store.blocks.sqlite_rows import LIVE, blocks_by_pk
+from memlane.core.store.queue import claimed_jobs, queue_status
 from memlane.core.store.sqlite.base import SqliteBase
 from memlane.core.store.sqlite.keys import delete_keys, insert_keys
 from memlane.core.timefmt import now_utc, to_epoch
@@ -56,7 +57,6 @@ class SqliteJobQueue:
         self.store = store
 
     def claim(self, owner: str, n: int, lease_s: float, *, job_ids: Sequence[int] | None = None) -> list[ClaimedJob]:
-        """Lease up to ``n`` ready jobs (or only those of ``job_ids``) to ``owner`` for ``lease_s`` seconds."""
         now = _now()
         with self.store.transaction() as conn:
             self._reap(conn, now)
@@ -85,19 +85,7 @@ class SqliteJobQueue:
                     [r[1] for r in rows],
                 )
             }
-        return [
-            ClaimedJob(
-                job_id=int(r[0]),
-                owner=owner,
-                attempts=int(r[2]),
-                max_attempts=int(r[3]),
-                block=blocks[int(r[1])],
-                block_ref=int(r[1]),
-                llm_failures=int(r[4]),
-            )
-            for r in sorted(rows)
-            if int(r[1]) in blocks
-        ]
+        return claimed_jobs(owner, rows, blocks)
 
     @staticmethod
     def _reap(conn: sqlite3.Connection, now: float) -> None:
@@ -120,7 +108,6 @@ class SqliteJobQueue:
         )
 
     def extend(self, owner: str, job_ids: Sequence[int], lease_s: float) -> int:
-        """Heartbeat: push the lease of ``owner``'s running jobs ``lease_s`` seconds ahead."""
         if not job_ids:
             return 0
         now = _now()
@@ -133,14 +120,8 @@ class SqliteJobQueue:
             return int(cur.rowcount)
 
     def complete(
-        self,
-        job: ClaimedJob,
-        result: ExtractionResult,
-        vectors: Vectors,
-        cache_entries: tuple[str, dict[str, Vectors]] | None = None,
+        self, job: ClaimedJob, result: ExtractionResult, vectors: Vectors, cache_entries: CacheEntries | None = None
     ) -> bool:
-        """Write summary, facts and their keys, and mark the job done, in one transaction. ``vectors`` are
-        the embeddings of ``[summary, *facts]``. Returns False (writing nothing) if the lease was lost."""
         now = _now()
         texts = [result.summary, *result.facts]
         kinds = ["summary"] + ["fact"] * len(result.facts)
@@ -188,8 +169,6 @@ class SqliteJobQueue:
         return True
 
     def fail(self, job: ClaimedJob, error: str, raw: str | None, retry_in_s: float) -> JobStatus | None:
-        """Record a failed attempt: back to the queue after ``retry_in_s``, or dead after the last attempt.
-        Returns the new status, or None if the lease was lost (another worker owns the job now)."""
         now = _now()
         with self.store.transaction() as conn:
             row = conn.execute(
@@ -224,9 +203,6 @@ class SqliteJobQueue:
         return status
 
     def defer(self, job: ClaimedJob, error: str, retry_in_s: float) -> JobStatus | None:
-        """The LLM could not be reached: back to the queue after ``retry_in_s``, the attempt given back and
-        the failure counted (``llm_failures``, since ``llm_failing_since``). QUEUED, or None if the lease
-        was lost."""
         now = _now()
         with self.store.transaction() as conn:
             cur = conn.execute(
@@ -238,23 +214,14 @@ class SqliteJobQueue:
             )
         return JobStatus.QUEUED if cur.rowcount == 1 else None
 
-    def requeue(
-        self,
-        *,
-        user: str | None = None,
-        since: float | None = None,
-        block_ids: Sequence[str] | None = None,
-        dead_only: bool = True,
-    ) -> Requeued:
-        """Dead jobs queued again (attempts reset, blocks back to ``queued``); unless ``dead_only``, jobs
-        waiting out a backoff made ready now (see :meth:`memlane.core.jobs.JobQueue.requeue`)."""
+    def requeue(self, which: Requeue) -> Requeued:
         now = _now()
-        ids = None if block_ids is None else list(dict.fromkeys(block_ids))
+        ids = None if which.block_ids is None else list(dict.fromkeys(which.block_ids))
         chunks = [None] if ids is None else [ids[i : i + 500] for i in range(0, len(ids), 500)]
         done = Requeued()
         with self.store.transaction() as conn:
             for chunk in chunks:
-                where, params = _filters(user, since, chunk)
+                where, params = _filters(which.user, which.since, chunk)
                 dead = conn.execute(
                     "UPDATE jobs SET status = 'queued', attempts = 0, run_after = ?, finished_at = NULL, "
                     "lease_owner = NULL, lease_until = NULL, llm_failures = 0, llm_failing_since = NULL, "
@@ -266,7 +233,7 @@ class SqliteJobQueue:
                     [(ExtractionStatus.QUEUED.value, now, r[0]) for r in dead],
                 )
                 waiting = 0
-                if not dead_only:
+                if not which.dead_only:
                     waiting = conn.execute(
                         "UPDATE jobs SET run_after = ? WHERE status = 'queued' AND run_after > ? "
                         f"AND (attempts > 0 OR llm_failures > 0){where}",
@@ -276,7 +243,6 @@ class SqliteJobQueue:
         return done
 
     def statuses(self, job_ids: Sequence[int]) -> dict[int, JobStatus]:
-        """The status of each of ``job_ids`` that still exists (a deleted user's jobs do not)."""
         out: dict[int, JobStatus] = {}
         for start in range(0, len(job_ids), 500):
             chunk = list(job_ids[start : start + 500])
@@ -302,27 +268,10 @@ class SqliteJobQueue:
             "(SELECT last_error FROM jobs WHERE status = 'queued' AND llm_failures > 0 "
             "ORDER BY updated_at DESC, id DESC LIMIT 1) FROM jobs WHERE status = 'queued' AND llm_failures > 0"
         )[0]
-        return QueueStatus(
-            queued=counts.get("queued", 0),
-            running=counts.get("running", 0),
-            done=counts.get("done", 0),
-            dead=counts.get("dead", 0),
-            oldest_queued_age_s=None if oldest is None else max(0.0, now - float(oldest)),
-            done_last_5_min=int(done_recent),
-            last_errors=tuple(
-                JobError(
-                    job_id=int(r[0]),
-                    block_id=str(r[1]),
-                    user=str(r[2]),
-                    status=JobStatus(r[3]),
-                    attempts=int(r[4]),
-                    error=str(r[5]),
-                    at=float(r[6]),
-                )
-                for r in errors
-            ),
-            llm_outage=_outage(outage, now),
-        )
+        if outage[0]:  # the seconds to the earliest retry, from its time
+            outage = (*outage[:2], max(0.0, float(outage[2]) - now), outage[3])
+        age = None if oldest is None else max(0.0, now - float(oldest))
+        return queue_status(counts, age, int(done_recent), errors, outage)
 
 
 def _filters(user: str | None, since: float | None, block_ids: Sequence[str] | None) -> tuple[str, list[object]]:
@@ -339,19 +288,6 @@ def _filters(user: str | None, since: float | None, block_ids: Sequence[str] | N
         where += f" AND block_pk IN (SELECT pk FROM blocks WHERE id IN ({','.join('?' * len(block_ids))}))"
         params.extend(block_ids)
     return where, params
-
-
-def _outage(row: Sequence[object], now: float) -> LLMOutage | None:
-    """The outage of (jobs, first failure, earliest retry, newest error) over the jobs waiting for the LLM."""
-    jobs, since, next_at, error = row
-    if not jobs:
-        return None
-    return LLMOutage(
-        jobs=int(str(jobs)),
-        since=float(str(since)),
-        next_try_in_s=max(0.0, float(str(next_at)) - now),
-        last_error=str(error),
-    )
 
 
 class SqliteQueue(SqliteBase):

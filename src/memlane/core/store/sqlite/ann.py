@@ -52,8 +52,9 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.core.errors import StoreError
+from memlane.core.store.candidates.annbuilds import UserBuilds
 from memlane.core.store.candidates.annsettings import AnnSettings, IndexStatus
-from memlane.core.store.candidates.vectors import BlockSet, UserMatrix, top_blocks_of_rows
+from memlane.core.store.candidates.vectors import EVERY_KEY, KeyRules, UserMatrix, top_blocks_of_rows
 from memlane.core.store.sqlite import annscrub
 from memlane.core.store.sqlite.annnodes import KeyMap, first_copies, load_map, map_path, save_map
 from memlane.core.store.sqlite.annscrub import live_keys
@@ -154,7 +155,7 @@ class Cancelled(StoreError):
         super().__init__("the store was closed: the index build stopped, nothing was saved")
 
 
-class AnnIndexes:
+class AnnIndexes(UserBuilds):
     """The indexes of one store in this process: loaded lazily, built, extended and rebuilt by one worker
     thread per user (or inline, ``settings.background=False``; or never by a search, ``settings.build=False``,
     which loads a saved index inline and leaves building to :meth:`build_now`)."""
@@ -165,15 +166,10 @@ class AnnIndexes:
         settings: AnnSettings,
         connect: Callable[[], sqlite3.Connection],
     ) -> None:
+        super().__init__(settings)
         self.db_path = db_path
-        self.settings = settings
         self._connect = connect  # this thread's connection of the store
         self._loaded: dict[int, Loaded] = {}
-        self._busy: set[int] = set()
-        self._threads: dict[int, threading.Thread] = {}
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self.errors: list[str] = []  # background failures (the search stayed exact)
         _LIVE.add(self)
 
     def close(self) -> None:
@@ -197,16 +193,11 @@ class AnnIndexes:
         matrix: UserMatrix,
         query: npt.NDArray[np.float32],
         k: int,
-        *,
-        kinds: frozenset[int] | None = None,
-        after: float | None = None,
-        before: float | None = None,
-        blocks: BlockSet | None = None,
+        rules: KeyRules = EVERY_KEY,
     ) -> list[tuple[int, float]] | None:
-        """The top-k blocks through the user's index, or None when there is no usable index yet (the
-        caller then scans exactly; the index is being prepared) or the filters keep too few of its
-        proposals (the exact scan of what they keep is then cheaper and exact). ``blocks``: the blocks
-        the answer may hold (or must not)."""
+        """The top-k blocks among the keys ``rules`` keep, through the user's index, or None when there is no
+        usable index yet (the caller then scans exactly; the index is being prepared) or the rules keep too
+        few of its proposals (the exact scan of what they keep is then cheaper and exact)."""
         loaded = self._current(user_id, matrix)
         if loaded is None or k <= 0:
             return None
@@ -242,7 +233,7 @@ class AnnIndexes:
             ok = rows < indexed.shape[0]
             ok[ok] = indexed[rows[ok]] == pks[ok]
             cand = np.concatenate([np.unique(rows[ok]), tail])
-            out = top_blocks_of_rows(matrix, cand, q, k, kinds=kinds, after=after, before=before, blocks=blocks)
+            out = top_blocks_of_rows(matrix, cand, q, k, rules)
             # Fewer than k blocks: the filters or deletions removed too many proposals. Ask for more nodes;
             # once the index has been asked for every node it holds, its answer is complete.
             if len(out) >= k or (n >= nodes and whole):
@@ -270,36 +261,12 @@ class AnnIndexes:
                     self._loaded[user_id] = fresh
             return self._loaded.get(user_id)
         if behind or (row is not None and _stale(row, matrix)):
-            self._prepare(user_id, matrix, row)
+            self._start(user_id, lambda: self._bring_up(user_id, matrix, row))
         return self._loaded.get(user_id)
 
-    def _prepare(self, user_id: int, matrix: UserMatrix, row: IndexRow | None) -> None:
-        def work() -> None:
-            try:
-                self._bring_up(user_id, matrix, row)
-            except Cancelled:
-                log.info("approximate index of user %s: build stopped (the store was closed)", user_id)
-            except Exception as exc:  # the search stays exact; the failure is kept and logged
-                self.errors.append(f"user {user_id}: {exc}")
-                log.warning("approximate index of user %s: %s", user_id, exc)
-            finally:
-                with self._lock:
-                    self._busy.discard(user_id)
-                    if self._threads.get(user_id) is threading.current_thread():
-                        del self._threads[user_id]
-
-        with self._lock:
-            if user_id in self._busy or self._stop.is_set():
-                return
-            self._busy.add(user_id)
-            if self.settings.background:
-                # Started and registered under the lock, so a close() from now on waits for it.
-                thread = self._threads[user_id] = threading.Thread(
-                    target=work, name=f"memlane-ann-{user_id}", daemon=True
-                )
-                thread.start()
-                return
-        work()
+    def _stopped(self, exc: Exception) -> bool:
+        """A build here checks for the close between its batches and stops with :class:`Cancelled`."""
+        return isinstance(exc, Cancelled)
 
     def build_now(self, user_id: int, matrix: UserMatrix) -> None:
         """Bring the user's index fully up to date in this thread, whatever the threshold: build it if there

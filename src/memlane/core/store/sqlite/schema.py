@@ -24,6 +24,24 @@ def move_interface_keys(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE http_api_keys")
 
 
+# The columns of key_segments but its vectors, as migration 4 made them (5 changes only how vectors are held).
+_SEGMENT_COLUMNS = """\
+            id INTEGER PRIMARY KEY,
+            user_id INTEGER NOT NULL,
+            keys INTEGER NOT NULL,         -- keys in the segment (at least 1)
+            first_key INTEGER NOT NULL,    -- smallest and largest key pk
+            last_key INTEGER NOT NULL,
+            tokens INTEGER NOT NULL,       -- tokens of its keys
+            key_pks BLOB NOT NULL,         -- int64 per key, ascending
+            block_pks BLOB NOT NULL,       -- int64 per key
+            kinds BLOB NOT NULL,           -- int8 kind code per key
+            event_ts BLOB NOT NULL,        -- float64 per key
+            lengths BLOB NOT NULL,         -- int32 tokens per key
+            entries BLOB NOT NULL,         -- int32 term entries per key
+            term_ids BLOB NOT NULL,        -- int32 per (key, term) entry, ascending within a key
+            counts BLOB NOT NULL,          -- uint16 occurrences per entry
+"""
+
 # A migration is SQL, or SQL followed by a Python step run in the same transaction.
 Migration = str | tuple[str, Callable[[sqlite3.Connection], None], str]
 
@@ -155,23 +173,9 @@ MIGRATIONS: list[Migration] = [
     # 4: each user's key vectors and term bags move from one row per key into a few segments per user
     # (core/store/sqlite/segments.py says why); existing keys are moved, then the per-key tables dropped.
     (
-        """
+        f"""
         CREATE TABLE key_segments(
-            id INTEGER PRIMARY KEY,
-            user_id INTEGER NOT NULL,
-            keys INTEGER NOT NULL,         -- keys in the segment (at least 1)
-            first_key INTEGER NOT NULL,    -- smallest and largest key pk
-            last_key INTEGER NOT NULL,
-            tokens INTEGER NOT NULL,       -- tokens of its keys
-            key_pks BLOB NOT NULL,         -- int64 per key, ascending
-            block_pks BLOB NOT NULL,       -- int64 per key
-            kinds BLOB NOT NULL,           -- int8 kind code per key
-            event_ts BLOB NOT NULL,        -- float64 per key
-            lengths BLOB NOT NULL,         -- int32 tokens per key
-            entries BLOB NOT NULL,         -- int32 term entries per key
-            term_ids BLOB NOT NULL,        -- int32 per (key, term) entry, ascending within a key
-            counts BLOB NOT NULL,          -- uint16 occurrences per entry
-            vectors BLOB NOT NULL          -- float32 keys x dim
+{_SEGMENT_COLUMNS}            vectors BLOB NOT NULL          -- float32 keys x dim
         );
         CREATE INDEX key_segments_user ON key_segments(user_id, first_key);
         """,
@@ -181,25 +185,11 @@ MIGRATIONS: list[Migration] = [
     # 5: segment vectors as int8 with a float32 scale per key, a quarter of the bytes a cold search reads
     # (core/store/sqlite/segments.py says why); every segment is rewritten, then the old table dropped.
     (
-        """
+        f"""
         ALTER TABLE key_segments RENAME TO key_segments_v4;
         DROP INDEX key_segments_user;
         CREATE TABLE key_segments(
-            id INTEGER PRIMARY KEY,
-            user_id INTEGER NOT NULL,
-            keys INTEGER NOT NULL,         -- keys in the segment (at least 1)
-            first_key INTEGER NOT NULL,    -- smallest and largest key pk
-            last_key INTEGER NOT NULL,
-            tokens INTEGER NOT NULL,       -- tokens of its keys
-            key_pks BLOB NOT NULL,         -- int64 per key, ascending
-            block_pks BLOB NOT NULL,       -- int64 per key
-            kinds BLOB NOT NULL,           -- int8 kind code per key
-            event_ts BLOB NOT NULL,        -- float64 per key
-            lengths BLOB NOT NULL,         -- int32 tokens per key
-            entries BLOB NOT NULL,         -- int32 term entries per key
-            term_ids BLOB NOT NULL,        -- int32 per (key, term) entry, ascending within a key
-            counts BLOB NOT NULL,          -- uint16 occurrences per entry
-            vectors BLOB NOT NULL,         -- int8 keys x dim
+{_SEGMENT_COLUMNS}            vectors BLOB NOT NULL,         -- int8 keys x dim
             scales BLOB NOT NULL           -- float32 per key: a key's vector is its int8 row times its scale
         );
         CREATE INDEX key_segments_user ON key_segments(user_id, first_key);
