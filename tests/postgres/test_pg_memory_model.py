@@ -24,6 +24,7 @@ from memlane.core.store.candidates import postgres_search as search
 from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.candidates.postgres_search import vector_top_blocks
 from memlane.core.store.postgres.store import PostgresStore
+from memlane.core.store.users import UserQuery
 from memlane.core.timefmt import to_epoch
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
@@ -153,13 +154,13 @@ def test_sessions_users_and_their_deletion(make_store: Callable[..., Store]) -> 
     info = store.get_user("cy")
     assert (info.display_name, info.metadata, info.sessions, info.blocks) == ("Cy", {"team": "red", "n": 1}, 2, 2)
     store.create_user("dee", metadata={"team": "blue"})
-    assert [u.name for u in store.find_users(metadata={"team": "red"}).items] == ["cy"]
-    assert [u.name for u in store.find_users(metadata={"team": "red", "n": 1}).items] == ["cy"]
-    assert store.find_users(metadata={"n": "1"}).total == 0  # a JSON value: the string is not the number
-    assert [u.name for u in store.find_users(name="Cy").items] == ["cy"]
-    assert store.find_users(limit=1).total == 2
+    assert [u.name for u in store.find_users(UserQuery(metadata={"team": "red"})).items] == ["cy"]
+    assert [u.name for u in store.find_users(UserQuery(metadata={"team": "red", "n": 1})).items] == ["cy"]
+    assert store.find_users(UserQuery(metadata={"n": "1"})).total == 0  # a JSON value: the string is not the number
+    assert [u.name for u in store.find_users(UserQuery(name="Cy")).items] == ["cy"]
+    assert store.find_users(UserQuery(limit=1)).total == 2
     store.update_user("dee", display_name="Dee", metadata={"team": "red"})
-    assert [u.name for u in store.find_users(metadata={"team": "red"}, limit=1, offset=1).items] == ["dee"]
+    assert [u.name for u in store.find_users(UserQuery(metadata={"team": "red"}, limit=1, offset=1)).items] == ["dee"]
     deleted = store.delete_session("cy", "s1")
     assert [b.session_id for b in deleted] == ["s1"]
     with pytest.raises(NotFoundError):

@@ -48,6 +48,7 @@ from memlane.core.store.expiry import Expiry
 from memlane.core.store.prompts import Prompts
 from memlane.core.store.queue import Queue
 from memlane.core.store.sessions import Sessions as StoredSessions
+from memlane.core.store.users import UserQuery
 from memlane.core.store.users import Users as StoredUsers
 from memlane.core.timefmt import coerce_time_of_day, now_utc, to_epoch
 
@@ -154,12 +155,14 @@ class Users:
         if texts is not None and not all(isinstance(v, str) for v in texts.values()):
             raise ValidationError("values are strings, each matched as text", where="metadata_text")
         return self.store.find_users(
-            name=wanted,
-            metadata=check_metadata(metadata, "metadata"),
-            limit=limit,
-            offset=offset,
-            contains=part or None,
-            metadata_text=texts,
+            UserQuery(
+                name=wanted,
+                metadata=check_metadata(metadata, "metadata"),
+                limit=limit,
+                offset=offset,
+                contains=part or None,
+                metadata_text=texts,
+            )
         )
 
 
