@@ -23,6 +23,7 @@ from memlane.core.model import BlockKind, Filters, MemoryBlock, content_hash
 from memlane.core.store.candidates import postgres_search as search
 from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.candidates.postgres_search import vector_top_blocks
+from memlane.core.store.expiry import TtlChange
 from memlane.core.store.postgres.store import PostgresStore
 from memlane.core.store.users import UserQuery
 from memlane.core.timefmt import to_epoch
@@ -178,7 +179,7 @@ def test_expired_blocks_vanish_from_every_read_at_once(make_store: Callable[...,
         for i in range(4)
     ]
     now = to_epoch(datetime.now(tz=UTC))
-    assert store.set_ttl("eve", 100, block_ids=ids[:2], now=now) == 2
+    assert store.set_ttl("eve", TtlChange(100, block_ids=ids[:2], now=now)) == 2
     assert store.get_block("eve", ids[0]).expires_at is not None
     later = now + 101  # the reads with a clock: after the expiry
     assert {h for h, _ in store.vector_candidates("eve", HashingEmbedder().embed(["walnut story"])[0], 10, now=later)}
@@ -189,7 +190,7 @@ def test_expired_blocks_vanish_from_every_read_at_once(make_store: Callable[...,
     assert page.total == 2 and {b.id for b in page.items} == set(ids[2:])
     assert store.expired_users(later) == ["eve"] and store.expired_users(now) == []
     # the reads without a clock (get, list, count, search) see the expiry once it passes
-    assert store.set_ttl("eve", 1, block_ids=ids[:2], now=now - 5) == 2
+    assert store.set_ttl("eve", TtlChange(1, block_ids=ids[:2], now=now - 5)) == 2
     assert store.count_blocks("eve") == 2 and len(store.list_blocks("eve")) == 2
     with pytest.raises(NotFoundError):
         store.get_block("eve", ids[0])

@@ -44,7 +44,7 @@ from memlane.core.model_checks import (
 from memlane.core.names import check_name, check_stored_name, check_text
 from memlane.core.services import Settings
 from memlane.core.store.blocks import Blocks as StoredBlocks
-from memlane.core.store.expiry import Expiry
+from memlane.core.store.expiry import Expiry, TtlChange
 from memlane.core.store.prompts import Prompts
 from memlane.core.store.queue import Queue
 from memlane.core.store.sessions import Sessions as StoredSessions
@@ -373,10 +373,12 @@ class Blocks:
             raise ValidationError("give session_id or block_ids, not both", where="block_ids")
         return self.store.set_ttl(
             user,
-            ttl,
-            session_id=None if session_id is None else check_stored_name(session_id, "session_id"),
-            block_ids=check_ids(block_ids, "block_ids"),
-            now=_now(),
+            TtlChange(
+                ttl,
+                now=_now(),
+                session_id=None if session_id is None else check_stored_name(session_id, "session_id"),
+                block_ids=check_ids(block_ids, "block_ids"),
+            ),
         )
 
     def requeue_block(self, user: str, block_id: str) -> MemoryBlock:
