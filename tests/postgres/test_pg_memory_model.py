@@ -25,6 +25,7 @@ from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.candidates.postgres_search import vector_top_blocks
 from memlane.core.store.expiry import TtlChange
 from memlane.core.store.postgres.store import PostgresStore
+from memlane.core.store.prompts import PromptChange
 from memlane.core.store.users import UserQuery
 from memlane.core.timefmt import to_epoch
 
@@ -270,7 +271,7 @@ def test_the_prompt_registry(make_store: Callable[..., Store]) -> None:
     assert (head.current_version, head.version_count, head.text) == (0, 1, "look for billing disputes")
     with pytest.raises(AlreadyExistsError):
         store.create_prompt("billing", "x", description="d", annotations={}, now=now)
-    head = store.update_prompt("billing", text="look for refunds", now=now)
+    head = store.update_prompt("billing", PromptChange(text="look for refunds", now=now))
     assert (head.current_version, head.version_count, head.text) == (1, 2, "look for refunds")
     assert store.get_prompt_version("billing", 0).text == "look for billing disputes"
     assert [v.version for v in store.list_prompt_versions("billing", limit=10, offset=0).items] == [1, 0]
@@ -279,7 +280,7 @@ def test_the_prompt_registry(make_store: Callable[..., Store]) -> None:
     assert store.purge_prompt("billing", 0) == 1
     with pytest.raises(NotFoundError):
         store.get_prompt_version("billing", 0)
-    head = store.update_prompt("billing", text="third", now=now)
+    head = store.update_prompt("billing", PromptChange(text="third", now=now))
     assert head.current_version == 2  # versions are never reused
     store.archive_prompt("billing", now=now)
     assert store.list_prompts(limit=10, offset=0).total == 0

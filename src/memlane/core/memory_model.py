@@ -45,7 +45,7 @@ from memlane.core.names import check_name, check_stored_name, check_text
 from memlane.core.services import Settings
 from memlane.core.store.blocks import Blocks as StoredBlocks
 from memlane.core.store.expiry import Expiry, TtlChange
-from memlane.core.store.prompts import Prompts
+from memlane.core.store.prompts import PromptChange, Prompts
 from memlane.core.store.queue import Queue
 from memlane.core.store.sessions import Sessions as StoredSessions
 from memlane.core.store.users import UserQuery
@@ -465,10 +465,12 @@ class PromptRegistry:
         given. PromptArchivedError for an archived prompt."""
         return self.store.update_prompt(
             check_prompt_id(prompt_id),
-            text=None if text is None else check_prompt_text(text),
-            description=None if description is None else check_description(description),
-            annotations=check_annotations(annotations, "annotations"),
-            now=_now(),
+            PromptChange(
+                text=None if text is None else check_prompt_text(text),
+                description=None if description is None else check_description(description),
+                annotations=check_annotations(annotations, "annotations"),
+                now=_now(),
+            ),
         )
 
     def archive(self, prompt_id: str, version: int | None = None) -> Prompt:

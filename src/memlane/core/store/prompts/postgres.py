@@ -23,6 +23,7 @@ from memlane.core.model import (
 )
 from memlane.core.store.postgres.base import PostgresBase
 from memlane.core.store.postgres.dialect import Conn
+from memlane.core.store.prompts import PromptChange
 from memlane.core.timefmt import from_epoch
 
 # A join and a grouping, not subqueries correlated with a shared table (docs/scaling.md: distributable).
@@ -118,19 +119,11 @@ def list_versions(conn: Conn, prompt_id: str, *, limit: int, offset: int) -> Pag
     return Page([_version(r) for r in rows], head.version_count, limit, offset)
 
 
-def update_head(
-    conn: Conn,
-    prompt_id: str,
-    *,
-    text: str | None,
-    description: str | None,
-    annotations: Mapping[str, str] | None,
-    now: float,
-) -> Prompt:
+def update_head(conn: Conn, prompt_id: str, change: PromptChange) -> Prompt:
     head = head_row(conn, prompt_id, lock=True)
     if head.archived:
         raise PromptArchivedError(prompt_id)
-    if text is not None and text != head.text:
+    if change.text is not None and change.text != head.text:
         row = conn.execute(
             "UPDATE prompts SET current_version = next_version, next_version = next_version + 1 "
             "WHERE prompt_id = %s RETURNING current_version",
@@ -139,16 +132,16 @@ def update_head(
         assert row is not None
         conn.execute(
             "INSERT INTO prompt_versions(prompt_id, version, text, created_at) VALUES (%s, %s, %s, %s)",
-            (prompt_id, int(row[0]), text, now),
+            (prompt_id, int(row[0]), change.text, change.now),
         )
-    if description is not None:
-        conn.execute("UPDATE prompts SET description = %s WHERE prompt_id = %s", (description, prompt_id))
-    if annotations is not None:
+    if change.description is not None:
+        conn.execute("UPDATE prompts SET description = %s WHERE prompt_id = %s", (change.description, prompt_id))
+    if change.annotations is not None:
         conn.execute(
             "UPDATE prompts SET annotations = %s::jsonb WHERE prompt_id = %s",
-            (json.dumps(dict(annotations)), prompt_id),
+            (json.dumps(dict(change.annotations)), prompt_id),
         )
-    conn.execute("UPDATE prompts SET updated_at = %s WHERE prompt_id = %s", (now, prompt_id))
+    conn.execute("UPDATE prompts SET updated_at = %s WHERE prompt_id = %s", (change.now, prompt_id))
     return head_row(conn, prompt_id)
 
 
@@ -209,17 +202,9 @@ class PostgresPrompts(PostgresBase):
         with self.transaction() as conn:
             return list_versions(conn, prompt_id, limit=limit, offset=offset)
 
-    def update_prompt(
-        self,
-        prompt_id: str,
-        *,
-        text: str | None = None,
-        description: str | None = None,
-        annotations: Mapping[str, str] | None = None,
-        now: float,
-    ) -> Prompt:
+    def update_prompt(self, prompt_id: str, change: PromptChange) -> Prompt:
         with self.transaction() as conn:
-            return update_head(conn, prompt_id, text=text, description=description, annotations=annotations, now=now)
+            return update_head(conn, prompt_id, change)
 
     def archive_prompt(self, prompt_id: str, version: int | None = None, *, now: float) -> Prompt:
         with self.transaction() as conn:

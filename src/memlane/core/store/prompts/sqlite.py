@@ -19,6 +19,7 @@ from memlane.core.model import (
     Prompt,
     PromptVersion,
 )
+from memlane.core.store.prompts import PromptChange
 from memlane.core.store.sqlite.base import SqliteBase, json_text, json_value
 from memlane.core.timefmt import from_epoch
 
@@ -114,33 +115,27 @@ def list_versions(conn: sqlite3.Connection, prompt_id: str, limit: int, offset: 
     return Page([_version(r) for r in rows], total, limit, offset)
 
 
-def update_prompt(
-    conn: sqlite3.Connection,
-    prompt_id: str,
-    *,
-    text: str | None,
-    description: str | None,
-    annotations: Mapping[str, str] | None,
-    now: float,
-) -> Prompt:
+def update_prompt(conn: sqlite3.Connection, prompt_id: str, change: PromptChange) -> Prompt:
     head = get_prompt(conn, prompt_id)
     if head.archived:
         raise PromptArchivedError(prompt_id)
-    if text is not None and text != head.text:
+    if change.text is not None and change.text != head.text:
         (version,) = conn.execute(
             "UPDATE prompts SET next_version = next_version + 1 WHERE prompt_id = ? RETURNING next_version - 1",
             (prompt_id,),
         ).fetchone()
         conn.execute(
             "INSERT INTO prompt_versions(prompt_id, version, text, created_at) VALUES (?, ?, ?, ?)",
-            (prompt_id, int(version), text, now),
+            (prompt_id, int(version), change.text, change.now),
         )
         conn.execute("UPDATE prompts SET current_version = ? WHERE prompt_id = ?", (int(version), prompt_id))
-    if description is not None:
-        conn.execute("UPDATE prompts SET description = ? WHERE prompt_id = ?", (description, prompt_id))
-    if annotations is not None:
-        conn.execute("UPDATE prompts SET annotations = ? WHERE prompt_id = ?", (json_text(annotations), prompt_id))
-    conn.execute("UPDATE prompts SET updated_at = ? WHERE prompt_id = ?", (now, prompt_id))
+    if change.description is not None:
+        conn.execute("UPDATE prompts SET description = ? WHERE prompt_id = ?", (change.description, prompt_id))
+    if change.annotations is not None:
+        conn.execute(
+            "UPDATE prompts SET annotations = ? WHERE prompt_id = ?", (json_text(change.annotations), prompt_id)
+        )
+    conn.execute("UPDATE prompts SET updated_at = ? WHERE prompt_id = ?", (change.now, prompt_id))
     return get_prompt(conn, prompt_id)
 
 
@@ -208,17 +203,9 @@ class SqlitePrompts(SqliteBase):
         page: Page[PromptVersion] = self._read_with(list_versions, prompt_id, limit, offset)
         return page
 
-    def update_prompt(
-        self,
-        prompt_id: str,
-        *,
-        text: str | None = None,
-        description: str | None = None,
-        annotations: Mapping[str, str] | None = None,
-        now: float,
-    ) -> Prompt:
+    def update_prompt(self, prompt_id: str, change: PromptChange) -> Prompt:
         with self._write() as conn:
-            return update_prompt(conn, prompt_id, text=text, description=description, annotations=annotations, now=now)
+            return update_prompt(conn, prompt_id, change)
 
     def archive_prompt(self, prompt_id: str, version: int | None = None, *, now: float) -> Prompt:
         with self._write() as conn:
