@@ -9,7 +9,7 @@ import pytest
 
 from memlane.core.errors import NotFoundError
 from memlane.core.memory import Memory
-from memlane.core.model import UserInfo
+from memlane.core.model import KeyRecord, UserInfo
 from memlane.core.store.apikeys import ApiKeys
 from memlane.core.store.users import UserQuery, Users
 
@@ -77,7 +77,7 @@ def test_delete_user_counts_what_went_and_raises_the_deletion_epoch(
 ) -> None:
     writer.add_facts("alice", ["a fact", "another"], session_id="s")
     writer.add_facts("bob", ["bob's"], session_id="s")
-    assert api_keys.add_api_key("alice", "k1", "0" * 64, "laptop", 1.0)
+    assert api_keys.add_api_key(KeyRecord(key_id="k1", user="alice", label="laptop", created_at=1.0), "0" * 64)
     before = users.deletion_epoch()
     deleted = users.delete_user("alice")
     assert (deleted.blocks, deleted.keys) == (2, 1)
