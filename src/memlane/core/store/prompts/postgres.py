@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from memlane.core.errors import NotFoundError
@@ -17,7 +18,7 @@ from memlane.core.model import Page, Prompt, PromptVersion
 from memlane.core.store.postgres.base import PostgresBase
 from memlane.core.store.postgres.dialect import Conn
 from memlane.core.store.prompts import PromptChange
-from memlane.core.store.prompts.registry import PromptRegistry, PromptRows, prompt_row, version_row
+from memlane.core.store.prompts.registry import VERSIONS, PromptRegistry, PromptRows, prompt_row, version_row
 
 # A join and a grouping, not subqueries correlated with a shared table (docs/scaling.md: distributable).
 _HEAD = (
@@ -26,17 +27,12 @@ _HEAD = (
     "FROM prompts p LEFT JOIN prompt_versions v ON v.prompt_id = p.prompt_id {where} GROUP BY p.prompt_id"
 )
 
-_VERSION = (
-    "SELECT v.prompt_id, v.version, v.text, v.created_at, v.archived OR p.archived, v.version = p.current_version "
-    "FROM prompt_versions v JOIN prompts p USING (prompt_id)"
-)
 
-
+@dataclass(frozen=True, slots=True)
 class PostgresPromptRows:
     """The prompt registry's statements on one connection, in its transaction."""
 
-    def __init__(self, conn: Conn) -> None:
-        self.conn = conn
+    conn: Conn
 
     def head(self, prompt_id: str, *, lock: bool = False) -> Prompt:
         if lock:
@@ -50,7 +46,7 @@ class PostgresPromptRows:
         self.head(prompt_id)
         where = "v.version = p.current_version" if number is None else "v.version = %s"
         params: tuple[Any, ...] = (prompt_id,) if number is None else (prompt_id, number)
-        row = self.conn.execute(f"{_VERSION} WHERE v.prompt_id = %s AND {where}", params).fetchone()
+        row = self.conn.execute(f"{VERSIONS} WHERE v.prompt_id = %s AND {where}", params).fetchone()
         if row is None:
             raise NotFoundError(f"prompt {prompt_id!r} has no version {number}")
         return version_row(row)
@@ -66,7 +62,7 @@ class PostgresPromptRows:
     def versions(self, prompt_id: str, limit: int, offset: int) -> Page[PromptVersion]:
         head = self.head(prompt_id)
         rows = self.conn.execute(
-            f"{_VERSION} WHERE v.prompt_id = %s ORDER BY v.version DESC LIMIT %s OFFSET %s", (prompt_id, limit, offset)
+            f"{VERSIONS} WHERE v.prompt_id = %s ORDER BY v.version DESC LIMIT %s OFFSET %s", (prompt_id, limit, offset)
         ).fetchall()
         return Page([version_row(r) for r in rows], head.version_count, limit, offset)
 
@@ -104,12 +100,12 @@ class PostgresPromptRows:
         )
 
     def archive(self, prompt_id: str, number: int | None, now: float) -> None:
-        if number is None:
-            self.conn.execute("UPDATE prompts SET archived = true WHERE prompt_id = %s", (prompt_id,))
-        else:
+        if number is not None:
             self.conn.execute(
                 "UPDATE prompt_versions SET archived = true WHERE prompt_id = %s AND version = %s", (prompt_id, number)
             )
+        else:
+            self.conn.execute("UPDATE prompts SET archived = true WHERE prompt_id = %s", (prompt_id,))
         self.conn.execute("UPDATE prompts SET updated_at = %s WHERE prompt_id = %s", (now, prompt_id))
 
     def delete(self, prompt_id: str, number: int | None) -> int:
@@ -125,8 +121,6 @@ class PostgresPromptRows:
 
 
 class PostgresPrompts(PromptRegistry, PostgresBase):
-    """The prompt registry of a PostgreSQL store."""
-
     @contextmanager
     def _prompt_rows(self, *, write: bool) -> Iterator[PromptRows]:
         with self.transaction() as conn:

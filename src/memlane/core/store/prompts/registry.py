@@ -34,8 +34,16 @@ def prompt_row(row: Sequence[Any]) -> Prompt:
     )
 
 
+# The versions with what version_row reads, the same in both dialects (a WHERE and an ORDER BY follow).
+VERSIONS = (
+    "SELECT v.prompt_id, v.version, v.text, v.created_at, v.archived OR p.archived, v.version = p.current_version "
+    "FROM prompt_versions v JOIN prompts p USING (prompt_id)"
+)
+
+
 def version_row(row: Sequence[Any]) -> PromptVersion:
-    """A version from a row of (prompt_id, version, text, created_at, archived (it or its prompt), current)."""
+    """A version from a row of :data:`VERSIONS`: (prompt_id, version, text, created_at, archived (it or its
+    prompt), current)."""
     pid, version, text, created, archived, current = row
     return PromptVersion(
         prompt_id=str(pid),

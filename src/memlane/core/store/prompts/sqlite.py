@@ -8,11 +8,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from memlane.core.errors import NotFoundError
 from memlane.core.model import Page, Prompt, PromptVersion
 from memlane.core.store.prompts import PromptChange
-from memlane.core.store.prompts.registry import PromptRegistry, PromptRows, prompt_row, version_row
+from memlane.core.store.prompts.registry import VERSIONS, PromptRegistry, PromptRows, prompt_row, version_row
 from memlane.core.store.sqlite.base import SqliteBase, json_text
 from memlane.core.store.sqlite.probe import store_error
 
@@ -23,18 +24,13 @@ PROMPT_COLUMNS = (
     "p.created_at"
 )
 
-VERSION_COLUMNS = (
-    "v.prompt_id, v.version, v.text, v.created_at, v.archived OR p.archived, v.version = p.current_version "
-    "FROM prompt_versions v JOIN prompts p ON p.prompt_id = v.prompt_id"
-)
 
-
+@dataclass(frozen=True, slots=True)
 class SqlitePromptRows:
     """The prompt registry's statements on one connection, in its transaction (a write transaction holds
     the whole file, so ``lock`` needs nothing more)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    conn: sqlite3.Connection
 
     def head(self, prompt_id: str, *, lock: bool = False) -> Prompt:
         sql = f"SELECT {PROMPT_COLUMNS} FROM prompts p WHERE p.prompt_id = ?"
@@ -45,7 +41,7 @@ class SqlitePromptRows:
 
     def version(self, prompt_id: str, number: int | None) -> PromptVersion:
         row = self.conn.execute(
-            f"SELECT {VERSION_COLUMNS} WHERE v.prompt_id = ? AND v.version = coalesce(?, p.current_version)",
+            f"{VERSIONS} WHERE v.prompt_id = ? AND v.version = coalesce(?, p.current_version)",
             (prompt_id, number),
         ).fetchone()
         if row is None:
@@ -67,7 +63,7 @@ class SqlitePromptRows:
             "SELECT count(*) FROM prompt_versions WHERE prompt_id = ?", (prompt_id,)
         ).fetchone()
         rows = self.conn.execute(
-            f"SELECT {VERSION_COLUMNS} WHERE v.prompt_id = ? ORDER BY v.version DESC LIMIT ? OFFSET ?",
+            f"{VERSIONS} WHERE v.prompt_id = ? ORDER BY v.version DESC LIMIT ? OFFSET ?",
             (prompt_id, limit, offset),
         ).fetchall()
         return Page([version_row(r) for r in rows], int(total), limit, offset)
@@ -123,8 +119,6 @@ class SqlitePromptRows:
 
 
 class SqlitePrompts(PromptRegistry, SqliteBase):
-    """The prompt registry of a SQLite store."""
-
     @contextmanager
     def _prompt_rows(self, *, write: bool) -> Iterator[PromptRows]:
         if write:
