@@ -18,7 +18,7 @@ from memlane.core.model import Page, Prompt, PromptVersion
 from memlane.core.store.postgres.base import PostgresBase
 from memlane.core.store.postgres.dialect import Conn
 from memlane.core.store.prompts import PromptChange
-from memlane.core.store.prompts.registry import VERSIONS, PromptRegistry, PromptRows, prompt_row, version_row
+from memlane.core.store.prompts.registry import VERSIONS, PromptRows, PromptStore, prompt_row, version_row
 
 # A join and a grouping, not subqueries correlated with a shared table (docs/scaling.md: distributable).
 _HEAD = (
@@ -120,7 +120,7 @@ class PostgresPromptRows:
         return int(n)
 
 
-class PostgresPrompts(PromptRegistry, PostgresBase):
+class PostgresPrompts(PromptStore, PostgresBase):
     @contextmanager
     def _prompt_rows(self, *, write: bool) -> Iterator[PromptRows]:
         with self.transaction() as conn:

@@ -1,4 +1,4 @@
-"""The prompt registry's rules, written once for both dialects: :class:`PromptRegistry` is the store's
+"""The prompt registry's rules, written once for both dialects: :class:`PromptStore` is the store's
 :class:`memlane.core.store.prompts.Prompts` over a dialect's statements (:class:`PromptRows`, in
 ``sqlite.py`` and ``postgres.py``), each call one transaction of the dialect's."""
 
@@ -94,7 +94,7 @@ class PromptRows(Protocol):
         ...
 
 
-class PromptRegistry:
+class PromptStore:
     """:class:`memlane.core.store.prompts.Prompts` over :meth:`_prompt_rows`, which a dialect's store
     provides: its statements in one of its transactions (a write one if ``write``)."""
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from memlane.core.errors import NotFoundError
 from memlane.core.model import Page, Prompt, PromptVersion
 from memlane.core.store.prompts import PromptChange
-from memlane.core.store.prompts.registry import VERSIONS, PromptRegistry, PromptRows, prompt_row, version_row
+from memlane.core.store.prompts.registry import VERSIONS, PromptRows, PromptStore, prompt_row, version_row
 from memlane.core.store.sqlite.base import SqliteBase, json_text
 from memlane.core.store.sqlite.probe import store_error
 
@@ -118,7 +118,7 @@ class SqlitePromptRows:
         return int(n)
 
 
-class SqlitePrompts(PromptRegistry, SqliteBase):
+class SqlitePrompts(PromptStore, SqliteBase):
     @contextmanager
     def _prompt_rows(self, *, write: bool) -> Iterator[PromptRows]:
         if write:
