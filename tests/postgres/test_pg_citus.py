@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import ConfigError, StoreError
 from memlane.core.memory import Memory
+from memlane.core.model import KeyRecord
 from memlane.core.store.postgres import citus
 from memlane.core.store.postgres.store import PostgresStore
 from memlane.core.store.postgres.tenant import user_key
@@ -71,7 +72,7 @@ def test_a_store_with_data_is_distributed_in_place_by_the_command(
         for user in ("ann", "bo", "cy"):
             for s in range(4):
                 mem.add(user, chat(f"{user} planted {s} tulips", "lovely"), session_id=f"s{s}")
-        store.add_api_key("bo", "key-bo", "0" * 64, "", 1.0)
+        store.add_api_key(KeyRecord(key_id="key-bo", user="bo", label="", created_at=1.0), "0" * 64)
         before = {u: [h.block.id for h in mem.search(u, "tulips", k=3)] for u in ("ann", "bo", "cy")}
         rows = int(store.query("SELECT count(*) FROM blocks")[0][0])
         store.close()
@@ -130,7 +131,7 @@ def test_a_deleted_user_leaves_no_row_on_any_node_and_no_byte_once_erased(
     for user in ("ann", "cy"):
         mem.add(user, chat(f"{user} likes tea", "fine"))
     mem.add("bo", chat(f"my secret word is {word}", f"noted: {word}"))
-    store.add_api_key("bo", "key-bo", "0" * 64, word, 1.0)
+    store.add_api_key(KeyRecord(key_id="key-bo", user="bo", label=word, created_at=1.0), "0" * 64)
     log = store.own_call_log()
     from memlane.core.llm.calllog import CallEntry
 

@@ -25,8 +25,11 @@ from memlane.core.store.candidates import postgres_search as search
 from memlane.core.store.candidates.annsettings import AnnSettings
 from memlane.core.store.candidates.postgres_search import vector_top_blocks
 from memlane.core.store.candidates.scope import Scope
+from memlane.core.store.expiry import TtlChange
 from memlane.core.store.postgres.store import PostgresStore
+from memlane.core.store.prompts import PromptChange
 from memlane.core.store.sessions import NewSession, SessionChanges
+from memlane.core.store.users import UserQuery
 from memlane.core.timefmt import to_epoch
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
@@ -153,13 +156,13 @@ def test_sessions_users_and_their_deletion(make_store: Callable[..., Store]) -> 
     info = store.get_user("cy")
     assert (info.display_name, info.metadata, info.sessions, info.blocks) == ("Cy", {"team": "red", "n": 1}, 2, 2)
     store.create_user("dee", metadata={"team": "blue"})
-    assert [u.name for u in store.find_users(metadata={"team": "red"}).items] == ["cy"]
-    assert [u.name for u in store.find_users(metadata={"team": "red", "n": 1}).items] == ["cy"]
-    assert store.find_users(metadata={"n": "1"}).total == 0  # a JSON value: the string is not the number
-    assert [u.name for u in store.find_users(name="Cy").items] == ["cy"]
-    assert store.find_users(limit=1).total == 2
+    assert [u.name for u in store.find_users(UserQuery(metadata={"team": "red"})).items] == ["cy"]
+    assert [u.name for u in store.find_users(UserQuery(metadata={"team": "red", "n": 1})).items] == ["cy"]
+    assert store.find_users(UserQuery(metadata={"n": "1"})).total == 0  # a JSON value: the string is not the number
+    assert [u.name for u in store.find_users(UserQuery(name="Cy")).items] == ["cy"]
+    assert store.find_users(UserQuery(limit=1)).total == 2
     store.update_user("dee", display_name="Dee", metadata={"team": "red"})
-    assert [u.name for u in store.find_users(metadata={"team": "red"}, limit=1, offset=1).items] == ["dee"]
+    assert [u.name for u in store.find_users(UserQuery(metadata={"team": "red"}, limit=1, offset=1)).items] == ["dee"]
     deleted = store.delete_session("cy", "s1")
     assert [b.session_id for b in deleted] == ["s1"]
     with pytest.raises(NotFoundError):
@@ -177,7 +180,7 @@ def test_expired_blocks_vanish_from_every_read_at_once(make_store: Callable[...,
         for i in range(4)
     ]
     now = to_epoch(datetime.now(tz=UTC))
-    assert store.set_ttl("eve", 100, block_ids=ids[:2], now=now) == 2
+    assert store.set_ttl("eve", TtlChange(100, block_ids=ids[:2], now=now)) == 2
     assert store.get_block("eve", ids[0]).expires_at is not None
     later = now + 101  # the reads with a clock: after the expiry
     assert {
@@ -190,7 +193,7 @@ def test_expired_blocks_vanish_from_every_read_at_once(make_store: Callable[...,
     assert page.total == 2 and {b.id for b in page.items} == set(ids[2:])
     assert store.expired_users(later) == ["eve"] and store.expired_users(now) == []
     # the reads without a clock (get, list, count, search) see the expiry once it passes
-    assert store.set_ttl("eve", 1, block_ids=ids[:2], now=now - 5) == 2
+    assert store.set_ttl("eve", TtlChange(1, block_ids=ids[:2], now=now - 5)) == 2
     assert store.count_blocks("eve") == 2 and len(store.list_blocks("eve")) == 2
     with pytest.raises(NotFoundError):
         store.get_block("eve", ids[0])
@@ -272,7 +275,7 @@ def test_the_prompt_registry(make_store: Callable[..., Store]) -> None:
     assert (head.current_version, head.version_count, head.text) == (0, 1, "look for billing disputes")
     with pytest.raises(AlreadyExistsError):
         store.create_prompt("billing", "x", description="d", annotations={}, now=now)
-    head = store.update_prompt("billing", text="look for refunds", now=now)
+    head = store.update_prompt("billing", PromptChange(text="look for refunds", now=now))
     assert (head.current_version, head.version_count, head.text) == (1, 2, "look for refunds")
     assert store.get_prompt_version("billing", 0).text == "look for billing disputes"
     assert [v.version for v in store.list_prompt_versions("billing", limit=10, offset=0).items] == [1, 0]
@@ -281,7 +284,7 @@ def test_the_prompt_registry(make_store: Callable[..., Store]) -> None:
     assert store.purge_prompt("billing", 0) == 1
     with pytest.raises(NotFoundError):
         store.get_prompt_version("billing", 0)
-    head = store.update_prompt("billing", text="third", now=now)
+    head = store.update_prompt("billing", PromptChange(text="third", now=now))
     assert head.current_version == 2  # versions are never reused
     store.archive_prompt("billing", now=now)
     assert store.list_prompts(limit=10, offset=0).total == 0

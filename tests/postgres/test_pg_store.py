@@ -18,7 +18,7 @@ from memlane.bench.perf import sentence
 from memlane.core.embedding.fake import HashingEmbedder
 from memlane.core.errors import ConfigError, NotFoundError, StoreError
 from memlane.core.memory import AddRequest, Memory
-from memlane.core.model import BlockKind
+from memlane.core.model import BlockKind, KeyRecord
 from memlane.core.ranking.session_words import people_words, session_word_ranks
 from memlane.core.retention import RetentionPolicy
 from memlane.core.retrieval import PRESETS
@@ -267,7 +267,7 @@ def test_migration_9_gives_existing_users_the_ids_of_their_names(new_store: NewS
     for user in ("ann", "bo", "cy"):
         for s in range(3):
             mem.add(user, chat(sentence(rng, s), sentence(rng, s + 1)), session_id=f"s{s}")
-    store.add_api_key("bo", "key-bo", "0" * 64, "bo's key", 1.0)
+    store.add_api_key(KeyRecord(key_id="key-bo", user="bo", label="bo's key", created_at=1.0), "0" * 64)
     store.set_retention("cy", RetentionPolicy(max_blocks=100))
     before = {u: [(h.block.id, round(h.score, 9)) for h in mem.search(u, "word", k=5)] for u in ("ann", "bo", "cy")}
     blocks_of_bo = store.count_blocks("bo")

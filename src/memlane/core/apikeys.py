@@ -109,7 +109,7 @@ class ApiKeys:
         while True:
             key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
             record = KeyRecord(key_id=key_id, user=user, label=label, created_at=time.time(), role=role)
-            if self.store.add_api_key(user, key_id, secret_hash(secret), label, record.created_at, role):
+            if self.store.add_api_key(record, secret_hash(secret)):
                 return NewKey(key=f"{KEY_PREFIX}_{key_id}_{secret}", record=record)
 
     def verify(self, key: str) -> VerifiedKey | None:
@@ -136,7 +136,9 @@ class ApiKeys:
         imported = skipped = 0
         for key_id, user, digest, label, created_at in _old_keys(path):
             try:
-                added = self.store.add_api_key(user, key_id, digest, label, created_at)
+                added = self.store.add_api_key(
+                    KeyRecord(key_id=key_id, user=user, label=label, created_at=created_at), digest
+                )
             except NotFoundError:
                 added = False
             imported, skipped = imported + added, skipped + (not added)

@@ -45,11 +45,12 @@ from memlane.core.names import check_name, check_stored_name, check_text
 from memlane.core.services import Settings
 from memlane.core.store.blocks import BlockBrowse, BlockUpdate
 from memlane.core.store.blocks import Blocks as StoredBlocks
-from memlane.core.store.expiry import Expiry
-from memlane.core.store.prompts import Prompts
+from memlane.core.store.expiry import Expiry, TtlChange
+from memlane.core.store.prompts import PromptChange, Prompts
 from memlane.core.store.queue import Queue
 from memlane.core.store.sessions import NewSession, SessionChanges
 from memlane.core.store.sessions import Sessions as StoredSessions
+from memlane.core.store.users import UserQuery
 from memlane.core.store.users import Users as StoredUsers
 from memlane.core.timefmt import coerce_time_of_day, now_utc, to_epoch
 
@@ -156,12 +157,14 @@ class Users:
         if texts is not None and not all(isinstance(v, str) for v in texts.values()):
             raise ValidationError("values are strings, each matched as text", where="metadata_text")
         return self.store.find_users(
-            name=wanted,
-            metadata=check_metadata(metadata, "metadata"),
-            limit=limit,
-            offset=offset,
-            contains=part or None,
-            metadata_text=texts,
+            UserQuery(
+                name=wanted,
+                metadata=check_metadata(metadata, "metadata"),
+                limit=limit,
+                offset=offset,
+                contains=part or None,
+                metadata_text=texts,
+            )
         )
 
 
@@ -367,10 +370,12 @@ class Blocks:
             raise ValidationError("give session_id or block_ids, not both", where="block_ids")
         return self.store.set_ttl(
             user,
-            ttl,
-            session_id=None if session_id is None else check_stored_name(session_id, "session_id"),
-            block_ids=check_ids(block_ids, "block_ids"),
-            now=_now(),
+            TtlChange(
+                ttl,
+                now=_now(),
+                session_id=None if session_id is None else check_stored_name(session_id, "session_id"),
+                block_ids=check_ids(block_ids, "block_ids"),
+            ),
         )
 
     def requeue_block(self, user: str, block_id: str) -> MemoryBlock:
@@ -454,10 +459,12 @@ class PromptRegistry:
         given. PromptArchivedError for an archived prompt."""
         return self.store.update_prompt(
             check_prompt_id(prompt_id),
-            text=None if text is None else check_prompt_text(text),
-            description=None if description is None else check_description(description),
-            annotations=check_annotations(annotations, "annotations"),
-            now=_now(),
+            PromptChange(
+                text=None if text is None else check_prompt_text(text),
+                description=None if description is None else check_description(description),
+                annotations=check_annotations(annotations, "annotations"),
+                now=_now(),
+            ),
         )
 
     def archive(self, prompt_id: str, version: int | None = None) -> Prompt:

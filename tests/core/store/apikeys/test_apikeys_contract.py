@@ -16,12 +16,14 @@ SECRET = "ab" * 32
 
 def test_a_key_needs_its_user_and_a_free_id(api_keys: ApiKeys, users: Users) -> None:
     with pytest.raises(NotFoundError):
-        api_keys.add_api_key("ghost", "k1", SECRET, "", 1.0)
+        api_keys.add_api_key(KeyRecord(key_id="k1", user="ghost", label="", created_at=1.0), SECRET)
     users.create_user("alice")
     users.create_user("bob")
-    assert api_keys.add_api_key("alice", "k1", SECRET, "laptop", 1.0) is True
-    assert api_keys.add_api_key("alice", "k1", "cd" * 32, "other", 2.0) is False
-    assert api_keys.add_api_key("bob", "k1", "cd" * 32, "bob's", 2.0) is False  # ids are the store's, not a user's
+    assert api_keys.add_api_key(KeyRecord(key_id="k1", user="alice", label="laptop", created_at=1.0), SECRET) is True
+    assert api_keys.add_api_key(KeyRecord(key_id="k1", user="alice", label="other", created_at=2.0), "cd" * 32) is False
+    assert (
+        api_keys.add_api_key(KeyRecord(key_id="k1", user="bob", label="bob's", created_at=2.0), "cd" * 32) is False
+    )  # ids are the store's, not a user's
     stored = api_keys.get_api_key("k1")
     assert stored is not None and stored.secret_sha256 == SECRET and stored.record.user == "alice"
     assert api_keys.list_api_keys("bob") == []
@@ -31,7 +33,7 @@ def test_get_reads_the_record_with_the_deletion_epoch(api_keys: ApiKeys, users: 
     users.create_user("alice")
     users.create_user("old")
     users.delete_user("old")  # an epoch above zero, to tell it from a default
-    api_keys.add_api_key("alice", "k1", SECRET, "ci", 12.5, role="read-only")
+    api_keys.add_api_key(KeyRecord(key_id="k1", user="alice", label="ci", created_at=12.5, role="read-only"), SECRET)
     stored = api_keys.get_api_key("k1")
     assert stored is not None
     assert stored.record == KeyRecord(key_id="k1", user="alice", label="ci", created_at=12.5, role="read-only")
@@ -41,8 +43,8 @@ def test_get_reads_the_record_with_the_deletion_epoch(api_keys: ApiKeys, users: 
 
 def test_list_and_revoke_are_per_user(api_keys: ApiKeys, users: Users) -> None:
     users.create_user("alice")
-    api_keys.add_api_key("alice", "k2", SECRET, "second", 2.0)
-    api_keys.add_api_key("alice", "k1", SECRET, "first", 1.0, role="admin")
+    api_keys.add_api_key(KeyRecord(key_id="k2", user="alice", label="second", created_at=2.0), SECRET)
+    api_keys.add_api_key(KeyRecord(key_id="k1", user="alice", label="first", created_at=1.0, role="admin"), SECRET)
     assert [(k.key_id, k.role) for k in api_keys.list_api_keys("alice")] == [("k1", "admin"), ("k2", "read-write")]
     assert api_keys.list_api_keys("nobody") == []
     assert api_keys.revoke_api_key("alice", "nope") is False

@@ -15,7 +15,7 @@ from memlane.core.model import Filters
 from memlane.core.store.blocks import Blocks
 from memlane.core.store.candidates import Candidates
 from memlane.core.store.candidates.scope import Scope
-from memlane.core.store.expiry import Expiry
+from memlane.core.store.expiry import Expiry, TtlChange
 from memlane.core.timefmt import to_epoch
 
 T0 = 1_700_000_000.0
@@ -71,7 +71,7 @@ def test_a_block_expired_at_now_is_never_a_candidate(
     candidates: Candidates, blocks: Blocks, expiry: Expiry, kites: list[str]
 ) -> None:
     now = time.time()
-    expiry.set_ttl("alice", 100, block_ids=[kites[0]], now=now)
+    expiry.set_ttl("alice", TtlChange(100, block_ids=[kites[0]], now=now))
     for name, hits in both(candidates, 10, now=now + 99).items():
         assert kites[0] in ids_of(blocks, hits), name
     for name, hits in both(candidates, 10, now=now + 101).items():

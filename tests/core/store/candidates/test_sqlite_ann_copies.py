@@ -17,6 +17,7 @@ from memlane.core.store.blocks import BlockUpdate
 from memlane.core.store.candidates.annsettings import EXACT, AnnSettings
 from memlane.core.store.candidates.scope import Scope
 from memlane.core.store.candidates.vectors import UserMatrix
+from memlane.core.store.expiry import TtlChange
 from memlane.core.store.sqlite import SqliteStore, ann
 from memlane.core.store.sqlite.ann import folder
 from memlane.core.store.sqlite.annnodes import KeyMap, first_copies, map_path
@@ -120,7 +121,7 @@ def test_deleted_updated_and_expired_copies_are_never_returned(tmp_path: Path) -
         text = "user: repeated note 1"
         new = dataclasses.replace(b, message=text, content_hash=content_hash(text))
         store.update_block("alice", new, BASE[1].reshape(1, -1), BlockUpdate(), now=now)
-    assert store.set_ttl("alice", 60, block_ids=[b.id for b in expired], now=now) == len(expired)
+    assert store.set_ttl("alice", TtlChange(60, block_ids=[b.id for b in expired], now=now)) == len(expired)
     later = now + 120
     every = [pk for pk, _ in exact.vector_candidates("alice", q0, DISTINCT * PASSES)]
     ids = {pk: b.id for pk, b in store.fetch_blocks("alice", every).items()}

@@ -13,7 +13,7 @@ from memlane.core.errors import NotFoundError
 from memlane.core.memory import Memory
 from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.blocks import Blocks
-from memlane.core.store.expiry import Expiry
+from memlane.core.store.expiry import Expiry, TtlChange
 from memlane.core.timefmt import from_epoch
 
 T0 = 1_700_000_000.0
@@ -24,35 +24,35 @@ def test_set_ttl_sets_the_ttl_and_the_expiry_of_what_it_names(expiry: Expiry, bl
     a = writer.add_facts("alice", ["a1", "a2"], session_id="a").block_ids
     b = writer.add_facts("alice", ["b1"], session_id="b").block_ids
     now = time.time()
-    assert expiry.set_ttl("alice", 600, session_id="a", now=now) == 2
+    assert expiry.set_ttl("alice", TtlChange(600, session_id="a", now=now)) == 2
     assert [(x.ttl_s, x.expires_at) for x in map(lambda i: blocks.get_block("alice", i), a)] == [
         (600, from_epoch(now + 600))
     ] * 2
     assert blocks.get_block("alice", b[0]).expires_at is None  # another session's block: untouched
-    assert expiry.set_ttl("alice", 900, block_ids=[a[0], b[0]], now=now) == 2
+    assert expiry.set_ttl("alice", TtlChange(900, block_ids=[a[0], b[0]], now=now)) == 2
     assert blocks.get_block("alice", b[0]).expires_at == from_epoch(now + 900)
     assert blocks.get_block("alice", a[1]).ttl_s == 600
-    assert expiry.set_ttl("alice", 0, now=now) == 3  # all, and 0: never
+    assert expiry.set_ttl("alice", TtlChange(0, now=now)) == 3  # all, and 0: never
     assert {(x.ttl_s, x.expires_at) for x in blocks.list_blocks("alice")} == {(0, None)}
 
 
 def test_set_ttl_changes_live_blocks_only_and_names_unknowns(expiry: Expiry, writer: Memory) -> None:
     ids = writer.add_facts("alice", ["a1", "a2"], session_id="a").block_ids
     past = time.time() - 100
-    assert expiry.set_ttl("alice", 1, block_ids=[ids[0]], now=past) == 1  # ran out 99 s ago
-    assert expiry.set_ttl("alice", 60, now=time.time()) == 1  # the expired one is not brought back
+    assert expiry.set_ttl("alice", TtlChange(1, block_ids=[ids[0]], now=past)) == 1  # ran out 99 s ago
+    assert expiry.set_ttl("alice", TtlChange(60, now=time.time())) == 1  # the expired one is not brought back
     with pytest.raises(NotFoundError):
-        expiry.set_ttl("nobody", 60, now=T0)
+        expiry.set_ttl("nobody", TtlChange(60, now=T0))
     with pytest.raises(NotFoundError):
-        expiry.set_ttl("alice", 60, session_id="nope", now=T0)
+        expiry.set_ttl("alice", TtlChange(60, session_id="nope", now=T0))
 
 
 def test_expired_users_and_the_ttl_sweep_at_a_fixed_clock(expiry: Expiry, blocks: Blocks, writer: Memory) -> None:
     ids = writer.add_facts("alice", ["a1", "a2", "a3"], session_id="a").block_ids
     writer.add_facts("bob", ["b1"], session_id="b")
     now = time.time()
-    expiry.set_ttl("alice", 60, block_ids=ids[:2], now=now)
-    expiry.set_ttl("bob", 600, now=now)
+    expiry.set_ttl("alice", TtlChange(60, block_ids=ids[:2], now=now))
+    expiry.set_ttl("bob", TtlChange(600, now=now))
     assert expiry.expired_users(now + 59) == []
     assert expiry.expired_users(now + 61) == ["alice"]
     assert sorted(expiry.expired_users(now + 601)) == ["alice", "bob"]

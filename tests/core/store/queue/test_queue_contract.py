@@ -12,7 +12,7 @@ from memlane.core.errors import NotFoundError
 from memlane.core.llm import ScriptedLLM
 from memlane.core.memory import Memory
 from memlane.core.model import MemoryBlock
-from memlane.core.store.expiry import Expiry
+from memlane.core.store.expiry import Expiry, TtlChange
 from memlane.core.store.protocol import Store
 from memlane.core.store.queue import Queue
 from memlane.core.timefmt import from_epoch
@@ -56,6 +56,6 @@ def test_requeue_block_of_an_unknown_foreign_or_expired_block_is_not_found(
         queue.requeue_block("alice", "0" * 32, max_attempts=3, now=now)
     with pytest.raises(NotFoundError):
         queue.requeue_block("nobody", block.id, max_attempts=3, now=now)
-    expiry.set_ttl("alice", 1, block_ids=[block.id], now=now - 100)
+    expiry.set_ttl("alice", TtlChange(1, block_ids=[block.id], now=now - 100))
     with pytest.raises(NotFoundError):
         queue.requeue_block("alice", block.id, max_attempts=3, now=now)

@@ -9,9 +9,9 @@ import pytest
 
 from memlane.core.errors import NotFoundError
 from memlane.core.memory import Memory
-from memlane.core.model import UserInfo
+from memlane.core.model import KeyRecord, UserInfo
 from memlane.core.store.apikeys import ApiKeys
-from memlane.core.store.users import Users
+from memlane.core.store.users import UserQuery, Users
 
 
 def names(found: Sequence[UserInfo]) -> list[str]:
@@ -62,13 +62,13 @@ def test_find_users_ands_every_rule_and_pages_with_the_total(users: Users) -> No
     users.create_user("ben", display_name="Ben", metadata={"team": "red", "tier": 2})
     users.create_user("cat", display_name="Ann Lee", metadata={"team": "blue", "tier": 1})
     users.create_user("dan", metadata={"team": "red", "tier": 1})
-    assert names(users.find_users(name="Ann Lee", metadata={"team": "red"}).items) == ["ann"]
-    assert names(users.find_users(metadata={"team": "red"}, contains="an").items) == ["ann", "dan"]
-    assert names(users.find_users(contains="LEE", metadata_text={"tier": "1"}).items) == ["ann", "cat"]
-    page = users.find_users(metadata={"team": "red"}, limit=2, offset=1)
+    assert names(users.find_users(UserQuery(name="Ann Lee", metadata={"team": "red"})).items) == ["ann"]
+    assert names(users.find_users(UserQuery(metadata={"team": "red"}, contains="an")).items) == ["ann", "dan"]
+    assert names(users.find_users(UserQuery(contains="LEE", metadata_text={"tier": "1"})).items) == ["ann", "cat"]
+    page = users.find_users(UserQuery(metadata={"team": "red"}, limit=2, offset=1))
     assert names(page.items) == ["ben", "dan"] and page.total == 3
     assert (page.limit, page.offset) == (2, 1)
-    beyond = users.find_users(limit=10, offset=10)
+    beyond = users.find_users(UserQuery(limit=10, offset=10))
     assert beyond.items == [] and beyond.total == 4
 
 
@@ -77,7 +77,7 @@ def test_delete_user_counts_what_went_and_raises_the_deletion_epoch(
 ) -> None:
     writer.add_facts("alice", ["a fact", "another"], session_id="s")
     writer.add_facts("bob", ["bob's"], session_id="s")
-    assert api_keys.add_api_key("alice", "k1", "0" * 64, "laptop", 1.0)
+    assert api_keys.add_api_key(KeyRecord(key_id="k1", user="alice", label="laptop", created_at=1.0), "0" * 64)
     before = users.deletion_epoch()
     deleted = users.delete_user("alice")
     assert (deleted.blocks, deleted.keys) == (2, 1)

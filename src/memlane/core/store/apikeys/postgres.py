@@ -8,35 +8,32 @@ from memlane.core.model import (
     KeyRecord,
     StoredKey,
 )
+from memlane.core.store.apikeys import key_record, stored_key
 from memlane.core.store.postgres.base import PostgresBase
 from memlane.core.store.postgres.dialect import Conn
 from memlane.core.store.postgres.tenant import user_key
 from memlane.core.store.users.postgres_rows import EPOCH
 
 
-def add_key(
-    conn: Conn, user: str, key_id: str, secret_sha256: str, label: str, created_at: float, role: str = "read-write"
-) -> bool:
-    """Store a key of an existing user (NotFoundError otherwise); False if ``key_id`` is taken. The user's
-    row is locked first, so a concurrent deletion either comes after (and takes the key) or before (and
-    the user is not found)."""
+def add_key(conn: Conn, record: KeyRecord, secret_sha256: str) -> bool:
+    """The user's row is locked first, so a concurrent deletion either comes after (and takes the key) or
+    before (and the user is not found)."""
     row = conn.execute(
-        "SELECT id FROM users WHERE id = %s AND name = %s FOR NO KEY UPDATE", (user_key(user), user)
+        "SELECT id FROM users WHERE id = %s AND name = %s FOR NO KEY UPDATE", (user_key(record.user), record.user)
     ).fetchone()
     if row is None:
-        raise NotFoundError(f"user {user!r} not found")
+        raise NotFoundError(f"user {record.user!r} not found")
     cur = conn.execute(
         "INSERT INTO api_keys(user_id, key_id, secret_sha256, label, created_at, role) "
         "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (key_id) DO NOTHING",
-        (int(row[0]), key_id, secret_sha256, label, created_at, role),
+        (int(row[0]), record.key_id, secret_sha256, record.label, record.created_at, record.role),
     )
     return cur.rowcount == 1
 
 
 def get_key(conn: Conn, key_id: str) -> StoredKey | None:
-    """The key and the deletion epoch, read by one statement (one snapshot)."""
     row = conn.execute(
-        f"SELECT k.key_id, k.user_id, k.label, k.created_at, k.secret_sha256, {EPOCH}, k.role "
+        f"SELECT k.key_id, k.user_id, k.label, k.created_at, k.role, k.secret_sha256, {EPOCH} "
         "FROM api_keys k WHERE k.key_id = %s",
         (key_id,),
     ).fetchone()
@@ -45,13 +42,7 @@ def get_key(conn: Conn, key_id: str) -> StoredKey | None:
     # The user's name from the user's own row (one node on a distributed store: api_keys is copied to
     # every node, users is not).
     owner = conn.execute("SELECT name FROM users WHERE id = %s", (int(row[1]),)).fetchone()
-    if owner is None:
-        return None
-    row = (row[0], owner[0], *row[2:])
-    record = KeyRecord(
-        key_id=str(row[0]), user=str(row[1]), label=str(row[2]), created_at=float(row[3]), role=str(row[6])
-    )
-    return StoredKey(record=record, secret_sha256=str(row[4]), epoch=int(row[5]))
+    return None if owner is None else stored_key((row[0], owner[0], *row[2:]))
 
 
 def list_keys(conn: Conn, user: str) -> list[KeyRecord]:
@@ -60,10 +51,7 @@ def list_keys(conn: Conn, user: str) -> list[KeyRecord]:
         "AND EXISTS (SELECT 1 FROM users u WHERE u.id = %s AND u.name = %s) ORDER BY k.created_at, k.key_id",
         (user, user_key(user), user_key(user), user),
     ).fetchall()
-    return [
-        KeyRecord(key_id=str(r[0]), user=str(r[1]), label=str(r[2]), created_at=float(r[3]), role=str(r[4]))
-        for r in rows
-    ]
+    return [key_record(r) for r in rows]
 
 
 def revoke_key(conn: Conn, user: str, key_id: str) -> bool:
@@ -74,11 +62,9 @@ def revoke_key(conn: Conn, user: str, key_id: str) -> bool:
 class PostgresApiKeys(PostgresBase):
     """API keys in a PostgreSQL store."""
 
-    def add_api_key(
-        self, user: str, key_id: str, secret_sha256: str, label: str, created_at: float, role: str = "read-write"
-    ) -> bool:
+    def add_api_key(self, record: KeyRecord, secret_sha256: str) -> bool:
         with self.transaction() as conn:
-            return add_key(conn, user, key_id, secret_sha256, label, created_at, role)
+            return add_key(conn, record, secret_sha256)
 
     def get_api_key(self, key_id: str) -> StoredKey | None:
         with self.transaction() as conn:

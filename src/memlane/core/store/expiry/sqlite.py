@@ -5,7 +5,6 @@ retention policies (by age or count). :class:`SqliteExpiry` is the store's
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
 
 from memlane.core.errors import (
     NotFoundError,
@@ -15,33 +14,25 @@ from memlane.core.model import (
 )
 from memlane.core.retention import Expired, Policies, RetentionPolicy
 from memlane.core.store.blocks.sqlite_rows import LIVE, blocks_by_pk, count_blocks, delete_blocks, expired_pks
+from memlane.core.store.expiry import DEFAULT_POLICY, USER_POLICIES, TtlChange, policies, policy_statement
 from memlane.core.store.sessions.sqlite import expiry, session_state
 from memlane.core.store.sqlite.base import SqliteBase
 from memlane.core.store.sqlite.probe import store_error
 from memlane.core.timefmt import now_utc, to_epoch
 
 
-def set_ttl(
-    conn: sqlite3.Connection,
-    user: str,
-    user_id: int,
-    ttl_s: int,
-    *,
-    session_id: str | None,
-    block_ids: Sequence[str] | None,
-    now: float,
-) -> int:
+def set_ttl(conn: sqlite3.Connection, user: str, user_id: int, change: TtlChange) -> int:
     where = [f"b.user_id = ? AND {LIVE}"]
-    params: list[object] = [user_id, now]
-    if session_id is not None:
-        if session_state(conn, user_id, session_id) is None:
-            raise NotFoundError(f"session {session_id!r} not found for user {user!r}")
+    params: list[object] = [user_id, change.now]
+    if change.session_id is not None:
+        if session_state(conn, user_id, change.session_id) is None:
+            raise NotFoundError(f"session {change.session_id!r} not found for user {user!r}")
         where.append("b.session_id = ?")
-        params.append(session_id)
+        params.append(change.session_id)
     total = 0
     chunks: list[list[str] | None] = [None]
-    if block_ids is not None:
-        ids = list(dict.fromkeys(block_ids))
+    if change.block_ids is not None:
+        ids = list(dict.fromkeys(change.block_ids))
         chunks = [ids[i : i + 500] for i in range(0, len(ids), 500)]
     for chunk in chunks:
         clause = list(where)
@@ -51,54 +42,22 @@ def set_ttl(
             extra = list(chunk)
         total += conn.execute(
             f"UPDATE blocks AS b SET ttl_s = ?, expires_ts = ? WHERE {' AND '.join(clause)}",
-            (ttl_s, expiry(now, ttl_s), *params, *extra),
+            (change.ttl_s, expiry(change.now, change.ttl_s), *params, *extra),
         ).rowcount
     return total
 
 
-def _policy(row: Sequence[object]) -> RetentionPolicy:
-    age, blocks = row
-    return RetentionPolicy(
-        max_age_days=None if age is None else int(str(age)), max_blocks=None if blocks is None else int(str(blocks))
-    )
+# A policy's two statements (policy_statement names the table and its key).
+DELETE_POLICY = "DELETE FROM {table} WHERE {key} = ?"
+UPSERT_POLICY = (
+    "INSERT INTO {table}({key}, max_age_days, max_blocks, updated_at) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT({key}) DO UPDATE SET max_age_days = excluded.max_age_days, "
+    "max_blocks = excluded.max_blocks, updated_at = excluded.updated_at"
+)
 
 
 def read_policies(conn: sqlite3.Connection) -> Policies:
-    default = conn.execute("SELECT max_age_days, max_blocks FROM retention_default WHERE id = 1").fetchone()
-    rows = conn.execute(
-        "SELECT u.name, r.max_age_days, r.max_blocks FROM retention_policies r JOIN users u ON u.id = r.user_id"
-    ).fetchall()
-    return Policies(
-        default=None if default is None else _policy(default), users={str(r[0]): _policy(r[1:]) for r in rows}
-    )
-
-
-def write_policy(conn: sqlite3.Connection, user: str | None, policy: RetentionPolicy | None, now: float) -> None:
-    """Set (or with ``policy`` None remove) the default policy (``user`` None) or a user's own;
-    NotFoundError for a user that does not exist."""
-    if user is None:
-        if policy is None:
-            conn.execute("DELETE FROM retention_default")
-            return
-        conn.execute(
-            "INSERT INTO retention_default(id, max_age_days, max_blocks, updated_at) VALUES (1, ?, ?, ?) "
-            "ON CONFLICT(id) DO UPDATE SET max_age_days = excluded.max_age_days, "
-            "max_blocks = excluded.max_blocks, updated_at = excluded.updated_at",
-            (policy.max_age_days, policy.max_blocks, now),
-        )
-        return
-    row = conn.execute("SELECT id FROM users WHERE name = ?", (user,)).fetchone()
-    if row is None:
-        raise NotFoundError(f"user {user!r} not found")
-    if policy is None:
-        conn.execute("DELETE FROM retention_policies WHERE user_id = ?", (int(row[0]),))
-        return
-    conn.execute(
-        "INSERT INTO retention_policies(user_id, max_age_days, max_blocks, updated_at) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT(user_id) DO UPDATE SET max_age_days = excluded.max_age_days, "
-        "max_blocks = excluded.max_blocks, updated_at = excluded.updated_at",
-        (int(row[0]), policy.max_age_days, policy.max_blocks, now),
-    )
+    return policies(conn.execute(DEFAULT_POLICY).fetchone(), conn.execute(USER_POLICIES).fetchall())
 
 
 class SqliteExpiry(SqliteBase):
@@ -111,8 +70,11 @@ class SqliteExpiry(SqliteBase):
             raise store_error(f"read failed on {self.path}", exc, default="read failed") from exc
 
     def set_retention(self, user: str | None, policy: RetentionPolicy | None) -> None:
+        now = to_epoch(now_utc())
         with self._write() as conn:
-            write_policy(conn, user, policy, to_epoch(now_utc()))
+            row = None if user is None else conn.execute("SELECT id FROM users WHERE name = ?", (user,)).fetchone()
+            user_id = None if row is None else int(row[0])
+            conn.execute(*policy_statement(DELETE_POLICY, UPSERT_POLICY, user, user_id, policy, now))
 
     def delete_expired(
         self, user: str, *, before: float | None, keep: int | None, limit: int | None, dry_run: bool = False
@@ -135,19 +97,9 @@ class SqliteExpiry(SqliteBase):
             self.checkpoint()
         return Expired(len(pks), blocks, remaining)
 
-    def set_ttl(
-        self,
-        user: str,
-        ttl_s: int,
-        *,
-        session_id: str | None = None,
-        block_ids: Sequence[str] | None = None,
-        now: float,
-    ) -> int:
+    def set_ttl(self, user: str, change: TtlChange) -> int:
         with self._write() as conn:
-            user_id = self._require_user_id(conn, user)
-            n = set_ttl(conn, user, user_id, ttl_s, session_id=session_id, block_ids=block_ids, now=now)
-        return n
+            return set_ttl(conn, user, self._require_user_id(conn, user), change)
 
     def expired_users(self, now: float) -> list[str]:
         rows = self._read(

@@ -7,9 +7,24 @@ this one (``sqlite.py``, ``postgres.py``), and a store is one of each (:class:`m
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from memlane.core.model import Page, Prompt, PromptVersion
+
+
+@dataclass(frozen=True, slots=True)
+class PromptChange:
+    """What :meth:`Prompts.update_prompt` changes of a prompt (None: keep it).
+
+    ``text``: new text adds the next version, which becomes current (the same text as the current one adds
+    nothing); ``description``, ``annotations``: replace the prompt's; ``now``: when, its ``updated_at`` and
+    the new version's ``created_at``."""
+
+    now: float
+    text: str | None = None
+    description: str | None = None
+    annotations: Mapping[str, str] | None = None
 
 
 class Prompts(Protocol):
@@ -38,17 +53,9 @@ class Prompts(Protocol):
         """The prompt's versions, newest first, paged, with the total; NotFoundError if unknown."""
         ...
 
-    def update_prompt(
-        self,
-        prompt_id: str,
-        *,
-        text: str | None = None,
-        description: str | None = None,
-        annotations: Mapping[str, str] | None = None,
-        now: float,
-    ) -> Prompt:
-        """Replace what is given; new text adds the next version, which becomes current.
-        PromptArchivedError for an archived prompt, NotFoundError for an unknown one."""
+    def update_prompt(self, prompt_id: str, change: PromptChange) -> Prompt:
+        """Apply ``change`` to the prompt. PromptArchivedError for an archived prompt, NotFoundError for an
+        unknown one."""
         ...
 
     def archive_prompt(self, prompt_id: str, version: int | None = None, *, now: float) -> Prompt:

@@ -6,10 +6,69 @@ this one (``sqlite.py``, ``postgres.py``), and a store is one of each (:class:`m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from memlane.core.model import DeletedUser, Page, UserInfo
+from memlane.core.store.blocks.like import contains_pattern
+
+
+@dataclass(frozen=True, slots=True)
+class UserQuery:
+    """Which users :meth:`Users.find_users` returns (by name order), and which page of them; a rule left
+    None keeps everyone.
+
+    ``name``: the display name, exactly. ``metadata``: pairs the user's metadata holds with an equal JSON
+    value (``"1"`` and ``1`` differ). ``metadata_text``: pairs read as text, a string equal to it or a number
+    or boolean whose JSON text is (never a list, an object or null). ``contains``: text the name or the
+    display name holds, ignoring case (its ``%`` and ``_`` are plain characters). ``limit``, ``offset``: the
+    page."""
+
+    name: str | None = None
+    metadata: Mapping[str, Any] | None = None
+    limit: int = 100
+    offset: int = 0
+    contains: str | None = None
+    metadata_text: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UserRules:
+    """One dialect's SQL for each rule of a :class:`UserQuery` (``?`` or ``%s`` placeholders), which
+    :func:`user_where` joins: ``everyone`` when no rule is given; ``display_name`` takes the name;
+    ``contains`` the LIKE pattern twice (name, display name); ``metadata`` the key and the value's JSON
+    text; ``metadata_text`` the key ``text_keys`` times, then the text. ``key`` is how the dialect names a
+    metadata key (a JSON path on SQLite)."""
+
+    everyone: str
+    display_name: str
+    contains: str
+    metadata: str
+    metadata_text: str
+    key: Callable[[str], str]
+    text_keys: int
+
+
+def user_where(query: UserQuery, rules: UserRules) -> tuple[str, list[object]]:
+    """The WHERE clause that keeps the users ``query`` asks for, and its parameters."""
+    where = [rules.everyone]
+    params: list[object] = []
+    if query.name is not None:
+        where.append(rules.display_name)
+        params.append(query.name)
+    if query.contains:
+        where.append(rules.contains)
+        params += [contains_pattern(query.contains)] * 2
+    for key, value in (query.metadata or {}).items():
+        # compact, as SQLite prints a JSON value it reads; PostgreSQL parses it to jsonb either way
+        where.append(rules.metadata)
+        params += [rules.key(key), json.dumps(value, separators=(",", ":"), ensure_ascii=False)]
+    for key, text in (query.metadata_text or {}).items():
+        where.append(rules.metadata_text)
+        params += [rules.key(key)] * rules.text_keys + [text]
+    return " AND ".join(where), params
 
 
 class Users(Protocol):
@@ -35,21 +94,8 @@ class Users(Protocol):
         """Replace what is given (None: keep; ``display_name=""`` clears it); NotFoundError if unknown."""
         ...
 
-    def find_users(
-        self,
-        *,
-        name: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        limit: int = 100,
-        offset: int = 0,
-        contains: str | None = None,
-        metadata_text: Mapping[str, str] | None = None,
-    ) -> Page[UserInfo]:
-        """Users by name order whose display name is exactly ``name``, whose metadata holds every
-        ``metadata`` pair with an equal JSON value, and every ``metadata_text`` pair read as text (a string
-        equal to it, or a number or boolean whose JSON text is), and whose name or display name holds
-        ``contains`` ignoring case (its ``%`` and ``_`` are plain characters) (None: no such rule), paged,
-        with the total."""
+    def find_users(self, query: UserQuery) -> Page[UserInfo]:
+        """The users ``query`` asks for, by name order, paged, with the total."""
         ...
 
     def delete_user(self, user: str) -> DeletedUser:

@@ -18,12 +18,12 @@ from memlane.core.model import (
     Page,
     UserInfo,
 )
-from memlane.core.store.blocks.like import contains_pattern
 from memlane.core.store.blocks.postgres_rows import drop_cached, now_epoch
 from memlane.core.store.postgres import ann, citus
 from memlane.core.store.postgres.base import PostgresBase, refuse_collision
 from memlane.core.store.postgres.dialect import Conn
 from memlane.core.store.postgres.tenant import user_key
+from memlane.core.store.users import UserQuery, UserRules, user_where
 from memlane.core.store.users.postgres_rows import deletion_epoch, record_deletion
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
@@ -90,35 +90,22 @@ def update_user(conn: Conn, user_id: int, *, display_name: str | None, metadata:
         conn.execute("UPDATE users SET metadata = %s::jsonb WHERE id = %s", (json.dumps(dict(metadata)), user_id))
 
 
-def find_users(
-    conn: Conn,
-    *,
-    name: str | None,
-    metadata: Mapping[str, Any] | None,
-    limit: int,
-    offset: int,
-    now: float,
-    contains: str | None = None,
-    metadata_text: Mapping[str, str] | None = None,
-) -> Page[UserInfo]:
-    where: list[str] = ["true"]
-    params: list[object] = []
-    if name is not None:
-        where.append("display_name = %s")
-        params.append(name)
-    if contains:
-        # ILIKE folds case as the database's locale does; the text's own % and _ are escaped.
-        where.append("(name ILIKE %s ESCAPE '\\' OR display_name ILIKE %s ESCAPE '\\')")
-        params += [contains_pattern(contains)] * 2
-    for key, value in (metadata or {}).items():
-        # a JSON value compared as JSON (equal, not contained): "1" and 1 differ, [1] is not [1, 2]
-        where.append("metadata -> %s = %s::jsonb")
-        params += [key, json.dumps(value)]
-    for key, text in (metadata_text or {}).items():
-        # read as text: a string as itself, a number or a boolean as its JSON text; never a list, an object or null
-        where.append("jsonb_typeof(metadata -> %s) IN ('string', 'number', 'boolean') AND metadata ->> %s = %s")
-        params += [key, key, text]
-    clause = " AND ".join(where)
+# ILIKE folds case as the database's locale does. Metadata is compared as JSON (equal, not contained: [1] is not
+# [1, 2]), and read as text through its JSON type: never a list, an object or null.
+RULES = UserRules(
+    everyone="true",
+    display_name="display_name = %s",
+    contains="(name ILIKE %s ESCAPE '\\' OR display_name ILIKE %s ESCAPE '\\')",
+    metadata="metadata -> %s = %s::jsonb",
+    metadata_text="jsonb_typeof(metadata -> %s) IN ('string', 'number', 'boolean') AND metadata ->> %s = %s",
+    key=str,
+    text_keys=2,
+)
+
+
+def find_users(conn: Conn, query: UserQuery, now: float) -> Page[UserInfo]:
+    clause, params = user_where(query, RULES)
+    limit, offset = query.limit, query.offset
     total = conn.execute(f"SELECT count(*) FROM users WHERE {clause}", params).fetchone()
     rows = conn.execute(
         f"{_USER_ROW} WHERE {clause} ORDER BY name LIMIT %s OFFSET %s", [*params, limit, offset]
@@ -132,8 +119,6 @@ class PostgresUsers(PostgresBase):
     def create_user(
         self, user: str, *, display_name: str | None = None, metadata: Mapping[str, Any] | None = None
     ) -> bool:
-        """Create a namespace with its display name and metadata; returns False (changing nothing) if it
-        already existed."""
         user_id = user_key(user)
         with self.transaction() as conn:
             row = conn.execute(
@@ -167,27 +152,9 @@ class PostgresUsers(PostgresBase):
             update_user(conn, user_id, display_name=display_name, metadata=metadata)
             return get_user(conn, user, now_epoch())
 
-    def find_users(
-        self,
-        *,
-        name: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        limit: int = 100,
-        offset: int = 0,
-        contains: str | None = None,
-        metadata_text: Mapping[str, str] | None = None,
-    ) -> Page[UserInfo]:
+    def find_users(self, query: UserQuery) -> Page[UserInfo]:
         with self.transaction() as conn:
-            return find_users(
-                conn,
-                name=name,
-                metadata=metadata,
-                limit=limit,
-                offset=offset,
-                now=now_epoch(),
-                contains=contains,
-                metadata_text=metadata_text,
-            )
+            return find_users(conn, query, now_epoch())
 
     def delete_user(self, user: str) -> DeletedUser:
         """Remove the user and everything of theirs (blocks, search keys, vectors, tsvectors, jobs, cached

@@ -5,7 +5,6 @@ statement or two inside the caller's transaction; :class:`SqliteUsers` is the st
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,11 +17,11 @@ from memlane.core.model import (
     Page,
     UserInfo,
 )
-from memlane.core.store.blocks.like import contains_pattern
 from memlane.core.store.blocks.sqlite_rows import LIVE, json_path, live_count
 from memlane.core.store.sqlite.ann import drop_user
 from memlane.core.store.sqlite.base import SqliteBase, json_text, json_value, time_now
 from memlane.core.store.sqlite.keys import delete_keys
+from memlane.core.store.users import UserQuery, UserRules, user_where
 from memlane.core.store.users.deletions import TOMBSTONE_RETENTION_S, VERSION_EPOCH_SHIFT, check_write, name_sha256
 from memlane.core.timefmt import from_epoch, now_utc, to_epoch
 
@@ -62,39 +61,25 @@ def set_user_fields(
         conn.execute("UPDATE users SET metadata = ? WHERE id = ?", (json_text(metadata), user_id))
 
 
-def find_users(
-    conn: sqlite3.Connection,
-    *,
-    name: str | None,
-    metadata: Mapping[str, Any] | None,
-    limit: int,
-    offset: int,
-    now: float,
-    contains: str | None = None,
-    metadata_text: Mapping[str, str] | None = None,
-) -> Page[UserInfo]:
-    where = ["1 = 1"]
-    params: list[object] = []
-    if name is not None:
-        where.append("u.display_name = ?")
-        params.append(name)
-    if contains:
-        # SQLite's LIKE ignores the case of ASCII letters; the text's own % and _ are escaped to match themselves.
-        where.append("(u.name LIKE ? ESCAPE '\\' OR u.display_name LIKE ? ESCAPE '\\')")
-        params += [contains_pattern(contains)] * 2
-    for key, value in (metadata or {}).items():
-        # A JSON value compared as JSON: "1" (a string) and 1 (a number) are different values.
-        where.append("(u.metadata -> ?) = ?")
-        params += [json_path(key), json.dumps(value, separators=(",", ":"), ensure_ascii=False)]
-    for key, text in (metadata_text or {}).items():
-        # Read as text: a string as itself, a number or a boolean as its JSON text; never a list, an object
-        # or null.
-        where.append(
-            "CASE json_type(u.metadata, ?) WHEN 'text' THEN u.metadata ->> ? "
-            "WHEN 'array' THEN NULL WHEN 'object' THEN NULL WHEN 'null' THEN NULL ELSE u.metadata -> ? END = ?"
-        )
-        params += [json_path(key)] * 3 + [text]
-    clause = " AND ".join(where)
+# SQLite's LIKE ignores the case of ASCII letters. Metadata is compared as JSON, and read as text through its
+# JSON type: a string as itself, a number or a boolean as its JSON text; never a list, an object or null.
+RULES = UserRules(
+    everyone="1 = 1",
+    display_name="u.display_name = ?",
+    contains="(u.name LIKE ? ESCAPE '\\' OR u.display_name LIKE ? ESCAPE '\\')",
+    metadata="(u.metadata -> ?) = ?",
+    metadata_text=(
+        "CASE json_type(u.metadata, ?) WHEN 'text' THEN u.metadata ->> ? "
+        "WHEN 'array' THEN NULL WHEN 'object' THEN NULL WHEN 'null' THEN NULL ELSE u.metadata -> ? END = ?"
+    ),
+    key=json_path,
+    text_keys=3,
+)
+
+
+def find_users(conn: sqlite3.Connection, query: UserQuery, now: float) -> Page[UserInfo]:
+    clause, params = user_where(query, RULES)
+    limit, offset = query.limit, query.offset
     total = int(conn.execute(f"SELECT count(*) FROM users u WHERE {clause}", params).fetchone()[0])
     rows = conn.execute(
         f"SELECT {USER_COLUMNS} FROM users u WHERE {clause} ORDER BY u.name LIMIT ? OFFSET ?",
@@ -148,8 +133,6 @@ class SqliteUsers(SqliteBase):
     def create_user(
         self, user: str, *, display_name: str | None = None, metadata: Mapping[str, Any] | None = None
     ) -> bool:
-        """Create a namespace with its display name and metadata; returns False (changing nothing) if it
-        already existed."""
         with self._write() as conn:
             user_id, _, created = ensure_user(conn, user, to_epoch(now_utc()), None)
             if created:
@@ -206,26 +189,8 @@ class SqliteUsers(SqliteBase):
             set_user_fields(conn, self._require_user_id(conn, user), display_name, metadata)
         return self.get_user(user)
 
-    def find_users(
-        self,
-        *,
-        name: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        limit: int = 100,
-        offset: int = 0,
-        contains: str | None = None,
-        metadata_text: Mapping[str, str] | None = None,
-    ) -> Page[UserInfo]:
-        page: Page[UserInfo] = self._read_with(
-            find_users,
-            name=name,
-            metadata=metadata,
-            limit=limit,
-            offset=offset,
-            now=time_now(),
-            contains=contains,
-            metadata_text=metadata_text,
-        )
+    def find_users(self, query: UserQuery) -> Page[UserInfo]:
+        page: Page[UserInfo] = self._read_with(find_users, query, time_now())
         return page
 
     def user_row_counts(self, user: str) -> dict[str, int]:
